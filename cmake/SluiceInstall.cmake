@@ -1,0 +1,22 @@
+# Installs the layer libraries, their public headers and a package config, so an embedder
+# writes find_package(Sluice) and links Sluice::ep (or any other layer).
+include(CMakePackageConfigHelpers)
+
+set(_sluice_targets sluice_core sluice_ep_api sluice_ep_cuda sluice_ep)
+install(TARGETS ${_sluice_targets} EXPORT SluiceTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+
+foreach(_dir core ep)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sluice/${_dir}
+    FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE)
+endforeach()
+
+set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/Sluice)
+install(EXPORT SluiceTargets NAMESPACE Sluice:: DESTINATION ${_cmake_dir})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/SluiceConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/SluiceConfig.cmake INSTALL_DESTINATION ${_cmake_dir})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/SluiceConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/SluiceConfig.cmake ${PROJECT_BINARY_DIR}/SluiceConfigVersion.cmake
+  DESTINATION ${_cmake_dir})

@@ -1,0 +1,100 @@
+// StreamOrderedCachingAllocator: caches device memory per stream, with RecordStream
+// semantics (seed 001, multi-stream GC).
+//
+// Reuse rules:
+//  - A block freed with no other stream recorded on it goes straight back to its owning
+//    (allocating) stream's free list: that stream's later work runs after the earlier work
+//    in stream order, so reuse is safe at once.
+//  - A block that other streams used is held until a fence recorded on each of those
+//    streams at free time is done; then it returns to its owner's free list.
+//  - Another stream may take a block from an owner's free list only once a fence recorded
+//    on the owner stream after the free is done. That fence is recorded lazily, the first
+//    time another stream needs memory it cannot get from the raw allocator.
+//  - When the raw allocator is exhausted the allocator waits for outstanding fences (without
+//    holding its lock), returns every free block to the raw allocator and retries once.
+#ifndef SLUICE_CORE_CACHING_ALLOCATOR_H_
+#define SLUICE_CORE_CACHING_ALLOCATOR_H_
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/synchronization/mutex.h"
+#include "core/allocator.h"
+
+namespace sluice {
+
+struct CachingAllocatorOptions {
+  // Requests are rounded up to a multiple of this (a power of two).
+  size_t round_bytes = 512;
+  // A cached block serves a request when its size is at most this factor times the request.
+  size_t max_fit_ratio = 2;
+};
+
+// Thread-safe: every method may be called from any thread. Not reentrant from fences.
+// Owns the raw memory it caches; the raw allocator and fence recorder must outlive it.
+class StreamOrderedCachingAllocator final : public Allocator {
+ public:
+  // `fences` may be null for synchronous devices (cpu), where every block is reusable by
+  // any stream at once.
+  StreamOrderedCachingAllocator(RawAllocator* raw, FenceRecorder* fences,
+                                CachingAllocatorOptions options = {});
+  // Returns all cached memory to the raw allocator. Blocks still in use are freed too (and
+  // reported on stderr): their owner leaked them.
+  ~StreamOrderedCachingAllocator() override;
+
+  absl::StatusOr<void*> Allocate(size_t bytes, StreamId stream) override;
+  void RecordStream(void* ptr, StreamId stream) override;
+  void Deallocate(void* ptr) override;
+  AllocatorStats stats() const override;
+
+  // Waits for pending blocks and returns every free block to the raw allocator.
+  absl::Status EmptyCache();
+
+ private:
+  struct Block {
+    void* ptr = nullptr;
+    size_t size = 0;
+    StreamId owner;
+    bool in_use = false;
+    absl::InlinedVector<StreamId, 2> other_users;
+    std::vector<std::shared_ptr<StreamFence>> pending;  // while held after a free
+    std::shared_ptr<StreamFence> owner_fence;            // recorded for cross-stream reuse
+  };
+  using FreeList = std::multimap<size_t, Block*>;
+
+  size_t RoundUp(size_t bytes) const;
+  FreeList& FreeListOf(StreamId stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void* TakeBlock(FreeList& list, FreeList::iterator it, StreamId stream, bool cross)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PollPending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finds a block of another stream whose owner fence is done; records missing fences into
+  // `to_wait`.
+  void* TryStealLocked(size_t size, StreamId stream,
+                       std::vector<std::shared_ptr<StreamFence>>* to_wait)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds the fences of pending blocks and owner fences of all free blocks (recording
+  // missing ones) to `to_wait`.
+  void CollectFencesLocked(std::vector<std::shared_ptr<StreamFence>>* to_wait)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseFreeBlocksLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<void*> AllocateRawLocked(size_t size, StreamId stream)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  RawAllocator* const raw_;
+  FenceRecorder* const fences_;
+  const CachingAllocatorOptions options_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<void*, std::unique_ptr<Block>> blocks_ ABSL_GUARDED_BY(mu_);
+  std::vector<FreeList> free_lists_ ABSL_GUARDED_BY(mu_);  // indexed by StreamId
+  std::vector<Block*> pending_ ABSL_GUARDED_BY(mu_);
+  AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_CORE_CACHING_ALLOCATOR_H_

@@ -1,0 +1,74 @@
+#include "core/shape.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status.h"
+
+namespace sluice {
+
+absl::StatusOr<Shape> Shape::Make(absl::Span<const int64_t> dims) {
+  int64_t count = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("shape [", absl::StrJoin(dims, ", "),
+                                                     "] has negative dimension ", i));
+    }
+    if (dims[i] != 0 && count > std::numeric_limits<int64_t>::max() / dims[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape [", absl::StrJoin(dims, ", "), "] has too many elements"));
+    }
+    count *= dims[i];
+  }
+  return Shape(dims);
+}
+
+int64_t Shape::NumElements() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+Shape::Dims Shape::Strides() const {
+  Dims strides(dims_.size());
+  int64_t s = 1;
+  for (int i = rank() - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= dims_[i];
+  }
+  return strides;
+}
+
+std::string Shape::ToString() const { return absl::StrCat("[", absl::StrJoin(dims_, ", "), "]"); }
+
+absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  Shape::Dims out(rank);
+  for (int i = 0; i < rank; ++i) {
+    const int ia = a.rank() - rank + i;
+    const int ib = b.rank() - rank + i;
+    const int64_t da = ia >= 0 ? a.dim(ia) : 1;
+    const int64_t db = ib >= 0 ? b.dim(ib) : 1;
+    if (da != db && da != 1 && db != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("shapes ", a.ToString(), " and ",
+                                                     b.ToString(), " cannot broadcast: dimension ",
+                                                     i, " is ", da, " vs ", db));
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return Shape(absl::MakeConstSpan(out));
+}
+
+Shape::Dims BroadcastStrides(const Shape& from, const Shape& to) {
+  SLUICE_CHECK(from.rank() <= to.rank());
+  const Shape::Dims own = from.Strides();
+  Shape::Dims strides(to.rank(), 0);
+  const int offset = to.rank() - from.rank();
+  for (int i = 0; i < from.rank(); ++i) {
+    strides[offset + i] = from.dim(i) == 1 && to.dim(offset + i) != 1 ? 0 : own[i];
+  }
+  return strides;
+}
+
+}  // namespace sluice

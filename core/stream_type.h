@@ -1,0 +1,30 @@
+// StreamType: the role of a stream on a device (seed 003 §1). Different roles get separate
+// streams so that copies, compute and collectives can overlap.
+#ifndef SLUICE_CORE_STREAM_TYPE_H_
+#define SLUICE_CORE_STREAM_TYPE_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace sluice {
+
+enum class StreamType : uint8_t {
+  kCompute,           // kernels
+  kHost2Device,       // copies host -> device
+  kDevice2Host,       // copies device -> host
+  kCcl,               // collective communication
+  kBarrier,           // host-side barriers
+  kCriticalSection,   // work that must not overlap anything else on its device
+  kPinnedCompute,     // kernels that read/write pinned host memory
+};
+inline constexpr int kNumStreamTypes = 7;
+
+// "compute", "h2d", "d2h", "ccl", "barrier", "critical_section", "pinned_compute".
+std::string_view StreamTypeName(StreamType type);
+absl::StatusOr<StreamType> ParseStreamType(std::string_view name);
+
+}  // namespace sluice
+
+#endif  // SLUICE_CORE_STREAM_TYPE_H_

@@ -1,0 +1,39 @@
+#include "core/tensor_storage.h"
+
+#include "core/status.h"
+
+namespace sluice {
+
+absl::StatusOr<std::unique_ptr<TensorStorage>> TensorStorage::Allocate(Allocator* allocator,
+                                                                        Device device,
+                                                                        DataType dtype,
+                                                                        Shape shape,
+                                                                        StreamId stream) {
+  SLUICE_ASSIGN_OR_RETURN(Shape checked, Shape::Make(shape.dims()));
+  const size_t bytes = static_cast<size_t>(checked.NumElements()) * SizeOf(dtype);
+  SLUICE_ASSIGN_OR_RETURN(void* data, allocator->Allocate(bytes, stream));
+  return std::unique_ptr<TensorStorage>(
+      new TensorStorage(allocator, data, bytes, device, dtype, std::move(checked), stream));
+}
+
+TensorStorage::TensorStorage(Allocator* allocator, void* data, size_t bytes, Device device,
+                             DataType dtype, Shape shape, StreamId stream)
+    : allocator_(allocator),
+      data_(data),
+      bytes_(bytes),
+      device_(device),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      alloc_stream_(stream),
+      last_used_stream_(stream) {}
+
+TensorStorage::~TensorStorage() { allocator_->Deallocate(data_); }
+
+void TensorStorage::set_last_used_stream(StreamId stream) {
+  if (stream != alloc_stream_ && stream != last_used_stream_) {
+    allocator_->RecordStream(data_, stream);
+  }
+  last_used_stream_ = stream;
+}
+
+}  // namespace sluice

@@ -1,0 +1,33 @@
+// The sim provider: an emulated accelerator, the way Sluice tests multi-stream behaviour
+// without a GPU. Each stream is a host thread draining a FIFO of work asynchronously to the
+// caller; events record and query like CUDA events; a stream waits on an event without
+// blocking the host; copies are stream work; device memory is a pool of its own, and a copy
+// whose pointers are not where its kind says is an error (a missing copy cannot go unseen).
+#ifndef SLUICE_EP_SIM_SIM_DEVICE_H_
+#define SLUICE_EP_SIM_SIM_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "core/stream_id.h"
+#include "ep/device.h"
+
+namespace sluice::ep {
+
+struct SimOptions {
+  // Seeds the per-stream random delays (each stream mixes in its id).
+  uint64_t seed = 0;
+  // When > 0, each work item waits a random 0..max_jitter_us microseconds before running,
+  // to shake out missing synchronization.
+  int max_jitter_us = 0;
+  // Capacity of the device's memory pool; allocation beyond it is ResourceExhausted.
+  size_t memory_bytes = size_t{1} << 30;
+};
+
+// Creates sim device `index` ("sim:INDEX"). Thread-safe like every ep::Device.
+std::unique_ptr<Device> CreateSimDevice(int index, StreamIdTable* stream_ids,
+                                        SimOptions options = {});
+
+}  // namespace sluice::ep
+
+#endif  // SLUICE_EP_SIM_SIM_DEVICE_H_
