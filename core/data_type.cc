@@ -15,7 +15,7 @@ size_t SizeOf(DataType dtype) {
   return 0;
 }
 
-std::string_view DataTypeName(DataType dtype) {
+absl::string_view DataTypeName(DataType dtype) {
   switch (dtype) {
     case DataType::kF32: return "f32";
     case DataType::kF64: return "f64";
@@ -26,7 +26,7 @@ std::string_view DataTypeName(DataType dtype) {
   return "invalid";
 }
 
-absl::StatusOr<DataType> ParseDataType(std::string_view name) {
+absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
   if (name == "f32" || name == "float32") return DataType::kF32;
   if (name == "f64" || name == "float64") return DataType::kF64;
   if (name == "i32" || name == "int32") return DataType::kI32;

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 
@@ -16,9 +16,9 @@ inline constexpr int kNumDataTypes = 5;
 // Bytes per element.
 size_t SizeOf(DataType dtype);
 // "f32", "f64", "i32", "i64", "bool".
-std::string_view DataTypeName(DataType dtype);
+absl::string_view DataTypeName(DataType dtype);
 // Parses a name from DataTypeName (also accepts "float32", "float64", "int32", "int64").
-absl::StatusOr<DataType> ParseDataType(std::string_view name);
+absl::StatusOr<DataType> ParseDataType(absl::string_view name);
 bool IsFloating(DataType dtype);
 
 // Maps a C++ element type to its DataType: DataTypeOf<float>() == DataType::kF32.

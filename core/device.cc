@@ -5,7 +5,7 @@
 
 namespace sluice {
 
-std::string_view DeviceTypeName(DeviceType type) {
+absl::string_view DeviceTypeName(DeviceType type) {
   switch (type) {
     case DeviceType::kCpu: return "cpu";
     case DeviceType::kSim: return "sim";
@@ -14,7 +14,7 @@ std::string_view DeviceTypeName(DeviceType type) {
   return "invalid";
 }
 
-absl::StatusOr<DeviceType> ParseDeviceType(std::string_view name) {
+absl::StatusOr<DeviceType> ParseDeviceType(absl::string_view name) {
   if (name == "cpu") return DeviceType::kCpu;
   if (name == "sim") return DeviceType::kSim;
   if (name == "cuda") return DeviceType::kCuda;
@@ -22,9 +22,9 @@ absl::StatusOr<DeviceType> ParseDeviceType(std::string_view name) {
       absl::StrCat("unknown device type '", name, "' (expected cpu, sim or cuda)"));
 }
 
-absl::StatusOr<Device> Device::Parse(std::string_view text) {
+absl::StatusOr<Device> Device::Parse(absl::string_view text) {
   const size_t colon = text.find(':');
-  const std::string_view type_name = text.substr(0, colon);
+  const absl::string_view type_name = text.substr(0, colon);
   absl::StatusOr<DeviceType> type = ParseDeviceType(type_name);
   if (!type.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -32,10 +32,10 @@ absl::StatusOr<Device> Device::Parse(std::string_view text) {
         "' (expected cpu, sim:N or cuda:N)"));
   }
   int index = 0;
-  if (colon != std::string_view::npos) {
-    const std::string_view digits = text.substr(colon + 1);
+  if (colon != absl::string_view::npos) {
+    const absl::string_view digits = text.substr(colon + 1);
     const bool all_digits = !digits.empty() && digits.size() <= 3 &&
-                            digits.find_first_not_of("0123456789") == std::string_view::npos;
+                            digits.find_first_not_of("0123456789") == absl::string_view::npos;
     if (!all_digits || !absl::SimpleAtoi(digits, &index)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "invalid device '", text, "': index '", digits, "' is not a non-negative integer"));

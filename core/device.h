@@ -5,7 +5,7 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 
@@ -18,8 +18,8 @@ enum class DeviceType : uint8_t {
 };
 inline constexpr int kNumDeviceTypes = 3;
 
-std::string_view DeviceTypeName(DeviceType type);  // "cpu", "sim", "cuda"
-absl::StatusOr<DeviceType> ParseDeviceType(std::string_view name);
+absl::string_view DeviceTypeName(DeviceType type);  // "cpu", "sim", "cuda"
+absl::StatusOr<DeviceType> ParseDeviceType(absl::string_view name);
 
 // Value type; thread-compatible.
 class Device {
@@ -33,7 +33,7 @@ class Device {
 
   // Parses "cpu", "cpu:0", "sim", "sim:3", "cuda:1". A missing index means 0. The error
   // names the string and what was expected. Only cpu:0 exists for the host.
-  static absl::StatusOr<Device> Parse(std::string_view text);
+  static absl::StatusOr<Device> Parse(absl::string_view text);
 
   DeviceType type() const { return type_; }
   int index() const { return index_; }

@@ -12,12 +12,12 @@ std::string StreamKey::ToString() const {
   return out;
 }
 
-absl::StatusOr<StreamKey> StreamKey::Parse(std::string_view text) {
+absl::StatusOr<StreamKey> StreamKey::Parse(absl::string_view text) {
   StreamKey key;
   const size_t slash = text.find('/');
   SLUICE_ASSIGN_OR_RETURN(key.device, Device::Parse(text.substr(0, slash)));
-  if (slash == std::string_view::npos) return key;
-  std::string_view rest = text.substr(slash + 1);
+  if (slash == absl::string_view::npos) return key;
+  absl::string_view rest = text.substr(slash + 1);
   const size_t colon = rest.find(':');
   absl::StatusOr<StreamType> type = ParseStreamType(rest.substr(0, colon));
   if (!type.ok()) {
@@ -25,10 +25,10 @@ absl::StatusOr<StreamKey> StreamKey::Parse(std::string_view text) {
         absl::StrCat("invalid stream '", text, "': ", type.status().message()));
   }
   key.type = *type;
-  if (colon != std::string_view::npos) {
-    const std::string_view digits = rest.substr(colon + 1);
+  if (colon != absl::string_view::npos) {
+    const absl::string_view digits = rest.substr(colon + 1);
     if (digits.empty() || digits.size() > 4 ||
-        digits.find_first_not_of("0123456789") != std::string_view::npos ||
+        digits.find_first_not_of("0123456789") != absl::string_view::npos ||
         !absl::SimpleAtoi(digits, &key.index)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "invalid stream '", text, "': index '", digits, "' is not a non-negative integer"));

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -29,7 +29,7 @@ struct StreamKey {
   std::string ToString() const;
   // Parses ToString()'s output; also accepts "DEVICE" alone (compute stream 0) and
   // "DEVICE/TYPE".
-  static absl::StatusOr<StreamKey> Parse(std::string_view text);
+  static absl::StatusOr<StreamKey> Parse(absl::string_view text);
 
   friend bool operator==(const StreamKey& a, const StreamKey& b) {
     return a.device == b.device && a.type == b.type && a.index == b.index;

@@ -4,7 +4,7 @@
 
 namespace sluice {
 
-std::string_view StreamTypeName(StreamType type) {
+absl::string_view StreamTypeName(StreamType type) {
   switch (type) {
     case StreamType::kCompute: return "compute";
     case StreamType::kHost2Device: return "h2d";
@@ -17,7 +17,7 @@ std::string_view StreamTypeName(StreamType type) {
   return "invalid";
 }
 
-absl::StatusOr<StreamType> ParseStreamType(std::string_view name) {
+absl::StatusOr<StreamType> ParseStreamType(absl::string_view name) {
   for (int i = 0; i < kNumStreamTypes; ++i) {
     const auto type = static_cast<StreamType>(i);
     if (StreamTypeName(type) == name) return type;

@@ -4,7 +4,7 @@
 #define SLUICE_CORE_STREAM_TYPE_H_
 
 #include <cstdint>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 
@@ -22,8 +22,8 @@ enum class StreamType : uint8_t {
 inline constexpr int kNumStreamTypes = 7;
 
 // "compute", "h2d", "d2h", "ccl", "barrier", "critical_section", "pinned_compute".
-std::string_view StreamTypeName(StreamType type);
-absl::StatusOr<StreamType> ParseStreamType(std::string_view name);
+absl::string_view StreamTypeName(StreamType type);
+absl::StatusOr<StreamType> ParseStreamType(absl::string_view name);
 
 }  // namespace sluice
 

@@ -27,8 +27,8 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options)
   std::unique_ptr<Runtime> runtime(new Runtime(options));
   StreamIdTable* ids = runtime->stream_ids_.get();
   runtime->devices_.push_back(CreateCpuDevice(ids, options.cpu));
-  for (int i = 0; i < options.num_sim_devices; ++i) {
-    runtime->devices_.push_back(CreateSimDevice(i, ids, options.sim));
+  for (auto& device : CreateSimDevices(options.num_sim_devices, ids, options.sim)) {
+    runtime->devices_.push_back(std::move(device));
   }
   if (options.enable_cuda) {
     const int count = CudaDeviceCount();
@@ -54,7 +54,7 @@ absl::StatusOr<Device*> Runtime::GetDevice(sluice::Device device) const {
                                           why, "; available: ", absl::StrJoin(names, ", ")));
 }
 
-absl::StatusOr<Device*> Runtime::GetDevice(std::string_view name) const {
+absl::StatusOr<Device*> Runtime::GetDevice(absl::string_view name) const {
   SLUICE_ASSIGN_OR_RETURN(sluice::Device device, sluice::Device::Parse(name));
   return GetDevice(device);
 }
@@ -64,7 +64,7 @@ absl::StatusOr<Stream*> Runtime::GetStream(const StreamKey& key) const {
   return device->GetStream(key.type, key.index);
 }
 
-absl::StatusOr<Stream*> Runtime::GetStream(std::string_view key) const {
+absl::StatusOr<Stream*> Runtime::GetStream(absl::string_view key) const {
   SLUICE_ASSIGN_OR_RETURN(StreamKey parsed, StreamKey::Parse(key));
   return GetStream(parsed);
 }

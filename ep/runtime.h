@@ -5,7 +5,7 @@
 #define SLUICE_EP_RUNTIME_H_
 
 #include <memory>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -42,11 +42,11 @@ class Runtime {
   // NotFound naming the device and listing the available ones.
   absl::StatusOr<Device*> GetDevice(sluice::Device device) const;
   // Parses `name` ("cpu", "sim:1", "cuda:0") first: InvalidArgument for a bad string.
-  absl::StatusOr<Device*> GetDevice(std::string_view name) const;
+  absl::StatusOr<Device*> GetDevice(absl::string_view name) const;
   // The stream named by `key`, created on first use.
   absl::StatusOr<Stream*> GetStream(const StreamKey& key) const;
   // Parses "sim:0/h2d", "cuda:0/compute:1", "cpu" (see StreamKey::Parse) first.
-  absl::StatusOr<Stream*> GetStream(std::string_view key) const;
+  absl::StatusOr<Stream*> GetStream(absl::string_view key) const;
 
   // Every device, cpu first, then sim, then cuda, each by index.
   std::vector<Device*> devices() const;

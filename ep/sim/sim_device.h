@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/stream_id.h"
 #include "ep/device.h"
@@ -24,9 +25,14 @@ struct SimOptions {
   size_t memory_bytes = size_t{1} << 30;
 };
 
-// Creates sim device `index` ("sim:INDEX"). Thread-safe like every ep::Device.
+// Creates sim device `index` ("sim:INDEX") on its own: device-to-device copies can only
+// involve its own memory. Thread-safe like every ep::Device.
 std::unique_ptr<Device> CreateSimDevice(int index, StreamIdTable* stream_ids,
                                         SimOptions options = {});
+// Creates sim:0 .. sim:(count - 1) as one group: copies between their memories are
+// device-to-device copies, and a copy's pointers are checked against every device's memory.
+std::vector<std::unique_ptr<Device>> CreateSimDevices(int count, StreamIdTable* stream_ids,
+                                                      SimOptions options = {});
 
 }  // namespace sluice::ep
 

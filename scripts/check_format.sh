@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Checks that every tracked C++/CUDA source (*.h, *.cc, *.cu per `git ls-files`) is formatted
+# per .clang-format (Google style). Lists the offenders and exits 1 if there are any; fix
+# them with `clang-format -i FILE...`.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if ! command -v clang-format >/dev/null 2>&1; then
+  echo "check_format: clang-format not found (scripts/install_deps.sh installs it)" >&2
+  exit 2
+fi
+if ! files_list=$(git ls-files -- '*.h' '*.cc' '*.cu'); then
+  echo "check_format: git ls-files failed; run from a git checkout" >&2
+  exit 2
+fi
+mapfile -t files <<<"$files_list"
+
+offenders=()
+checked=0
+for file in "${files[@]}"; do
+  [[ -n "$file" && -f "$file" ]] || continue  # deleted but not yet staged
+  checked=$((checked + 1))
+  if ! clang-format --dry-run --Werror "$file" >/dev/null 2>&1; then
+    offenders+=("$file")
+  fi
+done
+
+if (( ${#offenders[@]} > 0 )); then
+  echo "check_format: ${#offenders[@]} of ${checked} files are not clang-formatted ($(clang-format --version)):" >&2
+  printf '  %s\n' "${offenders[@]}" >&2
+  echo "check_format: fix with: clang-format -i ${offenders[*]}" >&2
+  exit 1
+fi
+echo "check_format: OK (${checked} files)"

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Rejects upward includes between Sluice's layers: core <- ep <- vm <- ops <- framework <- tools.
+# A source file in a layer may include headers of its own layer and of the layers below it,
+# never of a layer above (e.g. core/ including "ep/..." or ops/ including <framework/...>).
+#
+#   scripts/check_layering.sh [ROOT]     check ROOT (default: the repository); exit 1 and
+#                                        list file:line for every upward include
+#   scripts/check_layering.sh --self-test
+#                                        build a temporary tree with known good and bad
+#                                        includes and check that the checker flags exactly
+#                                        the bad ones (proves this check can fail)
+set -euo pipefail
+
+layers=(core ep vm ops framework tools)
+script="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+
+# Prints "file:line: text" for each upward include under $1; returns 1 if there is any.
+check_tree() {
+  local root=$1 found=0 i j hits
+  cd "$root" || return 2
+  for (( i = 0; i < ${#layers[@]} - 1; i++ )); do
+    local layer=${layers[i]}
+    [[ -d "$layer" ]] || continue
+    local above=()
+    for (( j = i + 1; j < ${#layers[@]}; j++ )); do above+=("${layers[j]}"); done
+    local alternation
+    alternation=$(IFS='|'; echo "${above[*]}")
+    # grep exits 1 when nothing matches; only a status above 1 is an error.
+    hits=$(grep -rnE \
+      --include='*.h' --include='*.hh' --include='*.hpp' --include='*.inc' \
+      --include='*.cc' --include='*.cpp' --include='*.cu' --include='*.cuh' \
+      "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"](${alternation})/" "$layer") || {
+      (( $? == 1 )) || return 2
+    }
+    if [[ -n "$hits" ]]; then
+      found=1
+      while IFS= read -r hit; do
+        # hit is "file:line:text"; the text keeps its own spacing.
+        local file=${hit%%:*} rest=${hit#*:}
+        local line=${rest%%:*} text=${rest#*:}
+        echo "${file}:${line}: ${layer}/ may not include ${alternation//|/, }: ${text}"
+      done <<<"$hits"
+    fi
+  done
+  return "$found"
+}
+
+self_test_dir=""
+self_test() {
+  local tmp out rc
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-layering.XXXXXX")
+  self_test_dir=$tmp
+  trap 'rm -rf "$self_test_dir"' EXIT
+  mkdir -p "$tmp"/{core,ep/sim/internal,vm,ops,framework,tools}
+  # Allowed: same layer, lower layers, third-party and system headers.
+  printf '#include "core/status.h"\n#include <vector>\n' >"$tmp/core/ok.h"
+  printf '#include "core/status.h"\n#include "ep/device.h"\n#include "absl/status/status.h"\n' \
+    >"$tmp/ep/ok.cc"
+  printf '#include "ep/stream.h"\n#include "core/device.h"\n' >"$tmp/vm/ok.cc"
+  printf '#include "framework/x.h"\n#include "ops/y.h"\n#include "vm/z.h"\n' >"$tmp/tools/ok.cc"
+  printf '// #include "tools/in_a_comment.h" is not an include\n' >"$tmp/core/comment.h"
+
+  echo "check_layering self-test: a clean tree must pass"
+  if ! out=$(bash "$script" "$tmp" 2>&1); then
+    echo "$out"
+    echo "check_layering self-test FAILED: the clean tree was rejected" >&2
+    return 1
+  fi
+
+  # Forbidden, in the spellings a real upward include may take.
+  printf '#include "core/status.h"\n#include "ep/device.h"\n' >"$tmp/core/bad.cc"
+  printf '\n\n#include <vm/program.h>\n' >"$tmp/ep/sim/internal/bad.h"
+  printf '  #  include "framework/session.h"\n' >"$tmp/ops/bad.cu"
+  printf '#include "tools/cli.h"\n' >"$tmp/framework/bad.h"
+  local expected=(core/bad.cc:2 ep/sim/internal/bad.h:3 ops/bad.cu:1 framework/bad.h:1)
+
+  echo "check_layering self-test: a tree with ${#expected[@]} upward includes must fail"
+  rc=0
+  out=$(bash "$script" "$tmp" 2>&1) || rc=$?
+  echo "$out" | sed 's/^/  | /'
+  if (( rc != 1 )); then
+    echo "check_layering self-test FAILED: expected exit 1, got $rc" >&2
+    return 1
+  fi
+  local want
+  for want in "${expected[@]}"; do
+    if ! grep -q "^${want}: " <<<"$out"; then
+      echo "check_layering self-test FAILED: ${want} was not reported" >&2
+      return 1
+    fi
+  done
+  if (( $(grep -cE '^[^ ]+:[0-9]+: ' <<<"$out") != ${#expected[@]} )); then
+    echo "check_layering self-test FAILED: reported something other than the ${#expected[@]} bad includes" >&2
+    return 1
+  fi
+  echo "check_layering self-test: OK"
+}
+
+case "${1:-}" in
+  --self-test) self_test ;;
+  -h|--help) sed -n '2,11p' "$script" | sed 's/^# \{0,1\}//' ;;
+  *)
+    root=${1:-"$(dirname "$script")/.."}
+    rc=0
+    check_tree "$root" || rc=$?
+    if (( rc == 0 )); then
+      echo "check_layering: OK (${layers[*]})"
+    elif (( rc == 1 )); then
+      echo "check_layering: upward includes found (layers, bottom to top: ${layers[*]})" >&2
+      exit 1
+    else
+      echo "check_layering: could not read $root" >&2
+      exit 2
+    fi
+    ;;
+esac

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Proves that an embedder can use an installed Sluice: configures, builds and installs Sluice
+# (libraries only: tests, benchmarks and the tool off) into a temporary prefix, then builds
+# examples/consumer against that prefix with find_package(Sluice) and runs it.
+#
+#   scripts/install_test.sh [-DSOME_SLUICE_OPTION=...]   extra args go to Sluice's configure
+#
+# SLUICE_JOBS sets the build parallelism (default: nproc). The work directory is removed on
+# success and kept (its path is printed) on failure.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+jobs=${SLUICE_JOBS:-$(nproc)}
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-install-test.XXXXXX")
+prefix=$work/prefix
+on_exit() {
+  local rc=$?
+  if (( rc == 0 )); then
+    rm -rf "$work"
+  else
+    echo "install_test: FAILED (exit $rc); work directory kept: $work" >&2
+  fi
+}
+trap on_exit EXIT
+
+echo "install_test: building and installing Sluice into $prefix"
+cmake -S "$root" -B "$work/build" -G "Unix Makefiles" \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_INSTALL_PREFIX="$prefix" \
+  -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCHMARKS=OFF -DSLUICE_BUILD_TOOLS=OFF \
+  "$@"
+cmake --build "$work/build" -j"$jobs"
+cmake --install "$work/build"
+
+echo "install_test: building examples/consumer against $prefix"
+# No package registry: the consumer must find Sluice through CMAKE_PREFIX_PATH alone.
+cmake -S "$root/examples/consumer" -B "$work/consumer" -G "Unix Makefiles" \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
+sluice_dir=$(sed -n 's/^Sluice_DIR:[A-Z]*=//p' "$work/consumer/CMakeCache.txt")
+if [[ "$sluice_dir" != "$prefix"/* ]]; then
+  echo "install_test: the consumer found Sluice at '$sluice_dir', not under $prefix" >&2
+  exit 1
+fi
+cmake --build "$work/consumer" -j"$jobs"
+
+echo "install_test: running the consumer"
+output=$("$work/consumer/consumer")
+echo "$output"
+if [[ "$output" != "OK" ]]; then
+  echo "install_test: expected the consumer to print OK" >&2
+  exit 1
+fi
+echo "install_test: OK"
