@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -20,7 +21,8 @@ StreamOrderedCachingAllocator::StreamOrderedCachingAllocator(RawAllocator* raw,
                                                              CachingAllocatorOptions options)
     : raw_(raw), fences_(fences), options_(options) {
   SLUICE_CHECK(raw_ != nullptr);
-  SLUICE_CHECK(options_.round_bytes > 0 && (options_.round_bytes & (options_.round_bytes - 1)) == 0);
+  SLUICE_CHECK(options_.round_bytes > 0 &&
+               (options_.round_bytes & (options_.round_bytes - 1)) == 0);
 }
 
 StreamOrderedCachingAllocator::~StreamOrderedCachingAllocator() {
@@ -32,7 +34,8 @@ StreamOrderedCachingAllocator::~StreamOrderedCachingAllocator() {
     raw_->Free(block->ptr, block->size);
   }
   if (leaked > 0) {
-    std::fprintf(stderr, "sluice: %zu block(s) of %s still in use when its allocator was destroyed\n",
+    std::fprintf(stderr,
+                 "sluice: %zu block(s) of %s still in use when its allocator was destroyed\n",
                  leaked, raw_->Name().c_str());
   }
 }
@@ -70,6 +73,10 @@ absl::StatusOr<void*> StreamOrderedCachingAllocator::Allocate(size_t bytes, Stre
   if (!stream.valid()) {
     return absl::InvalidArgumentError("Allocate: invalid stream id");
   }
+  if (bytes > std::numeric_limits<size_t>::max() - options_.round_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes of ",
+                                                     raw_->Name(), ": the request is too large"));
+  }
   const size_t size = RoundUp(bytes);
   absl::MutexLock lock(&mu_);
   if (!pending_.empty()) PollPending();
@@ -94,6 +101,12 @@ absl::StatusOr<void*> StreamOrderedCachingAllocator::AllocateRawLocked(size_t si
     for (auto& fence : to_wait) wait_status.Update(fence->Wait());
     mu_.Lock();
     PollPending();
+    // The wait may have returned blocks of this stream from pending: stream order makes them
+    // reusable by it at once, whatever their size.
+    FreeList& own = FreeListOf(stream);
+    if (auto it = own.lower_bound(size); it != own.end()) {
+      return TakeBlock(own, it, stream, /*cross=*/false);
+    }
     if (void* stolen = TryStealLocked(size, stream, &to_wait)) return stolen;
     ReleaseFreeBlocksLocked();
     ptr = raw_->Allocate(size);
@@ -221,19 +234,23 @@ AllocatorStats StreamOrderedCachingAllocator::stats() const {
 
 void StreamOrderedCachingAllocator::CollectFencesLocked(
     std::vector<std::shared_ptr<StreamFence>>* to_wait) {
+  // The owner fence of a free or pending block (recorded after its free, so it covers the
+  // owner's earlier work); without it the block could not be stolen or released after the wait.
+  auto add_owner_fence = [&](Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (block->owner_fence == nullptr) {
+      absl::StatusOr<std::shared_ptr<StreamFence>> fence = fences_->Record(block->owner);
+      if (!fence.ok()) return;  // stays cached: the owner may still use it
+      block->owner_fence = *std::move(fence);
+    }
+    to_wait->push_back(block->owner_fence);
+  };
   for (Block* block : pending_) {
     to_wait->insert(to_wait->end(), block->pending.begin(), block->pending.end());
+    if (fences_ != nullptr) add_owner_fence(block);
   }
   if (fences_ == nullptr) return;
   for (FreeList& list : free_lists_) {
-    for (auto& [size, block] : list) {
-      if (block->owner_fence == nullptr) {
-        absl::StatusOr<std::shared_ptr<StreamFence>> fence = fences_->Record(block->owner);
-        if (!fence.ok()) continue;  // stays cached: the owner may still use it
-        block->owner_fence = *std::move(fence);
-      }
-      to_wait->push_back(block->owner_fence);
-    }
+    for (auto& [size, block] : list) add_owner_fence(block);
   }
 }
 

@@ -62,7 +62,7 @@ class StreamOrderedCachingAllocator final : public Allocator {
     bool in_use = false;
     absl::InlinedVector<StreamId, 2> other_users;
     std::vector<std::shared_ptr<StreamFence>> pending;  // while held after a free
-    std::shared_ptr<StreamFence> owner_fence;            // recorded for cross-stream reuse
+    std::shared_ptr<StreamFence> owner_fence;           // recorded for cross-stream reuse
   };
   using FreeList = std::multimap<size_t, Block*>;
 

@@ -6,22 +6,32 @@ namespace sluice {
 
 size_t SizeOf(DataType dtype) {
   switch (dtype) {
-    case DataType::kF32: return 4;
-    case DataType::kF64: return 8;
-    case DataType::kI32: return 4;
-    case DataType::kI64: return 8;
-    case DataType::kBool: return 1;
+    case DataType::kF32:
+      return 4;
+    case DataType::kF64:
+      return 8;
+    case DataType::kI32:
+      return 4;
+    case DataType::kI64:
+      return 8;
+    case DataType::kBool:
+      return 1;
   }
   return 0;
 }
 
 absl::string_view DataTypeName(DataType dtype) {
   switch (dtype) {
-    case DataType::kF32: return "f32";
-    case DataType::kF64: return "f64";
-    case DataType::kI32: return "i32";
-    case DataType::kI64: return "i64";
-    case DataType::kBool: return "bool";
+    case DataType::kF32:
+      return "f32";
+    case DataType::kF64:
+      return "f64";
+    case DataType::kI32:
+      return "i32";
+    case DataType::kI64:
+      return "i64";
+    case DataType::kBool:
+      return "bool";
   }
   return "invalid";
 }

@@ -4,9 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace sluice {
 
@@ -24,11 +24,26 @@ bool IsFloating(DataType dtype);
 // Maps a C++ element type to its DataType: DataTypeOf<float>() == DataType::kF32.
 template <typename T>
 constexpr DataType DataTypeOf();
-template <> constexpr DataType DataTypeOf<float>() { return DataType::kF32; }
-template <> constexpr DataType DataTypeOf<double>() { return DataType::kF64; }
-template <> constexpr DataType DataTypeOf<int32_t>() { return DataType::kI32; }
-template <> constexpr DataType DataTypeOf<int64_t>() { return DataType::kI64; }
-template <> constexpr DataType DataTypeOf<bool>() { return DataType::kBool; }
+template <>
+constexpr DataType DataTypeOf<float>() {
+  return DataType::kF32;
+}
+template <>
+constexpr DataType DataTypeOf<double>() {
+  return DataType::kF64;
+}
+template <>
+constexpr DataType DataTypeOf<int32_t>() {
+  return DataType::kI32;
+}
+template <>
+constexpr DataType DataTypeOf<int64_t>() {
+  return DataType::kI64;
+}
+template <>
+constexpr DataType DataTypeOf<bool>() {
+  return DataType::kBool;
+}
 
 }  // namespace sluice
 

@@ -7,9 +7,12 @@ namespace sluice {
 
 absl::string_view DeviceTypeName(DeviceType type) {
   switch (type) {
-    case DeviceType::kCpu: return "cpu";
-    case DeviceType::kSim: return "sim";
-    case DeviceType::kCuda: return "cuda";
+    case DeviceType::kCpu:
+      return "cpu";
+    case DeviceType::kSim:
+      return "sim";
+    case DeviceType::kCuda:
+      return "cuda";
   }
   return "invalid";
 }
@@ -27,9 +30,8 @@ absl::StatusOr<Device> Device::Parse(absl::string_view text) {
   const absl::string_view type_name = text.substr(0, colon);
   absl::StatusOr<DeviceType> type = ParseDeviceType(type_name);
   if (!type.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid device '", text, "': unknown type '", type_name,
-        "' (expected cpu, sim:N or cuda:N)"));
+    return absl::InvalidArgumentError(absl::StrCat("invalid device '", text, "': unknown type '",
+                                                   type_name, "' (expected cpu, sim:N or cuda:N)"));
   }
   int index = 0;
   if (colon != absl::string_view::npos) {
@@ -37,8 +39,8 @@ absl::StatusOr<Device> Device::Parse(absl::string_view text) {
     const bool all_digits = !digits.empty() && digits.size() <= 3 &&
                             digits.find_first_not_of("0123456789") == absl::string_view::npos;
     if (!all_digits || !absl::SimpleAtoi(digits, &index)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "invalid device '", text, "': index '", digits, "' is not a non-negative integer"));
+      return absl::InvalidArgumentError(absl::StrCat("invalid device '", text, "': index '", digits,
+                                                     "' is not a non-negative integer"));
     }
   }
   if (index > kMaxIndex) {

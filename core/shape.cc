@@ -12,10 +12,11 @@ absl::StatusOr<Shape> Shape::Make(absl::Span<const int64_t> dims) {
   int64_t count = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("shape [", absl::StrJoin(dims, ", "),
-                                                     "] has negative dimension ", i));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape [", absl::StrJoin(dims, ", "), "] has negative dimension ", i));
     }
-    if (dims[i] != 0 && count > std::numeric_limits<int64_t>::max() / dims[i]) {
+    if (dims[i] == 0) continue;  // the product of the others must fit too, as in NumPy
+    if (count > std::numeric_limits<int64_t>::max() / dims[i]) {
       return absl::InvalidArgumentError(
           absl::StrCat("shape [", absl::StrJoin(dims, ", "), "] has too many elements"));
     }
@@ -51,9 +52,9 @@ absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
     const int64_t da = ia >= 0 ? a.dim(ia) : 1;
     const int64_t db = ib >= 0 ? b.dim(ib) : 1;
     if (da != db && da != 1 && db != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("shapes ", a.ToString(), " and ",
-                                                     b.ToString(), " cannot broadcast: dimension ",
-                                                     i, " is ", da, " vs ", db));
+      return absl::InvalidArgumentError(absl::StrCat("shapes ", a.ToString(), " and ", b.ToString(),
+                                                     " cannot broadcast: dimension ", i, " is ", da,
+                                                     " vs ", db));
     }
     out[i] = da == 1 ? db : da;
   }

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -16,9 +17,9 @@
 #define SLUICE_INTERNAL_CONCAT(a, b) SLUICE_INTERNAL_CONCAT_IMPL(a, b)
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define SLUICE_RETURN_IF_ERROR(expr)                         \
-  do {                                                       \
-    ::absl::Status sluice_status_internal = (expr);          \
+#define SLUICE_RETURN_IF_ERROR(expr)                                 \
+  do {                                                               \
+    ::absl::Status sluice_status_internal = (expr);                  \
     if (!sluice_status_internal.ok()) return sluice_status_internal; \
   } while (0)
 

@@ -30,8 +30,8 @@ absl::StatusOr<StreamKey> StreamKey::Parse(absl::string_view text) {
     if (digits.empty() || digits.size() > 4 ||
         digits.find_first_not_of("0123456789") != absl::string_view::npos ||
         !absl::SimpleAtoi(digits, &key.index)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "invalid stream '", text, "': index '", digits, "' is not a non-negative integer"));
+      return absl::InvalidArgumentError(absl::StrCat("invalid stream '", text, "': index '", digits,
+                                                     "' is not a non-negative integer"));
     }
   }
   return key;
@@ -45,8 +45,9 @@ absl::StatusOr<StreamId> StreamIdTable::Intern(const StreamKey& key) {
   if (it != ids_.end()) return it->second;
   const int next = size_.load(std::memory_order_relaxed);
   if (next >= kCapacity) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot create stream ", key.ToString(), ": the limit of ", kCapacity, " streams is reached"));
+    return absl::ResourceExhaustedError(absl::StrCat("cannot create stream ", key.ToString(),
+                                                     ": the limit of ", kCapacity,
+                                                     " streams is reached"));
   }
   keys_[next] = key;
   const StreamId id(next);

@@ -6,13 +6,20 @@ namespace sluice {
 
 absl::string_view StreamTypeName(StreamType type) {
   switch (type) {
-    case StreamType::kCompute: return "compute";
-    case StreamType::kHost2Device: return "h2d";
-    case StreamType::kDevice2Host: return "d2h";
-    case StreamType::kCcl: return "ccl";
-    case StreamType::kBarrier: return "barrier";
-    case StreamType::kCriticalSection: return "critical_section";
-    case StreamType::kPinnedCompute: return "pinned_compute";
+    case StreamType::kCompute:
+      return "compute";
+    case StreamType::kHost2Device:
+      return "h2d";
+    case StreamType::kDevice2Host:
+      return "d2h";
+    case StreamType::kCcl:
+      return "ccl";
+    case StreamType::kBarrier:
+      return "barrier";
+    case StreamType::kCriticalSection:
+      return "critical_section";
+    case StreamType::kPinnedCompute:
+      return "pinned_compute";
   }
   return "invalid";
 }

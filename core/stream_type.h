@@ -4,20 +4,20 @@
 #define SLUICE_CORE_STREAM_TYPE_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace sluice {
 
 enum class StreamType : uint8_t {
-  kCompute,           // kernels
-  kHost2Device,       // copies host -> device
-  kDevice2Host,       // copies device -> host
-  kCcl,               // collective communication
-  kBarrier,           // host-side barriers
-  kCriticalSection,   // work that must not overlap anything else on its device
-  kPinnedCompute,     // kernels that read/write pinned host memory
+  kCompute,          // kernels
+  kHost2Device,      // copies host -> device
+  kDevice2Host,      // copies device -> host
+  kCcl,              // collective communication
+  kBarrier,          // host-side barriers
+  kCriticalSection,  // work that must not overlap anything else on its device
+  kPinnedCompute,    // kernels that read/write pinned host memory
 };
 inline constexpr int kNumStreamTypes = 7;
 

@@ -1,16 +1,25 @@
 #include "core/tensor_storage.h"
 
+#include <cstdint>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
 #include "core/status.h"
 
 namespace sluice {
 
 absl::StatusOr<std::unique_ptr<TensorStorage>> TensorStorage::Allocate(Allocator* allocator,
-                                                                        Device device,
-                                                                        DataType dtype,
-                                                                        Shape shape,
-                                                                        StreamId stream) {
+                                                                       Device device,
+                                                                       DataType dtype, Shape shape,
+                                                                       StreamId stream) {
   SLUICE_ASSIGN_OR_RETURN(Shape checked, Shape::Make(shape.dims()));
-  const size_t bytes = static_cast<size_t>(checked.NumElements()) * SizeOf(dtype);
+  const size_t element_size = SizeOf(dtype);
+  if (static_cast<uint64_t>(checked.NumElements()) >
+      std::numeric_limits<size_t>::max() / element_size) {
+    return absl::InvalidArgumentError(absl::StrCat("a ", DataTypeName(dtype), " tensor of shape ",
+                                                   checked.ToString(), " does not fit in memory"));
+  }
+  const size_t bytes = static_cast<size_t>(checked.NumElements()) * element_size;
   SLUICE_ASSIGN_OR_RETURN(void* data, allocator->Allocate(bytes, stream));
   return std::unique_ptr<TensorStorage>(
       new TensorStorage(allocator, data, bytes, device, dtype, std::move(checked), stream));

@@ -22,8 +22,8 @@ class TensorStorage {
   // Allocates NumElements(shape) * SizeOf(dtype) bytes of `allocator` (which serves
   // `device`) for first use on `stream`.
   static absl::StatusOr<std::unique_ptr<TensorStorage>> Allocate(Allocator* allocator,
-                                                                  Device device, DataType dtype,
-                                                                  Shape shape, StreamId stream);
+                                                                 Device device, DataType dtype,
+                                                                 Shape shape, StreamId stream);
   ~TensorStorage();
   TensorStorage(const TensorStorage&) = delete;
   TensorStorage& operator=(const TensorStorage&) = delete;

@@ -20,28 +20,31 @@ void PooledEvent::Reset() {
 EventPool::EventPool(Factory factory) : factory_(std::move(factory)) {}
 
 absl::StatusOr<PooledEvent> EventPool::Borrow() {
+  std::unique_ptr<Event> event;
   {
-    absl::MutexLock lock(&mu_);
+    internal::SpinLockHolder lock(&idle_lock_);
     if (!idle_.empty()) {
-      std::unique_ptr<Event> event = std::move(idle_.back());
+      event = std::move(idle_.back());
       idle_.pop_back();
-      reused_.fetch_add(1, std::memory_order_relaxed);
-      return PooledEvent(this, std::move(event));
     }
   }
+  if (event != nullptr) {
+    reused_.fetch_add(1, std::memory_order_relaxed);
+    return PooledEvent(this, std::move(event));
+  }
   absl::MutexLock lock(&factory_mu_);
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Event> event, factory_());
+  SLUICE_ASSIGN_OR_RETURN(event, factory_());
   created_.fetch_add(1, std::memory_order_relaxed);
   return PooledEvent(this, std::move(event));
 }
 
 void EventPool::Return(std::unique_ptr<Event> event) {
-  absl::MutexLock lock(&mu_);
+  internal::SpinLockHolder lock(&idle_lock_);
   idle_.push_back(std::move(event));
 }
 
 size_t EventPool::idle() const {
-  absl::MutexLock lock(&mu_);
+  internal::SpinLockHolder lock(&idle_lock_);
   return idle_.size();
 }
 

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "ep/event.h"
+#include "ep/internal/spin_lock.h"
 
 namespace sluice::ep {
 
@@ -25,8 +26,7 @@ class EventPool;
 class PooledEvent {
  public:
   PooledEvent() = default;
-  PooledEvent(PooledEvent&& other) noexcept
-      : pool_(other.pool_), event_(std::move(other.event_)) {}
+  PooledEvent(PooledEvent&& other) noexcept : pool_(other.pool_), event_(std::move(other.event_)) {}
   PooledEvent& operator=(PooledEvent&& other) noexcept;
   ~PooledEvent() { Reset(); }
 
@@ -67,9 +67,10 @@ class EventPool {
   void Return(std::unique_ptr<Event> event);
 
   Factory factory_ ABSL_GUARDED_BY(factory_mu_);
-  absl::Mutex factory_mu_;  // the factory runs outside mu_ so that Return never waits on it
-  mutable absl::Mutex mu_;
-  std::vector<std::unique_ptr<Event>> idle_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex factory_mu_;  // the factory runs outside idle_lock_: Return never waits on it
+  // Borrow and Return are on the VM's hot path and hold the lock for one vector operation.
+  mutable internal::SpinLock idle_lock_;
+  std::vector<std::unique_ptr<Event>> idle_ ABSL_GUARDED_BY(idle_lock_);
   // Statistics only: relaxed ordering, no other memory is published through them.
   std::atomic<int64_t> created_{0};
   std::atomic<int64_t> reused_{0};

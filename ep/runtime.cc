@@ -50,8 +50,8 @@ absl::StatusOr<Device*> Runtime::GetDevice(sluice::Device device) const {
   if (device.type() == DeviceType::kCuda && CudaDeviceCount() == 0) {
     why = CudaProviderBuilt() ? " (no CUDA device found)" : " (built without CUDA)";
   }
-  return absl::NotFoundError(absl::StrCat("device ", device.ToString(), " is not available",
-                                          why, "; available: ", absl::StrJoin(names, ", ")));
+  return absl::NotFoundError(absl::StrCat("device ", device.ToString(), " is not available", why,
+                                          "; available: ", absl::StrJoin(names, ", ")));
 }
 
 absl::StatusOr<Device*> Runtime::GetDevice(absl::string_view name) const {

@@ -5,10 +5,10 @@
 #define SLUICE_EP_RUNTIME_H_
 
 #include <memory>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/device.h"
 #include "core/stream_id.h"
 #include "ep/cpu/cpu_device.h"

@@ -77,7 +77,7 @@ self_test() {
   echo "check_layering self-test: a tree with ${#expected[@]} upward includes must fail"
   rc=0
   out=$(bash "$script" "$tmp" 2>&1) || rc=$?
-  echo "$out" | sed 's/^/  | /'
+  while IFS= read -r line; do echo "  | $line"; done <<<"$out"
   if (( rc != 1 )); then
     echo "check_layering self-test FAILED: expected exit 1, got $rc" >&2
     return 1

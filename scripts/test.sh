@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs=${SLUICE_JOBS:-2}
 
+bash scripts/install_deps.sh
+
 cmake -S . -B build -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$jobs"
 # --no-tests=error: a build that registers no tests must not look like a passing one.

@@ -36,20 +36,21 @@ struct DeviceReport {
 };
 
 void PrintHelp(FILE* out) {
-  std::fprintf(out,
-               "usage: sluice selfcheck [--sim-devices N] [--jitter-us J] [--seed S]\n"
-               "                        [--iterations K] [--elements E]\n"
-               "\n"
-               "For every device of every provider: K times, copy E floats host-to-device on\n"
-               "the h2d stream, copy them device-to-device on the compute stream after a\n"
-               "device-side wait, run a host task there, copy back on the d2h stream after a\n"
-               "second wait, and check the numbers. Events come from each device's pool.\n"
-               "\n"
-               "  --sim-devices N  number of sim devices (default 2)\n"
-               "  --jitter-us J    random delay of up to J us before each sim work item (default 0)\n"
-               "  --seed S         seed of the sim delays (default 1)\n"
-               "  --iterations K   round trips per device (default 200)\n"
-               "  --elements E     floats per round trip (default 4096)\n");
+  std::fprintf(
+      out,
+      "usage: sluice selfcheck [--sim-devices N] [--jitter-us J] [--seed S]\n"
+      "                        [--iterations K] [--elements E]\n"
+      "\n"
+      "For every device of every provider: K times, copy E floats host-to-device on\n"
+      "the h2d stream, copy them device-to-device on the compute stream after a\n"
+      "device-side wait, run a host task there, copy back on the d2h stream after a\n"
+      "second wait, and check the numbers. Events come from each device's pool.\n"
+      "\n"
+      "  --sim-devices N  number of sim devices (default 2)\n"
+      "  --jitter-us J    random delay of up to J us before each sim work item (default 0)\n"
+      "  --seed S         seed of the sim delays (default 1)\n"
+      "  --iterations K   round trips per device (default 200)\n"
+      "  --elements E     floats per round trip (default 4096)\n");
 }
 
 absl::Status ParseOptions(int argc, char** argv, Options* options, bool* help) {
@@ -60,7 +61,8 @@ absl::Status ParseOptions(int argc, char** argv, Options* options, bool* help) {
       return absl::OkStatus();
     }
     auto value = [&](auto* out) -> absl::Status {
-      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrFormat("%s needs a value", arg));
+      if (i + 1 >= argc)
+        return absl::InvalidArgumentError(absl::StrFormat("%s needs a value", arg));
       const char* text = argv[++i];
       if (!absl::SimpleAtoi(text, out) || *out < 0) {
         return absl::InvalidArgumentError(
@@ -137,15 +139,14 @@ absl::Status CheckDevice(ep::Device* device, const Options& options, DeviceRepor
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
             .count());
     if (status.ok() && std::memcmp(in, out, bytes) != 0) {
-      status = absl::DataLossError(
-          absl::StrFormat("round trip %d on %s returned different numbers", k,
-                          device->id().ToString()));
+      status = absl::DataLossError(absl::StrFormat("round trip %d on %s returned different numbers",
+                                                   k, device->id().ToString()));
     }
   }
   status.Update(device->Synchronize());
   if (status.ok() && tasks_run.load() != options.iterations) {
-    status = absl::InternalError(absl::StrFormat("%d of %d host tasks ran", tasks_run.load(),
-                                                 options.iterations));
+    status = absl::InternalError(
+        absl::StrFormat("%d of %d host tasks ran", tasks_run.load(), options.iterations));
   }
   if (a.ok()) allocator.Deallocate(*a);
   if (b.ok()) allocator.Deallocate(*b);

@@ -1,8 +1,8 @@
 // The `sluice` tool: one binary, one subcommand per job.
 #include <cstdio>
 #include <cstring>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "tools/selfcheck.h"
 
 namespace {

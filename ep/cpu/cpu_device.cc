@@ -27,9 +27,9 @@ class CpuStream final : public Stream {
 
   absl::Status RecordEvent(Event* event) override {
     if (event == nullptr || event->device() != sluice::Device::Cpu()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cpu stream ", key().ToString(), " cannot record an event of ",
-          event == nullptr ? std::string("nullptr") : event->device().ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cpu stream ", key().ToString(), " cannot record an event of ",
+                       event == nullptr ? std::string("nullptr") : event->device().ToString()));
     }
     return absl::OkStatus();
   }

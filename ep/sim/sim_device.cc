@@ -51,10 +51,8 @@ class SimDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> CreateSimDevice(int index, StreamIdTable* stream_ids,
-                                        SimOptions options) {
-  return std::make_unique<SimDevice>(index, stream_ids, options,
-                                     std::make_shared<SimMemoryMap>());
+std::unique_ptr<Device> CreateSimDevice(int index, StreamIdTable* stream_ids, SimOptions options) {
+  return std::make_unique<SimDevice>(index, stream_ids, options, std::make_shared<SimMemoryMap>());
 }
 
 std::vector<std::unique_ptr<Device>> CreateSimDevices(int count, StreamIdTable* stream_ids,

@@ -5,6 +5,7 @@
 #ifndef SLUICE_EP_SIM_INTERNAL_SIM_EVENT_H_
 #define SLUICE_EP_SIM_INTERNAL_SIM_EVENT_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "absl/base/thread_annotations.h"
@@ -41,6 +42,9 @@ class SimEvent final : public Event {
   // Generations recorded but not yet reached: usually zero or one.
   absl::InlinedVector<uint64_t, 2> open_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // of the last closed generation
+  // Bumped (release) on every Complete so that WaitFor can spin without the lock before
+  // parking; acquire on the reader side pairs with it.
+  std::atomic<uint64_t> completions_{0};
 };
 
 }  // namespace sluice::ep::sim_internal

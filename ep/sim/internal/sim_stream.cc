@@ -7,21 +7,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "ep/device.h"
+#include "ep/internal/spin_wait.h"
 #include "ep/sim/internal/sim_memory_map.h"
 
 namespace sluice::ep::sim_internal {
 namespace {
-
-// Spinning before parking keeps enqueue-to-done latency at a few hundred nanoseconds when
-// work arrives back to back; the bound keeps an idle stream from stealing one of the two
-// cores that the work itself needs.
-constexpr int kSpinIterations = 2000;
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 std::string Where(int owner) {
   return owner == SimMemoryMap::kHost ? std::string("host memory")
@@ -30,10 +20,14 @@ std::string Where(int owner) {
 
 const char* KindName(CopyKind kind) {
   switch (kind) {
-    case CopyKind::kHostToDevice: return "host-to-device";
-    case CopyKind::kDeviceToHost: return "device-to-host";
-    case CopyKind::kDeviceToDevice: return "device-to-device";
-    case CopyKind::kHostToHost: return "host-to-host";
+    case CopyKind::kHostToDevice:
+      return "host-to-device";
+    case CopyKind::kDeviceToHost:
+      return "device-to-host";
+    case CopyKind::kDeviceToDevice:
+      return "device-to-device";
+    case CopyKind::kHostToHost:
+      return "host-to-host";
   }
   return "invalid";
 }
@@ -72,10 +66,10 @@ absl::Status SimStream::Launch(HostTask task) {
 
 absl::Status SimStream::RecordEvent(Event* event) {
   if (event == nullptr || event->device() != device()->id()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "stream ", key().ToString(), " cannot record an event of ",
-        event == nullptr ? std::string("nullptr") : event->device().ToString(),
-        ": events are recorded on streams of their own device"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("stream ", key().ToString(), " cannot record an event of ",
+                     event == nullptr ? std::string("nullptr") : event->device().ToString(),
+                     ": events are recorded on streams of their own device"));
   }
   auto* sim_event = static_cast<SimEvent*>(event);
   Item item;
@@ -144,14 +138,10 @@ absl::Status SimStream::Memcpy(void* dst, const void* src, size_t bytes, CopyKin
 
 absl::Status SimStream::Sync() {
   const uint64_t target = enqueued_.load(std::memory_order_acquire);
-  for (int i = 0; i < kSpinIterations && completed_.load(std::memory_order_acquire) < target;
-       ++i) {
-    CpuRelax();
-  }
+  internal::SpinFor([&] { return completed_.load(std::memory_order_acquire) >= target; });
   absl::MutexLock lock(&mu_);
   auto reached = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return completed_locked_ >= target ||
-           completed_.load(std::memory_order_acquire) >= target;
+    return completed_locked_ >= target || completed_.load(std::memory_order_acquire) >= target;
   };
   mu_.Await(absl::Condition(&reached));
   absl::Status error = std::move(error_);
@@ -182,8 +172,8 @@ void SimStream::Run(Item& item) {
       if (!status.ok()) {
         absl::MutexLock lock(&mu_);
         if (error_.ok()) {
-          error_ = absl::Status(status.code(),
-                                absl::StrCat(key().ToString(), ": ", status.message()));
+          error_ =
+              absl::Status(status.code(), absl::StrCat(key().ToString(), ": ", status.message()));
         }
       }
       break;
@@ -208,15 +198,11 @@ void SimStream::WorkerLoop() {
   std::vector<Item> batch;
   uint64_t taken = 0;
   while (true) {
-    for (int i = 0; i < kSpinIterations && enqueued_.load(std::memory_order_acquire) == taken;
-         ++i) {
-      CpuRelax();
-    }
+    internal::SpinFor([&] { return enqueued_.load(std::memory_order_acquire) != taken; });
     {
       absl::MutexLock lock(&mu_);
-      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !queue_.empty() || stop_;
-      };
+      auto has_work = [this]()
+                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || stop_; };
       mu_.Await(absl::Condition(&has_work));
       if (queue_.empty()) return;  // stopped and drained
       batch.swap(queue_);
