@@ -10,7 +10,7 @@ namespace sluice::ep::internal {
 
 // How long waiters spin before parking. `pause` costs 10-150 cycles depending on the CPU,
 // so the bound is in time, not iterations.
-inline constexpr std::chrono::nanoseconds kSpinBudget{50000};
+inline constexpr std::chrono::nanoseconds kSpinBudget{20000};
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
