@@ -862,7 +862,7 @@ TEST_F(StreamOrderedCachingAllocatorTest, RandomizedRunKeepsInvariantsWithoutFen
 
 // With fences too, every out-of-memory result should be a real one: the allocator waits for
 // all fences, so everything cached is reclaimable. Fails today because blocks that were held
-// for fences are neither reused by their own stream nor released after the wait 
+// for fences are neither reused by their own stream nor released after the wait
 TEST_F(StreamOrderedCachingAllocatorTest,
        RandomizedRunRunsOutOfMemoryOnlyWhenLiveBlocksFillTheLimit) {
   for (uint32_t seed : {1u, 2u, 3u}) {
