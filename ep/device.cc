@@ -1,5 +1,7 @@
 #include "ep/device.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 
@@ -85,8 +87,11 @@ absl::Status Device::DestroyStream(Stream* stream) {
   std::unique_ptr<Stream> owned;
   {
     absl::MutexLock lock(&mu_);
-    auto it = stream == nullptr ? streams_.end() : streams_.find(stream->id());
-    if (it == streams_.end() || it->second.get() != stream) {
+    // Compare by address: `stream` may be a dangling pointer (API misuse) and must not be
+    // dereferenced before it is known to be live.
+    auto it = std::find_if(streams_.begin(), streams_.end(),
+                           [stream](const auto& entry) { return entry.second.get() == stream; });
+    if (it == streams_.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("DestroyStream: the stream is not a live stream of ", id_.ToString()));
     }
