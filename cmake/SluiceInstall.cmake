@@ -9,7 +9,7 @@ install(TARGETS ${_sluice_targets} EXPORT SluiceTargets
 
 foreach(_dir core ep)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sluice/${_dir}
-    FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE)
+    FILES_MATCHING PATTERN "*.h")  # internal/ too: public headers include a few of them
 endforeach()
 
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/Sluice)
