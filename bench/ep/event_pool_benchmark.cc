@@ -2,23 +2,15 @@
 // GPU the gap is larger still: cudaEventCreate/Destroy can serialize asynchronous launches.
 #include <benchmark/benchmark.h>
 
+#include "bench/ep/bench_runtime.h"
 #include "core/status.h"
 #include "ep/runtime.h"
 
 namespace sluice::ep {
 namespace {
 
-std::unique_ptr<Runtime> MakeRuntime() {
-  RuntimeOptions options;
-  options.num_sim_devices = 1;
-  options.enable_cuda = false;
-  auto runtime = Runtime::Create(options);
-  SLUICE_CHECK(runtime.ok());
-  return *std::move(runtime);
-}
-
 void BM_EventPool_BorrowReturn(benchmark::State& state) {
-  auto runtime = MakeRuntime();
+  auto runtime = MakeBenchRuntime();
   Device* device = *runtime->GetDevice("sim:0");
   for (auto _ : state) {
     absl::StatusOr<PooledEvent> event = device->event_pool().Borrow();
@@ -30,7 +22,7 @@ void BM_EventPool_BorrowReturn(benchmark::State& state) {
 BENCHMARK(BM_EventPool_BorrowReturn);
 
 void BM_Event_CreateDestroy(benchmark::State& state) {
-  auto runtime = MakeRuntime();
+  auto runtime = MakeBenchRuntime();
   Device* device = *runtime->GetDevice("sim:0");
   for (auto _ : state) {
     absl::StatusOr<std::unique_ptr<Event>> event = device->CreateEvent();
@@ -42,7 +34,7 @@ BENCHMARK(BM_Event_CreateDestroy);
 
 // Borrow, record on a stream and return: the cost the VM pays per cross-stream sync.
 void BM_EventPool_BorrowRecordReturn(benchmark::State& state) {
-  auto runtime = MakeRuntime();
+  auto runtime = MakeBenchRuntime();
   Device* device = *runtime->GetDevice("sim:0");
   Stream* stream = *device->GetStream(StreamType::kCompute);
   for (auto _ : state) {

@@ -2,24 +2,16 @@
 // runs on.
 #include <benchmark/benchmark.h>
 
+#include "bench/ep/bench_runtime.h"
 #include "core/status.h"
 #include "ep/runtime.h"
 
 namespace sluice::ep {
 namespace {
 
-std::unique_ptr<Runtime> MakeRuntime() {
-  RuntimeOptions options;
-  options.num_sim_devices = 1;
-  options.enable_cuda = false;
-  auto runtime = Runtime::Create(options);
-  SLUICE_CHECK(runtime.ok());
-  return *std::move(runtime);
-}
-
 // One empty work item, from enqueue until the caller knows it is done (Sync).
 void BM_SimStream_EnqueueToDone(benchmark::State& state) {
-  auto runtime = MakeRuntime();
+  auto runtime = MakeBenchRuntime();
   Stream* stream = *runtime->GetStream("sim:0/compute");
   for (auto _ : state) {
     SLUICE_CHECK(stream->Launch([]() { return absl::OkStatus(); }).ok());
@@ -31,7 +23,7 @@ BENCHMARK(BM_SimStream_EnqueueToDone)->UseRealTime();
 
 // Empty work items enqueued back to back, one Sync per batch of 1024: per-item throughput.
 void BM_SimStream_EnqueueThroughput(benchmark::State& state) {
-  auto runtime = MakeRuntime();
+  auto runtime = MakeBenchRuntime();
   Stream* stream = *runtime->GetStream("sim:0/compute");
   for (auto _ : state) {
     for (int i = 0; i < 1024; ++i) {
@@ -46,7 +38,7 @@ BENCHMARK(BM_SimStream_EnqueueThroughput)->UseRealTime();
 // Stream B waits on the device side for an event stream A recorded, then the host waits for
 // B: the cost of one cross-stream hand-off.
 void BM_SimStream_CrossStreamWait(benchmark::State& state) {
-  auto runtime = MakeRuntime();
+  auto runtime = MakeBenchRuntime();
   Device* device = *runtime->GetDevice("sim:0");
   Stream* a = *device->GetStream(StreamType::kCompute, 0);
   Stream* b = *device->GetStream(StreamType::kCompute, 1);
