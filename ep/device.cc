@@ -13,8 +13,11 @@ class Device::Fences final : public FenceRecorder {
   explicit Fences(Device* device) : device_(device) {}
 
   absl::StatusOr<std::shared_ptr<StreamFence>> Record(StreamId stream_id) override {
-    SLUICE_ASSIGN_OR_RETURN(Stream * stream, device_->FindStream(stream_id));
-    SLUICE_ASSIGN_OR_RETURN(PooledEvent event, device_->event_pool().Borrow());
+    absl::StatusOr<Stream*> found = device_->FindStream(stream_id);
+    if (!found.ok() && device_->resolver_) found = device_->resolver_(stream_id);
+    SLUICE_ASSIGN_OR_RETURN(Stream * stream, found);
+    // The event belongs to the stream's device, which may be another one.
+    SLUICE_ASSIGN_OR_RETURN(PooledEvent event, stream->device()->event_pool().Borrow());
     SLUICE_RETURN_IF_ERROR(stream->RecordEvent(event.get()));
     return std::shared_ptr<StreamFence>(std::make_shared<EventFence>(std::move(event)));
   }

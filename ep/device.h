@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/allocator.h"
@@ -45,6 +46,12 @@ class Device {
   // Waits for the stream's pending work (returning its error, if any) and destroys it.
   // InvalidArgument if `stream` is not a live stream of this device.
   absl::Status DestroyStream(Stream* stream);
+  // How the caching allocator finds a stream of another device that used this device's
+  // memory (a cross-device copy), to fence reuse after it. Set once by the Runtime before
+  // any allocation; without it such uses are fenced by nothing and the block is dropped.
+  using StreamResolver = absl::AnyInvocable<absl::StatusOr<Stream*>(StreamId) const>;
+  void set_stream_resolver(StreamResolver resolver) { resolver_ = std::move(resolver); }
+
   // Sync() on every live stream; returns the first error.
   absl::Status Synchronize();
 
@@ -70,12 +77,14 @@ class Device {
   virtual absl::StatusOr<std::unique_ptr<Stream>> NewStream(StreamId id, const StreamKey& key) = 0;
 
  private:
+  friend class Runtime;  // shuts every device down before destroying any (cross-device fences)
   class Fences;
 
   const sluice::Device id_;
   StreamIdTable* const stream_ids_;
   EventPool event_pool_;
   std::unique_ptr<FenceRecorder> fences_;
+  StreamResolver resolver_;
   std::unique_ptr<StreamOrderedCachingAllocator> allocator_;
 
   mutable absl::Mutex mu_;

@@ -9,6 +9,7 @@ PooledEvent& PooledEvent::operator=(PooledEvent&& other) noexcept {
     Reset();
     pool_ = other.pool_;
     event_ = std::move(other.event_);
+    reused_ = other.reused_;
   }
   return *this;
 }
@@ -30,12 +31,12 @@ absl::StatusOr<PooledEvent> EventPool::Borrow() {
   }
   if (event != nullptr) {
     reused_.fetch_add(1, std::memory_order_relaxed);
-    return PooledEvent(this, std::move(event));
+    return PooledEvent(this, std::move(event), /*reused=*/true);
   }
   absl::MutexLock lock(&factory_mu_);
   SLUICE_ASSIGN_OR_RETURN(event, factory_());
   created_.fetch_add(1, std::memory_order_relaxed);
-  return PooledEvent(this, std::move(event));
+  return PooledEvent(this, std::move(event), /*reused=*/false);
 }
 
 void EventPool::Return(std::unique_ptr<Event> event) {

@@ -26,23 +26,27 @@ class EventPool;
 class PooledEvent {
  public:
   PooledEvent() = default;
-  PooledEvent(PooledEvent&& other) noexcept : pool_(other.pool_), event_(std::move(other.event_)) {}
+  PooledEvent(PooledEvent&& other) noexcept
+      : pool_(other.pool_), event_(std::move(other.event_)), reused_(other.reused_) {}
   PooledEvent& operator=(PooledEvent&& other) noexcept;
   ~PooledEvent() { Reset(); }
 
   Event* get() const { return event_.get(); }
   Event* operator->() const { return event_.get(); }
   explicit operator bool() const { return event_ != nullptr; }
+  // True when the event came from the pool's idle list rather than being created.
+  bool reused() const { return reused_; }
   // Returns the event to its pool now.
   void Reset();
 
  private:
   friend class EventPool;
-  PooledEvent(EventPool* pool, std::unique_ptr<Event> event)
-      : pool_(pool), event_(std::move(event)) {}
+  PooledEvent(EventPool* pool, std::unique_ptr<Event> event, bool reused)
+      : pool_(pool), event_(std::move(event)), reused_(reused) {}
 
   EventPool* pool_ = nullptr;
   std::unique_ptr<Event> event_;
+  bool reused_ = false;
 };
 
 // Thread-safe. Must outlive every PooledEvent borrowed from it.

@@ -11,7 +11,10 @@ Runtime::Runtime(RuntimeOptions options)
     : options_(options), stream_ids_(std::make_unique<StreamIdTable>()) {}
 
 Runtime::~Runtime() {
-  // Reverse creation order; each device drains its streams in its destructor.
+  // Every device drains its streams and drops its allocator first: an allocator may hold a
+  // fence event borrowed from another device's pool (memory used by a cross-device copy),
+  // so no pool may go away before every allocator has. Then reverse creation order.
+  for (const auto& device : devices_) device->Shutdown();
   while (!devices_.empty()) devices_.pop_back();
 }
 
@@ -36,6 +39,12 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options)
       SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateCudaDevice(i, ids));
       runtime->devices_.push_back(std::move(device));
     }
+  }
+  Runtime* raw = runtime.get();
+  for (const auto& device : raw->devices_) {
+    device->set_stream_resolver([raw](StreamId id) -> absl::StatusOr<Stream*> {
+      return raw->GetStream(raw->stream_ids().key(id));
+    });
   }
   return runtime;
 }

@@ -1,0 +1,66 @@
+// Shared fixtures for the VM tests: a Runtime with cpu and two sim devices, a VM over it,
+// the host kernels, and helpers to fill and read f32 blobs.
+#ifndef SLUICE_TESTS_VM_VM_TEST_UTIL_H_
+#define SLUICE_TESTS_VM_VM_TEST_UTIL_H_
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "ep/runtime.h"
+#include "gtest/gtest.h"
+#include "ops/host_kernels.h"
+#include "ops/kernel_registry.h"
+#include "vm/instructions_builder.h"
+#include "vm/virtual_machine.h"
+
+namespace sluice::vm::testing {
+
+struct VmHarness {
+  explicit VmHarness(VmOptions options = {}, ep::RuntimeOptions runtime_options = {}) {
+    runtime_options.enable_cuda = false;
+    runtime = ep::Runtime::Create(runtime_options).value();
+    vm = VirtualMachine::Create(runtime.get(), std::move(options)).value();
+    EXPECT_TRUE(ops::RegisterHostKernels(&kernels).ok());
+    builder = std::make_unique<InstructionsBuilder>(vm.get());
+  }
+  ~VmHarness() {
+    builder.reset();
+    vm.reset();
+  }
+
+  Stream* S(absl::string_view key) { return vm->GetStream(key).value(); }
+  const OpKernel& K(absl::string_view name) { return *kernels.Find(name).value(); }
+
+  BlobRef NewF32(absl::string_view stream, int64_t n, const std::string& name = "") {
+    return vm->NewBlob(S(stream), DataType::kF32, Shape({n}), name).value();
+  }
+  absl::Status Write(const BlobRef& blob, const std::vector<float>& values) {
+    return builder->WriteBlob(
+        blob, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(values.data()),
+                                  values.size() * sizeof(float)));
+  }
+  absl::StatusOr<std::vector<float>> Read(const BlobRef& blob) {
+    absl::StatusOr<std::vector<uint8_t>> bytes = builder->ReadBlob(blob);
+    if (!bytes.ok()) return bytes.status();
+    std::vector<float> values(bytes->size() / sizeof(float));
+    std::memcpy(values.data(), bytes->data(), bytes->size());
+    return values;
+  }
+  absl::Status Fill(const BlobRef& y, double value, absl::string_view stream) {
+    return builder->Call(K("fill"), {}, {y}, AttrMap().Set("value", value), S(stream));
+  }
+  absl::Status Add(const BlobRef& a, const BlobRef& b, const BlobRef& y,
+                   absl::string_view stream) {
+    return builder->Call(K("add"), {a, b}, {y}, AttrMap(), S(stream));
+  }
+
+  std::unique_ptr<ep::Runtime> runtime;
+  std::unique_ptr<VirtualMachine> vm;
+  ops::KernelRegistry kernels;
+  std::unique_ptr<InstructionsBuilder> builder;
+};
+
+}  // namespace sluice::vm::testing
+
+#endif  // SLUICE_TESTS_VM_VM_TEST_UTIL_H_

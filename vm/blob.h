@@ -1,0 +1,93 @@
+// Blob: a tensor as the VM sees it (OneFlow's eager blob object): its storage, the
+// dependence state the engine derives read/write order from, and the error that poisons it
+// when the instruction that should have written it failed or was skipped.
+#ifndef SLUICE_VM_BLOB_H_
+#define SLUICE_VM_BLOB_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "core/data_type.h"
+#include "core/device.h"
+#include "core/shape.h"
+#include "core/tensor_storage.h"
+
+namespace sluice::vm {
+
+class Instruction;
+
+// Created by VirtualMachine::NewBlob and shared (std::shared_ptr) between the caller and the
+// instructions that touch it; instructions keep it alive until they retire.
+//
+// Thread-safety, per part:
+//  - metadata (id, device, dtype, shape, name): immutable; any thread.
+//  - storage(): written only by a Release instruction as it runs; read by kernels, whose
+//    order against the Release the engine guarantees.
+//  - last use (soft sync input) lives in the storage and is touched by one builder thread at
+//    a time (the caller's contract, as for any tensor handle).
+//  - dependence state: the engine's scheduler only.
+//  - poison: any thread.
+class Blob {
+ public:
+  Blob(uint64_t id, std::unique_ptr<TensorStorage> storage, std::string name);
+  Blob(const Blob&) = delete;
+  Blob& operator=(const Blob&) = delete;
+
+  uint64_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  Device device() const { return device_; }
+  DataType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  size_t bytes() const { return bytes_; }
+  // "blob #7" or "blob #7 'weights'": how errors and the sync checker name it.
+  std::string DebugName() const;
+
+  // Null once a Release instruction has run.
+  TensorStorage* storage() const { return storage_.get(); }
+
+  // Poison: the error of the failed or skipped instruction that should have produced the
+  // current contents. Readers of a poisoned blob are skipped; a successful write clears it.
+  bool poisoned() const { return poisoned_.load(std::memory_order_acquire); }
+  absl::Status poison() const;
+  void Poison(const absl::Status& cause);
+  void ClearPoison();
+
+ private:
+  friend class Engine;
+  friend class InstructionsBuilder;
+  friend class InstructionExecutor;
+
+  const uint64_t id_;
+  const std::string name_;
+  const Device device_;
+  const DataType dtype_;
+  const Shape shape_;
+  const size_t bytes_;
+  std::unique_ptr<TensorStorage> storage_;
+
+  // Builder thread: set once a Release has been submitted; later use is an error.
+  bool released_ = false;
+
+  // Scheduler only: the last writer and the readers since it, among unretired instructions.
+  Instruction* last_writer_ = nullptr;
+  absl::InlinedVector<Instruction*, 4> readers_;
+
+  // `poisoned_` mirrors `!poison_.ok()` for a lock-free check on every instruction:
+  // release on Poison/ClearPoison, acquire in poisoned().
+  std::atomic<bool> poisoned_{false};
+  mutable absl::Mutex poison_mu_;
+  absl::Status poison_ ABSL_GUARDED_BY(poison_mu_);
+};
+
+using BlobRef = std::shared_ptr<Blob>;
+using BlobList = absl::InlinedVector<BlobRef, 4>;
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_BLOB_H_

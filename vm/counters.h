@@ -1,0 +1,52 @@
+// VmCounters / VmStats: what the VM did, for tests (soft sync must emit exactly the syncs
+// its rule requires), benchmarks and `sluice stress`.
+#ifndef SLUICE_VM_COUNTERS_H_
+#define SLUICE_VM_COUNTERS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace sluice::vm {
+
+// A snapshot. Value type.
+struct VmStats {
+  int64_t instructions = 0;    // every instruction submitted, syncs included
+  int64_t op_calls = 0;
+  int64_t stream_waits = 0;    // StreamWait instructions submitted
+  int64_t record_events = 0;   // RecordEvent instructions submitted
+  int64_t releases = 0;
+  int64_t barriers = 0;
+  int64_t access_blobs = 0;
+  int64_t events_created = 0;  // pooled events borrowed that had to be created
+  int64_t events_reused = 0;   // pooled events borrowed from the idle list
+  int64_t skipped = 0;         // instructions skipped for a poisoned input or cancellation
+  int64_t errors = 0;          // errors reported (the first is surfaced at the next sync)
+  int64_t max_in_flight = 0;   // high-water mark of submitted, unretired instructions
+  int64_t submit_waits = 0;    // submissions that waited for room (backpressure)
+  std::string ToString() const;
+};
+
+// Thread-safe. Statistics only: every counter is relaxed, nothing is published through them.
+struct VmCounters {
+  std::atomic<int64_t> instructions{0};
+  std::atomic<int64_t> op_calls{0};
+  std::atomic<int64_t> stream_waits{0};
+  std::atomic<int64_t> record_events{0};
+  std::atomic<int64_t> releases{0};
+  std::atomic<int64_t> barriers{0};
+  std::atomic<int64_t> access_blobs{0};
+  std::atomic<int64_t> events_created{0};
+  std::atomic<int64_t> events_reused{0};
+  std::atomic<int64_t> skipped{0};
+  std::atomic<int64_t> max_in_flight{0};
+  std::atomic<int64_t> submit_waits{0};
+
+  static void Add(std::atomic<int64_t>& counter, int64_t n = 1) {
+    counter.fetch_add(n, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_COUNTERS_H_

@@ -1,0 +1,209 @@
+#include "vm/engine.h"
+
+#include <algorithm>
+
+#include "core/status.h"
+#include "vm/stream.h"
+#include "vm/stream_policy.h"
+#include "vm/sync_checker.h"
+#include "vm/thread_ctx.h"
+
+namespace sluice::vm {
+
+Engine::Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool)
+    : options_(options), checker_(checker), pool_(pool) {}
+
+Engine::~Engine() { SLUICE_CHECK(!thread_.joinable()); }
+
+void Engine::Start() {
+  if (options_.dedicated_thread) thread_ = std::thread([this] { SchedulerLoop(); });
+}
+
+void Engine::Stop() {
+  if (!thread_.joinable()) return;
+  stop_.store(true, std::memory_order_seq_cst);
+  waker_.Notify();
+  thread_.join();
+}
+
+void Engine::Submit(internal::Chain<Instruction> chain) {
+  incoming_.Push(chain);
+  Kick();
+}
+
+void Engine::Complete(internal::Chain<Instruction> chain) {
+  completed_.Push(chain);
+  Kick();
+}
+
+void Engine::Kick() {
+  if (options_.dedicated_thread) {
+    waker_.Notify();
+    return;
+  }
+  // Combining: whoever raises the count from zero schedules until every kick it saw was
+  // served. A kick's push happens before its fetch_add, which (acq_rel) happens before the
+  // owner's next fetch_sub, so the owner's next Step sees the pushed work.
+  if (requests_.fetch_add(1, std::memory_order_acq_rel) != 0) return;
+  int64_t seen = 1;
+  while (true) {
+    Step();
+    const int64_t before = requests_.fetch_sub(seen, std::memory_order_acq_rel);
+    if (before == seen) return;
+    seen = before - seen;
+  }
+}
+
+void Engine::SchedulerLoop() {
+  while (true) {
+    waker_.Wait(
+        [this] {
+          return !incoming_.empty() || !completed_.empty() ||
+                 stop_.load(std::memory_order_seq_cst);
+        },
+        options_.spin);
+    if (stop_.load(std::memory_order_seq_cst) && incoming_.empty() && completed_.empty()) {
+      return;
+    }
+    Step();
+  }
+}
+
+void Engine::Step() {
+  internal::Chain<Instruction> done = completed_.TakeAll();
+  for (Instruction* instruction = done.head; instruction != nullptr;) {
+    Instruction* next = instruction->next;
+    Retire(instruction);
+    instruction = next;
+  }
+  internal::Chain<Instruction> incoming = incoming_.TakeAll();
+  for (Instruction* instruction = incoming.head; instruction != nullptr;) {
+    Instruction* next = instruction->next;
+    Receive(instruction);
+    instruction = next;
+  }
+  // Barriers that fired during retirement or reception retire themselves now.
+  while (!fired_.empty()) {
+    std::vector<Instruction*> fired;
+    fired.swap(fired_);
+    for (Instruction* barrier : fired) FireBarrier(barrier);
+  }
+  DispatchReady();
+  pool_->Recycle(std::move(recycled_));
+  recycled_ = internal::Chain<Instruction>();
+}
+
+bool Engine::DispatchSatisfies(const Instruction& from, const Instruction& to) const {
+  if (from.stream == to.stream) return true;
+  if (from.kind == InstructionKind::kStreamWait && from.wait_target == to.stream) return true;
+  if (from.stream->policy()->synchronous()) {
+    return from.stream->thread_ctx() == to.stream->thread_ctx();
+  }
+  return !from.IsCompletionMarker();
+}
+
+void Engine::AddEdge(Instruction* from, Instruction* to) {
+  if (from == to) return;
+  if (DispatchSatisfies(*from, *to)) {
+    if (from->state >= Instruction::State::kDispatched) return;
+    from->dispatch_successors.push_back(to);
+  } else {
+    if (from->state == Instruction::State::kRetired) return;
+    from->done_successors.push_back(to);
+  }
+  ++to->pending;
+}
+
+void Engine::Receive(Instruction* instruction) {
+  instruction->state = Instruction::State::kReceived;
+  instruction->received = ++received_;
+  ++unretired_;
+  if (instruction->kind == InstructionKind::kBarrier) {
+    const int64_t earlier = unretired_ - 1;
+    if (earlier == 0) {
+      fired_.push_back(instruction);
+    } else {
+      barriers_.emplace_back(instruction, earlier);
+    }
+    return;
+  }
+  if (instruction->precomputed) {
+    for (Instruction* from : instruction->predecessors) AddEdge(from, instruction);
+  } else {
+    for (const BlobRef& blob : instruction->inputs) {
+      if (blob->last_writer_ != nullptr) AddEdge(blob->last_writer_, instruction);
+    }
+    for (const BlobRef& blob : instruction->outputs) {
+      if (blob->last_writer_ != nullptr) AddEdge(blob->last_writer_, instruction);
+      for (Instruction* reader : blob->readers_) AddEdge(reader, instruction);
+    }
+    for (const BlobRef& blob : instruction->inputs) blob->readers_.push_back(instruction);
+    for (const BlobRef& blob : instruction->outputs) {
+      blob->last_writer_ = instruction;
+      blob->readers_.clear();
+    }
+  }
+  if (instruction->pending == 0) ready_.push_back(instruction);
+}
+
+void Engine::DispatchReady() {
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    Instruction* instruction = ready_[i];
+    instruction->state = Instruction::State::kDispatched;
+    for (Instruction* successor : instruction->dispatch_successors) {
+      if (--successor->pending == 0) ready_.push_back(successor);
+    }
+    instruction->dispatch_successors.clear();
+    ThreadCtx* ctx = instruction->stream->thread_ctx();
+    auto it = std::find_if(outgoing_.begin(), outgoing_.end(),
+                           [ctx](const auto& entry) { return entry.first == ctx; });
+    if (it == outgoing_.end()) {
+      outgoing_.emplace_back(ctx, internal::Chain<Instruction>());
+      it = outgoing_.end() - 1;
+    }
+    it->second.PushBack(instruction);
+  }
+  ready_.clear();
+  // From here on each instruction belongs to its worker until it comes back completed.
+  for (auto& [ctx, chain] : outgoing_) {
+    if (!chain.empty()) ctx->Dispatch(std::move(chain));
+    chain = internal::Chain<Instruction>();
+  }
+}
+
+void Engine::Retire(Instruction* instruction) {
+  instruction->state = Instruction::State::kRetired;
+  for (Instruction* successor : instruction->done_successors) {
+    if (checker_ != nullptr) SyncChecker::OnDoneEdge(*instruction, successor);
+    if (--successor->pending == 0) ready_.push_back(successor);
+  }
+  if (!instruction->precomputed) {
+    auto forget = [instruction](Blob& blob) {
+      if (blob.last_writer_ == instruction) blob.last_writer_ = nullptr;
+      auto it = std::find(blob.readers_.begin(), blob.readers_.end(), instruction);
+      if (it != blob.readers_.end()) blob.readers_.erase(it);
+    };
+    for (const BlobRef& blob : instruction->inputs) forget(*blob);
+    for (const BlobRef& blob : instruction->outputs) forget(*blob);
+  }
+  --unretired_;
+  for (auto it = barriers_.begin(); it != barriers_.end();) {
+    if (it->first->received > instruction->received && --it->second == 0) {
+      fired_.push_back(it->first);
+      it = barriers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (instruction->on_retire) instruction->on_retire(*instruction);
+  instruction->Reset();
+  recycled_.PushBack(instruction);
+}
+
+void Engine::FireBarrier(Instruction* barrier) {
+  if (checker_ != nullptr) checker_->OnBarrier();
+  if (barrier->barrier_callback) barrier->barrier_callback();
+  Retire(barrier);
+}
+
+}  // namespace sluice::vm

@@ -1,0 +1,107 @@
+// Engine: the VM's scheduler. Instructions arrive through a multi-producer queue; the engine
+// resolves their dependences — derived from the blobs they touch (eager) or given with a
+// precomputed batch (interpreter) — dispatches ready ones to their stream's ThreadCtx, and
+// releases successors as instructions are dispatched or complete.
+//
+// The edge rule. An edge A -> B is satisfied
+//  - once A is *dispatched*, when dispatch order alone guarantees B sees A's effects:
+//    A and B on the same stream (the ThreadCtx launches in dispatch order and the stream
+//    runs in launch order); A a StreamWait whose target is B's stream (the device wait is
+//    enqueued before B); A on a synchronous (cpu) stream of B's ThreadCtx (A has finished
+//    before B launches);
+//  - once A is *dispatched*, too, when A is an ordinary instruction on an asynchronous
+//    stream and B is elsewhere: the engine adds no device order of its own there. Ordering
+//    such a pair is the job of the sync instructions the builder (soft sync) or the
+//    interpreter (stream analysis) emits, and the sync checker verifies they did. Waiting
+//    for completion here would need a completion point per cross-stream edge: a host round
+//    trip that hides the missing sync instead of reporting it;
+//  - otherwise once A is *done*: A is a RecordEvent or StreamWait point (B waits on the host
+//    for the stream to pass it) or cpu work of another ThreadCtx.
+// "Dispatched" implies "launched" for B's purpose: B cannot launch before A on one ThreadCtx.
+//
+// Scheduling runs either on a dedicated thread or on the threads that hand the engine work
+// (submitters and workers reporting completions), one at a time through a combining counter:
+// a thread that finds the scheduler busy leaves its work for the busy one.
+#ifndef SLUICE_VM_ENGINE_H_
+#define SLUICE_VM_ENGINE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "vm/instruction.h"
+#include "vm/internal/instruction_pool.h"
+#include "vm/internal/intrusive_queue.h"
+#include "vm/internal/waker.h"
+
+namespace sluice::vm {
+
+class SyncChecker;
+class ThreadCtx;
+
+struct EngineOptions {
+  bool dedicated_thread = true;
+  std::chrono::nanoseconds spin{20000};
+};
+
+// Thread-safe as documented per method.
+class Engine {
+ public:
+  // `checker` may be null; `pool` recycles retired instructions.
+  Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  void Start();
+  // Any thread: submitted instructions, in order (room reserved in the pool).
+  void Submit(internal::Chain<Instruction> chain);
+  // ThreadCtx workers: completed instructions.
+  void Complete(internal::Chain<Instruction> chain);
+  // Any thread, once every instruction retired: stops the scheduler thread.
+  void Stop();
+  // Any thread: wakes the scheduler thread, or (caller-thread mode) schedules now unless
+  // another thread is already scheduling.
+  void Kick();
+
+ private:
+  bool DispatchSatisfies(const Instruction& from, const Instruction& to) const;
+  void SchedulerLoop();
+  // One scheduling pass. Exclusive: the scheduler thread, or the combining-counter owner.
+  void Step();
+  void Receive(Instruction* instruction);
+  void AddEdge(Instruction* from, Instruction* to);
+  void Retire(Instruction* instruction);
+  void FireBarrier(Instruction* barrier);
+  void DispatchReady();
+
+  const EngineOptions options_;
+  SyncChecker* const checker_;
+  internal::InstructionPool* const pool_;
+
+  internal::IntrusiveQueue<Instruction> incoming_;
+  internal::IntrusiveQueue<Instruction> completed_;
+
+  // Caller-thread mode: kicks not yet served; the thread that raises it from 0 schedules.
+  std::atomic<int64_t> requests_{0};
+  // Dedicated mode.
+  internal::Waker waker_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+
+  // Scheduler state (Step only).
+  std::vector<Instruction*> ready_;
+  std::vector<std::pair<ThreadCtx*, internal::Chain<Instruction>>> outgoing_;
+  std::vector<std::pair<Instruction*, int64_t>> barriers_;  // barrier, earlier unretired
+  std::vector<Instruction*> fired_;
+  internal::Chain<Instruction> recycled_;
+  uint64_t received_ = 0;
+  int64_t unretired_ = 0;
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_ENGINE_H_

@@ -1,0 +1,104 @@
+// Instruction: one unit of VM work — a policy (what to do: OpCall, StreamWait, RecordEvent,
+// Release, Barrier, AccessBlob), the vm::Stream it runs on, its operands, and the engine's
+// bookkeeping for its dependences. Instructions are pooled by the VirtualMachine and reused;
+// producers (InstructionsBuilder, PrecomputedBatch) fill the first group of fields.
+#ifndef SLUICE_VM_INSTRUCTION_H_
+#define SLUICE_VM_INSTRUCTION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "ep/event_pool.h"
+#include "vm/attrs.h"
+#include "vm/blob.h"
+
+namespace sluice::vm {
+
+class OpKernel;
+class Stream;
+
+enum class InstructionKind : uint8_t {
+  kOpCall,       // run `kernel` on `stream` with inputs, outputs, attrs
+  kStreamWait,   // record an event on `stream`, make `wait_target` wait for it on the device
+  kRecordEvent,  // record a pooled event on `stream`: a point the host can wait for
+  kRelease,      // free the storage of outputs[0] in `stream` order
+  kBarrier,      // host callback once every instruction submitted before it is done
+  kAccessBlob,   // host code on the bytes of inputs[0] (read) or outputs[0] (write)
+};
+absl::string_view InstructionKindName(InstructionKind kind);
+
+// AccessBlob's host code: gets the blob's bytes; its error becomes the instruction's.
+using BlobCallback = absl::AnyInvocable<absl::Status(void* data, size_t bytes)>;
+// Barrier's host code.
+using BarrierCallback = absl::AnyInvocable<void()>;
+
+// Thread-safety follows the lifecycle: the producer owns an instruction until Submit; then
+// the scheduler owns the engine fields and the ThreadCtx worker the execution fields; an
+// instruction is recycled only after it retired.
+class Instruction {
+ public:
+  // --- Filled by the producer; read-only after Submit. ---
+  InstructionKind kind = InstructionKind::kOpCall;
+  Stream* stream = nullptr;          // where it runs (Barrier: none)
+  Stream* wait_target = nullptr;     // StreamWait only
+  const OpKernel* kernel = nullptr;  // OpCall only
+  std::shared_ptr<const AttrMap> attrs;
+  // Operands. Reads in `inputs`, writes in `outputs` (a blob in both is read-modify-write).
+  // StreamWait and RecordEvent list the blobs they order in `outputs`: they act as writes on
+  // those blobs' dependence state, so that later users order after the sync.
+  BlobList inputs;
+  BlobList outputs;
+  BlobCallback blob_callback;        // AccessBlob
+  BarrierCallback barrier_callback;  // Barrier
+  // Optional: runs on the scheduler when the instruction retires (its work complete; see
+  // `status`). Must not block or submit. Used by blocking reads and writes of blobs.
+  absl::AnyInvocable<void(const Instruction&)> on_retire;
+  // Precomputed edges: earlier instructions of the same batch this one depends on. Empty and
+  // ignored for eager instructions, whose edges the engine derives from the operands.
+  bool precomputed = false;
+  absl::InlinedVector<Instruction*, 2> predecessors;
+  // Submission order, unique per VM (assigned at Submit).
+  uint64_t seq = 0;
+
+  // The op name for OpCall, the kind name otherwise.
+  absl::string_view name() const;
+  // "op 'add' #12 on sim:0/compute", for errors and sync reports.
+  std::string DebugString() const;
+  // True for instructions whose completion the engine observes (RecordEvent, StreamWait):
+  // an edge from one to another stream's instruction waits for completion, not launch.
+  bool IsCompletionMarker() const {
+    return kind == InstructionKind::kRecordEvent || kind == InstructionKind::kStreamWait;
+  }
+
+  // --- Engine (scheduler thread only). ---
+  enum class State : uint8_t { kFree, kSubmitted, kReceived, kDispatched, kRetired };
+  State state = State::kFree;
+  Instruction* next = nullptr;  // link in IntrusiveQueue / Chain
+  int32_t pending = 0;          // unsatisfied incoming edges
+  uint64_t received = 0;        // receive order (Barrier: what "earlier" means)
+  // Successors whose edge from this instruction is satisfied once it is dispatched (its
+  // ThreadCtx launches in order) or once it is done.
+  absl::InlinedVector<Instruction*, 2> dispatch_successors;
+  absl::InlinedVector<Instruction*, 2> done_successors;
+
+  // --- Execution (ThreadCtx worker, then the scheduler at retirement). ---
+  ep::PooledEvent event;  // RecordEvent: held until retirement
+  absl::Status status;    // not OK when the instruction failed, was skipped or cancelled
+
+  // --- Sync checker (when enabled). ---
+  std::vector<uint32_t> host_clock;  // what the host knew done when it was launched
+  std::vector<uint32_t> done_clock;  // what its completion certifies (markers, host streams)
+
+  // Back to a freshly constructed state, keeping container capacity.
+  void Reset();
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_INSTRUCTION_H_

@@ -1,0 +1,241 @@
+#include "vm/instruction_executor.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "ep/device.h"
+#include "vm/kernel.h"
+#include "vm/recorder.h"
+#include "vm/stream.h"
+#include "vm/stream_policy.h"
+#include "vm/sync_checker.h"
+
+namespace sluice::vm {
+
+// --- KernelContext (declared in kernel.h; it needs the executor's rules). ---
+
+absl::Span<const BlobRef> KernelContext::inputs() const { return instruction_->inputs; }
+absl::Span<const BlobRef> KernelContext::outputs() const { return instruction_->outputs; }
+const AttrMap& KernelContext::attrs() const {
+  static const AttrMap* const kEmpty = new AttrMap();
+  return instruction_->attrs != nullptr ? *instruction_->attrs : *kEmpty;
+}
+
+namespace {
+
+// Host work of one op: re-checks poison when it runs, and turns its error into the op's.
+// Lives in the HostTask; the instruction outlives it (it retires only after the stream
+// passed the completion point that follows this work).
+struct HostWork {
+  Instruction* instruction;
+  ErrorSink* errors;
+  absl::AnyInvocable<absl::Status()> work;
+
+  absl::Status operator()() {
+    absl::Status poison = InstructionExecutor::InputPoison(*instruction);
+    if (!poison.ok()) {
+      for (const BlobRef& blob : instruction->outputs) blob->Poison(poison);
+      instruction->status = poison;
+      return absl::OkStatus();
+    }
+    absl::Status status;
+    try {
+      status = work();
+    } catch (const std::exception& e) {
+      status = absl::InternalError(absl::StrCat("exception: ", e.what()));
+    } catch (...) {
+      status = absl::InternalError("unknown exception");
+    }
+    if (status.ok()) {
+      for (const BlobRef& blob : instruction->outputs) blob->ClearPoison();
+      return absl::OkStatus();
+    }
+    const absl::Status error(status.code(),
+                             absl::StrCat(instruction->DebugString(), ": ", status.message()));
+    for (const BlobRef& blob : instruction->outputs) blob->Poison(error);
+    instruction->status = error;
+    errors->Report(error);
+    // Reported here with the op's name; the stream itself need not remember it.
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> work) {
+  ran_host_work_ = true;
+  return stream_->Launch(HostWork{instruction_, errors_, std::move(work)});
+}
+
+// --- InstructionExecutor. ---
+
+absl::Status InstructionExecutor::InputPoison(const Instruction& instruction) {
+  for (const BlobRef& blob : instruction.inputs) {
+    if (blob->poisoned()) {
+      absl::Status cause = blob->poison();
+      if (!cause.ok()) return cause;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void InstructionExecutor::Fail(Instruction* instruction, const absl::Status& error) {
+  const absl::Status annotated(
+      error.code(), absl::StrCat(instruction->DebugString(), ": ", error.message()));
+  instruction->status = annotated;
+  for (const BlobRef& blob : instruction->outputs) blob->Poison(annotated);
+  errors_->Report(annotated);
+}
+
+void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cause) {
+  instruction->status = cause;
+  for (const BlobRef& blob : instruction->outputs) blob->Poison(cause);
+  VmCounters::Add(counters_->skipped);
+}
+
+void InstructionExecutor::CountBorrow(bool reused) {
+  VmCounters::Add(reused ? counters_->events_reused : counters_->events_created);
+}
+
+void InstructionExecutor::Run(Instruction* instruction) {
+  if (cancel_ != nullptr && cancel_->load(std::memory_order_acquire)) {
+    Skip(instruction, absl::CancelledError(
+                          absl::StrCat(instruction->DebugString(), ": cancelled by shutdown")));
+    return;
+  }
+  if (checker_ != nullptr) checker_->OnLaunch(instruction);
+  switch (instruction->kind) {
+    case InstructionKind::kOpCall:
+      RunOpCall(instruction);
+      return;
+    case InstructionKind::kStreamWait:
+      RunStreamWait(instruction);
+      return;
+    case InstructionKind::kRecordEvent:
+      RunRecordEvent(instruction);
+      return;
+    case InstructionKind::kRelease:
+      for (const BlobRef& blob : instruction->outputs) blob->storage_.reset();
+      return;
+    case InstructionKind::kAccessBlob:
+      RunAccessBlob(instruction);
+      return;
+    case InstructionKind::kBarrier:
+      return;  // the engine runs barriers; never dispatched
+  }
+}
+
+void InstructionExecutor::RunOpCall(Instruction* instruction) {
+  absl::Status poison = InputPoison(*instruction);
+  if (!poison.ok()) {
+    Skip(instruction, poison);
+    return;
+  }
+  KernelContext ctx(instruction, instruction->stream->ep_stream(), errors_);
+  absl::Status status;
+  try {
+    status = instruction->kernel->Launch(ctx);
+  } catch (const std::exception& e) {
+    status = absl::InternalError(absl::StrCat("exception: ", e.what()));
+  } catch (...) {
+    status = absl::InternalError("unknown exception");
+  }
+  if (!status.ok()) {
+    Fail(instruction, status);
+    return;
+  }
+  // Host work settles poison when it runs; device work is settled now, in launch order.
+  if (!ctx.ran_host_work()) {
+    for (const BlobRef& blob : instruction->outputs) blob->ClearPoison();
+  }
+}
+
+void InstructionExecutor::RunStreamWait(Instruction* instruction) {
+  ep::Stream* from = instruction->stream->ep_stream();
+  ep::Stream* to = instruction->wait_target->ep_stream();
+  absl::StatusOr<ep::PooledEvent> event = from->device()->event_pool().Borrow();
+  if (!event.ok()) {
+    Fail(instruction, event.status());
+    return;
+  }
+  CountBorrow(event->reused());
+  absl::Status status = from->RecordEvent(event->get());
+  if (status.ok()) status = to->WaitEvent(event->get());
+  // The wait captured the recorded point: the event may go back to the pool now.
+  if (!status.ok()) Fail(instruction, status);
+}
+
+void InstructionExecutor::RunRecordEvent(Instruction* instruction) {
+  ep::Stream* stream = instruction->stream->ep_stream();
+  absl::StatusOr<ep::PooledEvent> event = stream->device()->event_pool().Borrow();
+  if (!event.ok()) {
+    Fail(instruction, event.status());
+    return;
+  }
+  CountBorrow(event->reused());
+  const absl::Status status = stream->RecordEvent(event->get());
+  if (!status.ok()) {
+    Fail(instruction, status);
+    return;
+  }
+  instruction->event = *std::move(event);  // returned to its pool at retirement
+}
+
+void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
+  Stream* stream = instruction->stream;
+  if (!stream->policy()->host_accessible()) {
+    Fail(instruction, absl::UnimplementedError(absl::StrCat(
+                          "host access to memory of ", stream->name(),
+                          " is not supported; copy the blob to cpu first")));
+    return;
+  }
+  // Runs on the stream, in order, so the bytes are final when the host code sees them.
+  Instruction* i = instruction;
+  ErrorSink* errors = errors_;
+  Recorder* recorder = recorder_;
+  auto task = [i, errors, recorder]() -> absl::Status {
+    const bool write = i->inputs.empty();
+    Blob* blob = write ? i->outputs.front().get() : i->inputs.front().get();
+    if (!write) {
+      absl::Status poison = InstructionExecutor::InputPoison(*i);
+      if (!poison.ok()) {
+        i->status = poison;
+        return absl::OkStatus();
+      }
+    }
+    TensorStorage* storage = blob->storage();
+    absl::Status status;
+    if (storage == nullptr) {
+      status = absl::FailedPreconditionError(absl::StrCat(blob->DebugName(), " was released"));
+    } else {
+      try {
+        status = i->blob_callback(storage->data(), storage->bytes());
+      } catch (const std::exception& e) {
+        status = absl::InternalError(absl::StrCat("exception: ", e.what()));
+      } catch (...) {
+        status = absl::InternalError("unknown exception");
+      }
+    }
+    if (status.ok()) {
+      if (write) {
+        blob->ClearPoison();
+        if (recorder != nullptr) {
+          recorder->RecordWrite(i->seq, absl::MakeConstSpan(
+                                            static_cast<const uint8_t*>(storage->data()),
+                                            storage->bytes()));
+        }
+      }
+      return absl::OkStatus();
+    }
+    const absl::Status error(status.code(),
+                             absl::StrCat(i->DebugString(), ": ", status.message()));
+    i->status = error;
+    if (write) blob->Poison(error);
+    errors->Report(error);
+    return absl::OkStatus();
+  };
+  const absl::Status launched = stream->ep_stream()->Launch(std::move(task));
+  if (!launched.ok()) Fail(instruction, launched);
+}
+
+}  // namespace sluice::vm

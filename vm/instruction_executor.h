@@ -1,0 +1,61 @@
+// InstructionExecutor: what each instruction kind does when a ThreadCtx worker launches it
+// on its ep::Stream — run the kernel, record and wait pooled events, free storage, run host
+// code on a blob's bytes — plus the error rules: an instruction whose input is poisoned is
+// skipped, and a failure poisons the outputs and reaches the ErrorSink.
+#ifndef SLUICE_VM_INSTRUCTION_EXECUTOR_H_
+#define SLUICE_VM_INSTRUCTION_EXECUTOR_H_
+
+#include <atomic>
+
+#include "absl/status/status.h"
+#include "vm/counters.h"
+#include "vm/error_sink.h"
+#include "vm/instruction.h"
+
+namespace sluice::vm {
+
+class Recorder;
+class SyncChecker;
+
+// Thread-safe: workers of different ThreadCtx call Run concurrently (on different streams).
+class InstructionExecutor {
+ public:
+  // `checker` may be null. `cancel`, when true, makes Run skip every instruction with
+  // Cancelled (shutdown with cancellation).
+  InstructionExecutor(ErrorSink* errors, VmCounters* counters, SyncChecker* checker,
+                      const std::atomic<bool>* cancel)
+      : errors_(errors), counters_(counters), checker_(checker), cancel_(cancel) {}
+
+  // Worker thread of the instruction's stream. Never fails: an error is stored in
+  // `instruction->status`, poisons its outputs and is reported to the ErrorSink.
+  void Run(Instruction* instruction);
+
+  // Marks `instruction` failed with `error` (annotated with the instruction), poisons its
+  // outputs and reports it. Any thread that runs the instruction's work.
+  void Fail(Instruction* instruction, const absl::Status& error);
+  // Marks `instruction` skipped because of `cause` (a poisoned input or cancellation).
+  void Skip(Instruction* instruction, const absl::Status& cause);
+  // The first poisoned input's error, or OK.
+  static absl::Status InputPoison(const Instruction& instruction);
+
+  ErrorSink* errors() const { return errors_; }
+  // Set once, before any instruction runs: AccessBlob writes then record their bytes.
+  void set_recorder(Recorder* recorder) { recorder_ = recorder; }
+
+ private:
+  void RunOpCall(Instruction* instruction);
+  void RunStreamWait(Instruction* instruction);
+  void RunRecordEvent(Instruction* instruction);
+  void RunAccessBlob(Instruction* instruction);
+  void CountBorrow(bool reused);
+
+  ErrorSink* const errors_;
+  VmCounters* const counters_;
+  SyncChecker* const checker_;
+  const std::atomic<bool>* const cancel_;
+  Recorder* recorder_ = nullptr;
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_INSTRUCTION_EXECUTOR_H_

@@ -1,0 +1,229 @@
+#include "vm/instructions_builder.h"
+
+#include <cstring>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "core/status.h"
+#include "vm/virtual_machine.h"
+
+namespace sluice::vm {
+
+InstructionsBuilder::InstructionsBuilder(VirtualMachine* vm) : vm_(vm) {}
+
+InstructionsBuilder::~InstructionsBuilder() { vm_->FreeInstructions(std::move(cache_)); }
+
+Instruction* InstructionsBuilder::Allocate() { return vm_->AllocateInstruction(cache_); }
+
+absl::Status InstructionsBuilder::CheckUsable(const BlobRef& blob) const {
+  if (blob == nullptr) return absl::InvalidArgumentError("null blob");
+  if (blob->released_) {
+    return absl::InvalidArgumentError(absl::StrCat(blob->DebugName(), " was released"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Stream*> InstructionsBuilder::LastStream(const Blob& blob) {
+  return vm_->GetStream(blob.storage()->last_used_stream());
+}
+
+absl::Status InstructionsBuilder::SoftSync(const BlobList& inputs, const BlobList& outputs,
+                                           Stream* stream,
+                                           internal::Chain<Instruction>& chain) {
+  if (soft_sync_) {
+    // Group blobs by last stream: one sync per (last stream -> this stream) pair.
+    absl::InlinedVector<std::pair<StreamId, BlobList>, 2> groups;
+    auto add = [&](const BlobRef& blob) {
+      const StreamId last = blob->storage()->last_used_stream();
+      if (last == stream->id()) return;
+      for (auto& [id, blobs] : groups) {
+        if (id != last) continue;
+        for (const BlobRef& b : blobs) {
+          if (b == blob) return;
+        }
+        blobs.push_back(blob);
+        return;
+      }
+      groups.emplace_back(last, BlobList{blob});
+    };
+    for (const BlobRef& blob : outputs) add(blob);
+    for (const BlobRef& blob : inputs) add(blob);
+    for (auto& [id, blobs] : groups) {
+      SLUICE_ASSIGN_OR_RETURN(Stream * last, vm_->GetStream(id));
+      Instruction* sync = Allocate();
+      chain.PushBack(sync);
+      sync->stream = last;
+      sync->outputs = std::move(blobs);
+      const Device from = last->key().device;
+      if (from == stream->key().device && from.IsAsync()) {
+        sync->kind = InstructionKind::kStreamWait;
+        sync->wait_target = stream;
+      } else {
+        sync->kind = InstructionKind::kRecordEvent;
+      }
+    }
+  }
+  for (const BlobRef& blob : outputs) blob->storage()->set_last_used_stream(stream->id());
+  for (const BlobRef& blob : inputs) blob->storage()->set_last_used_stream(stream->id());
+  return absl::OkStatus();
+}
+
+absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs,
+                                       BlobList outputs, std::shared_ptr<const AttrMap> attrs,
+                                       Stream* stream) {
+  if (stream == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", kernel.name(), "': null stream"));
+  }
+  for (const BlobRef& blob : inputs) {
+    absl::Status usable = CheckUsable(blob);
+    if (!usable.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", kernel.name(), "' input: ", usable.message()));
+    }
+  }
+  for (const BlobRef& blob : outputs) {
+    absl::Status usable = CheckUsable(blob);
+    if (!usable.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", kernel.name(), "' output: ", usable.message()));
+    }
+  }
+  internal::Chain<Instruction> chain;
+  absl::Status synced = SoftSync(inputs, outputs, stream, chain);
+  if (!synced.ok()) {
+    vm_->FreeInstructions(std::move(chain));
+    return synced;
+  }
+  Instruction* call = Allocate();
+  call->kind = InstructionKind::kOpCall;
+  call->kernel = &kernel;
+  call->stream = stream;
+  call->attrs = std::move(attrs);
+  call->inputs = std::move(inputs);
+  call->outputs = std::move(outputs);
+  chain.PushBack(call);
+  return vm_->Submit(std::move(chain));
+}
+
+absl::Status InstructionsBuilder::StreamWait(BlobList blobs, Stream* from, Stream* to) {
+  if (from == nullptr || to == nullptr) return absl::InvalidArgumentError("StreamWait: null stream");
+  if (from == to || from->key().device != to->key().device || !from->key().device.IsAsync()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("StreamWait ", from->name(), " -> ", to->name(),
+                     ": needs two different streams of one asynchronous device"));
+  }
+  for (const BlobRef& blob : blobs) SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  Instruction* sync = Allocate();
+  sync->kind = InstructionKind::kStreamWait;
+  sync->stream = from;
+  sync->wait_target = to;
+  sync->outputs = std::move(blobs);
+  internal::Chain<Instruction> chain;
+  chain.PushBack(sync);
+  return vm_->Submit(std::move(chain));
+}
+
+absl::Status InstructionsBuilder::RecordEvent(BlobList blobs, Stream* stream) {
+  if (stream == nullptr) return absl::InvalidArgumentError("RecordEvent: null stream");
+  for (const BlobRef& blob : blobs) SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  Instruction* sync = Allocate();
+  sync->kind = InstructionKind::kRecordEvent;
+  sync->stream = stream;
+  sync->outputs = std::move(blobs);
+  internal::Chain<Instruction> chain;
+  chain.PushBack(sync);
+  return vm_->Submit(std::move(chain));
+}
+
+absl::Status InstructionsBuilder::Release(const BlobRef& blob) {
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
+  blob->released_ = true;
+  Instruction* release = Allocate();
+  release->kind = InstructionKind::kRelease;
+  release->stream = stream;
+  release->outputs.push_back(blob);
+  internal::Chain<Instruction> chain;
+  chain.PushBack(release);
+  return vm_->Submit(std::move(chain));
+}
+
+absl::Status InstructionsBuilder::AccessBlob(
+    const BlobRef& blob, bool write, BlobCallback callback,
+    absl::AnyInvocable<void(const Instruction&)> on_retire) {
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
+  if (!stream->policy()->host_accessible()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "AccessBlob: ", blob->DebugName(), " lives on ", stream->name(),
+        ", whose memory the host cannot address; copy it to cpu first"));
+  }
+  Instruction* access = Allocate();
+  access->kind = InstructionKind::kAccessBlob;
+  access->stream = stream;
+  (write ? access->outputs : access->inputs).push_back(blob);
+  access->blob_callback = std::move(callback);
+  access->on_retire = std::move(on_retire);
+  internal::Chain<Instruction> chain;
+  chain.PushBack(access);
+  return vm_->Submit(std::move(chain));
+}
+
+absl::Status InstructionsBuilder::WriteBlob(const BlobRef& blob,
+                                            absl::Span<const uint8_t> bytes) {
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  if (bytes.size() != blob->bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("WriteBlob: ", blob->DebugName(), " holds ",
+                                                   blob->bytes(), " bytes, got ", bytes.size()));
+  }
+  absl::Notification done;
+  absl::Status result;
+  VirtualMachine* vm = vm_;
+  SLUICE_RETURN_IF_ERROR(AccessBlob(
+      blob, /*write=*/true,
+      [bytes](void* data, size_t n) {
+        if (n > 0) std::memcpy(data, bytes.data(), n);
+        return absl::OkStatus();
+      },
+      [&](const Instruction& i) {
+        result = i.status;
+        vm->NoteHostWaited(i);
+        done.Notify();
+      }));
+  done.WaitForNotification();
+  return result;
+}
+
+absl::StatusOr<std::vector<uint8_t>> InstructionsBuilder::ReadBlob(const BlobRef& blob) {
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  std::vector<uint8_t> out(blob->bytes());
+  absl::Notification done;
+  absl::Status result;
+  VirtualMachine* vm = vm_;
+  SLUICE_RETURN_IF_ERROR(AccessBlob(
+      blob, /*write=*/false,
+      [&out](void* data, size_t n) {
+        if (n > 0) std::memcpy(out.data(), data, n);
+        return absl::OkStatus();
+      },
+      [&](const Instruction& i) {
+        result = i.status;
+        vm->NoteHostWaited(i);
+        done.Notify();
+      }));
+  done.WaitForNotification();
+  if (!result.ok()) return result;
+  return out;
+}
+
+absl::Status InstructionsBuilder::Barrier(BarrierCallback callback) {
+  Instruction* barrier = Allocate();
+  barrier->kind = InstructionKind::kBarrier;
+  barrier->barrier_callback = std::move(callback);
+  internal::Chain<Instruction> chain;
+  chain.PushBack(barrier);
+  return vm_->Submit(std::move(chain));
+}
+
+}  // namespace sluice::vm

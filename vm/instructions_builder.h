@@ -1,0 +1,98 @@
+// InstructionsBuilder: how eager code talks to the VM (seed 003 §2.3 and §4). Call() turns
+// one op into instructions at once: soft sync for every operand whose last use was on
+// another stream, then the OpCall, submitted together.
+//
+// Soft sync, per operand blob, against its storage's last_used_stream:
+//  - the same stream: nothing (a stream runs in order);
+//  - another stream of the same asynchronous device: StreamWait(last -> current), a
+//    device-side wait, so the op can be dispatched without waiting on the host;
+//  - otherwise (cpu involved, or another device): RecordEvent(last); the op waits on the host
+//    for it (RecordEvent -> op is a completion edge in the engine).
+// Blobs sharing a last stream share one sync instruction. Then every operand's last use
+// becomes the current stream. No other sync is emitted: the counts are tested.
+#ifndef SLUICE_VM_INSTRUCTIONS_BUILDER_H_
+#define SLUICE_VM_INSTRUCTIONS_BUILDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "vm/attrs.h"
+#include "vm/blob.h"
+#include "vm/instruction.h"
+#include "vm/internal/intrusive_queue.h"
+#include "vm/kernel.h"
+#include "vm/stream.h"
+
+namespace sluice::vm {
+
+class VirtualMachine;
+
+// Thread-compatible: one builder per producing thread; any number of builders per VM. A
+// blob's last use is updated by the builder that uses it, so one blob must not be used by
+// two builders at the same time. Must not outlive its VM.
+class InstructionsBuilder {
+ public:
+  explicit InstructionsBuilder(VirtualMachine* vm);
+  ~InstructionsBuilder();
+  InstructionsBuilder(const InstructionsBuilder&) = delete;
+  InstructionsBuilder& operator=(const InstructionsBuilder&) = delete;
+
+  // Soft sync, then OpCall(kernel) on `stream`. InvalidArgument for a null stream or blob, a
+  // released blob. The kernel's own errors surface at the next sync point.
+  absl::Status Call(const OpKernel& kernel, BlobList inputs, BlobList outputs,
+                    std::shared_ptr<const AttrMap> attrs, Stream* stream);
+  absl::Status Call(const OpKernel& kernel, BlobList inputs, BlobList outputs, AttrMap attrs,
+                    Stream* stream) {
+    return Call(kernel, std::move(inputs), std::move(outputs),
+                attrs.empty() ? nullptr : std::make_shared<const AttrMap>(std::move(attrs)),
+                stream);
+  }
+
+  // Explicit syncs (soft sync emits these itself). StreamWait needs two streams of one
+  // device (InvalidArgument otherwise).
+  absl::Status StreamWait(BlobList blobs, Stream* from, Stream* to);
+  absl::Status RecordEvent(BlobList blobs, Stream* stream);
+
+  // Frees the blob's storage in the order of its last stream, after its last use. Using the
+  // blob afterwards is InvalidArgument.
+  absl::Status Release(const BlobRef& blob);
+
+  // Host code on the blob's bytes, run in the order of the blob's last stream (so it needs
+  // no sync). `write` makes it a write. `on_retire` (optional) runs once it is complete.
+  // InvalidArgument when the blob's memory is not host-addressable (cuda).
+  absl::Status AccessBlob(const BlobRef& blob, bool write, BlobCallback callback,
+                          absl::AnyInvocable<void(const Instruction&)> on_retire = nullptr);
+  // Blocking helpers over AccessBlob: copy host bytes in (size must match) or out. A read of
+  // a blob whose producer failed returns that error.
+  absl::Status WriteBlob(const BlobRef& blob, absl::Span<const uint8_t> bytes);
+  absl::StatusOr<std::vector<uint8_t>> ReadBlob(const BlobRef& blob);
+
+  // Host callback once everything submitted before it is complete (see Barrier).
+  absl::Status Barrier(BarrierCallback callback);
+
+  // Off: Call emits no sync instructions (`sluice stress --no-soft-sync` uses it to prove
+  // the sync checker catches what soft sync prevents). On by default.
+  void set_soft_sync(bool enabled) { soft_sync_ = enabled; }
+  bool soft_sync() const { return soft_sync_; }
+
+  VirtualMachine* vm() const { return vm_; }
+
+ private:
+  absl::Status CheckUsable(const BlobRef& blob) const;
+  absl::StatusOr<Stream*> LastStream(const Blob& blob);
+  absl::Status SoftSync(const BlobList& inputs, const BlobList& outputs, Stream* stream,
+                        internal::Chain<Instruction>& chain);
+  Instruction* Allocate() ;
+
+  VirtualMachine* const vm_;
+  bool soft_sync_ = true;
+  internal::Chain<Instruction> cache_;
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_INSTRUCTIONS_BUILDER_H_

@@ -1,0 +1,90 @@
+#include "vm/internal/instruction_pool.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::vm::internal {
+
+InstructionPool::InstructionPool(int64_t max_in_flight, std::chrono::nanoseconds spin,
+                                 VmCounters* counters)
+    : max_in_flight_(max_in_flight), spin_(spin), counters_(counters) {}
+
+Instruction* InstructionPool::Allocate(Chain<Instruction>& cache) {
+  if (cache.empty()) cache = free_.TakeAll();
+  if (cache.empty()) {
+    auto block = std::make_unique<Instruction[]>(kBlockSize);
+    for (int i = 0; i < kBlockSize; ++i) cache.PushBack(&block[i]);
+    absl::MutexLock lock(&blocks_mu_);
+    blocks_.push_back(std::move(block));
+  }
+  Instruction* instruction = cache.head;
+  cache.head = instruction->next;
+  if (cache.head == nullptr) cache.tail = nullptr;
+  --cache.size;
+  instruction->next = nullptr;
+  instruction->state = Instruction::State::kSubmitted;
+  return instruction;
+}
+
+void InstructionPool::Free(Chain<Instruction> chain) {
+  Chain<Instruction> reset;
+  for (Instruction* i = chain.head; i != nullptr;) {
+    Instruction* next = i->next;
+    i->Reset();
+    reset.PushBack(i);
+    i = next;
+  }
+  free_.Push(reset);
+}
+
+absl::Status InstructionPool::Reserve(int64_t n, absl::FunctionRef<void()> kick,
+                                      bool after_close) {
+  if (n > max_in_flight_) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot submit ", n,
+                                                   " instructions at once: the VM holds at most ",
+                                                   max_in_flight_, " in flight (max_in_flight)"));
+  }
+  bool waited = false;
+  while (true) {
+    if (!after_close && closed_.load(std::memory_order_acquire)) {
+      return absl::FailedPreconditionError("the VM is shut down");
+    }
+    int64_t current = in_flight_.load(std::memory_order_seq_cst);
+    while (current + n <= max_in_flight_) {
+      if (in_flight_.compare_exchange_weak(current, current + n, std::memory_order_seq_cst)) {
+        int64_t high = counters_->max_in_flight.load(std::memory_order_relaxed);
+        while (current + n > high && !counters_->max_in_flight.compare_exchange_weak(
+                                         high, current + n, std::memory_order_relaxed)) {
+        }
+        if (waited) VmCounters::Add(counters_->submit_waits);
+        return absl::OkStatus();
+      }
+    }
+    waited = true;
+    kick();
+    waker_.Wait(
+        [&] {
+          return in_flight_.load(std::memory_order_seq_cst) + n <= max_in_flight_ ||
+                 (!after_close && closed_.load(std::memory_order_seq_cst));
+        },
+        spin_);
+  }
+}
+
+void InstructionPool::Recycle(Chain<Instruction> chain) {
+  if (chain.empty()) return;
+  const int64_t n = static_cast<int64_t>(chain.size);
+  free_.Push(chain);
+  in_flight_.fetch_sub(n, std::memory_order_seq_cst);
+  waker_.Notify();
+}
+
+void InstructionPool::WaitIdle() {
+  waker_.Wait([this] { return in_flight_.load(std::memory_order_seq_cst) == 0; }, spin_);
+}
+
+void InstructionPool::Close() {
+  closed_.store(true, std::memory_order_seq_cst);
+  waker_.Notify();
+}
+
+}  // namespace sluice::vm::internal

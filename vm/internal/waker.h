@@ -1,0 +1,50 @@
+// Waker: lets a VM thread sleep until a condition over atomics becomes true, spinning
+// briefly first. Notifiers pay one atomic load when nobody sleeps: the mutex is touched
+// only when a waiter has announced itself.
+#ifndef SLUICE_VM_INTERNAL_WAKER_H_
+#define SLUICE_VM_INTERNAL_WAKER_H_
+
+#include <atomic>
+#include <chrono>
+#include <type_traits>
+
+#include "absl/synchronization/mutex.h"
+#include "ep/internal/spin_wait.h"
+
+namespace sluice::vm::internal {
+
+// Thread-safe; any number of waiters and notifiers.
+//
+// Protocol (no lost wake-up): a notifier first makes the condition true with a seq_cst
+// store/RMW, then calls Notify(), which loads `waiters_` (seq_cst). A waiter increments
+// `waiters_` (seq_cst) under `mu_` and only then evaluates the condition inside Await. In
+// the single total order either the notifier's load sees the waiter (and then locks `mu_`,
+// whose release makes Await re-evaluate the condition), or the waiter's evaluation comes
+// after the notifier's store and sees the condition true.
+class Waker {
+ public:
+  // Returns once `ready()` is true. Spins for `spin` first.
+  template <typename Pred>
+  void Wait(Pred&& ready, std::chrono::nanoseconds spin) {
+    using P = std::remove_reference_t<Pred>;
+    if (ep::internal::SpinFor(ready, spin)) return;
+    absl::MutexLock lock(&mu_);
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
+    mu_.Await(absl::Condition(+[](P* p) -> bool { return (*p)(); }, &ready));
+    waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  // Call after making a waiter's condition true.
+  void Notify() {
+    if (waiters_.load(std::memory_order_seq_cst) == 0) return;
+    absl::MutexLock lock(&mu_);  // the unlock re-evaluates every waiter's condition
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::atomic<int> waiters_{0};
+};
+
+}  // namespace sluice::vm::internal
+
+#endif  // SLUICE_VM_INTERNAL_WAKER_H_

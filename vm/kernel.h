@@ -1,0 +1,62 @@
+// OpKernel and KernelContext: what an OpCall instruction runs. A kernel validates its
+// operands and enqueues its work on the instruction's ep::Stream; it never blocks on the
+// device. Kernels live in ops/ (registered per op and device type); the VM only needs this
+// interface.
+#ifndef SLUICE_VM_KERNEL_H_
+#define SLUICE_VM_KERNEL_H_
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "ep/stream.h"
+#include "vm/attrs.h"
+#include "vm/blob.h"
+
+namespace sluice::vm {
+
+class Instruction;
+class ErrorSink;
+
+// Built by the ThreadCtx worker for one Launch call; valid only during it.
+class KernelContext {
+ public:
+  KernelContext(Instruction* instruction, ep::Stream* stream, ErrorSink* errors)
+      : instruction_(instruction), stream_(stream), errors_(errors) {}
+
+  absl::Span<const BlobRef> inputs() const;
+  absl::Span<const BlobRef> outputs() const;
+  const AttrMap& attrs() const;
+  ep::Stream* stream() const { return stream_; }
+
+  // Enqueues host code on the stream (cpu runs it now). The work runs in stream order and
+  // re-checks the inputs' poison when it runs: if an earlier failure on the device poisoned
+  // an input, the work is skipped and the outputs inherit the error. An error it returns
+  // poisons the outputs and is reported as this op's error. Use it for kernels whose
+  // memory the host can address (cpu, sim).
+  absl::Status LaunchHostWork(absl::AnyInvocable<absl::Status()> work);
+
+  // True once LaunchHostWork was called (the work then settles the outputs' poison).
+  bool ran_host_work() const { return ran_host_work_; }
+
+ private:
+  Instruction* const instruction_;
+  ep::Stream* const stream_;
+  ErrorSink* const errors_;
+  bool ran_host_work_ = false;
+};
+
+// Thread-safe: Launch may run on several workers at once; kernels keep no mutable state.
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  // The op's name, as recorded and as errors report it ("add", "fill").
+  virtual absl::string_view name() const = 0;
+  // Worker thread. Validates operands and attributes (returning InvalidArgument naming the
+  // culprit) and enqueues the work. An error becomes the op's error (see ErrorSink).
+  virtual absl::Status Launch(KernelContext& ctx) const = 0;
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_KERNEL_H_

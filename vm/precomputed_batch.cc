@@ -1,0 +1,110 @@
+#include "vm/precomputed_batch.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "vm/virtual_machine.h"
+
+namespace sluice::vm {
+
+int PrecomputedBatch::AddOpCall(const OpKernel& kernel, BlobList inputs, BlobList outputs,
+                                std::shared_ptr<const AttrMap> attrs, Stream* stream) {
+  Node node;
+  node.kind = InstructionKind::kOpCall;
+  node.kernel = &kernel;
+  node.stream = stream;
+  node.attrs = std::move(attrs);
+  node.inputs = std::move(inputs);
+  node.outputs = std::move(outputs);
+  nodes_.push_back(std::move(node));
+  return size() - 1;
+}
+
+int PrecomputedBatch::AddStreamWait(BlobList blobs, Stream* from, Stream* to) {
+  Node node;
+  node.kind = InstructionKind::kStreamWait;
+  node.stream = from;
+  node.wait_target = to;
+  node.outputs = std::move(blobs);
+  nodes_.push_back(std::move(node));
+  return size() - 1;
+}
+
+int PrecomputedBatch::AddRecordEvent(BlobList blobs, Stream* stream) {
+  Node node;
+  node.kind = InstructionKind::kRecordEvent;
+  node.stream = stream;
+  node.outputs = std::move(blobs);
+  nodes_.push_back(std::move(node));
+  return size() - 1;
+}
+
+int PrecomputedBatch::AddRelease(BlobRef blob, Stream* stream) {
+  Node node;
+  node.kind = InstructionKind::kRelease;
+  node.stream = stream;
+  node.outputs.push_back(std::move(blob));
+  nodes_.push_back(std::move(node));
+  return size() - 1;
+}
+
+absl::Status PrecomputedBatch::AddEdge(int from, int to) {
+  if (from < 0 || to >= size() || from >= to) {
+    return absl::InvalidArgumentError(absl::StrCat("edge ", from, " -> ", to,
+                                                   ": need 0 <= from < to < ", size()));
+  }
+  nodes_[to].predecessors.push_back(from);
+  ++edges_;
+  return absl::OkStatus();
+}
+
+absl::Status PrecomputedBatch::Validate() const {
+  for (int i = 0; i < size(); ++i) {
+    const Node& node = nodes_[i];
+    if (node.stream == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("batch node ", i, ": null stream"));
+    }
+    for (const BlobRef& blob : node.inputs) {
+      if (blob == nullptr) return absl::InvalidArgumentError(absl::StrCat("batch node ", i, ": null blob"));
+    }
+    for (const BlobRef& blob : node.outputs) {
+      if (blob == nullptr) return absl::InvalidArgumentError(absl::StrCat("batch node ", i, ": null blob"));
+    }
+    if (node.kind == InstructionKind::kStreamWait) {
+      const Device device = node.stream->key().device;
+      if (node.wait_target == nullptr || node.wait_target == node.stream ||
+          node.wait_target->key().device != device || !device.IsAsync()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "batch node ", i, ": a StreamWait needs two streams of one asynchronous device"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PrecomputedBatch::Submit(VirtualMachine* vm) {
+  SLUICE_RETURN_IF_ERROR(Validate());
+  std::vector<Instruction*> instructions(nodes_.size());
+  internal::Chain<Instruction> chain;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& node = nodes_[i];
+    Instruction* instruction = vm->AllocateInstruction(cache_);
+    instruction->kind = node.kind;
+    instruction->stream = node.stream;
+    instruction->wait_target = node.wait_target;
+    instruction->kernel = node.kernel;
+    instruction->attrs = node.attrs;
+    instruction->inputs = node.inputs;
+    instruction->outputs = node.outputs;
+    instruction->precomputed = true;
+    for (int p : node.predecessors) instruction->predecessors.push_back(instructions[p]);
+    instructions[i] = instruction;
+    chain.PushBack(instruction);
+  }
+  const absl::Status status = vm->Submit(std::move(chain));
+  // Give unused cached instructions back so the batch never holds VM memory between runs.
+  vm->FreeInstructions(std::move(cache_));
+  cache_ = internal::Chain<Instruction>();
+  return status;
+}
+
+}  // namespace sluice::vm

@@ -1,0 +1,66 @@
+// Recorder: writes every instruction a VM receives — eager or precomputed — to a versioned
+// text file (docs/instruction_record_format.md), so that `sluice replay` can run the same
+// stream again, on the same or another device mapping, and compare the final blobs against
+// the checksums written at shutdown.
+#ifndef SLUICE_VM_RECORDER_H_
+#define SLUICE_VM_RECORDER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "vm/blob.h"
+#include "vm/instruction.h"
+
+namespace sluice::vm {
+
+// Thread-safe: the VM calls it from submitting threads and workers.
+class Recorder {
+ public:
+  static constexpr int kFormatVersion = 1;
+
+  // Creates (truncates) `path` and writes the header. InvalidArgument naming the path when
+  // it cannot be opened.
+  static absl::StatusOr<std::unique_ptr<Recorder>> Create(const std::string& path);
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  // A new blob (its id, device, dtype, shape, first-use stream, name).
+  void RecordBlob(const BlobRef& blob, const std::string& stream_name);
+  // A submitted chain, in submission order (`precomputed` chains carry their edges).
+  void RecordChain(const Instruction* head);
+  // The bytes an AccessBlob write (instruction `seq`) put into its blob, so that replay can
+  // reproduce host input without the host code.
+  void RecordWrite(uint64_t seq, absl::Span<const uint8_t> bytes);
+  // The final contents of a live blob (written at shutdown).
+  void RecordChecksum(uint64_t blob_id, uint64_t checksum);
+  // Live blobs, for the final checksums (weak: recording does not keep blobs alive).
+  std::vector<BlobRef> LiveBlobs();
+  // Flushes and closes the file; the first write error, if any. Idempotent.
+  absl::Status Close();
+  const std::string& path() const { return path_; }
+
+ private:
+  Recorder(std::string path, std::FILE* file);
+  void WriteLine(const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string path_;
+  absl::Mutex mu_;
+  std::FILE* file_ ABSL_GUARDED_BY(mu_);
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::weak_ptr<Blob>> blobs_ ABSL_GUARDED_BY(mu_);
+};
+
+// FNV-1a over bytes: the checksum recorded for final blobs and compared on replay.
+uint64_t Checksum(absl::Span<const uint8_t> bytes);
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_RECORDER_H_

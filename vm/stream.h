@@ -1,0 +1,69 @@
+// vm::Stream: binds a StreamId to its ep::Stream, the StreamPolicy that runs instructions
+// on it and the ThreadCtx whose worker does so (seed 003 §2.3). The VirtualMachine creates
+// one per stream on first use and owns it.
+#ifndef SLUICE_VM_STREAM_H_
+#define SLUICE_VM_STREAM_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "core/stream_id.h"
+#include "ep/stream.h"
+
+namespace sluice::vm {
+
+class Instruction;
+class StreamPolicy;
+class ThreadCtx;
+
+// Identity fields are immutable and readable from any thread. The completion-tracking
+// fields belong to the ThreadCtx worker, except `points_reached`, which the ep stream's own
+// thread bumps when it reaches a completion point.
+class Stream {
+ public:
+  Stream(ep::Stream* ep_stream, StreamPolicy* policy, ThreadCtx* thread_ctx, int dense_index)
+      : ep_stream_(ep_stream),
+        policy_(policy),
+        thread_ctx_(thread_ctx),
+        key_string_(ep_stream->key().ToString()),
+        dense_index_(dense_index) {}
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  StreamId id() const { return ep_stream_->id(); }
+  const StreamKey& key() const { return ep_stream_->key(); }
+  const std::string& name() const { return key_string_; }
+  ep::Stream* ep_stream() const { return ep_stream_; }
+  StreamPolicy* policy() const { return policy_; }
+  ThreadCtx* thread_ctx() const { return thread_ctx_; }
+  // 0, 1, 2, ... in creation order within one VM: an index into per-stream arrays (the sync
+  // checker's vector clocks).
+  int dense_index() const { return dense_index_; }
+
+  // --- Completion tracking for asynchronous streams (see AsyncStreamPolicy). ---
+  // Launched instructions not yet known complete, oldest first. Worker only.
+  std::deque<Instruction*> unretired;
+  // For each completion point enqueued and not yet collected: how many of `unretired` it
+  // covers. Worker only.
+  std::deque<size_t> point_sizes;
+  // Instructions launched since the last completion point. Worker only.
+  size_t since_point = 0;
+  // Completion points collected by the worker. Worker only.
+  uint64_t points_seen = 0;
+  // Completion points the ep stream has passed: written by the ep stream's thread (release),
+  // read by the worker (acquire) before it retires what the points cover.
+  std::atomic<uint64_t> points_reached{0};
+
+ private:
+  ep::Stream* const ep_stream_;
+  StreamPolicy* const policy_;
+  ThreadCtx* const thread_ctx_;
+  const std::string key_string_;
+  const int dense_index_;
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_STREAM_H_

@@ -1,0 +1,94 @@
+#include "vm/stream_policy.h"
+
+#include "core/device.h"
+#include "vm/thread_ctx.h"
+
+namespace sluice::vm {
+namespace {
+
+class HostStreamPolicy final : public StreamPolicy {
+ public:
+  bool synchronous() const override { return true; }
+  bool host_accessible() const override { return true; }
+  void OnLaunched(Stream&, Instruction* instruction,
+                  internal::Chain<Instruction>& done) override {
+    done.PushBack(instruction);
+  }
+  void Flush(Stream&, ThreadCtx&, internal::Chain<Instruction>&) override {}
+  void Collect(Stream&, internal::Chain<Instruction>&) override {}
+  bool HasUnretired(const Stream&) const override { return false; }
+};
+
+class AsyncStreamPolicy final : public StreamPolicy {
+ public:
+  explicit AsyncStreamPolicy(bool host_accessible) : host_accessible_(host_accessible) {}
+
+  bool synchronous() const override { return false; }
+  bool host_accessible() const override { return host_accessible_; }
+
+  void OnLaunched(Stream& stream, Instruction* instruction,
+                  internal::Chain<Instruction>&) override {
+    stream.unretired.push_back(instruction);
+    ++stream.since_point;
+  }
+
+  void Flush(Stream& stream, ThreadCtx& ctx, internal::Chain<Instruction>& done) override {
+    if (stream.since_point == 0) return;
+    // Two pointers: fits the HostTask's inline storage, so a completion point never
+    // allocates.
+    Stream* s = &stream;
+    ThreadCtx* c = &ctx;
+    const absl::Status launched = stream.ep_stream()->Launch([s, c]() {
+      s->points_reached.fetch_add(1, std::memory_order_release);
+      c->Poke();
+      return absl::OkStatus();
+    });
+    if (!launched.ok()) {
+      // The stream no longer takes work: wait for what it has, then everything is done.
+      stream.ep_stream()->Sync().IgnoreError();
+      Collect(stream, done);
+      while (!stream.unretired.empty()) {
+        done.PushBack(stream.unretired.front());
+        stream.unretired.pop_front();
+      }
+      stream.since_point = 0;
+      return;
+    }
+    stream.point_sizes.push_back(stream.since_point);
+    stream.since_point = 0;
+  }
+
+  void Collect(Stream& stream, internal::Chain<Instruction>& done) override {
+    const uint64_t reached = stream.points_reached.load(std::memory_order_acquire);
+    while (stream.points_seen < reached && !stream.point_sizes.empty()) {
+      size_t n = stream.point_sizes.front();
+      stream.point_sizes.pop_front();
+      ++stream.points_seen;
+      for (; n > 0; --n) {
+        done.PushBack(stream.unretired.front());
+        stream.unretired.pop_front();
+      }
+    }
+  }
+
+  bool HasUnretired(const Stream& stream) const override { return !stream.unretired.empty(); }
+
+ private:
+  const bool host_accessible_;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamPolicy> CreateStreamPolicy(const ep::Stream& stream) {
+  switch (stream.key().device.type()) {
+    case DeviceType::kCpu:
+      return std::make_unique<HostStreamPolicy>();
+    case DeviceType::kSim:
+      return std::make_unique<AsyncStreamPolicy>(/*host_accessible=*/true);
+    case DeviceType::kCuda:
+      return std::make_unique<AsyncStreamPolicy>(/*host_accessible=*/false);
+  }
+  return std::make_unique<AsyncStreamPolicy>(/*host_accessible=*/false);
+}
+
+}  // namespace sluice::vm

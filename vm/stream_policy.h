@@ -1,0 +1,55 @@
+// StreamPolicy: how instructions run on one kind of stream and how the VM learns they are
+// done (seed 003 §2.3: OneFlow's StreamPolicy). Two policies cover the providers:
+//  - HostStreamPolicy (cpu): the ep stream runs work on the calling worker thread, so an
+//    instruction is complete when its launch returns.
+//  - AsyncStreamPolicy (sim, cuda): work is enqueued; completion is not tracked per
+//    instruction. After each batch the worker enqueues one completion point (host code run
+//    by the stream in order); when the stream reaches it, every instruction launched before
+//    it is complete. RecordEvent and StreamWait still record their pooled events — those
+//    order other streams on the device; the completion point tells the host.
+#ifndef SLUICE_VM_STREAM_POLICY_H_
+#define SLUICE_VM_STREAM_POLICY_H_
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "ep/stream.h"
+#include "vm/instruction.h"
+#include "vm/internal/intrusive_queue.h"
+#include "vm/stream.h"
+
+namespace sluice::vm {
+
+class ThreadCtx;
+
+// Stateless and immutable after construction: one instance may serve many streams; every
+// method is called by the worker of the stream's ThreadCtx.
+class StreamPolicy {
+ public:
+  virtual ~StreamPolicy() = default;
+
+  // True when an instruction is complete once its launch returns.
+  virtual bool synchronous() const = 0;
+  // True when host code may address the stream's device memory (AccessBlob, host kernels).
+  virtual bool host_accessible() const = 0;
+
+  // `instruction` was just launched on `stream`: append it to `done` if it is complete,
+  // or track it until it is.
+  virtual void OnLaunched(Stream& stream, Instruction* instruction,
+                          internal::Chain<Instruction>& done) = 0;
+  // After a batch: arrange for everything launched on `stream` to be reported complete
+  // eventually (the ThreadCtx is poked when that may have happened).
+  virtual void Flush(Stream& stream, ThreadCtx& ctx, internal::Chain<Instruction>& done) = 0;
+  // Appends instructions of `stream` known complete since the last call.
+  virtual void Collect(Stream& stream, internal::Chain<Instruction>& done) = 0;
+  // True when `stream` has launched instructions not yet reported complete.
+  virtual bool HasUnretired(const Stream& stream) const = 0;
+};
+
+// The policy for an ep stream of the given device type (cpu: host; sim: async with host
+// addressable memory; cuda: async).
+std::unique_ptr<StreamPolicy> CreateStreamPolicy(const ep::Stream& stream);
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_STREAM_POLICY_H_

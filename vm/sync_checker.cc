@@ -1,0 +1,156 @@
+#include "vm/sync_checker.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "vm/instruction.h"
+#include "vm/stream.h"
+#include "vm/stream_policy.h"
+
+namespace sluice::vm {
+namespace {
+
+void Join(std::vector<uint32_t>& into, const std::vector<uint32_t>& from) {
+  if (into.size() < from.size()) into.resize(from.size(), 0);
+  for (size_t i = 0; i < from.size(); ++i) into[i] = std::max(into[i], from[i]);
+}
+
+uint32_t At(const std::vector<uint32_t>& clock, int index) {
+  return index < static_cast<int>(clock.size()) ? clock[index] : 0;
+}
+
+}  // namespace
+
+std::string SyncViolation::ToString() const {
+  return absl::StrCat(blob, ": ", second, " is not ordered after ", first);
+}
+
+std::vector<uint32_t>& SyncChecker::StreamClock(int index) {
+  if (static_cast<int>(clocks_.size()) <= index) clocks_.resize(index + 1);
+  return clocks_[index];
+}
+
+void SyncChecker::OnSubmit(Instruction* instruction) {
+  absl::MutexLock lock(&mu_);
+  instruction->host_clock = host_;
+}
+
+void SyncChecker::OnLaunch(Instruction* instruction) {
+  Stream* stream = instruction->stream;
+  const int s = stream->dense_index();
+  absl::MutexLock lock(&mu_);
+  Clock& clock = StreamClock(s);
+  Join(clock, instruction->host_clock);
+  if (static_cast<int>(clock.size()) <= s) clock.resize(s + 1, 0);
+  ++clock[s];
+  switch (instruction->kind) {
+    case InstructionKind::kOpCall:
+      for (const BlobRef& blob : instruction->inputs) {
+        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/false, s, clock);
+      }
+      for (const BlobRef& blob : instruction->outputs) {
+        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/true, s, clock);
+      }
+      break;
+    case InstructionKind::kStreamWait: {
+      const Clock snapshot = clock;  // the point recorded on the source stream
+      Join(StreamClock(instruction->wait_target->dense_index()), snapshot);
+      break;
+    }
+    case InstructionKind::kRelease:
+      for (const BlobRef& blob : instruction->outputs) {
+        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/true, s, clock);
+      }
+      break;
+    case InstructionKind::kAccessBlob:
+      for (const BlobRef& blob : instruction->inputs) {
+        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/false, s, clock);
+      }
+      for (const BlobRef& blob : instruction->outputs) {
+        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/true, s, clock);
+      }
+      break;
+    case InstructionKind::kRecordEvent:
+    case InstructionKind::kBarrier:
+      break;
+  }
+  // What this instruction's observed completion certifies: everything its stream ran up to
+  // it. Only completions the engine or a host thread actually observes need it.
+  if (instruction->IsCompletionMarker() || instruction->kind == InstructionKind::kAccessBlob ||
+      stream->policy()->synchronous()) {
+    instruction->done_clock = StreamClock(s);
+  }
+}
+
+void SyncChecker::OnDoneEdge(const Instruction& done, Instruction* successor) {
+  Join(successor->host_clock, done.done_clock);
+}
+
+void SyncChecker::OnBarrier() {
+  absl::MutexLock lock(&mu_);
+  for (const Clock& clock : clocks_) Join(host_, clock);
+}
+
+void SyncChecker::OnHostWaited(const Instruction& instruction) {
+  absl::MutexLock lock(&mu_);
+  Join(host_, instruction.done_clock);
+}
+
+void SyncChecker::Check(const Instruction& instruction, uint64_t blob_id,
+                        const std::string& blob_name, bool write, int stream,
+                        const Clock& clock) {
+  History& history = history_[blob_id];
+  auto describe = [&](bool w) {
+    return absl::StrCat(instruction.DebugString(), w ? " (write)" : " (read)");
+  };
+  const Access& last_write = history.write;
+  if (last_write.stream >= 0 && last_write.tick > At(clock, last_write.stream)) {
+    Report(blob_name, last_write, describe(write));
+  }
+  if (!write) {
+    const uint32_t tick = At(clock, stream);
+    for (Access& read : history.reads) {
+      if (read.stream == stream) {
+        read.tick = tick;
+        read.who = describe(false);
+        return;
+      }
+    }
+    history.reads.push_back(Access{stream, tick, describe(false)});
+    return;
+  }
+  for (const Access& read : history.reads) {
+    if (read.stream != stream && read.tick > At(clock, read.stream)) {
+      Report(blob_name, read, describe(true));
+    }
+  }
+  history.reads.clear();
+  history.write = Access{stream, At(clock, stream), describe(true)};
+}
+
+void SyncChecker::Report(const std::string& blob, const Access& first, std::string second) {
+  ++violation_count_;
+  if (static_cast<int>(violations_.size()) < kMaxKeptViolations) {
+    violations_.push_back(SyncViolation{blob, first.who, std::move(second)});
+  }
+}
+
+int64_t SyncChecker::violation_count() const {
+  absl::MutexLock lock(&mu_);
+  return violation_count_;
+}
+
+std::vector<SyncViolation> SyncChecker::violations() const {
+  absl::MutexLock lock(&mu_);
+  return violations_;
+}
+
+absl::Status SyncChecker::status() const {
+  absl::MutexLock lock(&mu_);
+  if (violation_count_ == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(violation_count_,
+                                                    " unordered access(es); first: ",
+                                                    violations_.front().ToString()));
+}
+
+}  // namespace sluice::vm

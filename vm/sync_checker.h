@@ -1,0 +1,92 @@
+// SyncChecker: proves that every tensor access the VM launches is ordered after the
+// accesses it conflicts with (read after write, write after read, write after write), using
+// the happens-before order that really exists between streams — not the order things
+// happened to run in. Happens-before is tracked with a vector clock per stream:
+//  - stream order: each launch on stream S ticks S's own component;
+//  - device waits: a StreamWait joins the source stream's clock into the target's;
+//  - host syncs: an instruction released because the host saw another complete (a
+//    RecordEvent or StreamWait point, or work on a synchronous cpu stream) carries that
+//    instruction's clock into its own stream; a Barrier (VirtualMachine::Sync) or a blocking
+//    read makes everything it waited for known to later submissions.
+// Accesses are checked when launched: a stream runs its work in launch order, so the clock
+// at launch is the clock at execution. The checker works the same on every provider.
+#ifndef SLUICE_VM_SYNC_CHECKER_H_
+#define SLUICE_VM_SYNC_CHECKER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+
+namespace sluice::vm {
+
+class Instruction;
+class Stream;
+
+// One unordered pair of accesses.
+struct SyncViolation {
+  std::string blob;    // "blob #3 'w'"
+  std::string first;   // the earlier access: "op 'add' #12 on sim:0/compute (write)"
+  std::string second;  // the later, unordered access
+  std::string ToString() const;
+};
+
+// Thread-safe: hooks are called from producers, the scheduler and workers.
+class SyncChecker {
+ public:
+  static constexpr int kMaxKeptViolations = 64;
+
+  SyncChecker() = default;
+  SyncChecker(const SyncChecker&) = delete;
+  SyncChecker& operator=(const SyncChecker&) = delete;
+
+  // Producer, at Submit: the instruction starts from what the host already knows is done.
+  void OnSubmit(Instruction* instruction);
+  // Worker, as it launches `instruction` on its stream (in each stream's launch order).
+  void OnLaunch(Instruction* instruction);
+  // Scheduler: the edge `done` -> `successor` was satisfied by `done`'s completion.
+  static void OnDoneEdge(const Instruction& done, Instruction* successor);
+  // Scheduler: a Barrier fired; everything launched so far is complete.
+  void OnBarrier();
+  // A host thread waited for `instruction` to complete (a blocking blob read or write).
+  void OnHostWaited(const Instruction& instruction);
+
+  int64_t violation_count() const;
+  std::vector<SyncViolation> violations() const;  // the first kMaxKeptViolations
+  // OK, or FailedPrecondition with the count and the first violation.
+  absl::Status status() const;
+
+ private:
+  using Clock = std::vector<uint32_t>;
+  struct Access {
+    int stream = -1;  // dense stream index; -1: none
+    uint32_t tick = 0;
+    std::string who;
+  };
+  struct History {
+    Access write;
+    absl::InlinedVector<Access, 2> reads;  // latest read per stream since the write
+  };
+
+  Clock& StreamClock(int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Check(const Instruction& instruction, uint64_t blob_id, const std::string& blob_name,
+             bool write, int stream, const Clock& clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Report(const std::string& blob, const Access& first, std::string second)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::vector<Clock> clocks_ ABSL_GUARDED_BY(mu_);  // per dense stream index
+  Clock host_ ABSL_GUARDED_BY(mu_);                 // known done at host sync points
+  absl::flat_hash_map<uint64_t, History> history_ ABSL_GUARDED_BY(mu_);
+  int64_t violation_count_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<SyncViolation> violations_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_SYNC_CHECKER_H_

@@ -1,0 +1,79 @@
+#include "vm/thread_ctx.h"
+
+#include <algorithm>
+
+#include "core/status.h"
+#include "vm/engine.h"
+#include "vm/instruction_executor.h"
+#include "vm/stream.h"
+#include "vm/stream_policy.h"
+
+namespace sluice::vm {
+
+ThreadCtx::ThreadCtx(std::string name, InstructionExecutor* executor, Engine* engine,
+                     std::chrono::nanoseconds spin)
+    : name_(std::move(name)), executor_(executor), engine_(engine), spin_(spin) {}
+
+ThreadCtx::~ThreadCtx() { SLUICE_CHECK(!thread_.joinable()); }
+
+void ThreadCtx::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void ThreadCtx::Dispatch(internal::Chain<Instruction> chain) {
+  if (queue_.Push(chain)) waker_.Notify();
+}
+
+void ThreadCtx::Poke() {
+  poked_.store(true, std::memory_order_seq_cst);
+  waker_.Notify();
+}
+
+void ThreadCtx::Stop() {
+  if (!thread_.joinable()) return;
+  stop_.store(true, std::memory_order_seq_cst);
+  waker_.Notify();
+  thread_.join();
+}
+
+bool ThreadCtx::HasWork() const {
+  return !queue_.empty() || poked_.load(std::memory_order_seq_cst) ||
+         stop_.load(std::memory_order_seq_cst);
+}
+
+void ThreadCtx::Loop() {
+  std::vector<Stream*> touched;
+  while (true) {
+    waker_.Wait([this] { return HasWork(); }, spin_);
+    internal::Chain<Instruction> done;
+    if (poked_.exchange(false, std::memory_order_seq_cst)) {
+      for (Stream* stream : async_streams_) stream->policy()->Collect(*stream, done);
+    }
+    internal::Chain<Instruction> batch = queue_.TakeAll();
+    for (Instruction* instruction = batch.head; instruction != nullptr;) {
+      // Read the link first: once reported done, the instruction belongs to the scheduler.
+      Instruction* next = instruction->next;
+      Stream* stream = instruction->stream;
+      StreamPolicy* policy = stream->policy();
+      executor_->Run(instruction);
+      if (!policy->synchronous()) {
+        if (std::find(touched.begin(), touched.end(), stream) == touched.end()) {
+          touched.push_back(stream);
+        }
+        if (std::find(async_streams_.begin(), async_streams_.end(), stream) ==
+            async_streams_.end()) {
+          async_streams_.push_back(stream);
+        }
+      }
+      policy->OnLaunched(*stream, instruction, done);
+      instruction = next;
+    }
+    for (Stream* stream : touched) stream->policy()->Flush(*stream, *this, done);
+    touched.clear();
+    if (!done.empty()) engine_->Complete(done);
+    if (batch.empty() && stop_.load(std::memory_order_seq_cst) && queue_.empty()) {
+      // The VM stops a ThreadCtx only after every instruction retired.
+      return;
+    }
+  }
+}
+
+}  // namespace sluice::vm

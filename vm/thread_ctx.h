@@ -1,0 +1,69 @@
+// ThreadCtx: one worker thread and the streams it launches on (seed 003 §2.3.1). Its loop
+// waits for work, takes the whole queue as one batch, runs each instruction through its
+// stream's policy, and reports completed instructions to the engine in one hand-off.
+//
+// Grouping (VirtualMachine): one ThreadCtx per device *type* — one for cpu, one for all sim
+// devices, one for all cuda devices — as OneFlow does. Launching on an asynchronous stream
+// only enqueues, so one thread keeps every device of a type fed, and on small machines every
+// extra thread competes for the cores the streams themselves run on. cpu gets its own
+// because cpu kernels run on the worker and would delay launches to accelerators.
+#ifndef SLUICE_VM_THREAD_CTX_H_
+#define SLUICE_VM_THREAD_CTX_H_
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vm/instruction.h"
+#include "vm/internal/intrusive_queue.h"
+#include "vm/internal/waker.h"
+
+namespace sluice::vm {
+
+class Engine;
+class InstructionExecutor;
+class Stream;
+
+// Thread-safe as documented per method. Start once; Stop before destruction.
+class ThreadCtx {
+ public:
+  ThreadCtx(std::string name, InstructionExecutor* executor, Engine* engine,
+            std::chrono::nanoseconds spin);
+  ~ThreadCtx();
+  ThreadCtx(const ThreadCtx&) = delete;
+  ThreadCtx& operator=(const ThreadCtx&) = delete;
+
+  const std::string& name() const { return name_; }
+  void Start();
+  // Scheduler: instructions to launch, in order.
+  void Dispatch(internal::Chain<Instruction> chain);
+  // Any thread (an ep stream reaching a completion point): look for completed work.
+  void Poke();
+  // Any thread, once no more work will be dispatched and all of it retired: ends the loop
+  // and joins the thread.
+  void Stop();
+
+ private:
+  void Loop();
+  bool HasWork() const;
+
+  const std::string name_;
+  InstructionExecutor* const executor_;
+  Engine* const engine_;
+  const std::chrono::nanoseconds spin_;
+
+  internal::IntrusiveQueue<Instruction> queue_;
+  // Set by Poke (seq_cst, see Waker), cleared by the worker before it collects.
+  std::atomic<bool> poked_{false};
+  std::atomic<bool> stop_{false};
+  internal::Waker waker_;
+  // Asynchronous streams this worker has launched on. Worker only.
+  std::vector<Stream*> async_streams_;
+  std::thread thread_;
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_THREAD_CTX_H_

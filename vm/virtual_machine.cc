@@ -1,0 +1,263 @@
+#include "vm/virtual_machine.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "core/status.h"
+#include "vm/recorder.h"
+
+namespace sluice::vm {
+namespace {
+
+int ThreadCtxIndex(DeviceType type) {
+  switch (type) {
+    case DeviceType::kCpu:
+      return 0;
+    case DeviceType::kSim:
+      return 1;
+    case DeviceType::kCuda:
+      return 2;
+  }
+  return 2;
+}
+
+const char* ThreadCtxName(DeviceType type) {
+  switch (type) {
+    case DeviceType::kCpu:
+      return "cpu";
+    case DeviceType::kSim:
+      return "sim";
+    case DeviceType::kCuda:
+      return "cuda";
+  }
+  return "other";
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runtime* runtime,
+                                                                       VmOptions options) {
+  if (runtime == nullptr) return absl::InvalidArgumentError("VirtualMachine: null runtime");
+  if (options.max_in_flight < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VirtualMachine: max_in_flight must be >= 1, got ", options.max_in_flight));
+  }
+  if (options.spin.count() < 0) {
+    return absl::InvalidArgumentError("VirtualMachine: negative spin");
+  }
+  std::unique_ptr<Recorder> recorder;
+  if (!options.record_path.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(recorder, Recorder::Create(options.record_path));
+  }
+  std::unique_ptr<VirtualMachine> vm(new VirtualMachine(runtime, std::move(options)));
+  vm->recorder_ = std::move(recorder);
+  vm->executor_.set_recorder(vm->recorder_.get());
+  vm->engine_.Start();
+  return vm;
+}
+
+VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
+    : runtime_(runtime),
+      options_(std::move(options)),
+      checker_(options_.check_sync ? std::make_unique<SyncChecker>() : nullptr),
+      executor_(&errors_, &counters_, checker_.get(), &cancel_),
+      pool_(options_.max_in_flight, options_.spin, &counters_),
+      engine_(EngineOptions{options_.scheduling == VmOptions::Scheduling::kDedicatedThread,
+                            options_.spin},
+              checker_.get(), &pool_),
+      by_id_(new std::atomic<Stream*>[StreamIdTable::kCapacity]) {
+  for (int i = 0; i < StreamIdTable::kCapacity; ++i) by_id_[i].store(nullptr);
+}
+
+VirtualMachine::~VirtualMachine() { Shutdown(ShutdownMode::kFinish).IgnoreError(); }
+
+ThreadCtx* VirtualMachine::ThreadCtxFor(DeviceType type) {
+  std::unique_ptr<ThreadCtx>& ctx = thread_ctxs_[ThreadCtxIndex(type)];
+  if (ctx == nullptr) {
+    ctx = std::make_unique<ThreadCtx>(ThreadCtxName(type), &executor_, &engine_, options_.spin);
+    ctx->Start();
+  }
+  return ctx.get();
+}
+
+absl::StatusOr<Stream*> VirtualMachine::GetStream(const StreamKey& key) {
+  SLUICE_ASSIGN_OR_RETURN(ep::Stream * ep_stream, runtime_->GetStream(key));
+  const StreamId id = ep_stream->id();
+  if (Stream* stream = by_id_[id.value()].load(std::memory_order_acquire)) return stream;
+  absl::MutexLock lock(&streams_mu_);
+  if (Stream* stream = by_id_[id.value()].load(std::memory_order_acquire)) return stream;
+  {
+    absl::MutexLock shutdown_lock(&shutdown_mu_);
+    if (shut_down_) return absl::FailedPreconditionError("the VM is shut down");
+  }
+  policies_.push_back(CreateStreamPolicy(*ep_stream));
+  owned_streams_.push_back(std::make_unique<Stream>(ep_stream, policies_.back().get(),
+                                                    ThreadCtxFor(key.device.type()),
+                                                    static_cast<int>(owned_streams_.size())));
+  Stream* stream = owned_streams_.back().get();
+  by_id_[id.value()].store(stream, std::memory_order_release);
+  return stream;
+}
+
+absl::StatusOr<Stream*> VirtualMachine::GetStream(absl::string_view key) {
+  SLUICE_ASSIGN_OR_RETURN(StreamKey parsed, StreamKey::Parse(key));
+  return GetStream(parsed);
+}
+
+absl::StatusOr<Stream*> VirtualMachine::GetStream(StreamId id) {
+  if (!id.valid() || id.value() >= runtime_->stream_ids().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown stream id ", id.value()));
+  }
+  if (Stream* stream = by_id_[id.value()].load(std::memory_order_acquire)) return stream;
+  return GetStream(runtime_->stream_ids().key(id));
+}
+
+std::vector<Stream*> VirtualMachine::streams() const {
+  absl::MutexLock lock(&streams_mu_);
+  std::vector<Stream*> result;
+  for (const auto& stream : owned_streams_) result.push_back(stream.get());
+  return result;
+}
+
+absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, Shape shape,
+                                                std::string name) {
+  if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
+  SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::unique_ptr<TensorStorage> storage,
+      TensorStorage::Allocate(&device->allocator(), stream->key().device, dtype,
+                              std::move(shape), stream->id()));
+  auto blob = std::make_shared<Blob>(next_blob_id_.fetch_add(1, std::memory_order_relaxed),
+                                     std::move(storage), std::move(name));
+  if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
+  return blob;
+}
+
+absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain,
+                                            bool after_close) {
+  if (chain.empty()) return absl::OkStatus();
+  const absl::Status reserved = pool_.Reserve(static_cast<int64_t>(chain.size),
+                                              [this] { engine_.Kick(); }, after_close);
+  if (!reserved.ok()) {
+    pool_.Free(std::move(chain));
+    return reserved;
+  }
+  uint64_t seq = next_seq_.fetch_add(chain.size, std::memory_order_relaxed);
+  for (Instruction* i = chain.head; i != nullptr; i = i->next) {
+    i->seq = seq++;
+    if (checker_ != nullptr) checker_->OnSubmit(i);
+    VmCounters::Add(counters_.instructions);
+    switch (i->kind) {
+      case InstructionKind::kOpCall:
+        VmCounters::Add(counters_.op_calls);
+        break;
+      case InstructionKind::kStreamWait:
+        VmCounters::Add(counters_.stream_waits);
+        break;
+      case InstructionKind::kRecordEvent:
+        VmCounters::Add(counters_.record_events);
+        break;
+      case InstructionKind::kRelease:
+        VmCounters::Add(counters_.releases);
+        break;
+      case InstructionKind::kBarrier:
+        VmCounters::Add(counters_.barriers);
+        break;
+      case InstructionKind::kAccessBlob:
+        VmCounters::Add(counters_.access_blobs);
+        break;
+    }
+  }
+  if (recorder_ != nullptr) recorder_->RecordChain(chain.head);
+  engine_.Submit(std::move(chain));
+  return absl::OkStatus();
+}
+
+void VirtualMachine::NoteHostWaited(const Instruction& instruction) {
+  if (checker_ != nullptr) checker_->OnHostWaited(instruction);
+}
+
+absl::Status VirtualMachine::Sync() {
+  SLUICE_RETURN_IF_ERROR(WaitBarrier(/*after_close=*/false));
+  // Errors of device work that did not go through LaunchHostWork surface from the streams.
+  for (Stream* stream : streams()) {
+    if (stream->policy()->synchronous()) continue;
+    errors_.Report(stream->ep_stream()->Sync());
+  }
+  return errors_.Take();
+}
+
+absl::Status VirtualMachine::WaitBarrier(bool after_close) {
+  internal::Chain<Instruction> cache;
+  Instruction* barrier = pool_.Allocate(cache);
+  pool_.Free(std::move(cache));
+  absl::Notification done;
+  barrier->kind = InstructionKind::kBarrier;
+  barrier->barrier_callback = [&done] { done.Notify(); };
+  internal::Chain<Instruction> chain;
+  chain.PushBack(barrier);
+  SLUICE_RETURN_IF_ERROR(SubmitInternal(std::move(chain), after_close));
+  done.WaitForNotification();
+  return absl::OkStatus();
+}
+
+absl::Status VirtualMachine::Shutdown(ShutdownMode mode) {
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_) return absl::OkStatus();
+    shut_down_ = true;
+  }
+  // New submissions fail from here on; those that already reserved room still land.
+  pool_.Close();
+  if (mode == ShutdownMode::kCancel) cancel_.store(true, std::memory_order_release);
+  absl::Status status = WaitBarrier(/*after_close=*/true);
+  pool_.WaitIdle();
+  for (Stream* stream : streams()) {
+    if (!stream->policy()->synchronous()) errors_.Report(stream->ep_stream()->Sync());
+  }
+  const absl::Status pending = errors_.Take();
+  if (status.ok()) status = pending;
+  if (recorder_ != nullptr) {
+    // Final contents: every instruction is complete, so host-addressable bytes are final.
+    for (const BlobRef& blob : recorder_->LiveBlobs()) {
+      TensorStorage* storage = blob->storage();
+      if (storage == nullptr || blob->device().type() == DeviceType::kCuda) continue;
+      recorder_->RecordChecksum(
+          blob->id(), Checksum(absl::MakeConstSpan(static_cast<const uint8_t*>(storage->data()),
+                                                   storage->bytes())));
+    }
+    const absl::Status closed = recorder_->Close();
+    if (status.ok()) status = closed;
+  }
+  // Completion points may still be returning on the ep streams' threads: wait for them
+  // before the ThreadCtx they poke goes away.
+  for (Stream* stream : streams()) stream->ep_stream()->Sync().IgnoreError();
+  engine_.Stop();
+  absl::MutexLock lock(&streams_mu_);
+  for (auto& ctx : thread_ctxs_) {
+    if (ctx != nullptr) ctx->Stop();
+  }
+  return status;
+}
+
+VmStats VirtualMachine::stats() const {
+  VmStats s;
+  auto get = [](const std::atomic<int64_t>& c) { return c.load(std::memory_order_relaxed); };
+  s.instructions = get(counters_.instructions);
+  s.op_calls = get(counters_.op_calls);
+  s.stream_waits = get(counters_.stream_waits);
+  s.record_events = get(counters_.record_events);
+  s.releases = get(counters_.releases);
+  s.barriers = get(counters_.barriers);
+  s.access_blobs = get(counters_.access_blobs);
+  s.events_created = get(counters_.events_created);
+  s.events_reused = get(counters_.events_reused);
+  s.skipped = get(counters_.skipped);
+  s.errors = errors_.count();
+  s.max_in_flight = get(counters_.max_in_flight);
+  s.submit_waits = get(counters_.submit_waits);
+  return s;
+}
+
+}  // namespace sluice::vm

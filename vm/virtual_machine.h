@@ -1,0 +1,156 @@
+// VirtualMachine: the instruction VM over an ep::Runtime — the front door for everything
+// above it. It owns the vm::Streams, ThreadCtx workers, the engine, the instruction pool,
+// the error sink and, when enabled, the sync checker and the recorder. Producers hand it
+// instructions through an InstructionsBuilder (eager, with soft sync) or a PrecomputedBatch
+// (interpreter, with precomputed edges).
+#ifndef SLUICE_VM_VIRTUAL_MACHINE_H_
+#define SLUICE_VM_VIRTUAL_MACHINE_H_
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "core/data_type.h"
+#include "core/shape.h"
+#include "core/stream_id.h"
+#include "ep/runtime.h"
+#include "vm/blob.h"
+#include "vm/counters.h"
+#include "vm/engine.h"
+#include "vm/error_sink.h"
+#include "vm/instruction.h"
+#include "vm/instruction_executor.h"
+#include "vm/internal/instruction_pool.h"
+#include "vm/stream.h"
+#include "vm/stream_policy.h"
+#include "vm/sync_checker.h"
+#include "vm/thread_ctx.h"
+
+namespace sluice::vm {
+
+class Recorder;
+
+struct VmOptions {
+  enum class Scheduling {
+    kDedicatedThread,  // a scheduler thread of its own
+    kCallerThread,     // on the threads that submit work or report completions
+  };
+  Scheduling scheduling = Scheduling::kDedicatedThread;
+  // Submitted, unretired instructions at most; Submit waits beyond (backpressure).
+  int64_t max_in_flight = 1 << 16;
+  // Check every tensor access against happens-before (vm/sync_checker.h).
+  bool check_sync = false;
+  // When not empty, every submitted instruction is written to this file
+  // (docs/instruction_record_format.md) and final blob checksums are added at shutdown.
+  std::string record_path;
+  // How long idle VM threads spin before parking.
+  std::chrono::nanoseconds spin{20000};
+};
+
+enum class ShutdownMode {
+  kFinish,  // run everything already submitted
+  kCancel,  // skip everything not yet launched (status Cancelled); launched work finishes
+};
+
+// Thread-safe. Destroying the VM shuts it down (kFinish) if Shutdown was not called.
+// Builders and batches must not outlive it; blobs may (their storage must not outlive the
+// Runtime).
+class VirtualMachine {
+ public:
+  // `runtime` must outlive the VM. InvalidArgument for bad options; the recorder's file
+  // error when record_path cannot be created.
+  static absl::StatusOr<std::unique_ptr<VirtualMachine>> Create(ep::Runtime* runtime,
+                                                                VmOptions options = {});
+  ~VirtualMachine();
+  VirtualMachine(const VirtualMachine&) = delete;
+  VirtualMachine& operator=(const VirtualMachine&) = delete;
+
+  // The vm::Stream for an ep stream, created (with the ep stream) on first use.
+  absl::StatusOr<Stream*> GetStream(const StreamKey& key);
+  // Parses "sim:0/h2d", "cpu", ... first (InvalidArgument naming the text).
+  absl::StatusOr<Stream*> GetStream(absl::string_view key);
+  absl::StatusOr<Stream*> GetStream(StreamId id);
+
+  // A new blob whose storage comes from the device's caching allocator, first used on
+  // `stream` (which must be on the blob's device). Contents are uninitialized.
+  absl::StatusOr<BlobRef> NewBlob(Stream* stream, DataType dtype, Shape shape,
+                                  std::string name = "");
+
+  // Waits until everything submitted before the call is complete; returns (and forgets)
+  // the first error since the previous sync point, naming the instruction.
+  absl::Status Sync();
+  // Stops taking work; finishes or cancels what is in flight; joins every thread. Returns
+  // the first pending error. Idempotent.
+  absl::Status Shutdown(ShutdownMode mode = ShutdownMode::kFinish);
+
+  VmStats stats() const;
+  // Null unless options.check_sync.
+  SyncChecker* sync_checker() { return checker_.get(); }
+  // Null unless options.record_path is set.
+  Recorder* recorder() { return recorder_.get(); }
+  ep::Runtime* runtime() const { return runtime_; }
+  const VmOptions& options() const { return options_; }
+  // Every vm::Stream created so far, in creation order.
+  std::vector<Stream*> streams() const;
+
+  // --- For producers (InstructionsBuilder, PrecomputedBatch, the replayer). ---
+  // A free instruction from the producer's private cache.
+  Instruction* AllocateInstruction(internal::Chain<Instruction>& cache) {
+    return pool_.Allocate(cache);
+  }
+  void FreeInstructions(internal::Chain<Instruction> chain) { pool_.Free(std::move(chain)); }
+  // Submits a chain of filled instructions as one unit, in order: assigns their seq,
+  // records them, waits for room. On error the instructions are freed.
+  absl::Status Submit(internal::Chain<Instruction> chain) {
+    return SubmitInternal(std::move(chain), /*after_close=*/false);
+  }
+  // A host thread waited for `instruction`'s completion (for the sync checker).
+  void NoteHostWaited(const Instruction& instruction);
+  ErrorSink& errors() { return errors_; }
+  // The id the next NewBlob gets (the replayer maps recorded ids onto new ones).
+  uint64_t next_blob_id() const { return next_blob_id_.load(std::memory_order_relaxed); }
+
+ private:
+  VirtualMachine(ep::Runtime* runtime, VmOptions options);
+  ThreadCtx* ThreadCtxFor(DeviceType type) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
+  absl::Status SubmitInternal(internal::Chain<Instruction> chain, bool after_close);
+  // Submits a Barrier and waits for it.
+  absl::Status WaitBarrier(bool after_close);
+
+  ep::Runtime* const runtime_;
+  const VmOptions options_;
+
+  VmCounters counters_;
+  ErrorSink errors_;
+  std::unique_ptr<SyncChecker> checker_;
+  std::unique_ptr<Recorder> recorder_;
+  std::atomic<bool> cancel_{false};
+  InstructionExecutor executor_;
+  internal::InstructionPool pool_;
+  Engine engine_;
+
+  mutable absl::Mutex streams_mu_;
+  std::array<std::unique_ptr<ThreadCtx>, 3> thread_ctxs_ ABSL_GUARDED_BY(streams_mu_);
+  std::vector<std::unique_ptr<StreamPolicy>> policies_ ABSL_GUARDED_BY(streams_mu_);
+  std::vector<std::unique_ptr<Stream>> owned_streams_ ABSL_GUARDED_BY(streams_mu_);
+  // Indexed by StreamId: lock-free lookup on the submit path. Written once under
+  // streams_mu_ (release), read with acquire.
+  std::unique_ptr<std::atomic<Stream*>[]> by_id_;
+
+  std::atomic<uint64_t> next_seq_{1};
+  std::atomic<uint64_t> next_blob_id_{1};
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_VIRTUAL_MACHINE_H_
