@@ -3,7 +3,9 @@
 #include <cstring>
 
 #include "absl/strings/string_view.h"
+#include "tools/replay_command.h"
 #include "tools/selfcheck.h"
+#include "tools/stress_command.h"
 
 namespace {
 
@@ -14,6 +16,9 @@ void PrintUsage(FILE* out) {
                "commands:\n"
                "  selfcheck   create every execution provider (cpu, sim, cuda when present),\n"
                "              stream work through each device and print a summary\n"
+               "  stress      run random multi-stream programs through the VM with the sync\n"
+               "              checker on and compare them with a sequential reference\n"
+               "  replay      re-execute a recorded instruction file and verify its checksums\n"
                "  help        show this message\n"
                "\n"
                "Run 'sluice <command> --help' for a command's options.\n");
@@ -32,6 +37,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "selfcheck") return sluice::tools::SelfCheckMain(argc - 1, argv + 1);
+  if (command == "stress") return sluice::tools::StressMain(argc - 1, argv + 1);
+  if (command == "replay") return sluice::tools::ReplayMain(argc - 1, argv + 1);
   std::fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[1]);
   PrintUsage(stderr);
   return 2;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
@@ -62,6 +63,7 @@ class Blob {
   friend class Engine;
   friend class InstructionsBuilder;
   friend class InstructionExecutor;
+  friend class SyncChecker;
 
   const uint64_t id_;
   const std::string name_;
@@ -77,6 +79,9 @@ class Blob {
   // Scheduler only: the last writer and the readers since it, among unretired instructions.
   Instruction* last_writer_ = nullptr;
   absl::InlinedVector<Instruction*, 4> readers_;
+  // Sync checker only: what retired accesses of this blob certify (see
+  // SyncChecker::OnRetire). Scheduler only.
+  std::vector<uint32_t> retired_clock_;
 
   // `poisoned_` mirrors `!poison_.ok()` for a lock-free check on every instruction:
   // release on Poison/ClearPoison, acquire in poisoned().

@@ -130,6 +130,7 @@ void Engine::Receive(Instruction* instruction) {
   if (instruction->precomputed) {
     for (Instruction* from : instruction->predecessors) AddEdge(from, instruction);
   } else {
+    if (checker_ != nullptr) SyncChecker::OnReceive(instruction);
     for (const BlobRef& blob : instruction->inputs) {
       if (blob->last_writer_ != nullptr) AddEdge(blob->last_writer_, instruction);
     }
@@ -178,6 +179,9 @@ void Engine::Retire(Instruction* instruction) {
     if (--successor->pending == 0) ready_.push_back(successor);
   }
   if (!instruction->precomputed) {
+    if (checker_ != nullptr && instruction->kind != InstructionKind::kBarrier) {
+      SyncChecker::OnRetire(*instruction);
+    }
     auto forget = [instruction](Blob& blob) {
       if (blob.last_writer_ == instruction) blob.last_writer_ = nullptr;
       auto it = std::find(blob.readers_.begin(), blob.readers_.end(), instruction);

@@ -86,6 +86,22 @@ void SyncChecker::OnDoneEdge(const Instruction& done, Instruction* successor) {
   Join(successor->host_clock, done.done_clock);
 }
 
+void SyncChecker::OnRetire(const Instruction& instruction) {
+  if (instruction.done_clock.empty()) return;
+  if (!instruction.IsCompletionMarker() && !instruction.stream->policy()->synchronous()) return;
+  for (const BlobRef& blob : instruction.inputs) Join(blob->retired_clock_, instruction.done_clock);
+  for (const BlobRef& blob : instruction.outputs) {
+    Join(blob->retired_clock_, instruction.done_clock);
+  }
+}
+
+void SyncChecker::OnReceive(Instruction* instruction) {
+  for (const BlobRef& blob : instruction->inputs) Join(instruction->host_clock, blob->retired_clock_);
+  for (const BlobRef& blob : instruction->outputs) {
+    Join(instruction->host_clock, blob->retired_clock_);
+  }
+}
+
 void SyncChecker::OnBarrier() {
   absl::MutexLock lock(&mu_);
   for (const Clock& clock : clocks_) Join(host_, clock);

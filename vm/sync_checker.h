@@ -51,6 +51,13 @@ class SyncChecker {
   void OnLaunch(Instruction* instruction);
   // Scheduler: the edge `done` -> `successor` was satisfied by `done`'s completion.
   static void OnDoneEdge(const Instruction& done, Instruction* successor);
+  // Scheduler: `instruction` retired. If a later instruction on another stream would have
+  // had to wait for its completion (a RecordEvent or StreamWait point, cpu work), that
+  // completion is now known to the host for good: it is folded into each operand blob, and
+  // OnReceive hands it to later users of the blob, which no longer get an edge from it.
+  static void OnRetire(const Instruction& instruction);
+  // Scheduler: an eager instruction is received.
+  static void OnReceive(Instruction* instruction);
   // Scheduler: a Barrier fired; everything launched so far is complete.
   void OnBarrier();
   // A host thread waited for `instruction` to complete (a blocking blob read or write).

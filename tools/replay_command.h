@@ -1,0 +1,13 @@
+// `sluice replay FILE`: re-executes a recorded instruction stream (vm/recorder.h) and
+// compares the final blobs with the checksums stored in the file.
+#ifndef SLUICE_TOOLS_REPLAY_COMMAND_H_
+#define SLUICE_TOOLS_REPLAY_COMMAND_H_
+
+namespace sluice::tools {
+
+// argv[0] is "replay". Returns the process exit code.
+int ReplayMain(int argc, char** argv);
+
+}  // namespace sluice::tools
+
+#endif  // SLUICE_TOOLS_REPLAY_COMMAND_H_

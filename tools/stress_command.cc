@@ -1,0 +1,307 @@
+#include "tools/stress_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
+#include "core/status.h"
+#include "ep/runtime.h"
+#include "ops/host_kernels.h"
+#include "ops/kernel_registry.h"
+#include "tools/stress_program.h"
+#include "vm/instructions_builder.h"
+#include "vm/virtual_machine.h"
+
+namespace sluice::tools {
+namespace {
+
+struct Options {
+  int programs = 100;
+  int jitter_us = 0;
+  uint64_t seed = 1;
+  bool soft_sync = true;
+  bool expect_errors = false;
+  bool caller_thread = false;
+  int timeout_s = 120;
+  StressShape shape;
+};
+
+struct Totals {
+  int64_t programs = 0;
+  int64_t instructions = 0;
+  int64_t mismatches = 0;  // tensors whose final contents differ from the reference
+  int64_t sync_errors = 0;
+  int64_t hangs = 0;
+  int64_t op_errors = 0;
+  std::string first_problem;
+};
+
+void PrintHelp(FILE* out) {
+  std::fprintf(
+      out,
+      "usage: sluice stress [--programs N] [--streams K] [--devices D] [--seed S]\n"
+      "                     [--jitter-us J] [--no-soft-sync] [--expect-errors]\n"
+      "                     [--tensors T] [--ops M] [--elements E]\n"
+      "                     [--scheduling dedicated|caller] [--timeout-s T]\n"
+      "\n"
+      "Generates N random eager programs: T tensors of E floats placed on cpu and D sim\n"
+      "devices, then M random ops (fill, add, mul, scale, copy) each on a random one of K\n"
+      "streams of its output's device (copies may cross devices). Every program runs\n"
+      "through the VM with the sync checker on; every tensor is then read back and compared\n"
+      "bit for bit with a sequential host reference. Ends with one JSON line:\n"
+      "  {\"programs\":..,\"instructions\":..,\"mismatches\":..,\"sync_errors\":..,\"hangs\":..}\n"
+      "mismatches counts tensors that differ, sync_errors accesses the checker found\n"
+      "unordered, hangs programs that did not finish within the timeout.\n"
+      "\n"
+      "  --programs N      programs to run (default 100)\n"
+      "  --streams K       compute streams per sim device (default 4)\n"
+      "  --devices D       sim devices (default 2)\n"
+      "  --seed S          seed of programs and sim delays (default 1)\n"
+      "  --jitter-us J     random delay of up to J us before each sim work item (default 0)\n"
+      "  --no-soft-sync    emit no sync instructions: the run must then report errors,\n"
+      "                    which proves the checks can fail\n"
+      "  --expect-errors   exit 0 only if errors were reported (for --no-soft-sync in CI)\n"
+      "  --tensors T       tensors per program (default 8)\n"
+      "  --ops M           random ops per program after the initial fills (default 40)\n"
+      "  --elements E      floats per tensor (default 64)\n"
+      "  --scheduling X    dedicated (a scheduler thread, default) or caller\n"
+      "  --timeout-s T     a program running longer counts as a hang (default 120)\n"
+      "\n"
+      "Exit status: 0 when no mismatch, sync error or hang was found (with\n"
+      "--expect-errors: when at least one was), 1 otherwise, 2 for bad options.\n");
+}
+
+absl::Status ParseOptions(int argc, char** argv, Options* options, bool* help) {
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      *help = true;
+      return absl::OkStatus();
+    }
+    if (arg == "--no-soft-sync") {
+      options->soft_sync = false;
+      continue;
+    }
+    if (arg == "--expect-errors") {
+      options->expect_errors = true;
+      continue;
+    }
+    if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrFormat("%s needs a value", arg));
+    const char* text = argv[++i];
+    if (arg == "--scheduling") {
+      if (absl::string_view(text) == "dedicated") {
+        options->caller_thread = false;
+      } else if (absl::string_view(text) == "caller") {
+        options->caller_thread = true;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("--scheduling: '%s' is not 'dedicated' or 'caller'", text));
+      }
+      continue;
+    }
+    auto value = [&](auto* out, int64_t min, int64_t max) -> absl::Status {
+      int64_t v;
+      if (!absl::SimpleAtoi(text, &v) || v < min || v > max) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: '%s' is not an integer in [%d, %d]", arg, text, min, max));
+      }
+      *out = static_cast<std::remove_pointer_t<decltype(out)>>(v);
+      return absl::OkStatus();
+    };
+    if (arg == "--programs") {
+      SLUICE_RETURN_IF_ERROR(value(&options->programs, 1, 100000000));
+    } else if (arg == "--streams") {
+      SLUICE_RETURN_IF_ERROR(value(&options->shape.streams, 1, 64));
+    } else if (arg == "--devices") {
+      SLUICE_RETURN_IF_ERROR(value(&options->shape.sim_devices, 1, ep::Runtime::kMaxSimDevices));
+    } else if (arg == "--seed") {
+      SLUICE_RETURN_IF_ERROR(value(&options->seed, 0, INT64_MAX));
+    } else if (arg == "--jitter-us") {
+      SLUICE_RETURN_IF_ERROR(value(&options->jitter_us, 0, 1000000));
+    } else if (arg == "--tensors") {
+      SLUICE_RETURN_IF_ERROR(value(&options->shape.tensors, 1, 10000));
+    } else if (arg == "--ops") {
+      SLUICE_RETURN_IF_ERROR(value(&options->shape.ops, 0, 1000000));
+    } else if (arg == "--elements") {
+      SLUICE_RETURN_IF_ERROR(value(&options->shape.elements, 1, 1 << 24));
+    } else if (arg == "--timeout-s") {
+      SLUICE_RETURN_IF_ERROR(value(&options->timeout_s, 1, 86400));
+    } else {
+      return absl::InvalidArgumentError(absl::StrFormat("unknown option '%s'", arg));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Runs one program through the VM; adds its findings to `totals`. A failed VM call is an
+// op error (the program still counts).
+absl::Status RunProgram(const StressProgram& program, const Options& options,
+                        vm::VirtualMachine* machine, const ops::KernelRegistry& kernels,
+                        Totals* totals) {
+  vm::InstructionsBuilder builder(machine);
+  builder.set_soft_sync(options.soft_sync);
+  const int64_t elements = options.shape.elements;
+  std::vector<vm::BlobRef> blobs;
+  for (size_t t = 0; t < program.tensor_home.size(); ++t) {
+    SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, machine->GetStream(program.tensor_home[t]));
+    SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob,
+                            machine->NewBlob(home, DataType::kF32, Shape({elements}),
+                                             absl::StrFormat("t%d", t)));
+    blobs.push_back(std::move(blob));
+  }
+  for (const StressOp& op : program.ops) {
+    SLUICE_ASSIGN_OR_RETURN(vm::Stream * stream, machine->GetStream(op.stream));
+    SLUICE_ASSIGN_OR_RETURN(const vm::OpKernel* kernel, kernels.Find(op.KernelName()));
+    vm::BlobList inputs;
+    if (op.a >= 0) inputs.push_back(blobs[op.a]);
+    if (op.b >= 0) inputs.push_back(blobs[op.b]);
+    vm::AttrMap attrs;
+    if (op.kind == StressOp::Kind::kFill) attrs.Set("value", static_cast<double>(op.value));
+    if (op.kind == StressOp::Kind::kScale) {
+      attrs.Set("alpha", static_cast<double>(op.value)).Set("beta", static_cast<double>(op.beta));
+    }
+    SLUICE_RETURN_IF_ERROR(builder.Call(*kernel, std::move(inputs), {blobs[op.y]},
+                                        std::move(attrs), stream));
+  }
+  const std::vector<std::vector<float>> expected = RunStressReference(program, elements);
+  for (size_t t = 0; t < blobs.size(); ++t) {
+    absl::StatusOr<std::vector<uint8_t>> bytes = builder.ReadBlob(blobs[t]);
+    if (!bytes.ok()) {
+      ++totals->op_errors;
+      if (totals->first_problem.empty()) totals->first_problem = bytes.status().ToString();
+      continue;
+    }
+    if (std::memcmp(bytes->data(), expected[t].data(), bytes->size()) != 0) {
+      ++totals->mismatches;
+      if (totals->first_problem.empty()) {
+        totals->first_problem = absl::StrFormat("tensor t%d differs from the reference", t);
+      }
+    }
+  }
+  const absl::Status synced = machine->Sync();
+  if (!synced.ok()) {
+    ++totals->op_errors;
+    if (totals->first_problem.empty()) totals->first_problem = synced.ToString();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int StressMain(int argc, char** argv) {
+  Options options;
+  bool help = false;
+  if (absl::Status parsed = ParseOptions(argc, argv, &options, &help); !parsed.ok()) {
+    std::fprintf(stderr, "sluice stress: %s\n\n", std::string(parsed.message()).c_str());
+    PrintHelp(stderr);
+    return 2;
+  }
+  if (help) {
+    PrintHelp(stdout);
+    return 0;
+  }
+
+  ep::RuntimeOptions runtime_options;
+  runtime_options.num_sim_devices = options.shape.sim_devices;
+  runtime_options.sim.seed = options.seed;
+  runtime_options.sim.max_jitter_us = options.jitter_us;
+  runtime_options.enable_cuda = false;
+  absl::StatusOr<std::unique_ptr<ep::Runtime>> runtime = ep::Runtime::Create(runtime_options);
+  if (!runtime.ok()) {
+    std::fprintf(stderr, "sluice stress: %s\n", runtime.status().ToString().c_str());
+    return 2;
+  }
+  vm::VmOptions vm_options;
+  vm_options.check_sync = true;
+  vm_options.scheduling = options.caller_thread ? vm::VmOptions::Scheduling::kCallerThread
+                                                : vm::VmOptions::Scheduling::kDedicatedThread;
+  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine =
+      vm::VirtualMachine::Create(runtime->get(), vm_options);
+  if (!machine.ok()) {
+    std::fprintf(stderr, "sluice stress: %s\n", machine.status().ToString().c_str());
+    return 2;
+  }
+  ops::KernelRegistry kernels;
+  if (absl::Status registered = ops::RegisterHostKernels(&kernels); !registered.ok()) {
+    std::fprintf(stderr, "sluice stress: %s\n", registered.ToString().c_str());
+    return 2;
+  }
+
+  Totals totals;
+  const auto start = std::chrono::steady_clock::now();
+  int reported_percent = 0;
+  for (int p = 0; p < options.programs; ++p) {
+    const StressProgram program = GenerateStressProgram(options.shape, options.seed * 1000003 + p);
+    absl::Status run_status;
+    absl::Notification finished;
+    // The program runs on its own thread so that a hang is detected instead of inherited.
+    std::thread runner([&] {
+      run_status = RunProgram(program, options, machine->get(), kernels, &totals);
+      finished.Notify();
+    });
+    if (!finished.WaitForNotificationWithTimeout(absl::Seconds(options.timeout_s))) {
+      ++totals.hangs;
+      std::fprintf(stderr, "sluice stress: program %d did not finish within %d s\n", p,
+                   options.timeout_s);
+      // A hung VM cannot be shut down cleanly: report and leave.
+      std::printf(
+          "{\"programs\":%d,\"instructions\":%lld,\"mismatches\":%lld,\"sync_errors\":%lld,"
+          "\"hangs\":%lld}\n",
+          p + 1, static_cast<long long>((*machine)->stats().instructions),
+          static_cast<long long>(totals.mismatches),
+          static_cast<long long>((*machine)->sync_checker()->violation_count()),
+          static_cast<long long>(totals.hangs));
+      std::fflush(stdout);
+      runner.detach();
+      std::_Exit(options.expect_errors ? 0 : 1);
+    }
+    runner.join();
+    if (!run_status.ok()) {
+      std::fprintf(stderr, "sluice stress: program %d: %s\n", p, run_status.ToString().c_str());
+      return 2;
+    }
+    ++totals.programs;
+    const int percent = static_cast<int>(100LL * (p + 1) / options.programs);
+    if (percent >= reported_percent + 10 || p + 1 == options.programs) {
+      reported_percent = percent - percent % 10;
+      std::fprintf(stderr, "sluice stress: %d/%d programs (%d%%), %lld sync errors, %lld mismatches\n",
+                   p + 1, options.programs, percent,
+                   static_cast<long long>((*machine)->sync_checker()->violation_count()),
+                   static_cast<long long>(totals.mismatches));
+    }
+  }
+  totals.sync_errors = (*machine)->sync_checker()->violation_count();
+  const std::vector<vm::SyncViolation> violations = (*machine)->sync_checker()->violations();
+  totals.instructions = (*machine)->stats().instructions;
+  const vm::VmStats stats = (*machine)->stats();
+  const absl::Status shutdown = (*machine)->Shutdown();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::fprintf(stderr, "sluice stress: %.2f s; %s\n", seconds, stats.ToString().c_str());
+  if (!violations.empty()) {
+    std::fprintf(stderr, "first sync error: %s\n", violations.front().ToString().c_str());
+  }
+  if (!totals.first_problem.empty()) {
+    std::fprintf(stderr, "first problem: %s\n", totals.first_problem.c_str());
+  }
+  if (!shutdown.ok()) std::fprintf(stderr, "shutdown: %s\n", shutdown.ToString().c_str());
+  std::printf(
+      "{\"programs\":%lld,\"instructions\":%lld,\"mismatches\":%lld,\"sync_errors\":%lld,"
+      "\"hangs\":%lld}\n",
+      static_cast<long long>(totals.programs), static_cast<long long>(totals.instructions),
+      static_cast<long long>(totals.mismatches), static_cast<long long>(totals.sync_errors),
+      static_cast<long long>(totals.hangs));
+  const bool errors = totals.mismatches > 0 || totals.sync_errors > 0 || totals.hangs > 0 ||
+                      totals.op_errors > 0;
+  return errors == options.expect_errors ? 0 : 1;
+}
+
+}  // namespace sluice::tools

@@ -1,0 +1,13 @@
+// `sluice stress`: random eager programs over cpu and sim streams, run through the VM with
+// the sync checker on and compared with a sequential reference.
+#ifndef SLUICE_TOOLS_STRESS_COMMAND_H_
+#define SLUICE_TOOLS_STRESS_COMMAND_H_
+
+namespace sluice::tools {
+
+// argv[0] is "stress". Returns the process exit code.
+int StressMain(int argc, char** argv);
+
+}  // namespace sluice::tools
+
+#endif  // SLUICE_TOOLS_STRESS_COMMAND_H_
