@@ -8,34 +8,33 @@
 namespace sluice::ops {
 namespace {
 
-using vm::BlobRef;
+using vm::Blob;
 using vm::KernelContext;
 
 absl::Status CheckArity(const KernelContext& ctx, absl::string_view op, size_t inputs,
                         size_t outputs) {
   if (ctx.inputs().size() != inputs || ctx.outputs().size() != outputs) {
-    return absl::InvalidArgumentError(absl::StrCat(op, " takes ", inputs, " input(s) and ",
-                                                   outputs, " output(s), got ",
-                                                   ctx.inputs().size(), " and ",
+    return absl::InvalidArgumentError(absl::StrCat(op, " takes ", inputs, " input(s) and ", outputs,
+                                                   " output(s), got ", ctx.inputs().size(), " and ",
                                                    ctx.outputs().size()));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckF32(const BlobRef& blob, absl::string_view role) {
+absl::Status CheckF32(const Blob* blob, absl::string_view role) {
   if (blob->dtype() != DataType::kF32) {
     return absl::InvalidArgumentError(absl::StrCat(role, " ", blob->DebugName(), " is ",
                                                    DataTypeName(blob->dtype()),
                                                    "; only f32 is supported"));
   }
   if (blob->storage() == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(role, " ", blob->DebugName(),
-                                                      " was released"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(role, " ", blob->DebugName(), " was released"));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckSameShape(const BlobRef& a, const BlobRef& b) {
+absl::Status CheckSameShape(const Blob* a, const Blob* b) {
   if (!(a->shape() == b->shape())) {
     return absl::InvalidArgumentError(absl::StrCat("shape mismatch: ", a->DebugName(), " is ",
                                                    a->shape().ToString(), ", ", b->DebugName(),
@@ -44,8 +43,8 @@ absl::Status CheckSameShape(const BlobRef& a, const BlobRef& b) {
   return absl::OkStatus();
 }
 
-float* F32(const BlobRef& blob) { return static_cast<float*>(blob->storage()->data()); }
-int64_t Count(const BlobRef& blob) { return static_cast<int64_t>(blob->bytes() / sizeof(float)); }
+float* F32(const Blob* blob) { return static_cast<float*>(blob->storage()->data()); }
+int64_t Count(const Blob* blob) { return static_cast<int64_t>(blob->bytes() / sizeof(float)); }
 
 class NoopKernel final : public vm::OpKernel {
  public:
@@ -58,7 +57,7 @@ class FillKernel final : public vm::OpKernel {
   absl::string_view name() const override { return "fill"; }
   absl::Status Launch(KernelContext& ctx) const override {
     SLUICE_RETURN_IF_ERROR(CheckArity(ctx, "fill", 0, 1));
-    const BlobRef& y = ctx.outputs()[0];
+    Blob* y = ctx.outputs()[0];
     SLUICE_RETURN_IF_ERROR(CheckF32(y, "output"));
     SLUICE_ASSIGN_OR_RETURN(const double value, ctx.attrs().GetFloat("value"));
     float* out = F32(y);
@@ -78,9 +77,9 @@ class BinaryKernel final : public vm::OpKernel {
   absl::string_view name() const override { return name_; }
   absl::Status Launch(KernelContext& ctx) const override {
     SLUICE_RETURN_IF_ERROR(CheckArity(ctx, name_, 2, 1));
-    const BlobRef& a = ctx.inputs()[0];
-    const BlobRef& b = ctx.inputs()[1];
-    const BlobRef& y = ctx.outputs()[0];
+    Blob* a = ctx.inputs()[0];
+    Blob* b = ctx.inputs()[1];
+    Blob* y = ctx.outputs()[0];
     SLUICE_RETURN_IF_ERROR(CheckF32(a, "input"));
     SLUICE_RETURN_IF_ERROR(CheckF32(b, "input"));
     SLUICE_RETURN_IF_ERROR(CheckF32(y, "output"));
@@ -113,8 +112,8 @@ class ScaleKernel final : public vm::OpKernel {
   absl::string_view name() const override { return "scale"; }
   absl::Status Launch(KernelContext& ctx) const override {
     SLUICE_RETURN_IF_ERROR(CheckArity(ctx, "scale", 1, 1));
-    const BlobRef& x = ctx.inputs()[0];
-    const BlobRef& y = ctx.outputs()[0];
+    Blob* x = ctx.inputs()[0];
+    Blob* y = ctx.outputs()[0];
     SLUICE_RETURN_IF_ERROR(CheckF32(x, "input"));
     SLUICE_RETURN_IF_ERROR(CheckF32(y, "output"));
     SLUICE_RETURN_IF_ERROR(CheckSameShape(x, y));
@@ -137,8 +136,8 @@ class CopyKernel final : public vm::OpKernel {
   absl::string_view name() const override { return "copy"; }
   absl::Status Launch(KernelContext& ctx) const override {
     SLUICE_RETURN_IF_ERROR(CheckArity(ctx, "copy", 1, 1));
-    const BlobRef& x = ctx.inputs()[0];
-    const BlobRef& y = ctx.outputs()[0];
+    Blob* x = ctx.inputs()[0];
+    Blob* y = ctx.outputs()[0];
     SLUICE_RETURN_IF_ERROR(CheckF32(x, "input"));
     SLUICE_RETURN_IF_ERROR(CheckF32(y, "output"));
     SLUICE_RETURN_IF_ERROR(CheckSameShape(x, y));

@@ -19,8 +19,8 @@ absl::Status KernelRegistry::Register(std::unique_ptr<vm::OpKernel> kernel) {
 absl::StatusOr<const vm::OpKernel*> KernelRegistry::Find(absl::string_view name) const {
   auto it = kernels_.find(name);
   if (it == kernels_.end()) {
-    return absl::NotFoundError(absl::StrCat("no kernel '", name, "'; registered: ",
-                                            absl::StrJoin(names(), ", ")));
+    return absl::NotFoundError(
+        absl::StrCat("no kernel '", name, "'; registered: ", absl::StrJoin(names(), ", ")));
   }
   return it->second.get();
 }

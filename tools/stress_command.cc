@@ -151,9 +151,9 @@ absl::Status RunProgram(const StressProgram& program, const Options& options,
   std::vector<vm::BlobRef> blobs;
   for (size_t t = 0; t < program.tensor_home.size(); ++t) {
     SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, machine->GetStream(program.tensor_home[t]));
-    SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob,
-                            machine->NewBlob(home, DataType::kF32, Shape({elements}),
-                                             absl::StrFormat("t%d", t)));
+    SLUICE_ASSIGN_OR_RETURN(
+        vm::BlobRef blob,
+        machine->NewBlob(home, DataType::kF32, Shape({elements}), absl::StrFormat("t%d", t)));
     blobs.push_back(std::move(blob));
   }
   for (const StressOp& op : program.ops) {
@@ -167,8 +167,8 @@ absl::Status RunProgram(const StressProgram& program, const Options& options,
     if (op.kind == StressOp::Kind::kScale) {
       attrs.Set("alpha", static_cast<double>(op.value)).Set("beta", static_cast<double>(op.beta));
     }
-    SLUICE_RETURN_IF_ERROR(builder.Call(*kernel, std::move(inputs), {blobs[op.y]},
-                                        std::move(attrs), stream));
+    SLUICE_RETURN_IF_ERROR(
+        builder.Call(*kernel, std::move(inputs), {blobs[op.y]}, std::move(attrs), stream));
   }
   const std::vector<std::vector<float>> expected = RunStressReference(program, elements);
   for (size_t t = 0; t < blobs.size(); ++t) {
@@ -271,7 +271,8 @@ int StressMain(int argc, char** argv) {
     const int percent = static_cast<int>(100LL * (p + 1) / options.programs);
     if (percent >= reported_percent + 10 || p + 1 == options.programs) {
       reported_percent = percent - percent % 10;
-      std::fprintf(stderr, "sluice stress: %d/%d programs (%d%%), %lld sync errors, %lld mismatches\n",
+      std::fprintf(stderr,
+                   "sluice stress: %d/%d programs (%d%%), %lld sync errors, %lld mismatches\n",
                    p + 1, options.programs, percent,
                    static_cast<long long>((*machine)->sync_checker()->violation_count()),
                    static_cast<long long>(totals.mismatches));
@@ -299,8 +300,8 @@ int StressMain(int argc, char** argv) {
       static_cast<long long>(totals.programs), static_cast<long long>(totals.instructions),
       static_cast<long long>(totals.mismatches), static_cast<long long>(totals.sync_errors),
       static_cast<long long>(totals.hangs));
-  const bool errors = totals.mismatches > 0 || totals.sync_errors > 0 || totals.hangs > 0 ||
-                      totals.op_errors > 0;
+  const bool errors =
+      totals.mismatches > 0 || totals.sync_errors > 0 || totals.hangs > 0 || totals.op_errors > 0;
   return errors == options.expect_errors ? 0 : 1;
 }
 

@@ -95,8 +95,7 @@ StressProgram GenerateStressProgram(const StressShape& shape, uint64_t seed) {
   return program;
 }
 
-std::vector<std::vector<float>> RunStressReference(const StressProgram& program,
-                                                   int64_t elements) {
+std::vector<std::vector<float>> RunStressReference(const StressProgram& program, int64_t elements) {
   std::vector<std::vector<float>> t(program.tensor_home.size(),
                                     std::vector<float>(static_cast<size_t>(elements), 0.0f));
   for (const StressOp& op : program.ops) {

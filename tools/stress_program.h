@@ -13,21 +13,21 @@
 namespace sluice::tools {
 
 struct StressShape {
-  int sim_devices = 2;       // devices sim:0 .. sim:(n-1), plus cpu
-  int streams = 4;           // streams per sim device (compute:0 .. compute:k-1)
-  int tensors = 8;           // tensors per program
-  int ops = 40;              // ops per program
-  int64_t elements = 64;     // floats per tensor
+  int sim_devices = 2;    // devices sim:0 .. sim:(n-1), plus cpu
+  int streams = 4;        // streams per sim device (compute:0 .. compute:k-1)
+  int tensors = 8;        // tensors per program
+  int ops = 40;           // ops per program
+  int64_t elements = 64;  // floats per tensor
 };
 
 struct StressOp {
   enum class Kind { kFill, kAdd, kMul, kScale, kCopy };
   Kind kind = Kind::kFill;
-  StreamKey stream;     // where it runs (on the output tensor's device)
-  int a = -1, b = -1;   // input tensors (-1: unused)
-  int y = -1;           // output tensor
-  float value = 0;      // fill value / scale alpha
-  float beta = 0;       // scale beta
+  StreamKey stream;    // where it runs (on the output tensor's device)
+  int a = -1, b = -1;  // input tensors (-1: unused)
+  int y = -1;          // output tensor
+  float value = 0;     // fill value / scale alpha
+  float beta = 0;      // scale beta
   const char* KernelName() const;
 };
 
@@ -41,8 +41,7 @@ struct StressProgram {
 StressProgram GenerateStressProgram(const StressShape& shape, uint64_t seed);
 
 // Runs `program` sequentially on the host: the expected final contents of each tensor.
-std::vector<std::vector<float>> RunStressReference(const StressProgram& program,
-                                                   int64_t elements);
+std::vector<std::vector<float>> RunStressReference(const StressProgram& program, int64_t elements);
 
 }  // namespace sluice::tools
 

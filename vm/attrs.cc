@@ -60,8 +60,7 @@ absl::StatusOr<AttrMap> AttrMap::Parse(absl::string_view text) {
   if (text.empty()) return map;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     const size_t eq = part.find('=');
-    if (eq == absl::string_view::npos || eq == 0 || part.size() < eq + 3 ||
-        part[eq + 2] != ':') {
+    if (eq == absl::string_view::npos || eq == 0 || part.size() < eq + 3 || part[eq + 2] != ':') {
       return absl::InvalidArgumentError(
           absl::StrCat("bad attribute '", part, "' (want NAME=T:VALUE, T one of i f s v)"));
     }
@@ -71,7 +70,8 @@ absl::StatusOr<AttrMap> AttrMap::Parse(absl::string_view text) {
     if (type == 'i') {
       int64_t v;
       if (!absl::SimpleAtoi(body, &v)) {
-        return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "': bad int '", body, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("attribute '", name, "': bad int '", body, "'"));
       }
       map.Set(name, v);
     } else if (type == 'f') {
@@ -80,7 +80,8 @@ absl::StatusOr<AttrMap> AttrMap::Parse(absl::string_view text) {
       errno = 0;
       const double v = std::strtod(copy.c_str(), &end);
       if (copy.empty() || end != copy.c_str() + copy.size() || errno == ERANGE) {
-        return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "': bad float '", body, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("attribute '", name, "': bad float '", body, "'"));
       }
       map.Set(name, v);
     } else if (type == 's') {
@@ -94,15 +95,16 @@ absl::StatusOr<AttrMap> AttrMap::Parse(absl::string_view text) {
         for (absl::string_view item : absl::StrSplit(body, ';')) {
           int64_t x;
           if (!absl::SimpleAtoi(item, &x)) {
-            return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "': bad int '", item, "'"));
+            return absl::InvalidArgumentError(
+                absl::StrCat("attribute '", name, "': bad int '", item, "'"));
           }
           v.push_back(x);
         }
       }
       map.Set(name, std::move(v));
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "': unknown type '",
-                                                     std::string(1, type), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute '", name, "': unknown type '", std::string(1, type), "'"));
     }
   }
   return map;

@@ -22,6 +22,12 @@
 namespace sluice::vm {
 
 class Instruction;
+namespace internal {
+template <typename T>
+class IntrusiveQueue;
+template <typename T>
+struct Chain;
+}  // namespace internal
 
 // Created by VirtualMachine::NewBlob and shared (std::shared_ptr) between the caller and the
 // instructions that touch it; instructions keep it alive until they retire.
@@ -61,6 +67,7 @@ class Blob {
 
  private:
   friend class Engine;
+  friend class VirtualMachine;
   friend class InstructionsBuilder;
   friend class InstructionExecutor;
   friend class SyncChecker;
@@ -77,8 +84,22 @@ class Blob {
   bool released_ = false;
 
   // Scheduler only: the last writer and the readers since it, among unretired instructions.
+  // Readers live in [readers_head_, size); retired ones become null. Retirement is mostly
+  // in arrival order, so the head advances instead of erasing from the front.
   Instruction* last_writer_ = nullptr;
   absl::InlinedVector<Instruction*, 4> readers_;
+  size_t readers_head_ = 0;
+  // Scheduler only: unretired instructions using the blob (counted per operand), whether
+  // its last reference is gone (then it is deleted when `uses_` drops to zero), and the
+  // engine's graveyard link.
+  int64_t uses_ = 0;
+  bool dead_ = false;
+  Blob* next = nullptr;
+  template <typename T>
+  friend class internal::IntrusiveQueue;
+  template <typename T>
+  friend struct internal::Chain;
+
   // Sync checker only: what retired accesses of this blob certify (see
   // SyncChecker::OnRetire). Scheduler only.
   std::vector<uint32_t> retired_clock_;
@@ -90,8 +111,20 @@ class Blob {
   absl::Status poison_ ABSL_GUARDED_BY(poison_mu_);
 };
 
+// What callers hold. The VM creates blobs with a deleter that hands them to its engine,
+// which deletes a blob only once no unretired instruction uses it (see Engine).
 using BlobRef = std::shared_ptr<Blob>;
 using BlobList = absl::InlinedVector<BlobRef, 4>;
+// What instructions hold: raw pointers, kept valid by the engine's use counts, so that an
+// instruction costs no atomic reference counting on blobs shared between threads.
+using BlobPtrs = absl::InlinedVector<Blob*, 4>;
+
+inline BlobPtrs ToPtrs(const BlobList& blobs) {
+  BlobPtrs ptrs;
+  ptrs.reserve(blobs.size());
+  for (const BlobRef& blob : blobs) ptrs.push_back(blob.get());
+  return ptrs;
+}
 
 }  // namespace sluice::vm
 

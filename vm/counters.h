@@ -11,10 +11,10 @@ namespace sluice::vm {
 
 // A snapshot. Value type.
 struct VmStats {
-  int64_t instructions = 0;    // every instruction submitted, syncs included
+  int64_t instructions = 0;  // every instruction submitted, syncs included
   int64_t op_calls = 0;
-  int64_t stream_waits = 0;    // StreamWait instructions submitted
-  int64_t record_events = 0;   // RecordEvent instructions submitted
+  int64_t stream_waits = 0;   // StreamWait instructions submitted
+  int64_t record_events = 0;  // RecordEvent instructions submitted
   int64_t releases = 0;
   int64_t barriers = 0;
   int64_t access_blobs = 0;

@@ -27,8 +27,30 @@ void Engine::Stop() {
 }
 
 void Engine::Submit(internal::Chain<Instruction> chain) {
+  Stream* target = chain.tail->stream;
   incoming_.Push(chain);
+  // Caller-thread mode: when the last instruction's worker is busy, its end-of-batch kick
+  // schedules this chain too, in one pass with whatever else arrives meanwhile.
+  if (!options_.dedicated_thread && target != nullptr &&
+      target->thread_ctx()->DeferKickToWorker()) {
+    return;
+  }
   Kick();
+}
+
+void Engine::Bury(Blob* blob) {
+  graveyard_.Push(blob);
+  if (options_.dedicated_thread) waker_.Notify();
+}
+
+void Engine::DeleteBuried() {
+  internal::Chain<Blob> buried = graveyard_.TakeAll();
+  for (Blob* blob = buried.head; blob != nullptr;) {
+    Blob* next = blob->next;
+    SLUICE_CHECK(blob->uses_ == 0);
+    delete blob;
+    blob = next;
+  }
 }
 
 void Engine::Complete(internal::Chain<Instruction> chain) {
@@ -58,7 +80,7 @@ void Engine::SchedulerLoop() {
   while (true) {
     waker_.Wait(
         [this] {
-          return !incoming_.empty() || !completed_.empty() ||
+          return !incoming_.empty() || !completed_.empty() || !graveyard_.empty() ||
                  stop_.load(std::memory_order_seq_cst);
         },
         options_.spin);
@@ -70,6 +92,9 @@ void Engine::SchedulerLoop() {
 }
 
 void Engine::Step() {
+  // Taken first: every instruction using a buried blob was pushed before the blob's last
+  // reference went away, so it is received in this pass at the latest.
+  internal::Chain<Blob> buried = graveyard_.TakeAll();
   internal::Chain<Instruction> done = completed_.TakeAll();
   for (Instruction* instruction = done.head; instruction != nullptr;) {
     Instruction* next = instruction->next;
@@ -81,6 +106,15 @@ void Engine::Step() {
     Instruction* next = instruction->next;
     Receive(instruction);
     instruction = next;
+  }
+  for (Blob* blob = buried.head; blob != nullptr;) {
+    Blob* next = blob->next;
+    if (blob->uses_ == 0) {
+      delete blob;
+    } else {
+      blob->dead_ = true;
+    }
+    blob = next;
   }
   // Barriers that fired during retirement or reception retire themselves now.
   while (!fired_.empty()) {
@@ -127,21 +161,26 @@ void Engine::Receive(Instruction* instruction) {
     }
     return;
   }
+  for (Blob* blob : instruction->inputs) ++blob->uses_;
+  for (Blob* blob : instruction->outputs) ++blob->uses_;
   if (instruction->precomputed) {
     for (Instruction* from : instruction->predecessors) AddEdge(from, instruction);
   } else {
     if (checker_ != nullptr) SyncChecker::OnReceive(instruction);
-    for (const BlobRef& blob : instruction->inputs) {
+    for (Blob* blob : instruction->inputs) {
       if (blob->last_writer_ != nullptr) AddEdge(blob->last_writer_, instruction);
     }
-    for (const BlobRef& blob : instruction->outputs) {
+    for (Blob* blob : instruction->outputs) {
       if (blob->last_writer_ != nullptr) AddEdge(blob->last_writer_, instruction);
-      for (Instruction* reader : blob->readers_) AddEdge(reader, instruction);
+      for (size_t r = blob->readers_head_; r < blob->readers_.size(); ++r) {
+        if (blob->readers_[r] != nullptr) AddEdge(blob->readers_[r], instruction);
+      }
     }
-    for (const BlobRef& blob : instruction->inputs) blob->readers_.push_back(instruction);
-    for (const BlobRef& blob : instruction->outputs) {
+    for (Blob* blob : instruction->inputs) blob->readers_.push_back(instruction);
+    for (Blob* blob : instruction->outputs) {
       blob->last_writer_ = instruction;
       blob->readers_.clear();
+      blob->readers_head_ = 0;
     }
   }
   if (instruction->pending == 0) ready_.push_back(instruction);
@@ -182,14 +221,14 @@ void Engine::Retire(Instruction* instruction) {
     if (checker_ != nullptr && instruction->kind != InstructionKind::kBarrier) {
       SyncChecker::OnRetire(*instruction);
     }
-    auto forget = [instruction](Blob& blob) {
-      if (blob.last_writer_ == instruction) blob.last_writer_ = nullptr;
-      auto it = std::find(blob.readers_.begin(), blob.readers_.end(), instruction);
-      if (it != blob.readers_.end()) blob.readers_.erase(it);
-    };
-    for (const BlobRef& blob : instruction->inputs) forget(*blob);
-    for (const BlobRef& blob : instruction->outputs) forget(*blob);
+    for (Blob* blob : instruction->inputs) ForgetReader(blob, instruction);
+    for (Blob* blob : instruction->outputs) {
+      if (blob->last_writer_ == instruction) blob->last_writer_ = nullptr;
+    }
   }
+  // Last use of the operands: a blob whose references are gone may be deleted here.
+  for (Blob* blob : instruction->inputs) ReleaseUse(blob);
+  for (Blob* blob : instruction->outputs) ReleaseUse(blob);
   --unretired_;
   for (auto it = barriers_.begin(); it != barriers_.end();) {
     if (it->first->received > instruction->received && --it->second == 0) {
@@ -202,6 +241,33 @@ void Engine::Retire(Instruction* instruction) {
   if (instruction->on_retire) instruction->on_retire(*instruction);
   instruction->Reset();
   recycled_.PushBack(instruction);
+}
+
+void Engine::ForgetReader(Blob* blob, Instruction* instruction) {
+  auto& readers = blob->readers_;
+  size_t& head = blob->readers_head_;
+  if (head < readers.size() && readers[head] == instruction) {
+    ++head;
+    while (head < readers.size() && readers[head] == nullptr) ++head;
+  } else {
+    for (size_t r = head; r < readers.size(); ++r) {
+      if (readers[r] == instruction) {
+        readers[r] = nullptr;
+        break;
+      }
+    }
+  }
+  if (head == readers.size()) {
+    readers.clear();
+    head = 0;
+  } else if (head >= 64 && 2 * head >= readers.size()) {
+    readers.erase(readers.begin(), readers.begin() + static_cast<ptrdiff_t>(head));
+    head = 0;
+  }
+}
+
+void Engine::ReleaseUse(Blob* blob) {
+  if (--blob->uses_ == 0 && blob->dead_) delete blob;
 }
 
 void Engine::FireBarrier(Instruction* barrier) {

@@ -66,6 +66,11 @@ class Engine {
   // Any thread: wakes the scheduler thread, or (caller-thread mode) schedules now unless
   // another thread is already scheduling.
   void Kick();
+  // Any thread (a BlobRef's deleter): deletes `blob` once no unretired instruction uses it,
+  // at the next scheduling pass. Never schedules inline.
+  void Bury(Blob* blob);
+  // After Stop, with nothing in flight: deletes buried blobs.
+  void DeleteBuried();
 
  private:
   bool DispatchSatisfies(const Instruction& from, const Instruction& to) const;
@@ -75,6 +80,8 @@ class Engine {
   void Receive(Instruction* instruction);
   void AddEdge(Instruction* from, Instruction* to);
   void Retire(Instruction* instruction);
+  void ForgetReader(Blob* blob, Instruction* instruction);
+  static void ReleaseUse(Blob* blob);
   void FireBarrier(Instruction* barrier);
   void DispatchReady();
 
@@ -84,6 +91,7 @@ class Engine {
 
   internal::IntrusiveQueue<Instruction> incoming_;
   internal::IntrusiveQueue<Instruction> completed_;
+  internal::IntrusiveQueue<Blob> graveyard_;
 
   // Caller-thread mode: kicks not yet served; the thread that raises it from 0 schedules.
   std::atomic<int64_t> requests_{0};

@@ -30,8 +30,8 @@ absl::string_view Instruction::name() const {
 }
 
 std::string Instruction::DebugString() const {
-  std::string text = kind == InstructionKind::kOpCall ? absl::StrCat("op '", name(), "'")
-                                                       : std::string(name());
+  std::string text =
+      kind == InstructionKind::kOpCall ? absl::StrCat("op '", name(), "'") : std::string(name());
   absl::StrAppend(&text, " #", seq);
   if (stream != nullptr) absl::StrAppend(&text, " on ", stream->name());
   if (wait_target != nullptr) absl::StrAppend(&text, " -> ", wait_target->name());
@@ -40,28 +40,28 @@ std::string Instruction::DebugString() const {
 
 void Instruction::Reset() {
   kind = InstructionKind::kOpCall;
+  precomputed = false;
+  state = State::kFree;
+  pending = 0;
+  next = nullptr;
+  received = 0;
+  seq = 0;
   stream = nullptr;
   wait_target = nullptr;
   kernel = nullptr;
-  attrs.reset();
-  inputs.clear();
-  outputs.clear();
-  blob_callback = nullptr;
-  barrier_callback = nullptr;
-  on_retire = nullptr;
-  precomputed = false;
-  predecessors.clear();
-  seq = 0;
-  state = State::kFree;
-  next = nullptr;
-  pending = 0;
-  received = 0;
-  dispatch_successors.clear();
-  done_successors.clear();
-  event.Reset();
-  status = absl::OkStatus();
-  host_clock.clear();
-  done_clock.clear();
+  if (!inputs.empty()) inputs.clear();
+  if (!outputs.empty()) outputs.clear();
+  if (attrs != nullptr) attrs.reset();
+  if (!dispatch_successors.empty()) dispatch_successors.clear();
+  if (!done_successors.empty()) done_successors.clear();
+  if (!status.ok()) status = absl::OkStatus();
+  if (event) event.Reset();
+  if (!predecessors.empty()) predecessors.clear();
+  if (blob_callback) blob_callback = nullptr;
+  if (barrier_callback) barrier_callback = nullptr;
+  if (on_retire) on_retire = nullptr;
+  if (!host_clock.empty()) host_clock.clear();
+  if (!done_clock.empty()) done_clock.clear();
 }
 
 }  // namespace sluice::vm

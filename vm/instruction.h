@@ -43,28 +43,55 @@ using BarrierCallback = absl::AnyInvocable<void()>;
 // instruction is recycled only after it retired.
 class Instruction {
  public:
+  // Fields are grouped hot first: the first cache lines hold what every instruction touches
+  // on its way through the engine; callbacks, events and checker clocks come last.
+
   // --- Filled by the producer; read-only after Submit. ---
   InstructionKind kind = InstructionKind::kOpCall;
+  // Precomputed edges: `predecessors` lists earlier instructions of the same batch this one
+  // depends on. False for eager instructions, whose edges the engine derives from operands.
+  bool precomputed = false;
+
+  // --- Engine (scheduler thread only). ---
+  enum class State : uint8_t { kFree, kSubmitted, kReceived, kDispatched, kRetired };
+  State state = State::kFree;
+  int32_t pending = 0;          // unsatisfied incoming edges
+  Instruction* next = nullptr;  // link in IntrusiveQueue / Chain
+  uint64_t received = 0;        // receive order (Barrier: what "earlier" means)
+
+  // --- Filled by the producer (continued). ---
+  // Submission order, unique per VM (assigned at Submit).
+  uint64_t seq = 0;
   Stream* stream = nullptr;          // where it runs (Barrier: none)
   Stream* wait_target = nullptr;     // StreamWait only
   const OpKernel* kernel = nullptr;  // OpCall only
-  std::shared_ptr<const AttrMap> attrs;
   // Operands. Reads in `inputs`, writes in `outputs` (a blob in both is read-modify-write).
   // StreamWait and RecordEvent list the blobs they order in `outputs`: they act as writes on
   // those blobs' dependence state, so that later users order after the sync.
-  BlobList inputs;
-  BlobList outputs;
-  BlobCallback blob_callback;        // AccessBlob
-  BarrierCallback barrier_callback;  // Barrier
+  BlobPtrs inputs;
+  BlobPtrs outputs;
+  std::shared_ptr<const AttrMap> attrs;
+
+  // --- Engine (continued). Successors whose edge from this instruction is satisfied once it
+  // is dispatched (its ThreadCtx launches in order) or once it is done.
+  absl::InlinedVector<Instruction*, 2> dispatch_successors;
+  absl::InlinedVector<Instruction*, 2> done_successors;
+
+  // --- Execution (ThreadCtx worker, then the scheduler at retirement). ---
+  absl::Status status;    // not OK when the instruction failed, was skipped or cancelled
+  ep::PooledEvent event;  // RecordEvent: held until retirement
+
+  // --- Producer, rarely used. ---
+  absl::InlinedVector<Instruction*, 2> predecessors;  // see `precomputed`
+  BlobCallback blob_callback;                         // AccessBlob
+  BarrierCallback barrier_callback;                   // Barrier
   // Optional: runs on the scheduler when the instruction retires (its work complete; see
   // `status`). Must not block or submit. Used by blocking reads and writes of blobs.
   absl::AnyInvocable<void(const Instruction&)> on_retire;
-  // Precomputed edges: earlier instructions of the same batch this one depends on. Empty and
-  // ignored for eager instructions, whose edges the engine derives from the operands.
-  bool precomputed = false;
-  absl::InlinedVector<Instruction*, 2> predecessors;
-  // Submission order, unique per VM (assigned at Submit).
-  uint64_t seq = 0;
+
+  // --- Sync checker (when enabled). ---
+  std::vector<uint32_t> host_clock;  // what the host knew done when it was launched
+  std::vector<uint32_t> done_clock;  // what its completion certifies (markers, host streams)
 
   // The op name for OpCall, the kind name otherwise.
   absl::string_view name() const;
@@ -76,26 +103,8 @@ class Instruction {
     return kind == InstructionKind::kRecordEvent || kind == InstructionKind::kStreamWait;
   }
 
-  // --- Engine (scheduler thread only). ---
-  enum class State : uint8_t { kFree, kSubmitted, kReceived, kDispatched, kRetired };
-  State state = State::kFree;
-  Instruction* next = nullptr;  // link in IntrusiveQueue / Chain
-  int32_t pending = 0;          // unsatisfied incoming edges
-  uint64_t received = 0;        // receive order (Barrier: what "earlier" means)
-  // Successors whose edge from this instruction is satisfied once it is dispatched (its
-  // ThreadCtx launches in order) or once it is done.
-  absl::InlinedVector<Instruction*, 2> dispatch_successors;
-  absl::InlinedVector<Instruction*, 2> done_successors;
-
-  // --- Execution (ThreadCtx worker, then the scheduler at retirement). ---
-  ep::PooledEvent event;  // RecordEvent: held until retirement
-  absl::Status status;    // not OK when the instruction failed, was skipped or cancelled
-
-  // --- Sync checker (when enabled). ---
-  std::vector<uint32_t> host_clock;  // what the host knew done when it was launched
-  std::vector<uint32_t> done_clock;  // what its completion certifies (markers, host streams)
-
-  // Back to a freshly constructed state, keeping container capacity.
+  // Back to a freshly constructed state, keeping container capacity. Touches only what was
+  // set, so that recycling an instruction stays within its hot cache lines.
   void Reset();
 };
 

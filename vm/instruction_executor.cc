@@ -14,8 +14,8 @@ namespace sluice::vm {
 
 // --- KernelContext (declared in kernel.h; it needs the executor's rules). ---
 
-absl::Span<const BlobRef> KernelContext::inputs() const { return instruction_->inputs; }
-absl::Span<const BlobRef> KernelContext::outputs() const { return instruction_->outputs; }
+absl::Span<Blob* const> KernelContext::inputs() const { return instruction_->inputs; }
+absl::Span<Blob* const> KernelContext::outputs() const { return instruction_->outputs; }
 const AttrMap& KernelContext::attrs() const {
   static const AttrMap* const kEmpty = new AttrMap();
   return instruction_->attrs != nullptr ? *instruction_->attrs : *kEmpty;
@@ -34,7 +34,7 @@ struct HostWork {
   absl::Status operator()() {
     absl::Status poison = InstructionExecutor::InputPoison(*instruction);
     if (!poison.ok()) {
-      for (const BlobRef& blob : instruction->outputs) blob->Poison(poison);
+      for (Blob* blob : instruction->outputs) blob->Poison(poison);
       instruction->status = poison;
       return absl::OkStatus();
     }
@@ -47,12 +47,12 @@ struct HostWork {
       status = absl::InternalError("unknown exception");
     }
     if (status.ok()) {
-      for (const BlobRef& blob : instruction->outputs) blob->ClearPoison();
+      for (Blob* blob : instruction->outputs) blob->ClearPoison();
       return absl::OkStatus();
     }
     const absl::Status error(status.code(),
                              absl::StrCat(instruction->DebugString(), ": ", status.message()));
-    for (const BlobRef& blob : instruction->outputs) blob->Poison(error);
+    for (Blob* blob : instruction->outputs) blob->Poison(error);
     instruction->status = error;
     errors->Report(error);
     // Reported here with the op's name; the stream itself need not remember it.
@@ -70,7 +70,7 @@ absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> wo
 // --- InstructionExecutor. ---
 
 absl::Status InstructionExecutor::InputPoison(const Instruction& instruction) {
-  for (const BlobRef& blob : instruction.inputs) {
+  for (Blob* blob : instruction.inputs) {
     if (blob->poisoned()) {
       absl::Status cause = blob->poison();
       if (!cause.ok()) return cause;
@@ -80,16 +80,16 @@ absl::Status InstructionExecutor::InputPoison(const Instruction& instruction) {
 }
 
 void InstructionExecutor::Fail(Instruction* instruction, const absl::Status& error) {
-  const absl::Status annotated(
-      error.code(), absl::StrCat(instruction->DebugString(), ": ", error.message()));
+  const absl::Status annotated(error.code(),
+                               absl::StrCat(instruction->DebugString(), ": ", error.message()));
   instruction->status = annotated;
-  for (const BlobRef& blob : instruction->outputs) blob->Poison(annotated);
+  for (Blob* blob : instruction->outputs) blob->Poison(annotated);
   errors_->Report(annotated);
 }
 
 void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cause) {
   instruction->status = cause;
-  for (const BlobRef& blob : instruction->outputs) blob->Poison(cause);
+  for (Blob* blob : instruction->outputs) blob->Poison(cause);
   VmCounters::Add(counters_->skipped);
 }
 
@@ -99,8 +99,8 @@ void InstructionExecutor::CountBorrow(bool reused) {
 
 void InstructionExecutor::Run(Instruction* instruction) {
   if (cancel_ != nullptr && cancel_->load(std::memory_order_acquire)) {
-    Skip(instruction, absl::CancelledError(
-                          absl::StrCat(instruction->DebugString(), ": cancelled by shutdown")));
+    Skip(instruction,
+         absl::CancelledError(absl::StrCat(instruction->DebugString(), ": cancelled by shutdown")));
     return;
   }
   if (checker_ != nullptr) checker_->OnLaunch(instruction);
@@ -115,7 +115,7 @@ void InstructionExecutor::Run(Instruction* instruction) {
       RunRecordEvent(instruction);
       return;
     case InstructionKind::kRelease:
-      for (const BlobRef& blob : instruction->outputs) blob->storage_.reset();
+      for (Blob* blob : instruction->outputs) blob->storage_.reset();
       return;
     case InstructionKind::kAccessBlob:
       RunAccessBlob(instruction);
@@ -146,7 +146,7 @@ void InstructionExecutor::RunOpCall(Instruction* instruction) {
   }
   // Host work settles poison when it runs; device work is settled now, in launch order.
   if (!ctx.ran_host_work()) {
-    for (const BlobRef& blob : instruction->outputs) blob->ClearPoison();
+    for (Blob* blob : instruction->outputs) blob->ClearPoison();
   }
 }
 
@@ -184,9 +184,9 @@ void InstructionExecutor::RunRecordEvent(Instruction* instruction) {
 void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
   Stream* stream = instruction->stream;
   if (!stream->policy()->host_accessible()) {
-    Fail(instruction, absl::UnimplementedError(absl::StrCat(
-                          "host access to memory of ", stream->name(),
-                          " is not supported; copy the blob to cpu first")));
+    Fail(instruction,
+         absl::UnimplementedError(absl::StrCat("host access to memory of ", stream->name(),
+                                               " is not supported; copy the blob to cpu first")));
     return;
   }
   // Runs on the stream, in order, so the bytes are final when the host code sees them.
@@ -195,7 +195,7 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
   Recorder* recorder = recorder_;
   auto task = [i, errors, recorder]() -> absl::Status {
     const bool write = i->inputs.empty();
-    Blob* blob = write ? i->outputs.front().get() : i->inputs.front().get();
+    Blob* blob = write ? i->outputs.front() : i->inputs.front();
     if (!write) {
       absl::Status poison = InstructionExecutor::InputPoison(*i);
       if (!poison.ok()) {
@@ -220,15 +220,14 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
       if (write) {
         blob->ClearPoison();
         if (recorder != nullptr) {
-          recorder->RecordWrite(i->seq, absl::MakeConstSpan(
-                                            static_cast<const uint8_t*>(storage->data()),
-                                            storage->bytes()));
+          recorder->RecordWrite(
+              i->seq,
+              absl::MakeConstSpan(static_cast<const uint8_t*>(storage->data()), storage->bytes()));
         }
       }
       return absl::OkStatus();
     }
-    const absl::Status error(status.code(),
-                             absl::StrCat(i->DebugString(), ": ", status.message()));
+    const absl::Status error(status.code(), absl::StrCat(i->DebugString(), ": ", status.message()));
     i->status = error;
     if (write) blob->Poison(error);
     errors->Report(error);

@@ -29,23 +29,23 @@ absl::StatusOr<Stream*> InstructionsBuilder::LastStream(const Blob& blob) {
 }
 
 absl::Status InstructionsBuilder::SoftSync(const BlobList& inputs, const BlobList& outputs,
-                                           Stream* stream,
-                                           internal::Chain<Instruction>& chain) {
+                                           Stream* stream, internal::Chain<Instruction>& chain) {
   if (soft_sync_) {
     // Group blobs by last stream: one sync per (last stream -> this stream) pair.
-    absl::InlinedVector<std::pair<StreamId, BlobList>, 2> groups;
-    auto add = [&](const BlobRef& blob) {
+    absl::InlinedVector<std::pair<StreamId, BlobPtrs>, 2> groups;
+    auto add = [&](const BlobRef& ref) {
+      Blob* blob = ref.get();
       const StreamId last = blob->storage()->last_used_stream();
       if (last == stream->id()) return;
       for (auto& [id, blobs] : groups) {
         if (id != last) continue;
-        for (const BlobRef& b : blobs) {
+        for (Blob* b : blobs) {
           if (b == blob) return;
         }
         blobs.push_back(blob);
         return;
       }
-      groups.emplace_back(last, BlobList{blob});
+      groups.emplace_back(last, BlobPtrs{blob});
     };
     for (const BlobRef& blob : outputs) add(blob);
     for (const BlobRef& blob : inputs) add(blob);
@@ -69,9 +69,8 @@ absl::Status InstructionsBuilder::SoftSync(const BlobList& inputs, const BlobLis
   return absl::OkStatus();
 }
 
-absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs,
-                                       BlobList outputs, std::shared_ptr<const AttrMap> attrs,
-                                       Stream* stream) {
+absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs, BlobList outputs,
+                                       std::shared_ptr<const AttrMap> attrs, Stream* stream) {
   if (stream == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("op '", kernel.name(), "': null stream"));
   }
@@ -100,14 +99,15 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs,
   call->kernel = &kernel;
   call->stream = stream;
   call->attrs = std::move(attrs);
-  call->inputs = std::move(inputs);
-  call->outputs = std::move(outputs);
+  call->inputs = ToPtrs(inputs);
+  call->outputs = ToPtrs(outputs);
   chain.PushBack(call);
   return vm_->Submit(std::move(chain));
 }
 
 absl::Status InstructionsBuilder::StreamWait(BlobList blobs, Stream* from, Stream* to) {
-  if (from == nullptr || to == nullptr) return absl::InvalidArgumentError("StreamWait: null stream");
+  if (from == nullptr || to == nullptr)
+    return absl::InvalidArgumentError("StreamWait: null stream");
   if (from == to || from->key().device != to->key().device || !from->key().device.IsAsync()) {
     return absl::InvalidArgumentError(
         absl::StrCat("StreamWait ", from->name(), " -> ", to->name(),
@@ -118,7 +118,7 @@ absl::Status InstructionsBuilder::StreamWait(BlobList blobs, Stream* from, Strea
   sync->kind = InstructionKind::kStreamWait;
   sync->stream = from;
   sync->wait_target = to;
-  sync->outputs = std::move(blobs);
+  sync->outputs = ToPtrs(blobs);
   internal::Chain<Instruction> chain;
   chain.PushBack(sync);
   return vm_->Submit(std::move(chain));
@@ -130,7 +130,7 @@ absl::Status InstructionsBuilder::RecordEvent(BlobList blobs, Stream* stream) {
   Instruction* sync = Allocate();
   sync->kind = InstructionKind::kRecordEvent;
   sync->stream = stream;
-  sync->outputs = std::move(blobs);
+  sync->outputs = ToPtrs(blobs);
   internal::Chain<Instruction> chain;
   chain.PushBack(sync);
   return vm_->Submit(std::move(chain));
@@ -143,7 +143,7 @@ absl::Status InstructionsBuilder::Release(const BlobRef& blob) {
   Instruction* release = Allocate();
   release->kind = InstructionKind::kRelease;
   release->stream = stream;
-  release->outputs.push_back(blob);
+  release->outputs.push_back(blob.get());
   internal::Chain<Instruction> chain;
   chain.PushBack(release);
   return vm_->Submit(std::move(chain));
@@ -155,14 +155,14 @@ absl::Status InstructionsBuilder::AccessBlob(
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
   if (!stream->policy()->host_accessible()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "AccessBlob: ", blob->DebugName(), " lives on ", stream->name(),
-        ", whose memory the host cannot address; copy it to cpu first"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("AccessBlob: ", blob->DebugName(), " lives on ", stream->name(),
+                     ", whose memory the host cannot address; copy it to cpu first"));
   }
   Instruction* access = Allocate();
   access->kind = InstructionKind::kAccessBlob;
   access->stream = stream;
-  (write ? access->outputs : access->inputs).push_back(blob);
+  (write ? access->outputs : access->inputs).push_back(blob.get());
   access->blob_callback = std::move(callback);
   access->on_retire = std::move(on_retire);
   internal::Chain<Instruction> chain;
@@ -170,8 +170,7 @@ absl::Status InstructionsBuilder::AccessBlob(
   return vm_->Submit(std::move(chain));
 }
 
-absl::Status InstructionsBuilder::WriteBlob(const BlobRef& blob,
-                                            absl::Span<const uint8_t> bytes) {
+absl::Status InstructionsBuilder::WriteBlob(const BlobRef& blob, absl::Span<const uint8_t> bytes) {
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
   if (bytes.size() != blob->bytes()) {
     return absl::InvalidArgumentError(absl::StrCat("WriteBlob: ", blob->DebugName(), " holds ",

@@ -86,7 +86,7 @@ class InstructionsBuilder {
   absl::StatusOr<Stream*> LastStream(const Blob& blob);
   absl::Status SoftSync(const BlobList& inputs, const BlobList& outputs, Stream* stream,
                         internal::Chain<Instruction>& chain);
-  Instruction* Allocate() ;
+  Instruction* Allocate();
 
   VirtualMachine* const vm_;
   bool soft_sync_ = true;

@@ -24,8 +24,8 @@ class KernelContext {
   KernelContext(Instruction* instruction, ep::Stream* stream, ErrorSink* errors)
       : instruction_(instruction), stream_(stream), errors_(errors) {}
 
-  absl::Span<const BlobRef> inputs() const;
-  absl::Span<const BlobRef> outputs() const;
+  absl::Span<Blob* const> inputs() const;
+  absl::Span<Blob* const> outputs() const;
   const AttrMap& attrs() const;
   ep::Stream* stream() const { return stream_; }
 

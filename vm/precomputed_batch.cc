@@ -49,8 +49,8 @@ int PrecomputedBatch::AddRelease(BlobRef blob, Stream* stream) {
 
 absl::Status PrecomputedBatch::AddEdge(int from, int to) {
   if (from < 0 || to >= size() || from >= to) {
-    return absl::InvalidArgumentError(absl::StrCat("edge ", from, " -> ", to,
-                                                   ": need 0 <= from < to < ", size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("edge ", from, " -> ", to, ": need 0 <= from < to < ", size()));
   }
   nodes_[to].predecessors.push_back(from);
   ++edges_;
@@ -64,10 +64,12 @@ absl::Status PrecomputedBatch::Validate() const {
       return absl::InvalidArgumentError(absl::StrCat("batch node ", i, ": null stream"));
     }
     for (const BlobRef& blob : node.inputs) {
-      if (blob == nullptr) return absl::InvalidArgumentError(absl::StrCat("batch node ", i, ": null blob"));
+      if (blob == nullptr)
+        return absl::InvalidArgumentError(absl::StrCat("batch node ", i, ": null blob"));
     }
     for (const BlobRef& blob : node.outputs) {
-      if (blob == nullptr) return absl::InvalidArgumentError(absl::StrCat("batch node ", i, ": null blob"));
+      if (blob == nullptr)
+        return absl::InvalidArgumentError(absl::StrCat("batch node ", i, ": null blob"));
     }
     if (node.kind == InstructionKind::kStreamWait) {
       const Device device = node.stream->key().device;
@@ -93,8 +95,8 @@ absl::Status PrecomputedBatch::Submit(VirtualMachine* vm) {
     instruction->wait_target = node.wait_target;
     instruction->kernel = node.kernel;
     instruction->attrs = node.attrs;
-    instruction->inputs = node.inputs;
-    instruction->outputs = node.outputs;
+    instruction->inputs = ToPtrs(node.inputs);
+    instruction->outputs = ToPtrs(node.outputs);
     instruction->precomputed = true;
     for (int p : node.predecessors) instruction->predecessors.push_back(instructions[p]);
     instructions[i] = instruction;

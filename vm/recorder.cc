@@ -12,10 +12,9 @@
 namespace sluice::vm {
 namespace {
 
-std::string BlobIds(const BlobList& blobs) {
-  return absl::StrJoin(blobs, ",", [](std::string* out, const BlobRef& blob) {
-    absl::StrAppend(out, blob->id());
-  });
+std::string BlobIds(const BlobPtrs& blobs) {
+  return absl::StrJoin(
+      blobs, ",", [](std::string* out, const Blob* blob) { absl::StrAppend(out, blob->id()); });
 }
 
 std::string ShapeText(const Shape& shape) {
@@ -59,9 +58,9 @@ void Recorder::WriteLine(const std::string& line) {
 }
 
 void Recorder::RecordBlob(const BlobRef& blob, const std::string& stream_name) {
-  std::string line = absl::StrCat("blob ", blob->id(), " ", blob->device().ToString(), " ",
-                                  DataTypeName(blob->dtype()), " ", ShapeText(blob->shape()),
-                                  " ", stream_name);
+  std::string line =
+      absl::StrCat("blob ", blob->id(), " ", blob->device().ToString(), " ",
+                   DataTypeName(blob->dtype()), " ", ShapeText(blob->shape()), " ", stream_name);
   if (!blob->name().empty()) absl::StrAppend(&line, " ", blob->name());
   absl::MutexLock lock(&mu_);
   blobs_.push_back(blob);
@@ -82,34 +81,33 @@ void Recorder::RecordChain(const Instruction* head) {
                             " in=", BlobIds(i->inputs), " out=", BlobIds(i->outputs));
         break;
       case InstructionKind::kStreamWait:
-        line = absl::StrCat("wait ", i->seq, " ", i->stream->name(), " ",
-                            i->wait_target->name(), " blobs=", BlobIds(i->outputs));
-        break;
-      case InstructionKind::kRecordEvent:
-        line = absl::StrCat("record ", i->seq, " ", i->stream->name(),
+        line = absl::StrCat("wait ", i->seq, " ", i->stream->name(), " ", i->wait_target->name(),
                             " blobs=", BlobIds(i->outputs));
         break;
+      case InstructionKind::kRecordEvent:
+        line =
+            absl::StrCat("record ", i->seq, " ", i->stream->name(), " blobs=", BlobIds(i->outputs));
+        break;
       case InstructionKind::kRelease:
-        line = absl::StrCat("release ", i->seq, " ", i->stream->name(),
-                            " blob=", BlobIds(i->outputs));
+        line =
+            absl::StrCat("release ", i->seq, " ", i->stream->name(), " blob=", BlobIds(i->outputs));
         break;
       case InstructionKind::kBarrier:
         line = absl::StrCat("barrier ", i->seq);
         break;
       case InstructionKind::kAccessBlob:
-        line = i->inputs.empty()
-                   ? absl::StrCat("access ", i->seq, " ", i->stream->name(),
-                                  " write blob=", BlobIds(i->outputs))
-                   : absl::StrCat("access ", i->seq, " ", i->stream->name(),
-                                  " read blob=", BlobIds(i->inputs));
+        line = i->inputs.empty() ? absl::StrCat("access ", i->seq, " ", i->stream->name(),
+                                                " write blob=", BlobIds(i->outputs))
+                                 : absl::StrCat("access ", i->seq, " ", i->stream->name(),
+                                                " read blob=", BlobIds(i->inputs));
         break;
     }
     if (precomputed) {
-      absl::StrAppend(&line, " after=",
-                      absl::StrJoin(i->predecessors, ",", [&](std::string* out,
-                                                              const Instruction* p) {
-                        absl::StrAppend(out, index.at(p));
-                      }));
+      absl::StrAppend(
+          &line, " after=",
+          absl::StrJoin(i->predecessors, ",", [&](std::string* out, const Instruction* p) {
+            absl::StrAppend(out, index.at(p));
+          }));
     }
     if (i->kind == InstructionKind::kOpCall) {
       // Last: attribute text may contain '=' and ','.

@@ -10,8 +10,7 @@ class HostStreamPolicy final : public StreamPolicy {
  public:
   bool synchronous() const override { return true; }
   bool host_accessible() const override { return true; }
-  void OnLaunched(Stream&, Instruction* instruction,
-                  internal::Chain<Instruction>& done) override {
+  void OnLaunched(Stream&, Instruction* instruction, internal::Chain<Instruction>& done) override {
     done.PushBack(instruction);
   }
   void Flush(Stream&, ThreadCtx&, internal::Chain<Instruction>&) override {}

@@ -45,10 +45,10 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
   ++clock[s];
   switch (instruction->kind) {
     case InstructionKind::kOpCall:
-      for (const BlobRef& blob : instruction->inputs) {
+      for (Blob* blob : instruction->inputs) {
         Check(*instruction, blob->id(), blob->DebugName(), /*write=*/false, s, clock);
       }
-      for (const BlobRef& blob : instruction->outputs) {
+      for (Blob* blob : instruction->outputs) {
         Check(*instruction, blob->id(), blob->DebugName(), /*write=*/true, s, clock);
       }
       break;
@@ -58,15 +58,15 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
       break;
     }
     case InstructionKind::kRelease:
-      for (const BlobRef& blob : instruction->outputs) {
+      for (Blob* blob : instruction->outputs) {
         Check(*instruction, blob->id(), blob->DebugName(), /*write=*/true, s, clock);
       }
       break;
     case InstructionKind::kAccessBlob:
-      for (const BlobRef& blob : instruction->inputs) {
+      for (Blob* blob : instruction->inputs) {
         Check(*instruction, blob->id(), blob->DebugName(), /*write=*/false, s, clock);
       }
-      for (const BlobRef& blob : instruction->outputs) {
+      for (Blob* blob : instruction->outputs) {
         Check(*instruction, blob->id(), blob->DebugName(), /*write=*/true, s, clock);
       }
       break;
@@ -89,15 +89,15 @@ void SyncChecker::OnDoneEdge(const Instruction& done, Instruction* successor) {
 void SyncChecker::OnRetire(const Instruction& instruction) {
   if (instruction.done_clock.empty()) return;
   if (!instruction.IsCompletionMarker() && !instruction.stream->policy()->synchronous()) return;
-  for (const BlobRef& blob : instruction.inputs) Join(blob->retired_clock_, instruction.done_clock);
-  for (const BlobRef& blob : instruction.outputs) {
+  for (Blob* blob : instruction.inputs) Join(blob->retired_clock_, instruction.done_clock);
+  for (Blob* blob : instruction.outputs) {
     Join(blob->retired_clock_, instruction.done_clock);
   }
 }
 
 void SyncChecker::OnReceive(Instruction* instruction) {
-  for (const BlobRef& blob : instruction->inputs) Join(instruction->host_clock, blob->retired_clock_);
-  for (const BlobRef& blob : instruction->outputs) {
+  for (Blob* blob : instruction->inputs) Join(instruction->host_clock, blob->retired_clock_);
+  for (Blob* blob : instruction->outputs) {
     Join(instruction->host_clock, blob->retired_clock_);
   }
 }
@@ -113,8 +113,7 @@ void SyncChecker::OnHostWaited(const Instruction& instruction) {
 }
 
 void SyncChecker::Check(const Instruction& instruction, uint64_t blob_id,
-                        const std::string& blob_name, bool write, int stream,
-                        const Clock& clock) {
+                        const std::string& blob_name, bool write, int stream, const Clock& clock) {
   History& history = history_[blob_id];
   auto describe = [&](bool w) {
     return absl::StrCat(instruction.DebugString(), w ? " (write)" : " (read)");
@@ -164,9 +163,8 @@ std::vector<SyncViolation> SyncChecker::violations() const {
 absl::Status SyncChecker::status() const {
   absl::MutexLock lock(&mu_);
   if (violation_count_ == 0) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(violation_count_,
-                                                    " unordered access(es); first: ",
-                                                    violations_.front().ToString()));
+  return absl::FailedPreconditionError(absl::StrCat(
+      violation_count_, " unordered access(es); first: ", violations_.front().ToString()));
 }
 
 }  // namespace sluice::vm

@@ -16,7 +16,9 @@ ThreadCtx::ThreadCtx(std::string name, InstructionExecutor* executor, Engine* en
 
 ThreadCtx::~ThreadCtx() { SLUICE_CHECK(!thread_.joinable()); }
 
-void ThreadCtx::Start() { thread_ = std::thread([this] { Loop(); }); }
+void ThreadCtx::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void ThreadCtx::Dispatch(internal::Chain<Instruction> chain) {
   if (queue_.Push(chain)) waker_.Notify();
@@ -34,6 +36,13 @@ void ThreadCtx::Stop() {
   thread_.join();
 }
 
+bool ThreadCtx::DeferKickToWorker() {
+  if (!busy_.load(std::memory_order_seq_cst)) return false;
+  kick_requested_.store(true, std::memory_order_seq_cst);
+  // The worker may have finished the batch before seeing the request.
+  return busy_.load(std::memory_order_seq_cst);
+}
+
 bool ThreadCtx::HasWork() const {
   return !queue_.empty() || poked_.load(std::memory_order_seq_cst) ||
          stop_.load(std::memory_order_seq_cst);
@@ -47,6 +56,7 @@ void ThreadCtx::Loop() {
     if (poked_.exchange(false, std::memory_order_seq_cst)) {
       for (Stream* stream : async_streams_) stream->policy()->Collect(*stream, done);
     }
+    busy_.store(true, std::memory_order_seq_cst);
     internal::Chain<Instruction> batch = queue_.TakeAll();
     for (Instruction* instruction = batch.head; instruction != nullptr;) {
       // Read the link first: once reported done, the instruction belongs to the scheduler.
@@ -68,7 +78,13 @@ void ThreadCtx::Loop() {
     }
     for (Stream* stream : touched) stream->policy()->Flush(*stream, *this, done);
     touched.clear();
-    if (!done.empty()) engine_->Complete(done);
+    busy_.store(false, std::memory_order_seq_cst);
+    const bool kick = kick_requested_.exchange(false, std::memory_order_seq_cst);
+    if (!done.empty()) {
+      engine_->Complete(done);
+    } else if (kick) {
+      engine_->Kick();
+    }
     if (batch.empty() && stop_.load(std::memory_order_seq_cst) && queue_.empty()) {
       // The VM stops a ThreadCtx only after every instruction retired.
       return;

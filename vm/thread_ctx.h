@@ -45,6 +45,12 @@ class ThreadCtx {
   // and joins the thread.
   void Stop();
 
+  // Caller-thread scheduling: a submitter whose instruction targets this ThreadCtx while its
+  // worker is running a batch may leave scheduling to the worker, which kicks the engine
+  // when the batch ends (the instruction could not launch sooner anyway). Returns false
+  // when the worker is idle: the caller must schedule itself. Any thread.
+  bool DeferKickToWorker();
+
  private:
   void Loop();
   bool HasWork() const;
@@ -58,6 +64,11 @@ class ThreadCtx {
   // Set by Poke (seq_cst, see Waker), cleared by the worker before it collects.
   std::atomic<bool> poked_{false};
   std::atomic<bool> stop_{false};
+  // busy_: the worker is inside a batch. kick_requested_: a submitter deferred its kick.
+  // Both seq_cst: DeferKickToWorker and the end of a batch form a Dekker pair (each stores
+  // its flag, then loads the other's), so a deferred kick is never lost.
+  std::atomic<bool> busy_{false};
+  std::atomic<bool> kick_requested_{false};
   internal::Waker waker_;
   // Asynchronous streams this worker has launched on. Worker only.
   std::vector<Stream*> async_streams_;

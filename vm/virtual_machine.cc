@@ -66,6 +66,7 @@ VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
       engine_(EngineOptions{options_.scheduling == VmOptions::Scheduling::kDedicatedThread,
                             options_.spin},
               checker_.get(), &pool_),
+      reaper_(std::make_shared<internal::BlobReaper>(&engine_)),
       by_id_(new std::atomic<Stream*>[StreamIdTable::kCapacity]) {
   for (int i = 0; i < StreamIdTable::kCapacity; ++i) by_id_[i].store(nullptr);
 }
@@ -124,21 +125,21 @@ absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, 
                                                 std::string name) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
   SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
-  SLUICE_ASSIGN_OR_RETURN(
-      std::unique_ptr<TensorStorage> storage,
-      TensorStorage::Allocate(&device->allocator(), stream->key().device, dtype,
-                              std::move(shape), stream->id()));
-  auto blob = std::make_shared<Blob>(next_blob_id_.fetch_add(1, std::memory_order_relaxed),
-                                     std::move(storage), std::move(name));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TensorStorage> storage,
+                          TensorStorage::Allocate(&device->allocator(), stream->key().device, dtype,
+                                                  std::move(shape), stream->id()));
+  std::shared_ptr<internal::BlobReaper> reaper = reaper_;
+  BlobRef blob(new Blob(next_blob_id_.fetch_add(1, std::memory_order_relaxed), std::move(storage),
+                        std::move(name)),
+               [reaper](Blob* b) { reaper->Reap(b); });
   if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
   return blob;
 }
 
-absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain,
-                                            bool after_close) {
+absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain, bool after_close) {
   if (chain.empty()) return absl::OkStatus();
-  const absl::Status reserved = pool_.Reserve(static_cast<int64_t>(chain.size),
-                                              [this] { engine_.Kick(); }, after_close);
+  const absl::Status reserved = pool_.Reserve(
+      static_cast<int64_t>(chain.size), [this] { engine_.Kick(); }, after_close);
   if (!reserved.ok()) {
     pool_.Free(std::move(chain));
     return reserved;
@@ -234,6 +235,8 @@ absl::Status VirtualMachine::Shutdown(ShutdownMode mode) {
   // before the ThreadCtx they poke goes away.
   for (Stream* stream : streams()) stream->ep_stream()->Sync().IgnoreError();
   engine_.Stop();
+  reaper_->Detach();
+  engine_.DeleteBuried();
   absl::MutexLock lock(&streams_mu_);
   for (auto& ctx : thread_ctxs_) {
     if (ctx != nullptr) ctx->Stop();

@@ -28,6 +28,7 @@
 #include "vm/error_sink.h"
 #include "vm/instruction.h"
 #include "vm/instruction_executor.h"
+#include "vm/internal/blob_reaper.h"
 #include "vm/internal/instruction_pool.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
@@ -136,6 +137,7 @@ class VirtualMachine {
   InstructionExecutor executor_;
   internal::InstructionPool pool_;
   Engine engine_;
+  std::shared_ptr<internal::BlobReaper> reaper_;
 
   mutable absl::Mutex streams_mu_;
   std::array<std::unique_ptr<ThreadCtx>, 3> thread_ctxs_ ABSL_GUARDED_BY(streams_mu_);

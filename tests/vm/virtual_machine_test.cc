@@ -34,7 +34,7 @@ TEST_P(VirtualMachineTest, ChainAcrossSimStreamsAndDevices) {
   BlobRef x = h.NewF32("sim:0/compute", 1000), y = h.NewF32("sim:0/h2d", 1000);
   BlobRef z = h.NewF32("sim:1/compute", 1000);
   ASSERT_TRUE(h.Fill(x, 1.5, "sim:0/compute").ok());
-  ASSERT_TRUE(h.Fill(y, 2.0, "sim:0/h2d").ok());  // another stream of sim:0
+  ASSERT_TRUE(h.Fill(y, 2.0, "sim:0/h2d").ok());      // another stream of sim:0
   ASSERT_TRUE(h.Add(x, y, y, "sim:0/compute").ok());  // needs a StreamWait h2d -> compute
   ASSERT_TRUE(h.builder->Call(h.K("copy"), {y}, {z}, AttrMap(), h.S("sim:1/compute")).ok());
   ASSERT_TRUE(h.Add(z, z, z, "sim:1/compute").ok());
@@ -45,8 +45,7 @@ TEST_P(VirtualMachineTest, ChainAcrossSimStreamsAndDevices) {
   const VmStats stats = h.vm->stats();
   EXPECT_EQ(stats.stream_waits, 1) << stats.ToString();
   EXPECT_EQ(stats.record_events, 1) << stats.ToString();
-  EXPECT_EQ(h.vm->sync_checker()->violation_count(), 0)
-      << h.vm->sync_checker()->status().message();
+  EXPECT_EQ(h.vm->sync_checker()->violation_count(), 0) << h.vm->sync_checker()->status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Scheduling, VirtualMachineTest,

@@ -36,9 +36,9 @@ struct VmHarness {
     return vm->NewBlob(S(stream), DataType::kF32, Shape({n}), name).value();
   }
   absl::Status Write(const BlobRef& blob, const std::vector<float>& values) {
-    return builder->WriteBlob(
-        blob, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(values.data()),
-                                  values.size() * sizeof(float)));
+    return builder->WriteBlob(blob,
+                              absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(values.data()),
+                                                  values.size() * sizeof(float)));
   }
   absl::StatusOr<std::vector<float>> Read(const BlobRef& blob) {
     absl::StatusOr<std::vector<uint8_t>> bytes = builder->ReadBlob(blob);
@@ -50,8 +50,7 @@ struct VmHarness {
   absl::Status Fill(const BlobRef& y, double value, absl::string_view stream) {
     return builder->Call(K("fill"), {}, {y}, AttrMap().Set("value", value), S(stream));
   }
-  absl::Status Add(const BlobRef& a, const BlobRef& b, const BlobRef& y,
-                   absl::string_view stream) {
+  absl::Status Add(const BlobRef& a, const BlobRef& b, const BlobRef& y, absl::string_view stream) {
     return builder->Call(K("add"), {a, b}, {y}, AttrMap(), S(stream));
   }
 

@@ -36,8 +36,7 @@ void InstructionPool::Free(Chain<Instruction> chain) {
   free_.Push(reset);
 }
 
-absl::Status InstructionPool::Reserve(int64_t n, absl::FunctionRef<void()> kick,
-                                      bool after_close) {
+absl::Status InstructionPool::Reserve(int64_t n, absl::FunctionRef<void()> kick, bool after_close) {
   if (n > max_in_flight_) {
     return absl::InvalidArgumentError(absl::StrCat("cannot submit ", n,
                                                    " instructions at once: the VM holds at most ",

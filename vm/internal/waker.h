@@ -27,10 +27,11 @@ class Waker {
   template <typename Pred>
   void Wait(Pred&& ready, std::chrono::nanoseconds spin) {
     using P = std::remove_reference_t<Pred>;
-    if (ep::internal::SpinFor(ready, spin)) return;
+    if (SpinWithBackoff(ready, spin)) return;
     absl::MutexLock lock(&mu_);
     waiters_.fetch_add(1, std::memory_order_seq_cst);
-    mu_.Await(absl::Condition(+[](P* p) -> bool { return (*p)(); }, &ready));
+    mu_.Await(absl::Condition(
+        +[](P* p) -> bool { return (*p)(); }, &ready));
     waiters_.fetch_sub(1, std::memory_order_seq_cst);
   }
 
@@ -40,7 +41,31 @@ class Waker {
     absl::MutexLock lock(&mu_);  // the unlock re-evaluates every waiter's condition
   }
 
+  // Polls `ready` for up to `budget`, pausing longer between polls as the wait goes on
+  // (1, 2, 4 ... 32 pauses). A consumer polling a queue head keeps the producer's cache
+  // line in shared state, so every push pays a cache-line transfer; polling less often lets
+  // a burst of pushes land before the consumer looks, and the consumer then takes them as
+  // one batch.
+  template <typename Pred>
+  static bool SpinWithBackoff(Pred& ready, std::chrono::nanoseconds budget) {
+    if (ready()) return true;
+    if (budget.count() <= 0) return false;
+    const auto deadline = std::chrono::steady_clock::now() + budget;
+    int pauses = 1;
+    while (true) {
+      for (int i = 0; i < pauses; ++i) ep::internal::CpuRelax();
+      if (ready()) return true;
+      if (pauses < kMaxPauses) {
+        pauses *= 2;
+      } else if (std::chrono::steady_clock::now() >= deadline) {
+        return false;
+      }
+    }
+  }
+
  private:
+  static constexpr int kMaxPauses = 32;
+
   absl::Mutex mu_;
   std::atomic<int> waiters_{0};
 };

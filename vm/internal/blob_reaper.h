@@ -1,0 +1,40 @@
+// BlobReaper: the deleter behind every BlobRef a VM hands out. While the VM runs, a blob
+// whose last reference is dropped goes to the engine, which deletes it once no unretired
+// instruction uses it; after the VM is gone, blobs are deleted directly.
+#ifndef SLUICE_VM_INTERNAL_BLOB_REAPER_H_
+#define SLUICE_VM_INTERNAL_BLOB_REAPER_H_
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "vm/blob.h"
+#include "vm/engine.h"
+
+namespace sluice::vm::internal {
+
+// Thread-safe. Shared (std::shared_ptr) by the VM and the deleters of its blobs.
+class BlobReaper {
+ public:
+  explicit BlobReaper(Engine* engine) : engine_(engine) {}
+
+  void Reap(Blob* blob) {
+    absl::MutexLock lock(&mu_);
+    if (engine_ != nullptr) {
+      engine_->Bury(blob);
+    } else {
+      delete blob;
+    }
+  }
+  // From now on Reap deletes directly (the VM is shutting down; nothing is in flight).
+  void Detach() {
+    absl::MutexLock lock(&mu_);
+    engine_ = nullptr;
+  }
+
+ private:
+  absl::Mutex mu_;
+  Engine* engine_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::vm::internal
+
+#endif  // SLUICE_VM_INTERNAL_BLOB_REAPER_H_
