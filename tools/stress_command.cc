@@ -30,6 +30,7 @@ struct Options {
   bool expect_errors = false;
   bool caller_thread = false;
   int timeout_s = 120;
+  std::string record_path;
   StressShape shape;
 };
 
@@ -50,6 +51,7 @@ void PrintHelp(FILE* out) {
       "                     [--jitter-us J] [--no-soft-sync] [--expect-errors]\n"
       "                     [--tensors T] [--ops M] [--elements E]\n"
       "                     [--scheduling dedicated|caller] [--timeout-s T]\n"
+      "                     [--record FILE]\n"
       "\n"
       "Generates N random eager programs: T tensors of E floats placed on cpu and D sim\n"
       "devices, then M random ops (fill, add, mul, scale, copy) each on a random one of K\n"
@@ -73,6 +75,9 @@ void PrintHelp(FILE* out) {
       "  --elements E      floats per tensor (default 64)\n"
       "  --scheduling X    dedicated (a scheduler thread, default) or caller\n"
       "  --timeout-s T     a program running longer counts as a hang (default 120)\n"
+      "  --record FILE     record every instruction (docs/instruction_record_format.md);\n"
+      "                    `sluice replay FILE` re-executes the run and checks the final\n"
+      "                    tensors of the last program\n"
       "\n"
       "Exit status: 0 when no mismatch, sync error or hang was found (with\n"
       "--expect-errors: when at least one was), 1 otherwise, 2 for bad options.\n");
@@ -95,6 +100,10 @@ absl::Status ParseOptions(int argc, char** argv, Options* options, bool* help) {
     }
     if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrFormat("%s needs a value", arg));
     const char* text = argv[++i];
+    if (arg == "--record") {
+      options->record_path = text;
+      continue;
+    }
     if (arg == "--scheduling") {
       if (absl::string_view(text) == "dedicated") {
         options->caller_thread = false;
@@ -141,14 +150,15 @@ absl::Status ParseOptions(int argc, char** argv, Options* options, bool* help) {
 }
 
 // Runs one program through the VM; adds its findings to `totals`. A failed VM call is an
-// op error (the program still counts).
+// op error (the program still counts). The program's tensors are left in `blobs` (the last
+// program's stay alive until shutdown, so that a recording ends with their checksums).
 absl::Status RunProgram(const StressProgram& program, const Options& options,
                         vm::VirtualMachine* machine, const ops::KernelRegistry& kernels,
-                        Totals* totals) {
+                        Totals* totals, std::vector<vm::BlobRef>& blobs) {
   vm::InstructionsBuilder builder(machine);
   builder.set_soft_sync(options.soft_sync);
   const int64_t elements = options.shape.elements;
-  std::vector<vm::BlobRef> blobs;
+  blobs.clear();
   for (size_t t = 0; t < program.tensor_home.size(); ++t) {
     SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, machine->GetStream(program.tensor_home[t]));
     SLUICE_ASSIGN_OR_RETURN(
@@ -220,6 +230,7 @@ int StressMain(int argc, char** argv) {
   }
   vm::VmOptions vm_options;
   vm_options.check_sync = true;
+  vm_options.record_path = options.record_path;
   vm_options.scheduling = options.caller_thread ? vm::VmOptions::Scheduling::kCallerThread
                                                 : vm::VmOptions::Scheduling::kDedicatedThread;
   absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine =
@@ -235,6 +246,7 @@ int StressMain(int argc, char** argv) {
   }
 
   Totals totals;
+  std::vector<vm::BlobRef> blobs;
   const auto start = std::chrono::steady_clock::now();
   int reported_percent = 0;
   for (int p = 0; p < options.programs; ++p) {
@@ -243,7 +255,7 @@ int StressMain(int argc, char** argv) {
     absl::Notification finished;
     // The program runs on its own thread so that a hang is detected instead of inherited.
     std::thread runner([&] {
-      run_status = RunProgram(program, options, machine->get(), kernels, &totals);
+      run_status = RunProgram(program, options, machine->get(), kernels, &totals, blobs);
       finished.Notify();
     });
     if (!finished.WaitForNotificationWithTimeout(absl::Seconds(options.timeout_s))) {
@@ -283,6 +295,7 @@ int StressMain(int argc, char** argv) {
   totals.instructions = (*machine)->stats().instructions;
   const vm::VmStats stats = (*machine)->stats();
   const absl::Status shutdown = (*machine)->Shutdown();
+  blobs.clear();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
