@@ -1,0 +1,79 @@
+// RecordReader: parses an instruction record (docs/instruction_record_format.md, written by
+// vm/recorder.h) into a RecordedProgram — plain data, checked line by line, with no VM
+// involved. The Replayer runs what this produces.
+#ifndef SLUICE_VM_RECORD_READER_H_
+#define SLUICE_VM_RECORD_READER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/data_type.h"
+#include "core/shape.h"
+#include "vm/attrs.h"
+#include "vm/instruction.h"
+
+namespace sluice::vm {
+
+// Value types; thread-compatible.
+struct RecordedBlob {
+  uint64_t id = 0;     // the id in the recording run
+  std::string device;  // "sim:0"
+  DataType dtype = DataType::kF32;
+  Shape shape;
+  std::string stream;  // first-use stream, "sim:0/compute"
+  std::string name;
+  int line = 0;
+};
+
+struct RecordedInstruction {
+  InstructionKind kind = InstructionKind::kOpCall;
+  uint64_t seq = 0;
+  std::string stream;                    // empty for barriers
+  std::string wait_target;               // StreamWait only
+  std::string kernel;                    // OpCall only
+  std::shared_ptr<const AttrMap> attrs;  // OpCall only; null when empty
+  // Indices into RecordedProgram::blobs.
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  // Precomputed instructions: batch index (-1: eager) and predecessors as indices within
+  // the batch.
+  int batch = -1;
+  std::vector<int> after;
+  // AccessBlob writes: index into RecordedProgram::data (-1: none).
+  int data = -1;
+  int line = 0;
+};
+
+struct RecordedChecksum {
+  int blob = 0;  // index into RecordedProgram::blobs
+  uint64_t checksum = 0;
+  int line = 0;
+};
+
+struct RecordedProgram {
+  std::string source;  // file path (or "<memory>"), for messages
+  std::vector<RecordedBlob> blobs;
+  std::vector<RecordedInstruction> instructions;  // in file order
+  std::vector<std::vector<uint8_t>> data;         // host bytes of AccessBlob writes
+  std::vector<RecordedChecksum> checksums;
+  // Batch b spans instructions [batch_begin[b], batch_begin[b] + batch_size[b]).
+  std::vector<int> batch_begin;
+  std::vector<int> batch_size;
+};
+
+// Parses `text`. Errors (InvalidArgument, or DataLoss for a truncated file) name
+// `source:LINE` and what is wrong: an unknown directive, a bad number, an unknown blob id,
+// a batch with fewer lines than announced, a missing `end` line, an unsupported version.
+absl::StatusOr<RecordedProgram> ParseRecord(absl::string_view text,
+                                            absl::string_view source = "<memory>");
+// Reads and parses a file (NotFound / InvalidArgument naming the path when unreadable).
+absl::StatusOr<RecordedProgram> ReadRecordFile(const std::string& path);
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_RECORD_READER_H_

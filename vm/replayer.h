@@ -1,0 +1,107 @@
+// Replayer: runs a RecordedProgram (vm/record_reader.h) on a VirtualMachine — the same
+// instructions, in file order, on the same streams or on a device mapping — and compares
+// the final blobs with the checksums the recording run stored. `sluice replay` is a thin
+// command over it; BM_Replay_Noop measures it.
+//
+// How each recorded line is replayed:
+//  - eager instructions (op, wait, record, release, access) are submitted as eager
+//    instructions: the engine derives their dependences from their blobs exactly as it did
+//    when they were recorded. The recorded StreamWait/RecordEvent instructions are replayed
+//    as they are (no soft sync is added, none is dropped);
+//  - a batch is submitted as one precomputed chain with its recorded edges;
+//  - a barrier is a host sync point (VirtualMachine::Sync): later lines are submitted after
+//    it, as the recording host did. The first kernel error a sync reports is kept;
+//  - `access ... write` puts the recorded bytes back; `access ... read` runs an empty read.
+// Blobs are created at first use and dropped after their last use unless a checksum names
+// them, so memory stays bounded by the program's live set.
+#ifndef SLUICE_VM_REPLAYER_H_
+#define SLUICE_VM_REPLAYER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/stream_id.h"
+#include "vm/kernel.h"
+#include "vm/record_reader.h"
+
+namespace sluice::vm {
+
+class Stream;
+class VirtualMachine;
+
+// Finds the kernel for a recorded op name on the stream it will run on.
+using KernelLookup =
+    std::function<absl::StatusOr<const OpKernel*>(absl::string_view op, const StreamKey& stream)>;
+
+// Recorded device ("cuda:0") -> device to run on ("sim:0"). Unmapped devices run as is.
+using DeviceMap = absl::flat_hash_map<std::string, std::string>;
+// Adds "FROM=TO[,FROM=TO...]" to `map`. InvalidArgument naming the bad pair (unparsable
+// device, missing '=', a device mapped twice).
+absl::Status AddDeviceMapping(absl::string_view spec, DeviceMap* map);
+
+struct ReplayOptions {
+  DeviceMap device_map;
+  // Consecutive eager instructions submitted as one chain (1..max_in_flight).
+  int eager_chain = 64;
+};
+
+struct ChecksumMismatch {
+  uint64_t blob_id = 0;  // recorded id
+  std::string blob;      // "blob #3 'w'"
+  uint64_t expected = 0;
+  uint64_t actual = 0;
+  bool released = false;  // the replay had freed the blob's storage
+  int line = 0;           // the checksum's line
+};
+
+struct ReplayResult {
+  int64_t instructions = 0;  // recorded instructions replayed
+  int64_t checksums_compared = 0;
+  int64_t checksums_skipped = 0;  // blobs on memory the host cannot read (cuda)
+  std::vector<ChecksumMismatch> mismatches;
+  absl::Status op_error;  // the first kernel error a sync point reported (OK if none)
+};
+
+// Thread-compatible: one Run at a time. The VM and the program must outlive it.
+class Replayer {
+ public:
+  // Resolves every stream (after the device map) and kernel up front. InvalidArgument /
+  // NotFound naming the record line for an unknown stream, device or op, or a StreamWait
+  // whose two streams the mapping put on different devices.
+  static absl::StatusOr<std::unique_ptr<Replayer>> Create(VirtualMachine* vm,
+                                                          const RecordedProgram* program,
+                                                          const KernelLookup& kernels,
+                                                          ReplayOptions options = {});
+
+  // Runs the whole program once (new blobs each time), ends with a sync, then, if `verify`,
+  // compares checksums. An error status only for what stops the replay itself (the VM
+  // refusing work); kernel errors and mismatches are in the result.
+  absl::StatusOr<ReplayResult> Run(bool verify = true);
+
+ private:
+  struct Resolved {
+    Stream* stream = nullptr;
+    Stream* wait_target = nullptr;
+    const OpKernel* kernel = nullptr;
+  };
+  Replayer(VirtualMachine* vm, const RecordedProgram* program, ReplayOptions options)
+      : vm_(vm), program_(program), options_(std::move(options)) {}
+  absl::StatusOr<Stream*> ResolveStream(absl::string_view recorded, int line) const;
+
+  VirtualMachine* const vm_;
+  const RecordedProgram* const program_;
+  const ReplayOptions options_;
+  std::vector<Resolved> resolved_;     // per instruction
+  std::vector<Stream*> blob_streams_;  // per blob: where it is created
+  std::vector<int> last_use_;          // per blob: last instruction index; -1: keep
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_REPLAYER_H_
