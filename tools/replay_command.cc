@@ -171,7 +171,7 @@ int ReplayMain(int argc, char** argv) {
   replay_options.device_map = options.device_map;
   absl::StatusOr<std::unique_ptr<vm::Replayer>> replayer = vm::Replayer::Create(
       machine->get(), &*program,
-      [&kernels](absl::string_view op, const StreamKey&) { return kernels.Find(op); },
+      [&kernels](absl::string_view op, const StreamKey&, DataType) { return kernels.Find(op); },
       replay_options);
   if (!replayer.ok()) return Fail("", replayer.status(), 2);
 

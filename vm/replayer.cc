@@ -115,7 +115,13 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
                                                      ", whose memory the host cannot address"));
     }
     if (r.kind == InstructionKind::kOpCall) {
-      absl::StatusOr<const OpKernel*> kernel = kernels(r.kernel, out.stream->key());
+      DataType dtype = DataType::kF32;
+      if (!r.outputs.empty()) {
+        dtype = program->blobs[r.outputs[0]].dtype;
+      } else if (!r.inputs.empty()) {
+        dtype = program->blobs[r.inputs[0]].dtype;
+      }
+      absl::StatusOr<const OpKernel*> kernel = kernels(r.kernel, out.stream->key(), dtype);
       if (!kernel.ok()) {
         return absl::Status(kernel.status().code(),
                             absl::StrCat(source, ":", r.line, ": ", kernel.status().message()));

@@ -26,6 +26,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/data_type.h"
 #include "core/stream_id.h"
 #include "vm/kernel.h"
 #include "vm/record_reader.h"
@@ -35,9 +36,10 @@ namespace sluice::vm {
 class Stream;
 class VirtualMachine;
 
-// Finds the kernel for a recorded op name on the stream it will run on.
-using KernelLookup =
-    std::function<absl::StatusOr<const OpKernel*>(absl::string_view op, const StreamKey& stream)>;
+// Finds the kernel for a recorded op name on the stream it will run on, for the dtype of
+// its first output (of its first input when it has no outputs; f32 when it has neither).
+using KernelLookup = std::function<absl::StatusOr<const OpKernel*>(
+    absl::string_view op, const StreamKey& stream, DataType dtype)>;
 
 // Recorded device ("cuda:0") -> device to run on ("sim:0"). Unmapped devices run as is.
 using DeviceMap = absl::flat_hash_map<std::string, std::string>;

@@ -80,9 +80,10 @@ void BM_Replay_Noop(benchmark::State& state) {
   ops::KernelRegistry kernels;
   SLUICE_CHECK(ops::RegisterHostKernels(&kernels).ok());
   std::unique_ptr<Replayer> replayer =
-      Replayer::Create(vm.get(), &program, [&kernels](absl::string_view op, const StreamKey&) {
-        return kernels.Find(op);
-      }).value();
+      Replayer::Create(
+          vm.get(), &program,
+          [&kernels](absl::string_view op, const StreamKey&, DataType) { return kernels.Find(op); })
+          .value();
   int64_t instructions = 0;
   for (auto _ : state) {
     const ReplayResult result = replayer->Run().value();

@@ -80,7 +80,7 @@ std::string RecordProgram(const std::string& name) {
 }
 
 KernelLookup Lookup(VmHarness& h) {
-  return [&h](absl::string_view op, const StreamKey&) { return h.kernels.Find(op); };
+  return [&h](absl::string_view op, const StreamKey&, DataType) { return h.kernels.Find(op); };
 }
 
 absl::StatusOr<ReplayResult> Replay(const std::string& path, ReplayOptions options = {},
