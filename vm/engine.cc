@@ -153,6 +153,7 @@ void Engine::Receive(Instruction* instruction) {
   instruction->received = ++received_;
   ++unretired_;
   if (instruction->kind == InstructionKind::kBarrier) {
+    if (checker_ != nullptr) checker_->OnBarrierReceived(*instruction);
     const int64_t earlier = unretired_ - 1;
     if (earlier == 0) {
       fired_.push_back(instruction);
@@ -190,7 +191,12 @@ void Engine::DispatchReady() {
   for (size_t i = 0; i < ready_.size(); ++i) {
     Instruction* instruction = ready_[i];
     instruction->state = Instruction::State::kDispatched;
+    const bool host_ordered = checker_ != nullptr && instruction->stream != nullptr &&
+                              instruction->stream->policy()->synchronous();
     for (Instruction* successor : instruction->dispatch_successors) {
+      if (host_ordered && successor->stream != instruction->stream) {
+        successor->joins_worker_clock = true;
+      }
       if (--successor->pending == 0) ready_.push_back(successor);
     }
     instruction->dispatch_successors.clear();
@@ -216,6 +222,9 @@ void Engine::Retire(Instruction* instruction) {
   for (Instruction* successor : instruction->done_successors) {
     if (checker_ != nullptr) SyncChecker::OnDoneEdge(*instruction, successor);
     if (--successor->pending == 0) ready_.push_back(successor);
+  }
+  if (checker_ != nullptr && instruction->kind != InstructionKind::kBarrier) {
+    checker_->OnRetiredBeforeBarrier(*instruction);
   }
   if (!instruction->precomputed) {
     if (checker_ != nullptr && instruction->kind != InstructionKind::kBarrier) {
@@ -271,7 +280,7 @@ void Engine::ReleaseUse(Blob* blob) {
 }
 
 void Engine::FireBarrier(Instruction* barrier) {
-  if (checker_ != nullptr) checker_->OnBarrier();
+  if (checker_ != nullptr) checker_->OnBarrier(*barrier);
   if (barrier->barrier_callback) barrier->barrier_callback();
   Retire(barrier);
 }

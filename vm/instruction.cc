@@ -62,6 +62,7 @@ void Instruction::Reset() {
   if (on_retire) on_retire = nullptr;
   if (!host_clock.empty()) host_clock.clear();
   if (!done_clock.empty()) done_clock.clear();
+  joins_worker_clock = false;
 }
 
 }  // namespace sluice::vm

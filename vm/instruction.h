@@ -91,7 +91,10 @@ class Instruction {
 
   // --- Sync checker (when enabled). ---
   std::vector<uint32_t> host_clock;  // what the host knew done when it was launched
-  std::vector<uint32_t> done_clock;  // what its completion certifies (markers, host streams)
+  std::vector<uint32_t> done_clock;  // what its completion certifies
+  // Released by a predecessor on a synchronous stream of the same ThreadCtx at dispatch:
+  // the worker runs that predecessor to completion before launching this one.
+  bool joins_worker_clock = false;
 
   // The op name for OpCall, the kind name otherwise.
   absl::string_view name() const;

@@ -116,10 +116,10 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
     }
     if (r.kind == InstructionKind::kOpCall) {
       DataType dtype = DataType::kF32;
-      if (!r.outputs.empty()) {
-        dtype = program->blobs[r.outputs[0]].dtype;
-      } else if (!r.inputs.empty()) {
+      if (!r.inputs.empty()) {
         dtype = program->blobs[r.inputs[0]].dtype;
+      } else if (!r.outputs.empty()) {
+        dtype = program->blobs[r.outputs[0]].dtype;
       }
       absl::StatusOr<const OpKernel*> kernel = kernels(r.kernel, out.stream->key(), dtype);
       if (!kernel.ok()) {

@@ -37,7 +37,8 @@ class Stream;
 class VirtualMachine;
 
 // Finds the kernel for a recorded op name on the stream it will run on, for the dtype of
-// its first output (of its first input when it has no outputs; f32 when it has neither).
+// its first input (of its first output when it has no inputs; f32 when it has neither):
+// the rule ops::OpRegistry keys kernels by.
 using KernelLookup = std::function<absl::StatusOr<const OpKernel*>(
     absl::string_view op, const StreamKey& stream, DataType dtype)>;
 

@@ -41,6 +41,8 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
   absl::MutexLock lock(&mu_);
   Clock& clock = StreamClock(s);
   Join(clock, instruction->host_clock);
+  const void* worker = stream->thread_ctx();
+  if (instruction->joins_worker_clock) Join(clock, worker_clocks_[worker]);
   if (static_cast<int>(clock.size()) <= s) clock.resize(s + 1, 0);
   ++clock[s];
   switch (instruction->kind) {
@@ -74,12 +76,9 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
     case InstructionKind::kBarrier:
       break;
   }
-  // What this instruction's observed completion certifies: everything its stream ran up to
-  // it. Only completions the engine or a host thread actually observes need it.
-  if (instruction->IsCompletionMarker() || instruction->kind == InstructionKind::kAccessBlob ||
-      stream->policy()->synchronous()) {
-    instruction->done_clock = StreamClock(s);
-  }
+  // What this instruction's completion certifies: everything its stream ran up to it.
+  instruction->done_clock = StreamClock(s);
+  if (stream->policy()->synchronous()) Join(worker_clocks_[worker], instruction->done_clock);
 }
 
 void SyncChecker::OnDoneEdge(const Instruction& done, Instruction* successor) {
@@ -102,9 +101,35 @@ void SyncChecker::OnReceive(Instruction* instruction) {
   }
 }
 
-void SyncChecker::OnBarrier() {
+void SyncChecker::OnBarrierReceived(const Instruction& barrier) {
   absl::MutexLock lock(&mu_);
-  for (const Clock& clock : clocks_) Join(host_, clock);
+  barriers_.push_back(PendingBarrier{barrier.received, std::move(unclaimed_)});
+  unclaimed_.clear();
+}
+
+void SyncChecker::OnRetiredBeforeBarrier(const Instruction& instruction) {
+  if (instruction.done_clock.empty()) return;  // never launched (skipped or cancelled)
+  absl::MutexLock lock(&mu_);
+  for (PendingBarrier& barrier : barriers_) {
+    if (barrier.received > instruction.received) {
+      Join(barrier.done, instruction.done_clock);
+      return;
+    }
+  }
+  Join(unclaimed_, instruction.done_clock);
+}
+
+void SyncChecker::OnBarrier(const Instruction& barrier) {
+  absl::MutexLock lock(&mu_);
+  // Barriers fire in receive order: a later one waits for the earlier one to retire.
+  for (size_t i = 0; i < barriers_.size(); ++i) {
+    if (barriers_[i].received != barrier.received) continue;
+    Join(host_, barriers_[i].done);
+    // A later barrier certifies everything this one did.
+    if (i + 1 < barriers_.size()) Join(barriers_[i + 1].done, barriers_[i].done);
+    barriers_.erase(barriers_.begin() + static_cast<ptrdiff_t>(i));
+    return;
+  }
 }
 
 void SyncChecker::OnHostWaited(const Instruction& instruction) {

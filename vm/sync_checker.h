@@ -7,7 +7,12 @@
 //  - host syncs: an instruction released because the host saw another complete (a
 //    RecordEvent or StreamWait point, or work on a synchronous cpu stream) carries that
 //    instruction's clock into its own stream; a Barrier (VirtualMachine::Sync) or a blocking
-//    read makes everything it waited for known to later submissions.
+//    read makes everything it waited for known to later submissions. A Barrier certifies
+//    exactly the instructions received before it: their completion clocks are gathered as
+//    they retire (work received after the barrier may already be running when it fires);
+//  - worker order: cpu streams are synchronous and share one ThreadCtx, so when the engine
+//    releases an edge from cpu work at dispatch, the successor (launched later by the same
+//    worker) is ordered after that work's completion; the checker joins the worker's clock.
 // Accesses are checked when launched: a stream runs its work in launch order, so the clock
 // at launch is the clock at execution. The checker works the same on every provider.
 #ifndef SLUICE_VM_SYNC_CHECKER_H_
@@ -58,8 +63,12 @@ class SyncChecker {
   static void OnRetire(const Instruction& instruction);
   // Scheduler: an eager instruction is received.
   static void OnReceive(Instruction* instruction);
-  // Scheduler: a Barrier fired; everything launched so far is complete.
-  void OnBarrier();
+  // Scheduler: a Barrier was received (it certifies everything received before it).
+  void OnBarrierReceived(const Instruction& barrier);
+  // Scheduler: a non-barrier instruction retired (complete).
+  void OnRetiredBeforeBarrier(const Instruction& instruction);
+  // Scheduler: `barrier` fired; everything received before it is complete.
+  void OnBarrier(const Instruction& barrier);
   // A host thread waited for `instruction` to complete (a blocking blob read or write).
   void OnHostWaited(const Instruction& instruction);
 
@@ -89,6 +98,17 @@ class SyncChecker {
   mutable absl::Mutex mu_;
   std::vector<Clock> clocks_ ABSL_GUARDED_BY(mu_);  // per dense stream index
   Clock host_ ABSL_GUARDED_BY(mu_);                 // known done at host sync points
+  // Per ThreadCtx running synchronous streams: the clock of the last work it launched.
+  absl::flat_hash_map<const void*, Clock> worker_clocks_ ABSL_GUARDED_BY(mu_);
+  // Unfired barriers in receive order, each with the completion clocks of instructions
+  // received before it (and after the previous one) that retired; `unclaimed_` collects
+  // those received after the last pending barrier, for the next one.
+  struct PendingBarrier {
+    uint64_t received = 0;
+    Clock done;
+  };
+  std::vector<PendingBarrier> barriers_ ABSL_GUARDED_BY(mu_);
+  Clock unclaimed_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, History> history_ ABSL_GUARDED_BY(mu_);
   int64_t violation_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<SyncViolation> violations_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,71 @@
+#include "ops/cpu/host_kernel.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "core/tensor_storage.h"
+
+namespace sluice::ops {
+namespace {
+
+absl::StatusOr<HostTensor> View(const vm::Blob* blob, absl::string_view role, int index,
+                                absl::string_view op) {
+  if (blob->storage() == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("op '", op, "' ", role, " ", index, ": ", blob->DebugName(), " was released"));
+  }
+  HostTensor t;
+  t.data = blob->storage()->data();
+  t.dtype = blob->dtype();
+  t.shape = &blob->shape();
+  t.size = static_cast<int64_t>(blob->bytes() / SizeOf(blob->dtype()));
+  t.blob = blob;
+  return t;
+}
+
+}  // namespace
+
+std::string HostTensor::Describe(absl::string_view role, int index) const {
+  return absl::StrCat(role, " ", index, " (", blob != nullptr ? blob->DebugName() : "tensor", ", ",
+                      DataTypeName(dtype), shape != nullptr ? shape->ToString() : "", ")");
+}
+
+absl::Status HostKernel::Launch(vm::KernelContext& ctx) const {
+  HostArgs args;
+  args.attrs = &ctx.attrs();
+  int i = 0;
+  for (const vm::Blob* blob : ctx.inputs()) {
+    SLUICE_ASSIGN_OR_RETURN(HostTensor t, View(blob, "input", i++, op_));
+    args.inputs.push_back(t);
+  }
+  i = 0;
+  for (const vm::Blob* blob : ctx.outputs()) {
+    SLUICE_ASSIGN_OR_RETURN(HostTensor t, View(blob, "output", i++, op_));
+    args.outputs.push_back(t);
+  }
+  SLUICE_ASSIGN_OR_RETURN(HostWork work, Prepare(args));
+  if (work == nullptr) return absl::OkStatus();
+  return ctx.LaunchHostWork(std::move(work));
+}
+
+absl::Status HostKernel::Error(absl::string_view message) const {
+  return absl::InvalidArgumentError(absl::StrCat("op '", op_, "': ", message));
+}
+
+absl::Status HostKernel::CheckArity(const HostArgs& args, int inputs, int outputs) const {
+  const int n_in = static_cast<int>(args.inputs.size());
+  const int n_out = static_cast<int>(args.outputs.size());
+  const bool in_ok = inputs < 0 ? n_in >= 1 : n_in == inputs;
+  const bool out_ok = outputs < 0 ? n_out >= 1 : n_out == outputs;
+  if (in_ok && out_ok) return absl::OkStatus();
+  auto want = [](int n) { return n < 0 ? std::string("one or more") : absl::StrCat(n); };
+  return Error(absl::StrCat("takes ", want(inputs), " input(s) and ", want(outputs),
+                            " output(s), got ", n_in, " and ", n_out));
+}
+
+absl::Status HostKernel::CheckDtype(const HostTensor& t, DataType dtype, absl::string_view role,
+                                    int index) const {
+  if (t.dtype == dtype) return absl::OkStatus();
+  return Error(absl::StrCat(t.Describe(role, index), " must be ", DataTypeName(dtype)));
+}
+
+}  // namespace sluice::ops

@@ -1,0 +1,120 @@
+// HostKernel: the base of kernels whose work the host runs on host-addressable memory — the
+// cpu device and the sim devices share them (sim memory is host memory; the work runs on
+// the sim stream's thread, in stream order). A kernel validates its operands on the VM
+// worker (Prepare) and returns the work; the base enqueues it with LaunchHostWork, which
+// re-checks poison when it runs and turns a returned error into the op's error.
+#ifndef SLUICE_OPS_CPU_HOST_KERNEL_H_
+#define SLUICE_OPS_CPU_HOST_KERNEL_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/data_type.h"
+#include "core/shape.h"
+#include "core/status.h"
+#include "ops/op_registry.h"
+#include "vm/attrs.h"
+#include "vm/blob.h"
+#include "vm/kernel.h"
+
+namespace sluice::ops {
+
+// A view of one operand: valid during Prepare and, for the pointer, inside the work (the
+// engine keeps the storage alive until the instruction retires). Value type.
+struct HostTensor {
+  void* data = nullptr;
+  DataType dtype = DataType::kF32;
+  const Shape* shape = nullptr;
+  int64_t size = 0;  // elements
+  const vm::Blob* blob = nullptr;
+
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+  // "input 0 (blob #3 'x', f32[2, 3])", for error messages.
+  std::string Describe(absl::string_view role, int index) const;
+};
+
+struct HostArgs {
+  absl::InlinedVector<HostTensor, 4> inputs;
+  absl::InlinedVector<HostTensor, 2> outputs;
+  const vm::AttrMap* attrs = nullptr;
+};
+
+using HostWork = absl::AnyInvocable<absl::Status()>;
+
+// Thread-safe (no mutable state).
+class HostKernel : public vm::OpKernel {
+ public:
+  explicit HostKernel(std::string op) : op_(std::move(op)) {}
+  absl::string_view name() const final { return op_; }
+  // Builds HostArgs (FailedPrecondition for a released operand), calls Prepare, enqueues
+  // the work it returns (none: nothing to enqueue, e.g. an empty tensor).
+  absl::Status Launch(vm::KernelContext& ctx) const final;
+
+ protected:
+  // Worker thread. Validates operand counts, dtypes and shapes against the op's contract
+  // (InvalidArgument naming the operand) and returns the work, or nullptr for none.
+  virtual absl::StatusOr<HostWork> Prepare(const HostArgs& args) const = 0;
+
+  // InvalidArgument "op 'add': <message>".
+  absl::Status Error(absl::string_view message) const;
+  // Checks operand counts (-1: any number >= 1).
+  absl::Status CheckArity(const HostArgs& args, int inputs, int outputs) const;
+  // Checks a tensor's dtype.
+  absl::Status CheckDtype(const HostTensor& t, DataType dtype, absl::string_view role,
+                          int index) const;
+
+ private:
+  const std::string op_;
+};
+
+// A HostKernel from a function: `prepare` is called as Prepare.
+template <typename Fn>
+class FnHostKernel final : public HostKernel {
+ public:
+  FnHostKernel(std::string op, Fn prepare)
+      : HostKernel(std::move(op)), prepare_(std::move(prepare)) {}
+
+ protected:
+  absl::StatusOr<HostWork> Prepare(const HostArgs& args) const override { return prepare_(args); }
+
+ private:
+  Fn prepare_;
+};
+
+template <typename Fn>
+std::shared_ptr<const vm::OpKernel> MakeHostKernel(std::string op, Fn prepare) {
+  return std::make_shared<FnHostKernel<Fn>>(std::move(op), std::move(prepare));
+}
+
+// Passes a C++ element type to a generic lambda: make(TypeTag<float>{}).
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// Registers make(TypeTag<T>{}) (a shared_ptr<const vm::OpKernel>) as the cpu and sim kernel
+// of `op` for each T in Ts.
+template <typename... Ts, typename Make>
+absl::Status RegisterHostKernelsFor(OpRegistry* registry, absl::string_view op, Make make) {
+  absl::Status status;
+  (
+      [&] {
+        if (!status.ok()) return;
+        status = registry->RegisterKernel(op, {DeviceType::kCpu, DeviceType::kSim},
+                                          DataTypeOf<Ts>(), make(TypeTag<Ts>{}));
+      }(),
+      ...);
+  return status;
+}
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_CPU_HOST_KERNEL_H_

@@ -1,0 +1,143 @@
+#include "ops/op_dispatcher.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status.h"
+#include "vm/stream.h"
+
+namespace sluice::ops {
+namespace {
+
+std::string MetaText(const TensorMeta& m) {
+  return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
+}
+
+}  // namespace
+
+absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
+                                                         const SlotBlobs& inputs,
+                                                         const vm::AttrMap& attrs,
+                                                         const DispatchOptions& options,
+                                                         std::vector<int> output_counts) {
+  Plan plan;
+  SLUICE_ASSIGN_OR_RETURN(plan.schema, registry_->FindSchema(op));
+  const OpSchema& schema = *plan.schema;
+  SLUICE_ASSIGN_OR_RETURN(plan.attrs, schema.NormalizeAttrs(attrs));
+
+  std::vector<std::vector<TensorMeta>> metas(inputs.size());
+  std::vector<Device> devices;
+  const vm::Blob* first = nullptr;
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    for (const vm::BlobRef& blob : inputs[s]) {
+      if (blob == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "op '", op, "': input '", s < schema.inputs().size() ? schema.inputs()[s].name : "?",
+            "' is a null tensor"));
+      }
+      metas[s].push_back({blob->dtype(), blob->shape()});
+      devices.push_back(blob->device());
+      if (first == nullptr) first = blob.get();
+    }
+  }
+  SLUICE_ASSIGN_OR_RETURN(plan.outputs,
+                          schema.InferOutputs(metas, plan.attrs, std::move(output_counts)));
+
+  StreamKey key;
+  if (schema.placement()) {
+    SLUICE_ASSIGN_OR_RETURN(Placement placement,
+                            schema.placement()(devices, plan.attrs, options.default_device));
+    key = placement.stream;
+    plan.output_device = placement.output_device;
+  } else {
+    const Device device = first != nullptr ? first->device() : options.default_device;
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      for (const vm::BlobRef& blob : inputs[s]) {
+        if (blob->device() != device) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "op '", op, "': input '", schema.inputs()[s].name, "' (", blob->DebugName(),
+              ") is on ", blob->device().ToString(), " but ", first->DebugName(), " is on ",
+              device.ToString(), "; copy it first (Tensor::To / memcpy ops)"));
+        }
+      }
+    }
+    key.device = device;
+    plan.output_device = device;
+  }
+  if (options.stream.has_value()) {
+    if (options.stream->device != key.device) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", op, "' is placed on ",
+                                                     key.device.ToString(), ", not on stream ",
+                                                     options.stream->ToString()));
+    }
+    key = *options.stream;
+  }
+  SLUICE_ASSIGN_OR_RETURN(plan.stream, vm_->GetStream(key));
+
+  DataType key_dtype = DataType::kF32;
+  if (first != nullptr) {
+    key_dtype = first->dtype();
+  } else if (!plan.outputs.empty() && !plan.outputs[0].empty()) {
+    key_dtype = plan.outputs[0][0].dtype;
+  }
+  SLUICE_ASSIGN_OR_RETURN(plan.kernel, registry_->FindKernel(op, key.device.type(), key_dtype));
+  return plan;
+}
+
+absl::Status OpDispatcher::Launch(const Plan& plan, const SlotBlobs& inputs,
+                                  const SlotBlobs& outputs) {
+  vm::BlobList flat_in, flat_out;
+  for (const vm::BlobList& slot : inputs) flat_in.insert(flat_in.end(), slot.begin(), slot.end());
+  for (const vm::BlobList& slot : outputs) {
+    flat_out.insert(flat_out.end(), slot.begin(), slot.end());
+  }
+  std::shared_ptr<const vm::AttrMap> attrs =
+      plan.attrs.empty() ? nullptr : std::make_shared<const vm::AttrMap>(plan.attrs);
+  return builder_->Call(*plan.kernel, std::move(flat_in), std::move(flat_out), std::move(attrs),
+                        plan.stream);
+}
+
+absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlobs& inputs,
+                                             const vm::AttrMap& attrs,
+                                             const DispatchOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(Plan plan, Prepare(op, inputs, attrs, options, options.output_counts));
+  SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, vm_->GetStream(StreamKey{plan.output_device}));
+  vm::Stream* alloc_stream = plan.output_device == plan.stream->key().device ? plan.stream : home;
+  SlotBlobs outputs(plan.outputs.size());
+  for (size_t s = 0; s < plan.outputs.size(); ++s) {
+    for (const TensorMeta& meta : plan.outputs[s]) {
+      SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob, vm_->NewBlob(alloc_stream, meta.dtype, meta.shape));
+      outputs[s].push_back(std::move(blob));
+    }
+  }
+  SLUICE_RETURN_IF_ERROR(Launch(plan, inputs, outputs));
+  return outputs;
+}
+
+absl::Status OpDispatcher::CallInto(absl::string_view op, const SlotBlobs& inputs,
+                                    const SlotBlobs& outputs, const vm::AttrMap& attrs,
+                                    const DispatchOptions& options) {
+  std::vector<int> counts;
+  for (const vm::BlobList& slot : outputs) counts.push_back(static_cast<int>(slot.size()));
+  SLUICE_ASSIGN_OR_RETURN(Plan plan, Prepare(op, inputs, attrs, options, counts));
+  for (size_t s = 0; s < outputs.size(); ++s) {
+    for (size_t i = 0; i < outputs[s].size(); ++i) {
+      const vm::BlobRef& blob = outputs[s][i];
+      const TensorMeta& want = plan.outputs[s][i];
+      const std::string& slot = plan.schema->outputs()[s].name;
+      if (blob == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", op, "': output '", slot, "' is a null tensor"));
+      }
+      const TensorMeta have{blob->dtype(), blob->shape()};
+      if (!(have == want) || blob->device() != plan.output_device) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", op, "': output '", slot, "' (", blob->DebugName(), ") is ",
+                         MetaText(have), " on ", blob->device().ToString(), "; the op produces ",
+                         MetaText(want), " on ", plan.output_device.ToString()));
+      }
+    }
+  }
+  return Launch(plan, inputs, outputs);
+}
+
+}  // namespace sluice::ops

@@ -1,0 +1,85 @@
+// OpDispatcher: runs one op eagerly through the VM by name — the common core of the eager
+// front end (framework/eager), the kernel tests and the tools. One call:
+//  1. finds the schema and normalizes the attributes (defaults, types);
+//  2. checks the inputs: slot arity, all on one device unless the schema places the op
+//     itself (copies);
+//  3. infers output dtypes and shapes;
+//  4. places the op: the schema's placement rule, else the first input's device, else the
+//     caller's default device; compute stream 0 of that device unless told otherwise;
+//  5. picks the kernel for (op, device type, key dtype), allocates the outputs on the
+//     chosen stream's device, and hands the call to InstructionsBuilder::Call (soft sync).
+// Every error is returned before anything is enqueued, naming the op and the operands.
+#ifndef SLUICE_OPS_OP_DISPATCHER_H_
+#define SLUICE_OPS_OP_DISPATCHER_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/device.h"
+#include "core/stream_id.h"
+#include "ops/op_registry.h"
+#include "vm/attrs.h"
+#include "vm/blob.h"
+#include "vm/instructions_builder.h"
+#include "vm/virtual_machine.h"
+
+namespace sluice::ops {
+
+// Operands per slot, in the schema's slot order.
+using SlotBlobs = std::vector<vm::BlobList>;
+
+struct DispatchOptions {
+  // Device for ops without inputs and without a placement rule.
+  Device default_device;
+  // Run on this stream instead of the placed device's compute stream 0 (it must be on the
+  // placed device).
+  std::optional<StreamKey> stream;
+  // Tensors per output slot for variadic outputs (empty: the infer function decides).
+  std::vector<int> output_counts;
+};
+
+// Thread-compatible, like the InstructionsBuilder it uses. The registry, VM and builder
+// must outlive it.
+class OpDispatcher {
+ public:
+  OpDispatcher(const OpRegistry* registry, vm::VirtualMachine* vm, vm::InstructionsBuilder* builder)
+      : registry_(registry), vm_(vm), builder_(builder) {}
+
+  // Runs `op` and returns its new outputs per slot.
+  absl::StatusOr<SlotBlobs> Call(absl::string_view op, const SlotBlobs& inputs,
+                                 const vm::AttrMap& attrs, const DispatchOptions& options = {});
+
+  // Runs `op` writing into `outputs` the caller allocated (in-place updates such as sgd,
+  // whose output is its Param input). Their dtypes and shapes must be what inference says.
+  absl::Status CallInto(absl::string_view op, const SlotBlobs& inputs, const SlotBlobs& outputs,
+                        const vm::AttrMap& attrs, const DispatchOptions& options = {});
+
+  const OpRegistry* registry() const { return registry_; }
+  vm::VirtualMachine* vm() const { return vm_; }
+  vm::InstructionsBuilder* builder() const { return builder_; }
+
+ private:
+  struct Plan {
+    const OpSchema* schema = nullptr;
+    vm::AttrMap attrs;
+    std::vector<std::vector<TensorMeta>> outputs;
+    vm::Stream* stream = nullptr;
+    Device output_device;
+    const vm::OpKernel* kernel = nullptr;
+  };
+  absl::StatusOr<Plan> Prepare(absl::string_view op, const SlotBlobs& inputs,
+                               const vm::AttrMap& attrs, const DispatchOptions& options,
+                               std::vector<int> output_counts);
+  absl::Status Launch(const Plan& plan, const SlotBlobs& inputs, const SlotBlobs& outputs);
+
+  const OpRegistry* const registry_;
+  vm::VirtualMachine* const vm_;
+  vm::InstructionsBuilder* const builder_;
+};
+
+}  // namespace sluice::ops
+
+#endif  // SLUICE_OPS_OP_DISPATCHER_H_
