@@ -64,9 +64,13 @@ absl::Status InstructionsBuilder::SoftSync(const BlobList& inputs, const BlobLis
       }
     }
   }
+  return absl::OkStatus();
+}
+
+void InstructionsBuilder::SetLastUse(const BlobList& inputs, const BlobList& outputs,
+                                     Stream* stream) {
   for (const BlobRef& blob : outputs) blob->storage()->set_last_used_stream(stream->id());
   for (const BlobRef& blob : inputs) blob->storage()->set_last_used_stream(stream->id());
-  return absl::OkStatus();
 }
 
 absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs, BlobList outputs,
@@ -102,7 +106,11 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs, 
   call->inputs = ToPtrs(inputs);
   call->outputs = ToPtrs(outputs);
   chain.PushBack(call);
-  return vm_->Submit(std::move(chain));
+  SLUICE_RETURN_IF_ERROR(vm_->Submit(std::move(chain)));
+  // Only work that was accepted moves a blob's last use: a refused call leaves the soft-sync
+  // state as it was, so the next call still syncs against the real last user.
+  SetLastUse(inputs, outputs, stream);
+  return absl::OkStatus();
 }
 
 absl::Status InstructionsBuilder::StreamWait(BlobList blobs, Stream* from, Stream* to) {

@@ -84,8 +84,11 @@ class InstructionsBuilder {
  private:
   absl::Status CheckUsable(const BlobRef& blob) const;
   absl::StatusOr<Stream*> LastStream(const Blob& blob);
+  // Appends the sync instructions `stream` needs before using the operands.
   absl::Status SoftSync(const BlobList& inputs, const BlobList& outputs, Stream* stream,
                         internal::Chain<Instruction>& chain);
+  // Records `stream` as the operands' last user (after a successful submit).
+  static void SetLastUse(const BlobList& inputs, const BlobList& outputs, Stream* stream);
   Instruction* Allocate();
 
   VirtualMachine* const vm_;
