@@ -29,13 +29,19 @@ namespace {
 struct HostWork {
   Instruction* instruction;
   ErrorSink* errors;
-  absl::AnyInvocable<absl::Status()> work;
+  std::atomic<int64_t>* skipped;            // may be null
+  absl::AnyInvocable<absl::Status()> work;  // null: only settle the outputs' poison
 
   absl::Status operator()() {
     absl::Status poison = InstructionExecutor::InputPoison(*instruction);
     if (!poison.ok()) {
       for (Blob* blob : instruction->outputs) blob->Poison(poison);
       instruction->status = poison;
+      if (skipped != nullptr) VmCounters::Add(*skipped);
+      return absl::OkStatus();
+    }
+    if (work == nullptr) {
+      for (Blob* blob : instruction->outputs) blob->ClearPoison();
       return absl::OkStatus();
     }
     absl::Status status;
@@ -64,7 +70,7 @@ struct HostWork {
 
 absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> work) {
   ran_host_work_ = true;
-  return stream_->Launch(HostWork{instruction_, errors_, std::move(work)});
+  return stream_->Launch(HostWork{instruction_, errors_, skipped_, std::move(work)});
 }
 
 // --- InstructionExecutor. ---
@@ -83,14 +89,31 @@ void InstructionExecutor::Fail(Instruction* instruction, const absl::Status& err
   const absl::Status annotated(error.code(),
                                absl::StrCat(instruction->DebugString(), ": ", error.message()));
   instruction->status = annotated;
-  for (Blob* blob : instruction->outputs) blob->Poison(annotated);
+  PoisonOutputs(instruction, annotated);
   errors_->Report(annotated);
 }
 
 void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cause) {
   instruction->status = cause;
-  for (Blob* blob : instruction->outputs) blob->Poison(cause);
+  PoisonOutputs(instruction, cause);
   VmCounters::Add(counters_->skipped);
+}
+
+void InstructionExecutor::PoisonOutputs(Instruction* instruction, const absl::Status& cause) {
+  if (instruction->outputs.empty()) return;
+  Stream* stream = instruction->stream;
+  if (stream != nullptr && stream->policy()->host_accessible()) {
+    // In stream order: an earlier write still queued on the stream settles the blob's
+    // poison when it runs, and must not clear what this later failure sets. The
+    // instruction outlives the task (it retires after the stream passes this point).
+    Instruction* i = instruction;
+    const absl::Status launched = stream->ep_stream()->Launch([i, cause]() {
+      for (Blob* blob : i->outputs) blob->Poison(cause);
+      return absl::OkStatus();
+    });
+    if (launched.ok()) return;
+  }
+  for (Blob* blob : instruction->outputs) blob->Poison(cause);
 }
 
 void InstructionExecutor::CountBorrow(bool reused) {
@@ -126,12 +149,18 @@ void InstructionExecutor::Run(Instruction* instruction) {
 }
 
 void InstructionExecutor::RunOpCall(Instruction* instruction) {
-  absl::Status poison = InputPoison(*instruction);
-  if (!poison.ok()) {
-    Skip(instruction, poison);
-    return;
+  const bool host_accessible = instruction->stream->policy()->host_accessible();
+  // Poison is settled in stream order where the host can run work on the stream (the
+  // host work re-checks inputs when it runs, after every earlier write on the stream);
+  // elsewhere (cuda) in launch order, here.
+  if (!host_accessible) {
+    absl::Status poison = InputPoison(*instruction);
+    if (!poison.ok()) {
+      Skip(instruction, poison);
+      return;
+    }
   }
-  KernelContext ctx(instruction, instruction->stream->ep_stream(), errors_);
+  KernelContext ctx(instruction, instruction->stream->ep_stream(), errors_, &counters_->skipped);
   absl::Status status;
   try {
     status = instruction->kernel->Launch(ctx);
@@ -144,10 +173,15 @@ void InstructionExecutor::RunOpCall(Instruction* instruction) {
     Fail(instruction, status);
     return;
   }
-  // Host work settles poison when it runs; device work is settled now, in launch order.
-  if (!ctx.ran_host_work()) {
-    for (Blob* blob : instruction->outputs) blob->ClearPoison();
+  if (ctx.ran_host_work() || instruction->outputs.empty()) return;
+  if (host_accessible) {
+    // No work of its own (e.g. an empty tensor): settle the outputs in stream order.
+    const absl::Status launched = instruction->stream->ep_stream()->Launch(
+        HostWork{instruction, errors_, &counters_->skipped, nullptr});
+    if (!launched.ok()) Fail(instruction, launched);
+    return;
   }
+  for (Blob* blob : instruction->outputs) blob->ClearPoison();
 }
 
 void InstructionExecutor::RunStreamWait(Instruction* instruction) {

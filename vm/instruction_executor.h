@@ -35,6 +35,9 @@ class InstructionExecutor {
   void Fail(Instruction* instruction, const absl::Status& error);
   // Marks `instruction` skipped because of `cause` (a poisoned input or cancellation).
   void Skip(Instruction* instruction, const absl::Status& cause);
+  // Poisons the outputs with `cause`: in stream order on streams the host can run work on,
+  // at once elsewhere.
+  void PoisonOutputs(Instruction* instruction, const absl::Status& cause);
   // The first poisoned input's error, or OK.
   static absl::Status InputPoison(const Instruction& instruction);
 

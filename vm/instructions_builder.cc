@@ -147,14 +147,15 @@ absl::Status InstructionsBuilder::RecordEvent(BlobList blobs, Stream* stream) {
 absl::Status InstructionsBuilder::Release(const BlobRef& blob) {
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
-  blob->released_ = true;
   Instruction* release = Allocate();
   release->kind = InstructionKind::kRelease;
   release->stream = stream;
   release->outputs.push_back(blob.get());
   internal::Chain<Instruction> chain;
   chain.PushBack(release);
-  return vm_->Submit(std::move(chain));
+  SLUICE_RETURN_IF_ERROR(vm_->Submit(std::move(chain)));
+  blob->released_ = true;  // only once the release was accepted
+  return absl::OkStatus();
 }
 
 absl::Status InstructionsBuilder::AccessBlob(

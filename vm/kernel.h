@@ -5,6 +5,9 @@
 #ifndef SLUICE_VM_KERNEL_H_
 #define SLUICE_VM_KERNEL_H_
 
+#include <atomic>
+#include <cstdint>
+
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -21,8 +24,9 @@ class ErrorSink;
 // Built by the ThreadCtx worker for one Launch call; valid only during it.
 class KernelContext {
  public:
-  KernelContext(Instruction* instruction, ep::Stream* stream, ErrorSink* errors)
-      : instruction_(instruction), stream_(stream), errors_(errors) {}
+  KernelContext(Instruction* instruction, ep::Stream* stream, ErrorSink* errors,
+                std::atomic<int64_t>* skipped = nullptr)
+      : instruction_(instruction), stream_(stream), errors_(errors), skipped_(skipped) {}
 
   absl::Span<Blob* const> inputs() const;
   absl::Span<Blob* const> outputs() const;
@@ -43,6 +47,7 @@ class KernelContext {
   Instruction* const instruction_;
   ep::Stream* const stream_;
   ErrorSink* const errors_;
+  std::atomic<int64_t>* const skipped_;  // counts work skipped for a poisoned input
   bool ran_host_work_ = false;
 };
 
