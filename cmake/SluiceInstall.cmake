@@ -2,12 +2,12 @@
 # writes find_package(Sluice) and links Sluice::ep (or any other layer).
 include(CMakePackageConfigHelpers)
 
-set(_sluice_targets sluice_core sluice_ep_api sluice_ep_cuda sluice_ep sluice_vm sluice_ops)
+set(_sluice_targets sluice_core sluice_ep_api sluice_ep_cuda sluice_ep sluice_vm sluice_ops sluice_framework)
 install(TARGETS ${_sluice_targets} EXPORT SluiceTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
-foreach(_dir core ep vm ops)
+foreach(_dir core ep vm ops framework)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sluice/${_dir}
     FILES_MATCHING PATTERN "*.h")  # internal/ too: public headers include a few of them
 endforeach()

@@ -8,6 +8,12 @@ namespace sluice::ops {
 absl::Status RegisterStandardOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(internal::RegisterBasicOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterBasicHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterElementwiseOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterElementwiseHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterNnOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterNnHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterShapeAndOptimizerOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterShapeAndOptimizerHostKernels(registry));
   return absl::OkStatus();
 }
 

@@ -14,6 +14,20 @@ namespace sluice::ops::internal {
 absl::Status RegisterBasicOps(OpRegistry* registry);
 absl::Status RegisterBasicHostKernels(OpRegistry* registry);
 
+// add, sub, mul, div, max, min (numpy broadcasting), relu, sigmoid, tanh, exp, log, sqrt,
+// square, and their grad ops.
+absl::Status RegisterElementwiseOps(OpRegistry* registry);
+absl::Status RegisterElementwiseHostKernels(OpRegistry* registry);
+
+// matmul, reduce_sum, reduce_mean, softmax, log_softmax, softmax_with_cross_entropy, and
+// their grad ops.
+absl::Status RegisterNnOps(OpRegistry* registry);
+absl::Status RegisterNnHostKernels(OpRegistry* registry);
+
+// reshape, transpose, concat, split (and grads); sgd, adam.
+absl::Status RegisterShapeAndOptimizerOps(OpRegistry* registry);
+absl::Status RegisterShapeAndOptimizerHostKernels(OpRegistry* registry);
+
 }  // namespace sluice::ops::internal
 
 #endif  // SLUICE_OPS_INTERNAL_OP_FAMILIES_H_

@@ -1,0 +1,154 @@
+#include "framework/eager/context.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "framework/eager/internal/context_state.h"
+#include "ops/standard_ops.h"
+#include "vm/stream.h"
+
+namespace sluice::eager {
+namespace internal {
+
+ContextState::~ContextState() {
+  {
+    absl::MutexLock lock(&mu);
+    dispatcher.reset();
+    builder.reset();
+  }
+  if (vm != nullptr) vm->Shutdown().IgnoreError();  // nobody is left to report it to
+  vm.reset();
+  runtime.reset();
+}
+
+TensorState::~TensorState() {
+  if (blob == nullptr || blob->storage() == nullptr) return;
+  absl::MutexLock lock(&context->mu);
+  // Fails only once the VM is shut down; the storage then goes with the blob.
+  context->builder->Release(blob).IgnoreError();
+}
+
+}  // namespace internal
+
+absl::StatusOr<Context> Context::Create(ContextOptions options) {
+  auto state = std::make_shared<internal::ContextState>();
+  SLUICE_ASSIGN_OR_RETURN(state->runtime, ep::Runtime::Create(options.runtime));
+  SLUICE_ASSIGN_OR_RETURN(state->vm, vm::VirtualMachine::Create(state->runtime.get(), options.vm));
+  SLUICE_RETURN_IF_ERROR(ops::RegisterStandardOps(&state->registry));
+  SLUICE_RETURN_IF_ERROR(state->runtime->GetDevice(options.default_device).status());
+  state->seed = options.seed;
+  absl::MutexLock lock(&state->mu);
+  state->builder = std::make_unique<vm::InstructionsBuilder>(state->vm.get());
+  state->dispatcher =
+      std::make_unique<ops::OpDispatcher>(&state->registry, state->vm.get(), state->builder.get());
+  state->default_device = options.default_device;
+  return Context(std::move(state));
+}
+
+Device Context::default_device() const {
+  absl::MutexLock lock(&state_->mu);
+  return state_->default_device;
+}
+
+void Context::set_default_device(Device device) {
+  absl::MutexLock lock(&state_->mu);
+  state_->default_device = device;
+}
+
+vm::VirtualMachine* Context::vm() const { return state_->vm.get(); }
+ep::Runtime* Context::runtime() const { return state_->runtime.get(); }
+const ops::OpRegistry& Context::registry() const { return state_->registry; }
+
+int64_t Context::NextSeed() {
+  // SplitMix64 over a counter: distinct, well-mixed seeds from one context seed.
+  uint64_t z =
+      state_->seed +
+      0x9E3779B97F4A7C15ull * (state_->seed_counter.fetch_add(1, std::memory_order_relaxed) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<int64_t>((z ^ (z >> 31)) >> 1);
+}
+
+absl::StatusOr<Tensor> Context::FromBytes(DataType dtype, const Shape& shape,
+                                          absl::Span<const uint8_t> bytes, Device device) {
+  SLUICE_ASSIGN_OR_RETURN(vm::Stream * stream, state_->vm->GetStream(StreamKey{device}));
+  if (!stream->policy()->host_accessible()) {
+    // Stage on the host, then copy with memcpy_h2d on the device's copy stream.
+    SLUICE_ASSIGN_OR_RETURN(Tensor host, FromBytes(dtype, shape, bytes, Device()));
+    return host.To(device);
+  }
+  SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob, state_->vm->NewBlob(stream, dtype, shape));
+  {
+    // WriteBlob blocks until the copy ran, so other threads' calls wait for it; the copy is
+    // ordered only after this blob's (nonexistent) earlier users, so it runs at once.
+    absl::MutexLock lock(&state_->mu);
+    SLUICE_RETURN_IF_ERROR(state_->builder->WriteBlob(blob, bytes));
+  }
+  return Tensor(std::make_shared<internal::TensorState>(state_, std::move(blob)));
+}
+
+namespace {
+
+absl::Status CheckTensors(absl::string_view op, const std::vector<std::vector<Tensor>>& slots,
+                          absl::string_view role, ops::SlotBlobs* blobs) {
+  blobs->resize(slots.size());
+  for (size_t s = 0; s < slots.size(); ++s) {
+    (*blobs)[s].reserve(slots[s].size());
+    for (size_t i = 0; i < slots[s].size(); ++i) {
+      if (!slots[s][i].valid()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", op, "': ", role, " ", s, "[", i, "] is an empty Tensor"));
+      }
+      (*blobs)[s].push_back(slots[s][i].blob());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
+                                                  const std::vector<std::vector<Tensor>>& inputs,
+                                                  const vm::AttrMap& attrs,
+                                                  std::optional<Device> device) {
+  ops::SlotBlobs in;
+  SLUICE_RETURN_IF_ERROR(CheckTensors(op, inputs, "input", &in));
+  for (const std::vector<Tensor>& slot : inputs) {
+    for (const Tensor& t : slot) {
+      if (t.state_->context != state_) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", op, "': an input belongs to another eager context"));
+      }
+    }
+  }
+  absl::StatusOr<ops::SlotBlobs> out;
+  {
+    absl::MutexLock lock(&state_->mu);
+    ops::DispatchOptions options;
+    options.default_device = device.value_or(state_->default_device);
+    out = state_->dispatcher->Call(op, in, attrs, options);
+  }
+  if (!out.ok()) return out.status();
+  std::vector<Tensor> tensors;
+  for (vm::BlobList& slot : *out) {
+    for (vm::BlobRef& blob : slot) {
+      tensors.push_back(Tensor(std::make_shared<internal::TensorState>(state_, std::move(blob))));
+    }
+  }
+  return tensors;
+}
+
+absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vector<Tensor>>& inputs,
+                               const std::vector<std::vector<Tensor>>& outputs,
+                               const vm::AttrMap& attrs) {
+  ops::SlotBlobs in, out;
+  SLUICE_RETURN_IF_ERROR(CheckTensors(op, inputs, "input", &in));
+  SLUICE_RETURN_IF_ERROR(CheckTensors(op, outputs, "output", &out));
+  absl::MutexLock lock(&state_->mu);
+  ops::DispatchOptions options;
+  options.default_device = state_->default_device;
+  return state_->dispatcher->CallInto(op, in, out, attrs, options);
+}
+
+absl::Status Context::Sync() { return state_->vm->Sync(); }
+
+}  // namespace sluice::eager

@@ -1,0 +1,110 @@
+// eager::Context: what an eager program runs in — a Runtime (devices), a VM, the standard
+// op registry, and the one InstructionsBuilder + OpDispatcher that every op call of the
+// context goes through. Op calls return at once; the VM runs them asynchronously; reading a
+// tensor back waits only for what produced it.
+//
+// Ownership: Context is a handle to shared state that every Tensor created in it also
+// holds, so tensors may outlive the Context object; the Runtime and VM go away with the
+// last of them (the VM finishing its work first). There is no global context.
+#ifndef SLUICE_FRAMEWORK_EAGER_CONTEXT_H_
+#define SLUICE_FRAMEWORK_EAGER_CONTEXT_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "core/data_type.h"
+#include "core/device.h"
+#include "core/shape.h"
+#include "ep/runtime.h"
+#include "ops/op_dispatcher.h"
+#include "vm/attrs.h"
+#include "vm/virtual_machine.h"
+
+namespace sluice::eager {
+
+class Tensor;
+namespace internal {
+struct ContextState;
+}
+
+struct ContextOptions {
+  ep::RuntimeOptions runtime;
+  vm::VmOptions vm;
+  // Where ops without tensor inputs (fill_constant, random) run unless told otherwise.
+  Device default_device{DeviceType::kCpu, 0};
+  // Seeds the random ops called without an explicit seed (each call draws the next one).
+  uint64_t seed = 0x5eed;
+};
+
+// Thread-safe: op calls from several threads are serialized through one builder (a blob's
+// last use must be tracked by one builder at a time).
+class Context {
+ public:
+  static absl::StatusOr<Context> Create(ContextOptions options = {});
+
+  Device default_device() const;
+  void set_default_device(Device device);
+
+  // A tensor on `device` holding a copy of `bytes` (size must match dtype x shape). Blocks
+  // until the bytes are copied in (the caller's buffer may be reused afterwards).
+  absl::StatusOr<Tensor> FromBytes(DataType dtype, const Shape& shape,
+                                   absl::Span<const uint8_t> bytes, Device device);
+  template <typename T>
+  absl::StatusOr<Tensor> FromVector(const std::vector<T>& values, const Shape& shape,
+                                    Device device);
+  template <typename T>
+  absl::StatusOr<Tensor> FromVector(const std::vector<T>& values, const Shape& shape);
+
+  // Runs `op` by name: inputs per schema slot; returns every output, slots flattened in
+  // order. Errors name the op and the operands, before anything is enqueued.
+  absl::StatusOr<std::vector<Tensor>> Call(absl::string_view op,
+                                           const std::vector<std::vector<Tensor>>& inputs,
+                                           const vm::AttrMap& attrs = {},
+                                           std::optional<Device> device = std::nullopt);
+  // Runs `op` writing into existing tensors (in-place updates: sgd, adam).
+  absl::Status CallInto(absl::string_view op, const std::vector<std::vector<Tensor>>& inputs,
+                        const std::vector<std::vector<Tensor>>& outputs,
+                        const vm::AttrMap& attrs = {});
+
+  // Waits for everything submitted so far; the first kernel error since the last sync.
+  absl::Status Sync();
+  // The seed the next random op without an explicit seed uses.
+  int64_t NextSeed();
+
+  vm::VirtualMachine* vm() const;
+  ep::Runtime* runtime() const;
+  const ops::OpRegistry& registry() const;
+
+ private:
+  friend class Tensor;
+  explicit Context(std::shared_ptr<internal::ContextState> state) : state_(std::move(state)) {}
+  std::shared_ptr<internal::ContextState> state_;
+};
+
+}  // namespace sluice::eager
+
+#include "framework/eager/tensor.h"
+
+namespace sluice::eager {
+
+template <typename T>
+absl::StatusOr<Tensor> Context::FromVector(const std::vector<T>& values, const Shape& shape,
+                                           Device device) {
+  return FromBytes(DataTypeOf<T>(), shape,
+                   absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(values.data()),
+                                       values.size() * sizeof(T)),
+                   device);
+}
+
+template <typename T>
+absl::StatusOr<Tensor> Context::FromVector(const std::vector<T>& values, const Shape& shape) {
+  return FromVector(values, shape, default_device());
+}
+
+}  // namespace sluice::eager
+
+#endif  // SLUICE_FRAMEWORK_EAGER_CONTEXT_H_

@@ -1,0 +1,65 @@
+#include "framework/eager/tensor.h"
+
+#include "absl/synchronization/notification.h"
+#include "core/status.h"
+#include "framework/eager/context.h"
+#include "framework/eager/internal/context_state.h"
+#include "vm/stream.h"
+
+namespace sluice::eager {
+
+Device Tensor::device() const { return state_->blob->device(); }
+DataType Tensor::dtype() const { return state_->blob->dtype(); }
+const Shape& Tensor::shape() const { return state_->blob->shape(); }
+const vm::BlobRef& Tensor::blob() const { return state_->blob; }
+Context Tensor::context() const { return Context(state_->context); }
+
+absl::StatusOr<Tensor> Tensor::To(Device device) const {
+  if (!valid()) return absl::InvalidArgumentError("To: empty Tensor");
+  const Device from = this->device();
+  if (from == device) return *this;
+  Context ctx = context();
+  if (from.type() == DeviceType::kCpu) {
+    SLUICE_ASSIGN_OR_RETURN(
+        std::vector<Tensor> out,
+        ctx.Call("memcpy_h2d", {{*this}}, vm::AttrMap().Set("device", device.ToString())));
+    return out[0];
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> host, ctx.Call("memcpy_d2h", {{*this}}));
+  if (device.type() == DeviceType::kCpu) return host[0];
+  return host[0].To(device);
+}
+
+absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
+  if (!valid()) return absl::InvalidArgumentError("ToBytes: empty Tensor");
+  internal::ContextState& ctx = *state_->context;
+  SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, ctx.vm->GetStream(StreamKey{device()}));
+  if (!home->policy()->host_accessible()) {
+    SLUICE_ASSIGN_OR_RETURN(Tensor host, To(Device()));
+    return host.ToBytes();
+  }
+  std::vector<uint8_t> out(state_->blob->bytes());
+  absl::Notification done;
+  absl::Status result;
+  vm::VirtualMachine* machine = ctx.vm.get();
+  {
+    // Submit under the lock, wait outside it: other threads keep issuing ops meanwhile.
+    absl::MutexLock lock(&ctx.mu);
+    SLUICE_RETURN_IF_ERROR(ctx.builder->AccessBlob(
+        state_->blob, /*write=*/false,
+        [&out](void* data, size_t n) {
+          if (n > 0) std::memcpy(out.data(), data, n);
+          return absl::OkStatus();
+        },
+        [&](const vm::Instruction& i) {
+          result = i.status;
+          machine->NoteHostWaited(i);
+          done.Notify();
+        }));
+  }
+  done.WaitForNotification();
+  if (!result.ok()) return result;
+  return out;
+}
+
+}  // namespace sluice::eager

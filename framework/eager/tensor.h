@@ -1,0 +1,73 @@
+// eager::Tensor: a handle to a tensor on a device (dtype, shape), created from host data or
+// by ops. Copies of a handle share the tensor. When the last handle goes away the storage
+// is freed by a Release instruction on the tensor's last used stream: no host blocking.
+#ifndef SLUICE_FRAMEWORK_EAGER_TENSOR_H_
+#define SLUICE_FRAMEWORK_EAGER_TENSOR_H_
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/data_type.h"
+#include "core/device.h"
+#include "core/shape.h"
+#include "vm/blob.h"
+
+namespace sluice::eager {
+
+class Context;
+namespace internal {
+struct ContextState;
+struct TensorState;
+}  // namespace internal
+
+// Value type (a shared handle). Thread-compatible per handle; several threads may hold
+// handles to one tensor and read it concurrently.
+class Tensor {
+ public:
+  Tensor() = default;  // an empty handle; every accessor but valid() requires a tensor
+
+  bool valid() const { return state_ != nullptr; }
+  Device device() const;
+  DataType dtype() const;
+  const Shape& shape() const;
+  int64_t num_elements() const { return shape().NumElements(); }
+
+  // A copy on `device` (memcpy_h2d / memcpy_d2h on the copy streams; device to device goes
+  // through the host). The same tensor when it is already there.
+  absl::StatusOr<Tensor> To(Device device) const;
+
+  // Reads the contents back. Waits only for the work that produces this tensor; returns
+  // that work's error if it failed.
+  absl::StatusOr<std::vector<uint8_t>> ToBytes() const;
+  template <typename T>
+  absl::StatusOr<std::vector<T>> ToVector() const;
+
+  // The context the tensor lives in (a new handle to it).
+  Context context() const;
+  const vm::BlobRef& blob() const;
+
+ private:
+  friend class Context;
+  explicit Tensor(std::shared_ptr<internal::TensorState> state) : state_(std::move(state)) {}
+  std::shared_ptr<internal::TensorState> state_;
+};
+
+template <typename T>
+absl::StatusOr<std::vector<T>> Tensor::ToVector() const {
+  if (valid() && dtype() != DataTypeOf<T>()) {
+    return absl::InvalidArgumentError(absl::StrCat("ToVector<", DataTypeName(DataTypeOf<T>()),
+                                                   ">: the tensor is ", DataTypeName(dtype())));
+  }
+  absl::StatusOr<std::vector<uint8_t>> bytes = ToBytes();
+  if (!bytes.ok()) return bytes.status();
+  std::vector<T> values(bytes->size() / sizeof(T));
+  if (!values.empty()) std::memcpy(values.data(), bytes->data(), bytes->size());
+  return values;
+}
+
+}  // namespace sluice::eager
+
+#endif  // SLUICE_FRAMEWORK_EAGER_TENSOR_H_

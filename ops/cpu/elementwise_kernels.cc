@@ -1,0 +1,411 @@
+// Host kernels (cpu and sim) of the elementwise family (ops/elementwise_ops.cc), f32 and f64.
+// The loops live in ops/cpu/elementwise_loops.h: same shapes run as one contiguous row, a
+// broadcast scalar as one row against a constant, and other broadcasts as rows of the
+// collapsed output with the innermost dimension contiguous. An output may be an input's
+// tensor (in-place use, through OpDispatcher::CallInto).
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/cpu/elementwise_loops.h"
+#include "ops/cpu/host_kernel.h"
+#include "ops/internal/op_families.h"
+
+namespace sluice::ops::internal {
+namespace {
+
+using elementwise::BroadcastPlan;
+
+// ---- Element functions ----
+
+struct AddFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x + y;
+  }
+};
+struct SubFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x - y;
+  }
+};
+struct MulFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x * y;
+  }
+};
+struct DivFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x / y;
+  }
+};
+struct MaxFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x >= y ? x : y;
+  }
+};
+struct MinFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x <= y ? x : y;
+  }
+};
+
+// Gradient contributions c(x, y, g) of one output element to XGrad and YGrad.
+struct GradG {  // d(x + y)/dx, d(x - y)/dx, d(x + y)/dy
+  template <typename T>
+  T operator()(T, T, T g) const {
+    return g;
+  }
+};
+struct GradNegG {  // d(x - y)/dy
+  template <typename T>
+  T operator()(T, T, T g) const {
+    return -g;
+  }
+};
+struct GradMulX {
+  template <typename T>
+  T operator()(T, T y, T g) const {
+    return g * y;
+  }
+};
+struct GradMulY {
+  template <typename T>
+  T operator()(T x, T, T g) const {
+    return g * x;
+  }
+};
+struct GradDivX {
+  template <typename T>
+  T operator()(T, T y, T g) const {
+    return g / y;
+  }
+};
+struct GradDivY {  // -g x / y^2, as (g / y) (x / y): no overflow of y^2
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return -(g / y) * (x / y);
+  }
+};
+struct GradMaxX {  // ties go to X
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return x >= y ? g : T(0);
+  }
+};
+struct GradMaxY {
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return x >= y ? T(0) : g;
+  }
+};
+struct GradMinX {
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return x <= y ? g : T(0);
+  }
+};
+struct GradMinY {
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return x <= y ? T(0) : g;
+  }
+};
+
+struct ReluFn {  // NaN stays NaN
+  template <typename T>
+  T operator()(T x) const {
+    return x < T(0) ? T(0) : x;
+  }
+};
+struct SigmoidFn {
+  template <typename T>
+  T operator()(T x) const {
+    return elementwise::Sigmoid(x);
+  }
+};
+struct TanhFn {
+  template <typename T>
+  T operator()(T x) const {
+    return elementwise::Tanh(x);
+  }
+};
+struct ExpFn {
+  template <typename T>
+  T operator()(T x) const {
+    return elementwise::Exp(x);
+  }
+};
+struct LogFn {
+  template <typename T>
+  T operator()(T x) const {
+    return elementwise::Log(x);
+  }
+};
+struct SqrtFn {};  // RunSqrt
+struct SquareFn {
+  template <typename T>
+  T operator()(T x) const {
+    return x * x;
+  }
+};
+
+// Unary gradients fn(v, g), v being Out or X as the grad op's schema says.
+struct ReluGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return out > T(0) ? g : T(0);
+  }
+};
+struct SigmoidGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return g * out * (T(1) - out);
+  }
+};
+struct TanhGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return g * (T(1) - out * out);
+  }
+};
+struct ExpGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return g * out;
+  }
+};
+struct LogGradFn {  // v = X
+  template <typename T>
+  T operator()(T x, T g) const {
+    return g / x;
+  }
+};
+struct SqrtGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return T(0.5) * g / out;
+  }
+};
+struct SquareGradFn {  // v = X
+  template <typename T>
+  T operator()(T x, T g) const {
+    return T(2) * x * g;
+  }
+};
+
+// ---- Kernels ----
+
+// Operand checks shared by the kernels of the family.
+template <typename T>
+class ElementwiseKernel : public HostKernel {
+ public:
+  using HostKernel::HostKernel;
+
+ protected:
+  absl::Status CheckOperands(const HostArgs& a, int inputs, int outputs) const {
+    SLUICE_RETURN_IF_ERROR(CheckArity(a, inputs, outputs));
+    for (int i = 0; i < inputs; ++i) {
+      SLUICE_RETURN_IF_ERROR(CheckDtype(a.inputs[i], DataTypeOf<T>(), "input", i));
+    }
+    for (int i = 0; i < outputs; ++i) {
+      SLUICE_RETURN_IF_ERROR(CheckDtype(a.outputs[i], DataTypeOf<T>(), "output", i));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status CheckSameShape(const HostTensor& t, absl::string_view role, int index,
+                              const HostTensor& like, absl::string_view like_role,
+                              int like_index) const {
+    if (*t.shape == *like.shape) return absl::OkStatus();
+    return Error(absl::StrCat(t.Describe(role, index), " must have the shape of ",
+                              like.Describe(like_role, like_index)));
+  }
+  // The broadcast of inputs 0 and 1 must be `out`'s shape (output 0, or OutGrad: input 2).
+  absl::StatusOr<BroadcastPlan> Plan(const HostArgs& a, const HostTensor& out,
+                                     absl::string_view out_role, int out_index) const {
+    const HostTensor& x = a.inputs[0];
+    const HostTensor& y = a.inputs[1];
+    absl::StatusOr<Shape> shape = BroadcastShapes(*x.shape, *y.shape);
+    if (!shape.ok()) return Error(shape.status().message());
+    if (*shape != *out.shape) {
+      return Error(absl::StrCat(out.Describe(out_role, out_index), " must have shape ",
+                                shape->ToString(), ", the broadcast of ", x.Describe("input", 0),
+                                " and ", y.Describe("input", 1)));
+    }
+    return elementwise::MakeBroadcastPlan(*x.shape, *y.shape, *out.shape);
+  }
+};
+
+// X, Y -> Out.
+template <typename T, typename Fn>
+class BinaryKernel final : public ElementwiseKernel<T> {
+ public:
+  using ElementwiseKernel<T>::ElementwiseKernel;
+
+ protected:
+  absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
+    SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 2, 1));
+    SLUICE_ASSIGN_OR_RETURN(BroadcastPlan plan, this->Plan(a, a.outputs[0], "output", 0));
+    if (plan.size == 0) return HostWork(nullptr);
+    const T* x = a.inputs[0].template as<const T>();
+    const T* y = a.inputs[1].template as<const T>();
+    T* out = a.outputs[0].template as<T>();
+    return HostWork([plan = std::move(plan), x, y, out] {
+      elementwise::RunBinary(plan, x, y, out, Fn{});
+      return absl::OkStatus();
+    });
+  }
+};
+
+// X, Y, OutGrad -> XGrad, YGrad.
+template <typename T, typename GradX, typename GradY>
+class BinaryGradKernel final : public ElementwiseKernel<T> {
+ public:
+  using ElementwiseKernel<T>::ElementwiseKernel;
+
+ protected:
+  absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
+    SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 3, 2));
+    SLUICE_ASSIGN_OR_RETURN(BroadcastPlan plan, this->Plan(a, a.inputs[2], "input", 2));
+    SLUICE_RETURN_IF_ERROR(
+        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_RETURN_IF_ERROR(
+        this->CheckSameShape(a.outputs[1], "output", 1, a.inputs[1], "input", 1));
+    if (a.outputs[0].size == 0 && a.outputs[1].size == 0) return HostWork(nullptr);
+    struct Operands {
+      const T* in[3];  // X, Y, OutGrad
+      int64_t in_size[3];
+      T* dx;
+      T* dy;
+      int64_t dx_size;
+      int64_t dy_size;
+    };
+    Operands ops;
+    for (int i = 0; i < 3; ++i) {
+      ops.in[i] = a.inputs[i].template as<const T>();
+      ops.in_size[i] = a.inputs[i].size;
+    }
+    ops.dx = a.outputs[0].template as<T>();
+    ops.dy = a.outputs[1].template as<T>();
+    ops.dx_size = a.outputs[0].size;
+    ops.dy_size = a.outputs[1].size;
+    return HostWork([plan = std::move(plan), ops] {
+      // An output may be an input's tensor (in-place use). The XGrad pass would then
+      // overwrite what the YGrad pass reads: read such inputs from a copy.
+      std::vector<T> copies[3];
+      const T* in[3];
+      for (int i = 0; i < 3; ++i) {
+        in[i] = ops.in[i];
+        if (in[i] == ops.dx || in[i] == ops.dy) {
+          copies[i].assign(in[i], in[i] + ops.in_size[i]);
+          in[i] = copies[i].data();
+        }
+      }
+      elementwise::RunGradPass<true>(plan, in[0], in[1], in[2], ops.dx, ops.dx_size, GradX{});
+      elementwise::RunGradPass<false>(plan, in[0], in[1], in[2], ops.dy, ops.dy_size, GradY{});
+      return absl::OkStatus();
+    });
+  }
+};
+
+// X -> Out.
+template <typename T, typename Fn>
+class UnaryKernel final : public ElementwiseKernel<T> {
+ public:
+  using ElementwiseKernel<T>::ElementwiseKernel;
+
+ protected:
+  absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
+    SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 1, 1));
+    SLUICE_RETURN_IF_ERROR(
+        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    const int64_t n = a.outputs[0].size;
+    if (n == 0) return HostWork(nullptr);
+    const T* x = a.inputs[0].template as<const T>();
+    T* out = a.outputs[0].template as<T>();
+    return HostWork([x, out, n] {
+      if constexpr (std::is_same_v<Fn, SqrtFn>) {
+        elementwise::RunSqrt(x, out, n);
+      } else {
+        elementwise::RunUnary(x, out, n, Fn{});
+      }
+      return absl::OkStatus();
+    });
+  }
+};
+
+// V (X or Out), OutGrad -> XGrad.
+template <typename T, typename Fn>
+class UnaryGradKernel final : public ElementwiseKernel<T> {
+ public:
+  using ElementwiseKernel<T>::ElementwiseKernel;
+
+ protected:
+  absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
+    SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 2, 1));
+    SLUICE_RETURN_IF_ERROR(this->CheckSameShape(a.inputs[1], "input", 1, a.inputs[0], "input", 0));
+    SLUICE_RETURN_IF_ERROR(
+        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    const int64_t n = a.outputs[0].size;
+    if (n == 0) return HostWork(nullptr);
+    const T* v = a.inputs[0].template as<const T>();
+    const T* g = a.inputs[1].template as<const T>();
+    T* dx = a.outputs[0].template as<T>();
+    return HostWork([v, g, dx, n] {
+      elementwise::RunUnaryGrad(v, g, dx, n, Fn{});
+      return absl::OkStatus();
+    });
+  }
+};
+
+// Registers Kernel<T, Args...> under `op` for cpu and sim, f32 and f64.
+template <template <typename, typename...> class Kernel, typename... Args>
+absl::Status Register(OpRegistry* registry, const char* op) {
+  return RegisterHostKernelsFor<float, double>(registry, op, [op](auto tag) {
+    using T = typename decltype(tag)::type;
+    return std::shared_ptr<const vm::OpKernel>(std::make_shared<Kernel<T, Args...>>(op));
+  });
+}
+
+}  // namespace
+
+absl::Status RegisterElementwiseHostKernels(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, AddFn>(registry, "add")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, SubFn>(registry, "sub")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, MulFn>(registry, "mul")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, DivFn>(registry, "div")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, MaxFn>(registry, "max")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, MinFn>(registry, "min")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryGradKernel, GradG, GradG>(registry, "add_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryGradKernel, GradG, GradNegG>(registry, "sub_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryGradKernel, GradMulX, GradMulY>(registry, "mul_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryGradKernel, GradDivX, GradDivY>(registry, "div_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryGradKernel, GradMaxX, GradMaxY>(registry, "max_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<BinaryGradKernel, GradMinX, GradMinY>(registry, "min_grad")));
+
+  SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, ReluFn>(registry, "relu")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, SigmoidFn>(registry, "sigmoid")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, TanhFn>(registry, "tanh")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, ExpFn>(registry, "exp")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, LogFn>(registry, "log")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, SqrtFn>(registry, "sqrt")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, SquareFn>(registry, "square")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, ReluGradFn>(registry, "relu_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, SigmoidGradFn>(registry, "sigmoid_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, TanhGradFn>(registry, "tanh_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, ExpGradFn>(registry, "exp_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, LogGradFn>(registry, "log_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, SqrtGradFn>(registry, "sqrt_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, SquareGradFn>(registry, "square_grad")));
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::ops::internal

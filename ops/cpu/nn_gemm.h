@@ -1,0 +1,140 @@
+// A cache-blocked matrix multiply on host memory for the nn family's matmul kernels:
+// C (+)= op(A) * op(B) with row-major operands, either side optionally transposed.
+//
+// Blocking (the usual GotoBLAS/BLIS loop nest): the k dimension is split into kGemmKc-deep
+// slices and n into kGemmNc-wide slices; each slice of op(B) is packed into kGemmNr-wide column
+// panels (k-major, zero-padded), and each kGemmMc-row block of op(A) into kGemmMr-row panels. The
+// micro-kernel keeps a kGemmMr x kGemmNr tile of C in local accumulators and walks k, reading one
+// packed row of B (contiguous, vectorized by g++ -O3) per step; packing also absorbs the
+// transposes, so every operand layout runs the same inner loop.
+#ifndef SLUICE_OPS_CPU_NN_GEMM_H_
+#define SLUICE_OPS_CPU_NN_GEMM_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace sluice::ops::internal::nn {
+
+// Block sizes in elements. A kMc x kKc block of A stays in L2, a kKc x kNr panel of B in L1.
+inline constexpr int64_t kGemmMr = 4;
+inline constexpr int64_t kGemmKc = 256;
+inline constexpr int64_t kGemmMc = 96;
+inline constexpr int64_t kGemmNc = 2048;
+template <typename T>
+inline constexpr int64_t kGemmNr = 32 / sizeof(T);  // 8 floats, 4 doubles: two SSE registers
+
+// A row-major matrix operand: element (r, c) of op(M) is data[r * ld + c], or
+// data[c * ld + r] when transposed.
+template <typename T>
+struct GemmOperand {
+  const T* data = nullptr;
+  int64_t ld = 0;
+  bool transposed = false;
+  T at(int64_t r, int64_t c) const { return transposed ? data[c * ld + r] : data[r * ld + c]; }
+};
+
+// Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] into kMr-row panels: panel q holds rows
+// q*kMr.. as [kc][kMr], rows past mc are zero.
+template <typename T>
+void PackGemmA(const GemmOperand<T>& a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, T* out) {
+  constexpr int64_t mr = kGemmMr;
+  for (int64_t q = 0; q < mc; q += mr) {
+    const int64_t rows = std::min(mr, mc - q);
+    for (int64_t p = 0; p < kc; ++p) {
+      for (int64_t i = 0; i < rows; ++i) out[p * mr + i] = a.at(i0 + q + i, p0 + p);
+      for (int64_t i = rows; i < mr; ++i) out[p * mr + i] = T(0);
+    }
+    out += kc * mr;
+  }
+}
+
+// Packs op(B)[p0 : p0 + kc, j0 : j0 + nc] into kNr-wide panels: panel q holds columns
+// q*kNr.. as [kc][kNr], columns past nc are zero.
+template <typename T>
+void PackGemmB(const GemmOperand<T>& b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, T* out) {
+  constexpr int64_t nr = kGemmNr<T>;
+  for (int64_t q = 0; q < nc; q += nr) {
+    const int64_t cols = std::min(nr, nc - q);
+    if (!b.transposed && cols == nr) {
+      for (int64_t p = 0; p < kc; ++p) {
+        const T* row = b.data + (p0 + p) * b.ld + j0 + q;
+        for (int64_t j = 0; j < nr; ++j) out[p * nr + j] = row[j];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int64_t j = 0; j < cols; ++j) out[p * nr + j] = b.at(p0 + p, j0 + q + j);
+        for (int64_t j = cols; j < nr; ++j) out[p * nr + j] = T(0);
+      }
+    }
+    out += kc * nr;
+  }
+}
+
+// C[0:rows, 0:cols] += Apanel * Bpanel over kc, where rows <= kMr and cols <= kNr.
+template <typename T>
+inline void GemmMicroKernel(int64_t kc, const T* __restrict ap, const T* __restrict bp,
+                            T* __restrict c, int64_t ldc, int64_t rows, int64_t cols) {
+  constexpr int64_t mr = kGemmMr;
+  constexpr int64_t nr = kGemmNr<T>;
+  T acc[mr][nr] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* b = bp + p * nr;
+    const T* a = ap + p * mr;
+    for (int64_t i = 0; i < mr; ++i) {
+      for (int64_t j = 0; j < nr; ++j) acc[i][j] += a[i] * b[j];
+    }
+  }
+  if (rows == mr && cols == nr) {
+    for (int64_t i = 0; i < mr; ++i) {
+      for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] += acc[i][j];
+    }
+  } else {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] += acc[i][j];
+    }
+  }
+}
+
+// C[m x n] (row stride ldc) = op(A)[m x k] * op(B)[k x n], or += when `accumulate`.
+// k == 0 gives zeros (or leaves C unchanged when accumulating).
+template <typename T>
+void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand<T>& a, const GemmOperand<T>& b, T* c,
+          int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0) return;
+  if (!accumulate) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+  }
+  if (k == 0) return;
+  constexpr int64_t mr = kGemmMr;
+  constexpr int64_t nr = kGemmNr<T>;
+  const int64_t kc_max = std::min(k, kGemmKc);
+  const int64_t mc_max = std::min((m + mr - 1) / mr * mr, kGemmMc);
+  const int64_t nc_max = std::min((n + nr - 1) / nr * nr, kGemmNc);
+  std::vector<T> packed_a(mc_max * kc_max);
+  std::vector<T> packed_b(nc_max * kc_max);
+  for (int64_t j0 = 0; j0 < n; j0 += kGemmNc) {
+    const int64_t nc = std::min(kGemmNc, n - j0);
+    for (int64_t p0 = 0; p0 < k; p0 += kGemmKc) {
+      const int64_t kc = std::min(kGemmKc, k - p0);
+      PackGemmB(b, p0, j0, kc, nc, packed_b.data());
+      for (int64_t i0 = 0; i0 < m; i0 += kGemmMc) {
+        const int64_t mc = std::min(kGemmMc, m - i0);
+        PackGemmA(a, i0, p0, mc, kc, packed_a.data());
+        for (int64_t jq = 0; jq < nc; jq += nr) {
+          const T* bp = packed_b.data() + (jq / nr) * kc * nr;
+          const int64_t cols = std::min(nr, nc - jq);
+          for (int64_t iq = 0; iq < mc; iq += mr) {
+            const T* ap = packed_a.data() + (iq / mr) * kc * mr;
+            T* tile = c + (i0 + iq) * ldc + j0 + jq;
+            GemmMicroKernel(kc, ap, bp, tile, ldc, std::min(mr, mc - iq), cols);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace sluice::ops::internal::nn
+
+#endif  // SLUICE_OPS_CPU_NN_GEMM_H_

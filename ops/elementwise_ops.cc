@@ -1,0 +1,158 @@
+// Schemas of the elementwise family: binary arithmetic with NumPy broadcasting, unary math
+// functions, and their grad ops. Every op takes and produces f32 or f64.
+//
+//   add, sub, mul, div, max, min   X, Y -> Out     X and Y of one dtype; Out has the
+//                                  broadcast of their shapes (NumPy rules: dimensions
+//                                  aligned from the right, each pair equal or one of them 1)
+//                                  grad: <op>_grad(X, Y, Out@GRAD)
+//   add_grad ... min_grad          X, Y, OutGrad -> XGrad, YGrad   OutGrad has Out's shape;
+//                                  XGrad and YGrad have X's and Y's shapes: the gradient
+//                                  summed over the dimensions where that input was broadcast
+//                                  max_grad routes OutGrad to X where X >= Y, else to Y;
+//                                  min_grad to X where X <= Y, else to Y: on a tie X gets
+//                                  all of it (as the forward ops pick X on a tie)
+//   relu     X -> Out   max(X, 0) (NaN stays NaN)   grad: relu_grad(Out, Out@GRAD)
+//   sigmoid  X -> Out   1 / (1 + e^-X)              grad: sigmoid_grad(Out, Out@GRAD)
+//   tanh     X -> Out                               grad: tanh_grad(Out, Out@GRAD)
+//   exp      X -> Out                               grad: exp_grad(Out, Out@GRAD)
+//   log      X -> Out   natural log                 grad: log_grad(X, Out@GRAD)
+//   sqrt     X -> Out                               grad: sqrt_grad(Out, Out@GRAD)
+//   square   X -> Out   X * X                       grad: square_grad(X, Out@GRAD)
+//   relu_grad     Out, OutGrad -> XGrad   OutGrad where Out > 0, else 0 (0 at X = 0)
+//   sigmoid_grad  Out, OutGrad -> XGrad   OutGrad * Out * (1 - Out)
+//   tanh_grad     Out, OutGrad -> XGrad   OutGrad * (1 - Out^2)
+//   exp_grad      Out, OutGrad -> XGrad   OutGrad * Out
+//   log_grad      X, OutGrad -> XGrad     OutGrad / X
+//   sqrt_grad     Out, OutGrad -> XGrad   OutGrad / (2 Out)
+//   square_grad   X, OutGrad -> XGrad     2 X OutGrad
+// The forward ops and the unary grad ops are elementwise (kOpElementwise); the binary grad
+// ops reduce and are not. The grad ops have no grads themselves.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ops/internal/op_families.h"
+#include "ops/internal/schema_helpers.h"
+
+namespace sluice::ops::internal {
+namespace {
+
+using Metas = std::vector<std::vector<TensorMeta>>;
+
+std::string MetaText(const TensorMeta& m) {
+  return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
+}
+
+// X and Y (inputs 0 and 1) of one float dtype and broadcastable: their broadcast shape.
+absl::StatusOr<Shape> BroadcastXY(const InferContext& ctx) {
+  const TensorMeta& x = ctx.input(0);
+  const TensorMeta& y = ctx.input(1);
+  if (x.dtype != y.dtype) {
+    return ctx.Error(absl::StrCat("input X is ", MetaText(x), " but Y is ", MetaText(y),
+                                  "; X and Y must have one dtype"));
+  }
+  SLUICE_RETURN_IF_ERROR(RequireFloat(ctx, x, "input X"));
+  absl::StatusOr<Shape> shape = BroadcastShapes(x.shape, y.shape);
+  if (!shape.ok()) return ctx.Error(absl::StrCat("inputs X and Y: ", shape.status().message()));
+  return shape;
+}
+
+absl::StatusOr<Metas> InferBinary(const InferContext& ctx) {
+  SLUICE_ASSIGN_OR_RETURN(Shape shape, BroadcastXY(ctx));
+  return Single({ctx.input(0).dtype, std::move(shape)});
+}
+
+absl::StatusOr<Metas> InferBinaryGrad(const InferContext& ctx) {
+  SLUICE_ASSIGN_OR_RETURN(Shape shape, BroadcastXY(ctx));
+  const TensorMeta& x = ctx.input(0);
+  const TensorMeta& g = ctx.input(2);
+  if (g.dtype != x.dtype || g.shape != shape) {
+    return ctx.Error(absl::StrCat("input OutGrad is ", MetaText(g), " but the op's output is ",
+                                  DataTypeName(x.dtype), shape.ToString(), " (X is ", MetaText(x),
+                                  ", Y is ", MetaText(ctx.input(1)), ")"));
+  }
+  return Metas{{x}, {ctx.input(1)}};
+}
+
+absl::StatusOr<Metas> InferUnary(const InferContext& ctx) {
+  SLUICE_RETURN_IF_ERROR(RequireFloat(ctx, ctx.input(0), "input X"));
+  return Single(ctx.input(0));
+}
+
+// Inputs (X or Out), OutGrad of one float dtype and shape -> XGrad like them.
+InferFn InferUnaryGrad(std::string value_slot) {
+  return [value_slot](const InferContext& ctx) -> absl::StatusOr<Metas> {
+    const TensorMeta& v = ctx.input(0);
+    const TensorMeta& g = ctx.input(1);
+    SLUICE_RETURN_IF_ERROR(RequireFloat(ctx, v, absl::StrCat("input ", value_slot)));
+    if (!(g == v)) {
+      return ctx.Error(absl::StrCat("input OutGrad is ", MetaText(g), " but ", value_slot, " is ",
+                                    MetaText(v), "; they must have one dtype and shape"));
+    }
+    return Single(v);
+  };
+}
+
+absl::Status RegisterBinary(OpRegistry* registry, const std::string& op) {
+  const std::string grad = op + "_grad";
+  SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
+      OpSchema(op)
+          .Input("X")
+          .Input("Y")
+          .Output("Out")
+          .Infer(InferBinary)
+          .Grad([grad](const GradContext& g) {
+            return std::vector<GradOpDesc>{GradOp(
+                grad, {{"X", g.Input("X")}, {"Y", g.Input("Y")}, {"OutGrad", g.OutputGrad("Out")}},
+                {{"XGrad", g.InputGrad("X")}, {"YGrad", g.InputGrad("Y")}})};
+          })
+          .Flags(kOpElementwise)));
+  return registry->RegisterSchema(
+      OpSchema(grad).Input("X").Input("Y").Input("OutGrad").Output("XGrad").Output("YGrad").Infer(
+          InferBinaryGrad));
+}
+
+// `value_slot` is what the grad op reads besides OutGrad: "X" or "Out".
+absl::Status RegisterUnary(OpRegistry* registry, const std::string& op,
+                           const std::string& value_slot) {
+  const std::string grad = op + "_grad";
+  SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
+      OpSchema(op)
+          .Input("X")
+          .Output("Out")
+          .Infer(InferUnary)
+          .Grad([grad, value_slot](const GradContext& g) {
+            const std::vector<std::string>& value =
+                value_slot == "X" ? g.Input("X") : g.Output("Out");
+            return std::vector<GradOpDesc>{
+                GradOp(grad, {{value_slot, value}, {"OutGrad", g.OutputGrad("Out")}},
+                       {{"XGrad", g.InputGrad("X")}})};
+          })
+          .Flags(kOpElementwise)));
+  return registry->RegisterSchema(OpSchema(grad)
+                                      .Input(value_slot)
+                                      .Input("OutGrad")
+                                      .Output("XGrad")
+                                      .Infer(InferUnaryGrad(value_slot))
+                                      .Flags(kOpElementwise));
+}
+
+}  // namespace
+
+absl::Status RegisterElementwiseOps(OpRegistry* registry) {
+  for (const char* op : {"add", "sub", "mul", "div", "max", "min"}) {
+    SLUICE_RETURN_IF_ERROR(RegisterBinary(registry, op));
+  }
+  const std::pair<const char*, const char*> unary[] = {
+      {"relu", "Out"}, {"sigmoid", "Out"}, {"tanh", "Out"}, {"exp", "Out"},
+      {"log", "X"},    {"sqrt", "Out"},    {"square", "X"},
+  };
+  for (const auto& [op, value_slot] : unary) {
+    SLUICE_RETURN_IF_ERROR(RegisterUnary(registry, op, value_slot));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::ops::internal
