@@ -14,6 +14,14 @@ std::string MetaText(const TensorMeta& m) {
 
 }  // namespace
 
+absl::StatusOr<vm::Stream*> OpDispatcher::GetStream(const StreamKey& key) {
+  auto it = streams_.find(key);
+  if (it != streams_.end()) return it->second;
+  SLUICE_ASSIGN_OR_RETURN(vm::Stream * stream, vm_->GetStream(key));
+  streams_.emplace(key, stream);
+  return stream;
+}
+
 absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
                                                          const SlotBlobs& inputs,
                                                          const vm::AttrMap& attrs,
@@ -71,7 +79,7 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
     }
     key = *options.stream;
   }
-  SLUICE_ASSIGN_OR_RETURN(plan.stream, vm_->GetStream(key));
+  SLUICE_ASSIGN_OR_RETURN(plan.stream, GetStream(key));
 
   DataType key_dtype = DataType::kF32;
   if (first != nullptr) {
@@ -100,8 +108,10 @@ absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlo
                                              const vm::AttrMap& attrs,
                                              const DispatchOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(Plan plan, Prepare(op, inputs, attrs, options, options.output_counts));
-  SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, vm_->GetStream(StreamKey{plan.output_device}));
-  vm::Stream* alloc_stream = plan.output_device == plan.stream->key().device ? plan.stream : home;
+  vm::Stream* alloc_stream = plan.stream;
+  if (plan.output_device != plan.stream->key().device) {
+    SLUICE_ASSIGN_OR_RETURN(alloc_stream, GetStream(StreamKey{plan.output_device}));
+  }
   SlotBlobs outputs(plan.outputs.size());
   for (size_t s = 0; s < plan.outputs.size(); ++s) {
     for (const TensorMeta& meta : plan.outputs[s]) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/device.h"
@@ -74,10 +75,14 @@ class OpDispatcher {
                                const vm::AttrMap& attrs, const DispatchOptions& options,
                                std::vector<int> output_counts);
   absl::Status Launch(const Plan& plan, const SlotBlobs& inputs, const SlotBlobs& outputs);
+  // VirtualMachine::GetStream through a cache of this dispatcher's own (no locks on the
+  // per-op path: the VM's lookup by key goes through the Runtime's device registry).
+  absl::StatusOr<vm::Stream*> GetStream(const StreamKey& key);
 
   const OpRegistry* const registry_;
   vm::VirtualMachine* const vm_;
   vm::InstructionsBuilder* const builder_;
+  absl::flat_hash_map<StreamKey, vm::Stream*> streams_;
 };
 
 }  // namespace sluice::ops

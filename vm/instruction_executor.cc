@@ -102,7 +102,8 @@ void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cau
 void InstructionExecutor::PoisonOutputs(Instruction* instruction, const absl::Status& cause) {
   if (instruction->outputs.empty()) return;
   Stream* stream = instruction->stream;
-  if (stream != nullptr && stream->policy()->host_accessible()) {
+  if (stream != nullptr && stream->policy()->host_accessible() &&
+      !stream->policy()->synchronous()) {
     // In stream order: an earlier write still queued on the stream settles the blob's
     // poison when it runs, and must not clear what this later failure sets. The
     // instruction outlives the task (it retires after the stream passes this point).
@@ -149,11 +150,12 @@ void InstructionExecutor::Run(Instruction* instruction) {
 }
 
 void InstructionExecutor::RunOpCall(Instruction* instruction) {
-  const bool host_accessible = instruction->stream->policy()->host_accessible();
-  // Poison is settled in stream order where the host can run work on the stream (the
-  // host work re-checks inputs when it runs, after every earlier write on the stream);
-  // elsewhere (cuda) in launch order, here.
-  if (!host_accessible) {
+  const StreamPolicy* policy = instruction->stream->policy();
+  // Poison is settled in stream order on asynchronous streams the host can run work on
+  // (sim: the host work re-checks inputs when it runs, after every earlier write on the
+  // stream). On cpu, launch order is execution order; on cuda only launch order is known.
+  const bool stream_ordered = policy->host_accessible() && !policy->synchronous();
+  if (!stream_ordered) {
     absl::Status poison = InputPoison(*instruction);
     if (!poison.ok()) {
       Skip(instruction, poison);
@@ -174,7 +176,7 @@ void InstructionExecutor::RunOpCall(Instruction* instruction) {
     return;
   }
   if (ctx.ran_host_work() || instruction->outputs.empty()) return;
-  if (host_accessible) {
+  if (stream_ordered) {
     // No work of its own (e.g. an empty tensor): settle the outputs in stream order.
     const absl::Status launched = instruction->stream->ep_stream()->Launch(
         HostWork{instruction, errors_, &counters_->skipped, nullptr});

@@ -5,9 +5,12 @@
 //                      (dispatch, inference, allocation, soft sync, VM, kernel, release).
 //   BM_Eager_MlpStep   one step of a 16x16 chain: matmul + relu + scale, three layers, then
 //                      a read of the result; items = ops.
-// Argument: 0 cpu, 1 sim:0.
+// Arguments: device (0 cpu, 1 sim:0), scheduling (0 dedicated thread, 1 caller threads);
+// TinyAdd also: 1 = abseil's Mutex deadlock detection off.
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "core/status.h"
 #include "framework/eager/context.h"
@@ -18,10 +21,12 @@ namespace {
 
 constexpr int kOps = 100000;
 
-Context NewContext() {
+Context NewContext(const benchmark::State& state) {
   ContextOptions options;
   options.runtime.num_sim_devices = 1;
   options.runtime.enable_cuda = false;
+  options.vm.scheduling = state.range(1) == 0 ? vm::VmOptions::Scheduling::kDedicatedThread
+                                              : vm::VmOptions::Scheduling::kCallerThread;
   return Context::Create(options).value();
 }
 
@@ -29,8 +34,22 @@ Device DeviceArg(const benchmark::State& state) {
   return state.range(0) == 0 ? Device(DeviceType::kCpu, 0) : Device(DeviceType::kSim, 0);
 }
 
+// Debian's abseil runs Mutex deadlock detection (a global lock graph update per Lock); the
+// third argument turns it off for the run, as an embedder calling
+// absl::SetMutexDeadlockDetectionMode(kIgnore) would.
+struct DeadlockDetectionOff {
+  explicit DeadlockDetectionOff(bool off) : off_(off) {
+    if (off_) absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
+  ~DeadlockDetectionOff() {
+    if (off_) absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kAbort);
+  }
+  const bool off_;
+};
+
 void BM_Eager_TinyAdd(benchmark::State& state) {
-  Context ctx = NewContext();
+  DeadlockDetectionOff detection(state.range(2) != 0);
+  Context ctx = NewContext(state);
   const Device device = DeviceArg(state);
   Tensor one = ctx.FromVector(std::vector<float>{1.0f}, Shape({1}), device).value();
   for (auto _ : state) {
@@ -42,12 +61,16 @@ void BM_Eager_TinyAdd(benchmark::State& state) {
     state.ResumeTiming();
   }
   state.SetItemsProcessed(state.iterations() * kOps);
-  state.SetLabel(device.ToString());
+  state.SetLabel(absl::StrCat(device.ToString(), state.range(1) == 0 ? " dedicated" : " caller"));
 }
-BENCHMARK(BM_Eager_TinyAdd)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Eager_TinyAdd)
+    ->ArgNames({"sim", "caller", "no_deadlock_check"})
+    ->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_Eager_MlpStep(benchmark::State& state) {
-  Context ctx = NewContext();
+  Context ctx = NewContext(state);
   const Device device = DeviceArg(state);
   std::vector<Tensor> weights;
   for (int l = 0; l < 3; ++l) {
@@ -65,9 +88,12 @@ void BM_Eager_MlpStep(benchmark::State& state) {
     benchmark::DoNotOptimize(h.ToVector<float>().value());
   }
   state.SetItemsProcessed(state.iterations() * 9);
-  state.SetLabel(device.ToString());
+  state.SetLabel(absl::StrCat(device.ToString(), state.range(1) == 0 ? " dedicated" : " caller"));
 }
-BENCHMARK(BM_Eager_MlpStep)->Arg(0)->Arg(1)->UseRealTime();
+BENCHMARK(BM_Eager_MlpStep)
+    ->ArgNames({"sim", "caller"})
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace sluice::eager
