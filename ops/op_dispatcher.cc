@@ -1,5 +1,6 @@
 #include "ops/op_dispatcher.h"
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
@@ -7,6 +8,8 @@
 
 namespace sluice::ops {
 namespace {
+
+constexpr size_t kMaxCachedPlans = 4096;
 
 std::string MetaText(const TensorMeta& m) {
   return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
@@ -22,6 +25,66 @@ absl::StatusOr<vm::Stream*> OpDispatcher::GetStream(const StreamKey& key) {
   return stream;
 }
 
+bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, const SlotBlobs& inputs,
+                           const vm::AttrMap& attrs, const DispatchOptions& options,
+                           const std::vector<int>& output_counts) {
+  if (cached.op != op || cached.slot_sizes.size() != inputs.size() ||
+      cached.default_device != options.default_device || cached.stream != options.stream ||
+      cached.output_counts != output_counts || !(cached.given_attrs == attrs)) {
+    return false;
+  }
+  size_t k = 0;
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    if (cached.slot_sizes[s] != static_cast<int>(inputs[s].size())) return false;
+    for (const vm::BlobRef& blob : inputs[s]) {
+      const auto& [meta, device] = cached.inputs[k++];
+      if (blob->dtype() != meta.dtype || blob->device() != device || blob->shape() != meta.shape) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
+    absl::string_view op, const SlotBlobs& inputs, const vm::AttrMap& attrs,
+    const DispatchOptions& options, const std::vector<int>& output_counts) {
+  size_t hash = absl::HashOf(op, attrs.values().size());
+  for (const vm::BlobList& slot : inputs) {
+    hash = absl::HashOf(hash, slot.size());
+    for (const vm::BlobRef& blob : slot) {
+      if (blob == nullptr) return Prepare(op, inputs, attrs, options, output_counts).status();
+      hash = absl::HashOf(hash, blob->dtype(), blob->device(), blob->shape().dims());
+    }
+  }
+  std::vector<std::unique_ptr<CachedPlan>>& bucket = plans_[hash];
+  for (const std::unique_ptr<CachedPlan>& cached : bucket) {
+    if (Matches(*cached, op, inputs, attrs, options, output_counts)) return &cached->plan;
+  }
+  SLUICE_ASSIGN_OR_RETURN(Plan plan, Prepare(op, inputs, attrs, options, output_counts));
+  if (cached_plans_ >= kMaxCachedPlans) {
+    plans_.clear();  // a program with this many distinct calls gains little from caching
+    cached_plans_ = 0;
+  }
+  auto entry = std::make_unique<CachedPlan>();
+  entry->op = std::string(op);
+  for (const vm::BlobList& slot : inputs) {
+    entry->slot_sizes.push_back(static_cast<int>(slot.size()));
+    for (const vm::BlobRef& blob : slot) {
+      entry->inputs.push_back({TensorMeta{blob->dtype(), blob->shape()}, blob->device()});
+    }
+  }
+  entry->given_attrs = attrs;
+  entry->default_device = options.default_device;
+  entry->stream = options.stream;
+  entry->output_counts = output_counts;
+  entry->plan = std::move(plan);
+  const Plan* result = &entry->plan;
+  plans_[hash].push_back(std::move(entry));  // `bucket` may be invalid after a clear
+  ++cached_plans_;
+  return result;
+}
+
 absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
                                                          const SlotBlobs& inputs,
                                                          const vm::AttrMap& attrs,
@@ -30,7 +93,12 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
   Plan plan;
   SLUICE_ASSIGN_OR_RETURN(plan.schema, registry_->FindSchema(op));
   const OpSchema& schema = *plan.schema;
-  SLUICE_ASSIGN_OR_RETURN(plan.attrs, schema.NormalizeAttrs(attrs));
+  SLUICE_ASSIGN_OR_RETURN(vm::AttrMap normalized, schema.NormalizeAttrs(attrs));
+  if (!normalized.empty()) {
+    plan.attrs = std::make_shared<const vm::AttrMap>(std::move(normalized));
+  }
+  static const vm::AttrMap* const kNoAttrs = new vm::AttrMap();
+  const vm::AttrMap& plan_attrs = plan.attrs != nullptr ? *plan.attrs : *kNoAttrs;
 
   std::vector<std::vector<TensorMeta>> metas(inputs.size());
   std::vector<Device> devices;
@@ -48,12 +116,12 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
     }
   }
   SLUICE_ASSIGN_OR_RETURN(plan.outputs,
-                          schema.InferOutputs(metas, plan.attrs, std::move(output_counts)));
+                          schema.InferOutputs(metas, plan_attrs, std::move(output_counts)));
 
   StreamKey key;
   if (schema.placement()) {
     SLUICE_ASSIGN_OR_RETURN(Placement placement,
-                            schema.placement()(devices, plan.attrs, options.default_device));
+                            schema.placement()(devices, plan_attrs, options.default_device));
     key = placement.stream;
     plan.output_device = placement.output_device;
   } else {
@@ -98,16 +166,16 @@ absl::Status OpDispatcher::Launch(const Plan& plan, const SlotBlobs& inputs,
   for (const vm::BlobList& slot : outputs) {
     flat_out.insert(flat_out.end(), slot.begin(), slot.end());
   }
-  std::shared_ptr<const vm::AttrMap> attrs =
-      plan.attrs.empty() ? nullptr : std::make_shared<const vm::AttrMap>(plan.attrs);
-  return builder_->Call(*plan.kernel, std::move(flat_in), std::move(flat_out), std::move(attrs),
+  return builder_->Call(*plan.kernel, std::move(flat_in), std::move(flat_out), plan.attrs,
                         plan.stream);
 }
 
 absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlobs& inputs,
                                              const vm::AttrMap& attrs,
                                              const DispatchOptions& options) {
-  SLUICE_ASSIGN_OR_RETURN(Plan plan, Prepare(op, inputs, attrs, options, options.output_counts));
+  SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
+                          FindPlan(op, inputs, attrs, options, options.output_counts));
+  const Plan& plan = *cached;
   vm::Stream* alloc_stream = plan.stream;
   if (plan.output_device != plan.stream->key().device) {
     SLUICE_ASSIGN_OR_RETURN(alloc_stream, GetStream(StreamKey{plan.output_device}));
@@ -128,7 +196,8 @@ absl::Status OpDispatcher::CallInto(absl::string_view op, const SlotBlobs& input
                                     const DispatchOptions& options) {
   std::vector<int> counts;
   for (const vm::BlobList& slot : outputs) counts.push_back(static_cast<int>(slot.size()));
-  SLUICE_ASSIGN_OR_RETURN(Plan plan, Prepare(op, inputs, attrs, options, counts));
+  SLUICE_ASSIGN_OR_RETURN(const Plan* cached, FindPlan(op, inputs, attrs, options, counts));
+  const Plan& plan = *cached;
   for (size_t s = 0; s < outputs.size(); ++s) {
     for (size_t i = 0; i < outputs[s].size(); ++i) {
       const vm::BlobRef& blob = outputs[s][i];

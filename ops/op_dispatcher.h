@@ -12,6 +12,7 @@
 #ifndef SLUICE_OPS_OP_DISPATCHER_H_
 #define SLUICE_OPS_OP_DISPATCHER_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,17 +64,37 @@ class OpDispatcher {
   vm::InstructionsBuilder* builder() const { return builder_; }
 
  private:
+  // Everything a call decides before it allocates outputs. A pure function of the op, the
+  // inputs' dtypes, shapes and devices, the attributes and the options (the registry is
+  // immutable once in use), so it is cached by those.
   struct Plan {
     const OpSchema* schema = nullptr;
-    vm::AttrMap attrs;
+    std::shared_ptr<const vm::AttrMap> attrs;  // normalized; null when empty
     std::vector<std::vector<TensorMeta>> outputs;
     vm::Stream* stream = nullptr;
     Device output_device;
     const vm::OpKernel* kernel = nullptr;
   };
+  struct CachedPlan {
+    std::string op;
+    std::vector<int> slot_sizes;
+    std::vector<std::pair<TensorMeta, Device>> inputs;  // flattened
+    vm::AttrMap given_attrs;
+    Device default_device;
+    std::optional<StreamKey> stream;
+    std::vector<int> output_counts;
+    Plan plan;
+  };
   absl::StatusOr<Plan> Prepare(absl::string_view op, const SlotBlobs& inputs,
                                const vm::AttrMap& attrs, const DispatchOptions& options,
                                std::vector<int> output_counts);
+  // The cached plan for this call, prepared on a miss.
+  absl::StatusOr<const Plan*> FindPlan(absl::string_view op, const SlotBlobs& inputs,
+                                       const vm::AttrMap& attrs, const DispatchOptions& options,
+                                       const std::vector<int>& output_counts);
+  static bool Matches(const CachedPlan& cached, absl::string_view op, const SlotBlobs& inputs,
+                      const vm::AttrMap& attrs, const DispatchOptions& options,
+                      const std::vector<int>& output_counts);
   absl::Status Launch(const Plan& plan, const SlotBlobs& inputs, const SlotBlobs& outputs);
   // VirtualMachine::GetStream through a cache of this dispatcher's own (no locks on the
   // per-op path: the VM's lookup by key goes through the Runtime's device registry).
@@ -83,6 +104,9 @@ class OpDispatcher {
   vm::VirtualMachine* const vm_;
   vm::InstructionsBuilder* const builder_;
   absl::flat_hash_map<StreamKey, vm::Stream*> streams_;
+  // Plans by a hash of the call's signature; a bucket holds the plans sharing a hash.
+  absl::flat_hash_map<size_t, std::vector<std::unique_ptr<CachedPlan>>> plans_;
+  size_t cached_plans_ = 0;
 };
 
 }  // namespace sluice::ops
