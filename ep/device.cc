@@ -56,7 +56,11 @@ void Device::Shutdown() {
 }
 
 void Device::InitAllocator() {
-  if (IsAsync()) fences_ = std::make_unique<Fences>(this);
+  // Fences on every device, the cpu included: a cpu block read by a sim or cuda stream (a
+  // copy) is still in use by that stream after the host frees it, until the stream passes
+  // the point of the free. Fences on another cpu stream cost nothing (cpu events are
+  // always complete).
+  fences_ = std::make_unique<Fences>(this);
   allocator_ = std::make_unique<StreamOrderedCachingAllocator>(&device_memory(), fences_.get());
 }
 
