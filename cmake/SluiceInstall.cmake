@@ -3,6 +3,9 @@
 include(CMakePackageConfigHelpers)
 
 set(_sluice_targets sluice_core sluice_ep_api sluice_ep_cuda sluice_ep sluice_vm sluice_ops sluice_framework)
+if(TARGET sluice_ops_cuda)  # the device code of the cuda kernels, linked into sluice_ops
+  list(APPEND _sluice_targets sluice_ops_cuda)
+endif()
 install(TARGETS ${_sluice_targets} EXPORT SluiceTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

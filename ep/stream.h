@@ -54,6 +54,10 @@ class Stream {
   // that ran since the previous Sync/TakeError.
   virtual absl::Status Sync() = 0;
 
+  // The provider's own stream object, for kernels that launch on it directly: the
+  // cudaStream_t of a cuda stream; null for the other providers.
+  virtual void* native_handle() const { return nullptr; }
+
  protected:
   Stream(Device* device, StreamId id, StreamKey key) : device_(device), id_(id), key_(key) {}
 

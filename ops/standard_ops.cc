@@ -1,3 +1,5 @@
+// RegisterStandardOps: every op family's schemas, then its host kernels (cpu, sim) and, in a
+// build with the CUDA provider, its cuda kernels.
 #include "ops/standard_ops.h"
 
 #include "core/status.h"
@@ -14,6 +16,7 @@ absl::Status RegisterStandardOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(internal::RegisterNnHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterShapeAndOptimizerOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterShapeAndOptimizerHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterCudaKernels(registry));
   return absl::OkStatus();
 }
 

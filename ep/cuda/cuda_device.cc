@@ -48,6 +48,7 @@ class CudaStream final : public Stream {
   }
 
   bool IsAsync() const override { return true; }
+  void* native_handle() const override { return stream_; }
 
   absl::Status Launch(HostTask task) override {
     auto* boxed = new Boxed{std::move(task), this};

@@ -1,6 +1,7 @@
 // Registration entry points of the built-in op families, called by RegisterStandardOps
-// (ops/standard_ops.h). Each family has its schemas (and grad makers) in ops/<family>_ops.cc
-// and its host kernels (cpu and sim) in ops/cpu/<family>_kernels.cc.
+// (ops/standard_ops.h). Each family has its schemas (and grad makers) in ops/<family>_ops.cc,
+// its host kernels (cpu and sim) in ops/cpu/<family>_kernels.cc, and its CUDA kernels in
+// ops/cuda/<family>_op_kernels.cc (device code in ops/cuda/<family>_kernels.cu).
 #ifndef SLUICE_OPS_INTERNAL_OP_FAMILIES_H_
 #define SLUICE_OPS_INTERNAL_OP_FAMILIES_H_
 
@@ -27,6 +28,11 @@ absl::Status RegisterNnHostKernels(OpRegistry* registry);
 // reshape, transpose, concat, split (and grads); sgd, adam.
 absl::Status RegisterShapeAndOptimizerOps(OpRegistry* registry);
 absl::Status RegisterShapeAndOptimizerHostKernels(OpRegistry* registry);
+
+// The cuda kernels of every family, for the dtypes their host kernels take. Registers nothing
+// (and returns OK) in a build without the CUDA provider (ops/cuda/cuda_kernels_stub.cc).
+// Call it after the families' schemas are registered.
+absl::Status RegisterCudaKernels(OpRegistry* registry);
 
 }  // namespace sluice::ops::internal
 

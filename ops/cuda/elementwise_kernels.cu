@@ -1,0 +1,258 @@
+// CUDA kernels of the elementwise family (ops/elementwise_ops.cc): the broadcasting binary ops
+// as maps over an IndexPlan, their gradients as maps (an input that was not broadcast) or
+// deterministic sums over the broadcast dims (one thread or one block per gradient element),
+// and the unary ops and their gradients as flat loops. The element functions are those of the
+// host kernels (ops/cpu/elementwise_kernels.cc); exp, log, tanh and sigmoid use CUDA's math
+// library, whose f32 results may differ from the host's in the last bits.
+#include <cstdint>
+
+#include "ops/cuda/cuda_launch.h"
+#include "ops/cuda/device_util.h"
+
+namespace sluice::ops::gpu {
+namespace {
+
+// ---- Binary ops ----
+
+template <BinaryOp kOp>
+struct BinaryFn {
+  template <typename T>
+  __device__ T operator()(T x, T y) const {
+    if constexpr (kOp == BinaryOp::kAdd) {
+      return x + y;
+    } else if constexpr (kOp == BinaryOp::kSub) {
+      return x - y;
+    } else if constexpr (kOp == BinaryOp::kMul) {
+      return x * y;
+    } else if constexpr (kOp == BinaryOp::kDiv) {
+      return x / y;
+    } else if constexpr (kOp == BinaryOp::kMax) {
+      return x >= y ? x : y;
+    } else {
+      return x <= y ? x : y;
+    }
+  }
+};
+
+template <BinaryGradOp kOp>
+struct GradFn {
+  template <typename T>
+  __device__ T operator()(T x, T y, T g) const {
+    if constexpr (kOp == BinaryGradOp::kG) {
+      return g;
+    } else if constexpr (kOp == BinaryGradOp::kNegG) {
+      return -g;
+    } else if constexpr (kOp == BinaryGradOp::kMulX) {
+      return g * y;
+    } else if constexpr (kOp == BinaryGradOp::kMulY) {
+      return g * x;
+    } else if constexpr (kOp == BinaryGradOp::kDivX) {
+      return g / y;
+    } else if constexpr (kOp == BinaryGradOp::kDivY) {  // -g x / y^2 without overflowing y^2
+      return -(g / y) * (x / y);
+    } else if constexpr (kOp == BinaryGradOp::kMaxX) {  // ties go to X
+      return x >= y ? g : T(0);
+    } else if constexpr (kOp == BinaryGradOp::kMaxY) {
+      return x >= y ? T(0) : g;
+    } else if constexpr (kOp == BinaryGradOp::kMinX) {
+      return x <= y ? g : T(0);
+    } else {
+      return x <= y ? T(0) : g;
+    }
+  }
+};
+
+template <typename T, BinaryOp kOp>
+cudaError_t RunBinary(const IndexPlan& plan, const T* x, const T* y, T* out, cudaStream_t stream) {
+  Operands<T> in;
+  in.p[0] = x;
+  in.p[1] = y;
+  return RunPlan<T, T, 2>(plan, in, out, T(1), BinaryFn<kOp>{}, stream);
+}
+
+template <typename T, BinaryGradOp kOp>
+cudaError_t RunGrad(const IndexPlan& plan, const T* x, const T* y, const T* g, T* target,
+                    cudaStream_t stream) {
+  Operands<T> in;
+  in.p[0] = x;
+  in.p[1] = y;
+  in.p[2] = g;
+  return RunPlan<T, T, 3>(plan, in, target, T(1), GradFn<kOp>{}, stream);
+}
+
+// ---- Unary ops ----
+
+template <UnaryOp kOp>
+struct UnaryFn {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    if constexpr (kOp == UnaryOp::kRelu) {  // NaN stays NaN
+      return x < T(0) ? T(0) : x;
+    } else if constexpr (kOp == UnaryOp::kSigmoid) {  // e / (1 + e) for x < 0: no overflow
+      const T e = Exp(-Abs(x));
+      return (x >= T(0) ? T(1) : e) / (T(1) + e);
+    } else if constexpr (kOp == UnaryOp::kTanh) {
+      return Tanh(x);
+    } else if constexpr (kOp == UnaryOp::kExp) {
+      return Exp(x);
+    } else if constexpr (kOp == UnaryOp::kLog) {
+      return Log(x);
+    } else if constexpr (kOp == UnaryOp::kSqrt) {
+      return Sqrt(x);
+    } else {
+      return x * x;
+    }
+  }
+};
+
+// f'(v, g), v being Out (relu, sigmoid, tanh, exp, sqrt) or X (log, square).
+template <UnaryOp kOp>
+struct UnaryGradFn {
+  template <typename T>
+  __device__ T operator()(T v, T g) const {
+    if constexpr (kOp == UnaryOp::kRelu) {
+      return v > T(0) ? g : T(0);
+    } else if constexpr (kOp == UnaryOp::kSigmoid) {
+      return g * v * (T(1) - v);
+    } else if constexpr (kOp == UnaryOp::kTanh) {
+      return g * (T(1) - v * v);
+    } else if constexpr (kOp == UnaryOp::kExp) {
+      return g * v;
+    } else if constexpr (kOp == UnaryOp::kLog) {
+      return g / v;
+    } else if constexpr (kOp == UnaryOp::kSqrt) {
+      return T(0.5) * g / v;
+    } else {
+      return T(2) * v * g;
+    }
+  }
+};
+
+template <typename T, typename F>
+__global__ void UnaryKernel(const T* x, T* out, int64_t n, F f) {
+  for (int64_t i = GlobalIndex(); i < n; i += GlobalStride()) out[i] = f(x[i]);
+}
+
+template <typename T, typename F>
+__global__ void UnaryGradKernel(const T* v, const T* g, T* dx, int64_t n, F f) {
+  for (int64_t i = GlobalIndex(); i < n; i += GlobalStride()) dx[i] = f(v[i], g[i]);
+}
+
+template <typename T, UnaryOp kOp>
+cudaError_t RunUnary(const T* x, T* out, int64_t n, cudaStream_t stream) {
+  UnaryKernel<T><<<GridFor(n), kBlock, 0, stream>>>(x, out, n, UnaryFn<kOp>{});
+  return cudaGetLastError();
+}
+
+template <typename T, UnaryOp kOp>
+cudaError_t RunUnaryGrad(const T* v, const T* g, T* dx, int64_t n, cudaStream_t stream) {
+  UnaryGradKernel<T><<<GridFor(n), kBlock, 0, stream>>>(v, g, dx, n, UnaryGradFn<kOp>{});
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t LaunchBinary(BinaryOp op, const IndexPlan& plan, const T* x, const T* y, T* out,
+                         cudaStream_t stream) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return RunBinary<T, BinaryOp::kAdd>(plan, x, y, out, stream);
+    case BinaryOp::kSub:
+      return RunBinary<T, BinaryOp::kSub>(plan, x, y, out, stream);
+    case BinaryOp::kMul:
+      return RunBinary<T, BinaryOp::kMul>(plan, x, y, out, stream);
+    case BinaryOp::kDiv:
+      return RunBinary<T, BinaryOp::kDiv>(plan, x, y, out, stream);
+    case BinaryOp::kMax:
+      return RunBinary<T, BinaryOp::kMax>(plan, x, y, out, stream);
+    case BinaryOp::kMin:
+      return RunBinary<T, BinaryOp::kMin>(plan, x, y, out, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t LaunchBinaryGrad(BinaryGradOp op, const IndexPlan& plan, const T* x, const T* y,
+                             const T* g, T* target, cudaStream_t stream) {
+  switch (op) {
+    case BinaryGradOp::kG:
+      return RunGrad<T, BinaryGradOp::kG>(plan, x, y, g, target, stream);
+    case BinaryGradOp::kNegG:
+      return RunGrad<T, BinaryGradOp::kNegG>(plan, x, y, g, target, stream);
+    case BinaryGradOp::kMulX:
+      return RunGrad<T, BinaryGradOp::kMulX>(plan, x, y, g, target, stream);
+    case BinaryGradOp::kMulY:
+      return RunGrad<T, BinaryGradOp::kMulY>(plan, x, y, g, target, stream);
+    case BinaryGradOp::kDivX:
+      return RunGrad<T, BinaryGradOp::kDivX>(plan, x, y, g, target, stream);
+    case BinaryGradOp::kDivY:
+      return RunGrad<T, BinaryGradOp::kDivY>(plan, x, y, g, target, stream);
+    case BinaryGradOp::kMaxX:
+      return RunGrad<T, BinaryGradOp::kMaxX>(plan, x, y, g, target, stream);
+    case BinaryGradOp::kMaxY:
+      return RunGrad<T, BinaryGradOp::kMaxY>(plan, x, y, g, target, stream);
+    case BinaryGradOp::kMinX:
+      return RunGrad<T, BinaryGradOp::kMinX>(plan, x, y, g, target, stream);
+    case BinaryGradOp::kMinY:
+      return RunGrad<T, BinaryGradOp::kMinY>(plan, x, y, g, target, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t LaunchUnary(UnaryOp op, const T* x, T* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (op) {
+    case UnaryOp::kRelu:
+      return RunUnary<T, UnaryOp::kRelu>(x, out, n, stream);
+    case UnaryOp::kSigmoid:
+      return RunUnary<T, UnaryOp::kSigmoid>(x, out, n, stream);
+    case UnaryOp::kTanh:
+      return RunUnary<T, UnaryOp::kTanh>(x, out, n, stream);
+    case UnaryOp::kExp:
+      return RunUnary<T, UnaryOp::kExp>(x, out, n, stream);
+    case UnaryOp::kLog:
+      return RunUnary<T, UnaryOp::kLog>(x, out, n, stream);
+    case UnaryOp::kSqrt:
+      return RunUnary<T, UnaryOp::kSqrt>(x, out, n, stream);
+    case UnaryOp::kSquare:
+      return RunUnary<T, UnaryOp::kSquare>(x, out, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t LaunchUnaryGrad(UnaryOp op, const T* v, const T* g, T* dx, int64_t n,
+                            cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (op) {
+    case UnaryOp::kRelu:
+      return RunUnaryGrad<T, UnaryOp::kRelu>(v, g, dx, n, stream);
+    case UnaryOp::kSigmoid:
+      return RunUnaryGrad<T, UnaryOp::kSigmoid>(v, g, dx, n, stream);
+    case UnaryOp::kTanh:
+      return RunUnaryGrad<T, UnaryOp::kTanh>(v, g, dx, n, stream);
+    case UnaryOp::kExp:
+      return RunUnaryGrad<T, UnaryOp::kExp>(v, g, dx, n, stream);
+    case UnaryOp::kLog:
+      return RunUnaryGrad<T, UnaryOp::kLog>(v, g, dx, n, stream);
+    case UnaryOp::kSqrt:
+      return RunUnaryGrad<T, UnaryOp::kSqrt>(v, g, dx, n, stream);
+    case UnaryOp::kSquare:
+      return RunUnaryGrad<T, UnaryOp::kSquare>(v, g, dx, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+#define SLUICE_INSTANTIATE_ELEMENTWISE(T)                                                      \
+  template cudaError_t LaunchBinary<T>(BinaryOp, const IndexPlan&, const T*, const T*, T*,     \
+                                       cudaStream_t);                                          \
+  template cudaError_t LaunchBinaryGrad<T>(BinaryGradOp, const IndexPlan&, const T*, const T*, \
+                                           const T*, T*, cudaStream_t);                        \
+  template cudaError_t LaunchUnary<T>(UnaryOp, const T*, T*, int64_t, cudaStream_t);           \
+  template cudaError_t LaunchUnaryGrad<T>(UnaryOp, const T*, const T*, T*, int64_t, cudaStream_t);
+SLUICE_INSTANTIATE_ELEMENTWISE(float)
+SLUICE_INSTANTIATE_ELEMENTWISE(double)
+
+}  // namespace sluice::ops::gpu
