@@ -9,24 +9,6 @@
 namespace sluice::ops::internal {
 namespace {
 
-// Calls fn(TypeTag<T>{}) for the C++ type of `dtype`.
-template <typename Fn>
-auto VisitDtype(DataType dtype, Fn fn) {
-  switch (dtype) {
-    case DataType::kF32:
-      return fn(TypeTag<float>{});
-    case DataType::kF64:
-      return fn(TypeTag<double>{});
-    case DataType::kI32:
-      return fn(TypeTag<int32_t>{});
-    case DataType::kI64:
-      return fn(TypeTag<int64_t>{});
-    case DataType::kBool:
-      return fn(TypeTag<bool>{});
-  }
-  return fn(TypeTag<float>{});
-}
-
 // Out = In converted element by element to Out's dtype (cast, cast_grad: key dtype In).
 template <typename In>
 absl::StatusOr<HostWork> PrepareCast(const HostTensor& x, const HostTensor& y) {

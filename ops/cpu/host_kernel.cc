@@ -5,10 +5,8 @@
 #include "core/tensor_storage.h"
 
 namespace sluice::ops {
-namespace {
-
-absl::StatusOr<HostTensor> View(const vm::Blob* blob, absl::string_view role, int index,
-                                absl::string_view op) {
+absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role, int index,
+                                    absl::string_view op) {
   if (blob->storage() == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("op '", op, "' ", role, " ", index, ": ", blob->DebugName(), " was released"));
@@ -22,8 +20,6 @@ absl::StatusOr<HostTensor> View(const vm::Blob* blob, absl::string_view role, in
   return t;
 }
 
-}  // namespace
-
 std::string HostTensor::Describe(absl::string_view role, int index) const {
   return absl::StrCat(role, " ", index, " (", blob != nullptr ? blob->DebugName() : "tensor", ", ",
                       DataTypeName(dtype), shape != nullptr ? shape->ToString() : "", ")");
@@ -34,12 +30,12 @@ absl::Status HostKernel::Launch(vm::KernelContext& ctx) const {
   args.attrs = &ctx.attrs();
   int i = 0;
   for (const vm::Blob* blob : ctx.inputs()) {
-    SLUICE_ASSIGN_OR_RETURN(HostTensor t, View(blob, "input", i++, op_));
+    SLUICE_ASSIGN_OR_RETURN(HostTensor t, ViewBlob(blob, "input", i++, op_));
     args.inputs.push_back(t);
   }
   i = 0;
   for (const vm::Blob* blob : ctx.outputs()) {
-    SLUICE_ASSIGN_OR_RETURN(HostTensor t, View(blob, "output", i++, op_));
+    SLUICE_ASSIGN_OR_RETURN(HostTensor t, ViewBlob(blob, "output", i++, op_));
     args.outputs.push_back(t);
   }
   SLUICE_ASSIGN_OR_RETURN(HostWork work, Prepare(args));

@@ -41,6 +41,11 @@ struct HostTensor {
   std::string Describe(absl::string_view role, int index) const;
 };
 
+// A view of `blob` (operand `index` in `role` of `op`); FailedPrecondition naming them when
+// the blob's storage was released.
+absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role, int index,
+                                    absl::string_view op);
+
 struct HostArgs {
   absl::InlinedVector<HostTensor, 4> inputs;
   absl::InlinedVector<HostTensor, 2> outputs;
@@ -99,6 +104,24 @@ template <typename T>
 struct TypeTag {
   using type = T;
 };
+
+// Calls fn(TypeTag<T>{}) for the C++ element type of `dtype`.
+template <typename Fn>
+auto VisitDtype(DataType dtype, Fn fn) {
+  switch (dtype) {
+    case DataType::kF32:
+      return fn(TypeTag<float>{});
+    case DataType::kF64:
+      return fn(TypeTag<double>{});
+    case DataType::kI32:
+      return fn(TypeTag<int32_t>{});
+    case DataType::kI64:
+      return fn(TypeTag<int64_t>{});
+    case DataType::kBool:
+      return fn(TypeTag<bool>{});
+  }
+  return fn(TypeTag<float>{});
+}
 
 // Registers make(TypeTag<T>{}) (a shared_ptr<const vm::OpKernel>) as the cpu and sim kernel
 // of `op` for each T in Ts.

@@ -20,24 +20,6 @@
 namespace sluice::ops::internal {
 namespace {
 
-// Calls fn(TypeTag<T>{}) for the C++ type of `dtype`.
-template <typename Fn>
-auto VisitDtype(DataType dtype, Fn fn) {
-  switch (dtype) {
-    case DataType::kF32:
-      return fn(TypeTag<float>{});
-    case DataType::kF64:
-      return fn(TypeTag<double>{});
-    case DataType::kI32:
-      return fn(TypeTag<int32_t>{});
-    case DataType::kI64:
-      return fn(TypeTag<int64_t>{});
-    case DataType::kBool:
-      return fn(TypeTag<bool>{});
-  }
-  return fn(TypeTag<float>{});
-}
-
 // Copies X's bytes into Out: assign (device to device), memcpy_h2d (X in host memory),
 // memcpy_d2h (Out in host memory). Same dtype and size, as the host kernels check.
 auto MakeCopy(absl::string_view op_name, cudaMemcpyKind kind) {

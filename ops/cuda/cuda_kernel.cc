@@ -11,24 +11,6 @@
 #include "ops/internal/op_families.h"
 
 namespace sluice::ops::internal {
-namespace {
-
-absl::StatusOr<HostTensor> View(const vm::Blob* blob, absl::string_view role, int index,
-                                absl::string_view op) {
-  if (blob->storage() == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("op '", op, "' ", role, " ", index, ": ", blob->DebugName(), " was released"));
-  }
-  HostTensor t;
-  t.data = blob->storage()->data();
-  t.dtype = blob->dtype();
-  t.shape = &blob->shape();
-  t.size = static_cast<int64_t>(blob->bytes() / SizeOf(blob->dtype()));
-  t.blob = blob;
-  return t;
-}
-
-}  // namespace
 
 absl::Status CudaKernel::Launch(vm::KernelContext& ctx) const {
   CudaArgs args;
@@ -43,12 +25,12 @@ absl::Status CudaKernel::Launch(vm::KernelContext& ctx) const {
   }
   int i = 0;
   for (const vm::Blob* blob : ctx.inputs()) {
-    SLUICE_ASSIGN_OR_RETURN(HostTensor t, View(blob, "input", i++, op_));
+    SLUICE_ASSIGN_OR_RETURN(HostTensor t, ViewBlob(blob, "input", i++, op_));
     args.inputs.push_back(t);
   }
   i = 0;
   for (const vm::Blob* blob : ctx.outputs()) {
-    SLUICE_ASSIGN_OR_RETURN(HostTensor t, View(blob, "output", i++, op_));
+    SLUICE_ASSIGN_OR_RETURN(HostTensor t, ViewBlob(blob, "output", i++, op_));
     args.outputs.push_back(t);
   }
   // VM workers serve streams of several devices: launch on the stream's own.
