@@ -86,7 +86,9 @@ class Blob {
   // Scheduler only: the last writer and the readers since it, among unretired instructions.
   // Readers live in [readers_head_, size); retired ones become null. Retirement is mostly
   // in arrival order, so the head advances instead of erasing from the front.
-  Instruction* last_writer_ = nullptr;
+  // On its own cache line: the scheduler writes these for every instruction while the
+  // producer reads the fields above (storage, released_) for the next call.
+  alignas(64) Instruction* last_writer_ = nullptr;
   absl::InlinedVector<Instruction*, 4> readers_;
   size_t readers_head_ = 0;
   // Scheduler only: unretired instructions using the blob (counted per operand), whether

@@ -18,7 +18,16 @@ Instruction* InstructionPool::Allocate(Chain<Instruction>& cache) {
   }
   Instruction* instruction = cache.head;
   cache.head = instruction->next;
-  if (cache.head == nullptr) cache.tail = nullptr;
+  if (cache.head == nullptr) {
+    cache.tail = nullptr;
+  } else {
+    // The next instruction was last written by the scheduler (recycled at retirement):
+    // start moving its lines to this core now, while the caller fills this one.
+    const char* next = reinterpret_cast<const char*>(cache.head);
+    for (size_t offset = 0; offset < sizeof(Instruction); offset += 64) {
+      __builtin_prefetch(next + offset, /*rw=*/1, /*locality=*/3);
+    }
+  }
   --cache.size;
   instruction->next = nullptr;
   instruction->state = Instruction::State::kSubmitted;
