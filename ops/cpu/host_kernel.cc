@@ -20,6 +20,10 @@ absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role
   return t;
 }
 
+absl::Status OpError(absl::string_view op, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat("op '", op, "': ", message));
+}
+
 std::string HostTensor::Describe(absl::string_view role, int index) const {
   return absl::StrCat(role, " ", index, " (", blob != nullptr ? blob->DebugName() : "tensor", ", ",
                       DataTypeName(dtype), shape != nullptr ? shape->ToString() : "", ")");
@@ -43,9 +47,7 @@ absl::Status HostKernel::Launch(vm::KernelContext& ctx) const {
   return ctx.LaunchHostWork(std::move(work));
 }
 
-absl::Status HostKernel::Error(absl::string_view message) const {
-  return absl::InvalidArgumentError(absl::StrCat("op '", op_, "': ", message));
-}
+absl::Status HostKernel::Error(absl::string_view message) const { return OpError(op_, message); }
 
 absl::Status HostKernel::CheckArity(const HostArgs& args, int inputs, int outputs) const {
   const int n_in = static_cast<int>(args.inputs.size());

@@ -41,6 +41,10 @@ struct HostTensor {
   std::string Describe(absl::string_view role, int index) const;
 };
 
+// InvalidArgument "op 'add': <message>": how every kernel (host or cuda) reports bad
+// operands or attributes.
+absl::Status OpError(absl::string_view op, absl::string_view message);
+
 // A view of `blob` (operand `index` in `role` of `op`); FailedPrecondition naming them when
 // the blob's storage was released.
 absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role, int index,

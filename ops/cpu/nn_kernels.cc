@@ -22,10 +22,6 @@ namespace {
 
 using nn::Describe;
 
-absl::Status OpError(absl::string_view op, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat("op '", op, "': ", message));
-}
-
 template <typename V>
 absl::StatusOr<V> InOp(absl::string_view op, absl::StatusOr<V> value) {
   if (!value.ok()) return OpError(op, value.status().message());

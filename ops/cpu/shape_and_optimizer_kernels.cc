@@ -12,16 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ops/cpu/host_kernel.h"
+#include "ops/internal/axis_layout.h"
 #include "ops/internal/op_families.h"
 
 namespace sluice::ops::internal {
 namespace {
 
 using Dims = absl::InlinedVector<int64_t, 6>;
-
-absl::Status KernelError(absl::string_view op, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat("op '", op, "': ", message));
-}
 
 absl::Status CheckCounts(absl::string_view op, const HostArgs& a, int inputs, int outputs) {
   const int n_in = static_cast<int>(a.inputs.size());
@@ -30,21 +27,21 @@ absl::Status CheckCounts(absl::string_view op, const HostArgs& a, int inputs, in
   const bool out_ok = outputs < 0 ? n_out >= 1 : n_out == outputs;
   if (in_ok && out_ok) return absl::OkStatus();
   auto want = [](int n) { return n < 0 ? std::string("one or more") : absl::StrCat(n); };
-  return KernelError(op, absl::StrCat("takes ", want(inputs), " input(s) and ", want(outputs),
-                                      " output(s), got ", n_in, " and ", n_out));
+  return OpError(op, absl::StrCat("takes ", want(inputs), " input(s) and ", want(outputs),
+                                  " output(s), got ", n_in, " and ", n_out));
 }
 
 absl::Status CheckDtypes(absl::string_view op, const HostArgs& a, DataType dtype) {
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     if (a.inputs[i].dtype != dtype) {
-      return KernelError(op, absl::StrCat(a.inputs[i].Describe("input", static_cast<int>(i)),
-                                          " must be ", DataTypeName(dtype)));
+      return OpError(op, absl::StrCat(a.inputs[i].Describe("input", static_cast<int>(i)),
+                                      " must be ", DataTypeName(dtype)));
     }
   }
   for (size_t i = 0; i < a.outputs.size(); ++i) {
     if (a.outputs[i].dtype != dtype) {
-      return KernelError(op, absl::StrCat(a.outputs[i].Describe("output", static_cast<int>(i)),
-                                          " must be ", DataTypeName(dtype)));
+      return OpError(op, absl::StrCat(a.outputs[i].Describe("output", static_cast<int>(i)),
+                                      " must be ", DataTypeName(dtype)));
     }
   }
   return absl::OkStatus();
@@ -58,8 +55,8 @@ auto MakeReshape(absl::string_view op, int inputs) {
       const HostTensor& x = a.inputs[0];
       const HostTensor& y = a.outputs[0];
       if (x.dtype != y.dtype || x.size != y.size) {
-        return KernelError(op, absl::StrCat(y.Describe("output", 0), " does not hold the ",
-                                            x.Describe("input", 0), "'s elements"));
+        return OpError(op, absl::StrCat(y.Describe("output", 0), " does not hold the ",
+                                        x.Describe("input", 0), "'s elements"));
       }
       const void* src = x.data;
       void* dst = y.data;
@@ -199,9 +196,8 @@ std::shared_ptr<const vm::OpKernel> MakeTranspose() {
       if (ok) seen[perm[i]] = true;
     }
     if (!ok) {
-      return KernelError(kOp,
-                         absl::StrCat("perm [", absl::StrJoin(perm, ", "), "] does not map ",
-                                      x.Describe("input", 0), " to ", y.Describe("output", 0)));
+      return OpError(kOp, absl::StrCat("perm [", absl::StrJoin(perm, ", "), "] does not map ",
+                                       x.Describe("input", 0), " to ", y.Describe("output", 0)));
     }
     if (x.size == 0) return HostWork(nullptr);
     TransposePlan plan = Simplify(*x.shape, perm);
@@ -227,50 +223,6 @@ std::shared_ptr<const vm::OpKernel> MakeTranspose() {
       return absl::OkStatus();
     });
   });
-}
-
-// How a whole tensor splits into parts along an axis: `outer` blocks, each holding one chunk
-// of every part in turn (bytes).
-struct AxisLayout {
-  int64_t outer = 1;
-  absl::InlinedVector<size_t, 4> chunks;
-};
-
-// Checks that `parts` concatenate along `axis` (the attribute, may be negative) to `whole`.
-absl::StatusOr<AxisLayout> LayoutAlong(absl::string_view op, int64_t axis, const HostTensor& whole,
-                                       absl::string_view whole_role,
-                                       absl::Span<const HostTensor> parts,
-                                       absl::string_view part_role) {
-  const Shape& shape = *whole.shape;
-  const int rank = shape.rank();
-  if (rank == 0 || axis < -rank || axis >= rank) {
-    return KernelError(
-        op, absl::StrCat("axis ", axis, " is out of range for ", whole.Describe(whole_role, 0)));
-  }
-  const int ax = static_cast<int>(axis < 0 ? axis + rank : axis);
-  AxisLayout layout;
-  int64_t inner = 1;
-  for (int d = 0; d < ax; ++d) layout.outer *= shape.dim(d);
-  for (int d = ax + 1; d < rank; ++d) inner *= shape.dim(d);
-  const size_t elem = SizeOf(whole.dtype);
-  int64_t along = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const HostTensor& p = parts[i];
-    bool ok = p.dtype == whole.dtype && p.shape->rank() == rank;
-    for (int d = 0; ok && d < rank; ++d) ok = d == ax || p.shape->dim(d) == shape.dim(d);
-    if (!ok) {
-      return KernelError(
-          op, absl::StrCat(p.Describe(part_role, static_cast<int>(i)), " is not a part of ",
-                           whole.Describe(whole_role, 0), " along axis ", ax));
-    }
-    along += p.shape->dim(ax);
-    layout.chunks.push_back(static_cast<size_t>(p.shape->dim(ax) * inner) * elem);
-  }
-  if (along != shape.dim(ax)) {
-    return KernelError(op, absl::StrCat("the parts add up to ", along, " along axis ", ax, ", not ",
-                                        shape.dim(ax)));
-  }
-  return layout;
 }
 
 // concat: X... -> Out.
@@ -335,14 +287,14 @@ std::shared_ptr<const vm::OpKernel> MakeSplit(absl::string_view op, int inputs) 
 // A one-element operand ([1] or a scalar) of an optimizer.
 absl::Status CheckOneElement(absl::string_view op, const HostTensor& t, int index) {
   if (t.size == 1) return absl::OkStatus();
-  return KernelError(op, absl::StrCat(t.Describe("input", index), " must hold one element"));
+  return OpError(op, absl::StrCat(t.Describe("input", index), " must hold one element"));
 }
 
 absl::Status CheckSameSize(absl::string_view op, const HostTensor& t, absl::string_view role,
                            int index, const HostTensor& param) {
   if (t.size == param.size) return absl::OkStatus();
-  return KernelError(op, absl::StrCat(t.Describe(role, index), " must have as many elements as ",
-                                      param.Describe("input", 0)));
+  return OpError(op, absl::StrCat(t.Describe(role, index), " must have as many elements as ",
+                                  param.Describe("input", 0)));
 }
 
 template <typename T>
@@ -384,8 +336,8 @@ std::shared_ptr<const vm::OpKernel> MakeAdam() {
     }
     for (int i : {3, 4}) {
       if (a.outputs[i].size != 1) {
-        return KernelError(
-            kOp, absl::StrCat(a.outputs[i].Describe("output", i), " must hold one element"));
+        return OpError(kOp,
+                       absl::StrCat(a.outputs[i].Describe("output", i), " must hold one element"));
       }
     }
     SLUICE_ASSIGN_OR_RETURN(const double beta1, a.attrs->GetFloat("beta1"));

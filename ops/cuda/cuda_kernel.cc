@@ -39,10 +39,6 @@ absl::Status CudaKernel::Launch(vm::KernelContext& ctx) const {
   return Run(args);
 }
 
-absl::Status OpError(absl::string_view op, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat("op '", op, "': ", message));
-}
-
 absl::Status CudaStatus(absl::string_view op, cudaError_t error, absl::string_view what) {
   if (error == cudaSuccess) return absl::OkStatus();
   return absl::InternalError(

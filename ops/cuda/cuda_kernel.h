@@ -93,8 +93,6 @@ absl::Status RegisterCudaKernelsFor(OpRegistry* registry, absl::string_view op, 
   return status;
 }
 
-// InvalidArgument "op 'add': <message>".
-absl::Status OpError(absl::string_view op, absl::string_view message);
 // OK for cudaSuccess, else Internal "op 'add': <what> failed: <CUDA's message>".
 absl::Status CudaStatus(absl::string_view op, cudaError_t error,
                         absl::string_view what = "CUDA kernel launch");
