@@ -75,6 +75,8 @@ class Allocator {
   // still be running; the allocator orders reuse after it.
   virtual void Deallocate(void* ptr) = 0;
   virtual AllocatorStats stats() const = 0;
+  // Restarts peak_bytes_in_use from the current bytes_in_use (per-run peaks).
+  virtual void ResetPeakBytes() {}
 };
 
 }  // namespace sluice

@@ -232,6 +232,11 @@ AllocatorStats StreamOrderedCachingAllocator::stats() const {
   return stats_;
 }
 
+void StreamOrderedCachingAllocator::ResetPeakBytes() {
+  absl::MutexLock lock(&mu_);
+  stats_.peak_bytes_in_use = stats_.bytes_in_use;
+}
+
 void StreamOrderedCachingAllocator::CollectFencesLocked(
     std::vector<std::shared_ptr<StreamFence>>* to_wait) {
   // The owner fence of a free or pending block (recorded after its free, so it covers the

@@ -50,6 +50,7 @@ class StreamOrderedCachingAllocator final : public Allocator {
   void RecordStream(void* ptr, StreamId stream) override;
   void Deallocate(void* ptr) override;
   AllocatorStats stats() const override;
+  void ResetPeakBytes() override;
 
   // Waits for pending blocks and returns every free block to the raw allocator.
   absl::Status EmptyCache();

@@ -1,6 +1,7 @@
 #include "vm/blob.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/status.h"
 
 namespace sluice::vm {
 
@@ -12,6 +13,26 @@ Blob::Blob(uint64_t id, std::unique_ptr<TensorStorage> storage, std::string name
       shape_(storage->shape()),
       bytes_(storage->bytes()),
       storage_(std::move(storage)) {}
+
+Blob::Blob(uint64_t id, Device device, DataType dtype, Shape shape, Allocator* allocator,
+           std::string name)
+    : id_(id),
+      name_(std::move(name)),
+      device_(device),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      bytes_(static_cast<size_t>(shape_.NumElements()) * SizeOf(dtype)),
+      allocator_(allocator) {}
+
+absl::Status Blob::EnsureStorage(StreamId stream) {
+  if (storage_ != nullptr) return absl::OkStatus();
+  if (allocator_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(DebugName(), " was released"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(storage_,
+                          TensorStorage::Allocate(allocator_, device_, dtype_, shape_, stream));
+  return absl::OkStatus();
+}
 
 std::string Blob::DebugName() const {
   if (name_.empty()) return absl::StrCat("blob #", id_);

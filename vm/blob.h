@@ -43,6 +43,12 @@ struct Chain;
 class Blob {
  public:
   Blob(uint64_t id, std::unique_ptr<TensorStorage> storage, std::string name);
+  // A lazy blob: no storage until an OpCall writes it, when the worker allocates it from
+  // `allocator` for the writing stream; a Release frees it and the next writer allocates
+  // again. The interpreter binds its temporaries this way, so one lowered graph serves
+  // every run while each run's memory lives only from first write to last use.
+  Blob(uint64_t id, Device device, DataType dtype, Shape shape, Allocator* allocator,
+       std::string name);
   Blob(const Blob&) = delete;
   Blob& operator=(const Blob&) = delete;
 
@@ -55,8 +61,13 @@ class Blob {
   // "blob #7" or "blob #7 'weights'": how errors and the sync checker name it.
   std::string DebugName() const;
 
-  // Null once a Release instruction has run.
+  // Null once a Release instruction has run (and, for a lazy blob, before its first write).
   TensorStorage* storage() const { return storage_.get(); }
+  bool lazy() const { return allocator_ != nullptr; }
+  // Worker thread of a writer: allocates a lazy blob's storage for `stream` when it has
+  // none. OK for a blob that has storage; FailedPrecondition naming the blob for a released
+  // eager blob; the allocator's error otherwise.
+  absl::Status EnsureStorage(StreamId stream);
 
   // Poison: the error of the failed or skipped instruction that should have produced the
   // current contents. Readers of a poisoned blob are skipped; a successful write clears it.
@@ -78,6 +89,7 @@ class Blob {
   const DataType dtype_;
   const Shape shape_;
   const size_t bytes_;
+  Allocator* const allocator_ = nullptr;  // set for lazy blobs only
   std::unique_ptr<TensorStorage> storage_;
 
   // Builder thread: set once a Release has been submitted; later use is an error.

@@ -1,5 +1,6 @@
 #include "vm/instruction_executor.h"
 
+#include <chrono>
 #include <exception>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,7 @@ struct HostWork {
   ErrorSink* errors;
   std::atomic<int64_t>* skipped;            // may be null
   absl::AnyInvocable<absl::Status()> work;  // null: only settle the outputs' poison
+  Tracer* tracer = nullptr;                 // times `work` when set
 
   absl::Status operator()() {
     absl::Status poison = InstructionExecutor::InputPoison(*instruction);
@@ -45,12 +47,16 @@ struct HostWork {
       return absl::OkStatus();
     }
     absl::Status status;
+    const int64_t begin = tracer != nullptr ? Tracer::NowNs() : 0;
     try {
       status = work();
     } catch (const std::exception& e) {
       status = absl::InternalError(absl::StrCat("exception: ", e.what()));
     } catch (...) {
       status = absl::InternalError("unknown exception");
+    }
+    if (tracer != nullptr) {
+      tracer->Add({instruction->stream, instruction->name(), begin, Tracer::NowNs()});
     }
     if (status.ok()) {
       for (Blob* blob : instruction->outputs) blob->ClearPoison();
@@ -70,7 +76,18 @@ struct HostWork {
 
 absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> work) {
   ran_host_work_ = true;
-  return stream_->Launch(HostWork{instruction_, errors_, skipped_, std::move(work)});
+  return stream_->Launch(HostWork{instruction_, errors_, skipped_, std::move(work),
+                                  executor_ != nullptr ? executor_->tracer() : nullptr});
+}
+
+void KernelContext::RunStep(Instruction* step) { executor_->RunStep(step, *instruction_); }
+
+// --- Tracer (declared in tracer.h). ---
+
+int64_t Tracer::NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 // --- InstructionExecutor. ---
@@ -149,12 +166,32 @@ void InstructionExecutor::Run(Instruction* instruction) {
   }
 }
 
+void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
+  // Steps are reused every run: write only what changed, so an unchanged step's cache
+  // lines stay clean.
+  if (step->stream != outer.stream) step->stream = outer.stream;
+  if (step->seq != outer.seq) step->seq = outer.seq;
+  if (!step->status.ok()) step->status = absl::OkStatus();
+  if (step->kind == InstructionKind::kRelease) {
+    for (Blob* blob : step->outputs) blob->storage_.reset();
+    return;
+  }
+  RunOpCall(step);
+}
+
 void InstructionExecutor::RunOpCall(Instruction* instruction) {
-  const StreamPolicy* policy = instruction->stream->policy();
+  const OpKernel* kernel = instruction->kernel;
+  if (kernel->handles_poison()) {
+    KernelContext ctx(instruction, instruction->stream->ep_stream(), errors_, &counters_->skipped,
+                      this);
+    const absl::Status status = kernel->Launch(ctx);
+    if (!status.ok()) Fail(instruction, status);
+    return;
+  }
   // Poison is settled in stream order on asynchronous streams the host can run work on
   // (sim: the host work re-checks inputs when it runs, after every earlier write on the
   // stream). On cpu, launch order is execution order; on cuda only launch order is known.
-  const bool stream_ordered = policy->host_accessible() && !policy->synchronous();
+  const bool stream_ordered = instruction->stream->poison_in_stream_order();
   if (!stream_ordered) {
     absl::Status poison = InputPoison(*instruction);
     if (!poison.ok()) {
@@ -162,14 +199,28 @@ void InstructionExecutor::RunOpCall(Instruction* instruction) {
       return;
     }
   }
-  KernelContext ctx(instruction, instruction->stream->ep_stream(), errors_, &counters_->skipped);
+  for (Blob* blob : instruction->outputs) {
+    if (blob->storage_ != nullptr) continue;
+    const absl::Status allocated = blob->EnsureStorage(instruction->stream->id());
+    if (!allocated.ok()) {
+      Fail(instruction, allocated);
+      return;
+    }
+  }
+  KernelContext ctx(instruction, instruction->stream->ep_stream(), errors_, &counters_->skipped,
+                    this);
+  Tracer* tracer = this->tracer();
+  const int64_t begin = tracer != nullptr ? Tracer::NowNs() : 0;
   absl::Status status;
   try {
-    status = instruction->kernel->Launch(ctx);
+    status = kernel->Launch(ctx);
   } catch (const std::exception& e) {
     status = absl::InternalError(absl::StrCat("exception: ", e.what()));
   } catch (...) {
     status = absl::InternalError("unknown exception");
+  }
+  if (tracer != nullptr && !ctx.ran_host_work()) {
+    tracer->Add({instruction->stream, instruction->name(), begin, Tracer::NowNs()});
   }
   if (!status.ok()) {
     Fail(instruction, status);

@@ -11,6 +11,7 @@
 #include "vm/counters.h"
 #include "vm/error_sink.h"
 #include "vm/instruction.h"
+#include "vm/tracer.h"
 
 namespace sluice::vm {
 
@@ -44,6 +45,14 @@ class InstructionExecutor {
   ErrorSink* errors() const { return errors_; }
   // Set once, before any instruction runs: AccessBlob writes then record their bytes.
   void set_recorder(Recorder* recorder) { recorder_ = recorder; }
+  // Installs (or, with null, removes) the tracer that times every OpCall from now on. Any
+  // thread; work already launched may still add to the previous tracer, which must stay
+  // alive until that work is complete (remove it after a sync).
+  void set_tracer(Tracer* tracer) { tracer_.store(tracer, std::memory_order_release); }
+  Tracer* tracer() const { return tracer_.load(std::memory_order_acquire); }
+
+  // A step of an OpSequence (see KernelContext::RunStep), on `outer`'s stream.
+  void RunStep(Instruction* step, const Instruction& outer);
 
  private:
   void RunOpCall(Instruction* instruction);
@@ -57,6 +66,7 @@ class InstructionExecutor {
   SyncChecker* const checker_;
   const std::atomic<bool>* const cancel_;
   Recorder* recorder_ = nullptr;
+  std::atomic<Tracer*> tracer_{nullptr};  // release on install, acquire per OpCall
 };
 
 }  // namespace sluice::vm

@@ -21,6 +21,11 @@ absl::Status InstructionsBuilder::CheckUsable(const BlobRef& blob) const {
   if (blob->released_) {
     return absl::InvalidArgumentError(absl::StrCat(blob->DebugName(), " was released"));
   }
+  if (blob->lazy()) {
+    // Soft sync follows a blob's storage; a lazy blob belongs to a precomputed graph.
+    return absl::InvalidArgumentError(
+        absl::StrCat(blob->DebugName(), " is lazy (a precomputed graph's blob)"));
+  }
   return absl::OkStatus();
 }
 

@@ -20,13 +20,18 @@ namespace sluice::vm {
 
 class Instruction;
 class ErrorSink;
+class InstructionExecutor;
 
 // Built by the ThreadCtx worker for one Launch call; valid only during it.
 class KernelContext {
  public:
   KernelContext(Instruction* instruction, ep::Stream* stream, ErrorSink* errors,
-                std::atomic<int64_t>* skipped = nullptr)
-      : instruction_(instruction), stream_(stream), errors_(errors), skipped_(skipped) {}
+                std::atomic<int64_t>* skipped = nullptr, InstructionExecutor* executor = nullptr)
+      : instruction_(instruction),
+        stream_(stream),
+        errors_(errors),
+        skipped_(skipped),
+        executor_(executor) {}
 
   absl::Span<Blob* const> inputs() const;
   absl::Span<Blob* const> outputs() const;
@@ -43,11 +48,17 @@ class KernelContext {
   // True once LaunchHostWork was called (the work then settles the outputs' poison).
   bool ran_host_work() const { return ran_host_work_; }
 
+  // Runs `step` (an OpCall or Release not owned by the VM; see OpSequence) on this
+  // instruction's stream now, with a lone instruction's rules. Its errors are reported
+  // under its own name; nothing is returned. Only for contexts the VM's executor built.
+  void RunStep(Instruction* step);
+
  private:
   Instruction* const instruction_;
   ep::Stream* const stream_;
   ErrorSink* const errors_;
   std::atomic<int64_t>* const skipped_;  // counts work skipped for a poisoned input
+  InstructionExecutor* const executor_;
   bool ran_host_work_ = false;
 };
 
@@ -60,6 +71,9 @@ class OpKernel {
   // Worker thread. Validates operands and attributes (returning InvalidArgument naming the
   // culprit) and enqueues the work. An error becomes the op's error (see ErrorSink).
   virtual absl::Status Launch(KernelContext& ctx) const = 0;
+  // True for kernels that settle their operands' poison themselves (OpSequence: each step
+  // checks its own inputs); the executor then neither skips nor clears around Launch.
+  virtual bool handles_poison() const { return false; }
 };
 
 }  // namespace sluice::vm

@@ -23,12 +23,8 @@ class ThreadCtx;
 // thread bumps when it reaches a completion point.
 class Stream {
  public:
-  Stream(ep::Stream* ep_stream, StreamPolicy* policy, ThreadCtx* thread_ctx, int dense_index)
-      : ep_stream_(ep_stream),
-        policy_(policy),
-        thread_ctx_(thread_ctx),
-        key_string_(ep_stream->key().ToString()),
-        dense_index_(dense_index) {}
+  // Defined in stream_policy.cc (it asks the policy).
+  Stream(ep::Stream* ep_stream, StreamPolicy* policy, ThreadCtx* thread_ctx, int dense_index);
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
@@ -37,6 +33,9 @@ class Stream {
   const std::string& name() const { return key_string_; }
   ep::Stream* ep_stream() const { return ep_stream_; }
   StreamPolicy* policy() const { return policy_; }
+  // True for asynchronous streams the host can run work on (sim): kernels settle poison in
+  // stream order there (see InstructionExecutor). Cached: asked for every op.
+  bool poison_in_stream_order() const { return poison_in_stream_order_; }
   ThreadCtx* thread_ctx() const { return thread_ctx_; }
   // 0, 1, 2, ... in creation order within one VM: an index into per-stream arrays (the sync
   // checker's vector clocks).
@@ -62,6 +61,7 @@ class Stream {
   ThreadCtx* const thread_ctx_;
   const std::string key_string_;
   const int dense_index_;
+  const bool poison_in_stream_order_;
 };
 
 }  // namespace sluice::vm

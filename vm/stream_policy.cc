@@ -4,6 +4,14 @@
 #include "vm/thread_ctx.h"
 
 namespace sluice::vm {
+
+Stream::Stream(ep::Stream* ep_stream, StreamPolicy* policy, ThreadCtx* thread_ctx, int dense_index)
+    : ep_stream_(ep_stream),
+      policy_(policy),
+      thread_ctx_(thread_ctx),
+      key_string_(ep_stream->key().ToString()),
+      dense_index_(dense_index),
+      poison_in_stream_order_(policy->host_accessible() && !policy->synchronous()) {}
 namespace {
 
 class HostStreamPolicy final : public StreamPolicy {

@@ -136,6 +136,24 @@ absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, 
   return blob;
 }
 
+absl::StatusOr<BlobRef> VirtualMachine::NewLazyBlob(Stream* stream, DataType dtype, Shape shape,
+                                                    std::string name) {
+  if (stream == nullptr) return absl::InvalidArgumentError("NewLazyBlob: null stream");
+  for (int64_t dim : shape.dims()) {
+    if (dim < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("NewLazyBlob '", name, "': negative dimension in ", shape.ToString()));
+    }
+  }
+  SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
+  std::shared_ptr<internal::BlobReaper> reaper = reaper_;
+  BlobRef blob(new Blob(next_blob_id_.fetch_add(1, std::memory_order_relaxed), stream->key().device,
+                        dtype, std::move(shape), &device->allocator(), std::move(name)),
+               [reaper](Blob* b) { reaper->Reap(b); });
+  if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
+  return blob;
+}
+
 absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain, bool after_close) {
   if (chain.empty()) return absl::OkStatus();
   const absl::Status reserved = pool_.Reserve(

@@ -85,6 +85,11 @@ class VirtualMachine {
   absl::StatusOr<BlobRef> NewBlob(Stream* stream, DataType dtype, Shape shape,
                                   std::string name = "");
 
+  // A lazy blob on `stream`'s device (see Blob): storage is allocated by its first writer,
+  // for the writer's stream, and freed by a Release; the blob stays usable after it.
+  absl::StatusOr<BlobRef> NewLazyBlob(Stream* stream, DataType dtype, Shape shape,
+                                      std::string name = "");
+
   // Waits until everything submitted before the call is complete; returns (and forgets)
   // the first error since the previous sync point, naming the instruction.
   absl::Status Sync();
@@ -93,6 +98,10 @@ class VirtualMachine {
   absl::Status Shutdown(ShutdownMode mode = ShutdownMode::kFinish);
 
   VmStats stats() const;
+  // Times every OpCall from now on into `tracer` (null: stop). The tracer must stay alive
+  // until the work launched while it was installed is complete (remove it after a Sync).
+  void SetTracer(Tracer* tracer) { executor_.set_tracer(tracer); }
+
   // Null unless options.check_sync.
   SyncChecker* sync_checker() { return checker_.get(); }
   // Null unless options.record_path is set.

@@ -1,0 +1,282 @@
+// The static-graph interpreter against the limits of the same DAG: a oneTBB flow graph and a
+// plain sequential loop. Three shapes (seeded, the same in every runner):
+//   Chain      op i reads op i-1's output;
+//   Wide       op 0 writes x, ops 1..n-1 each read x;
+//   RandomDag  op i reads one or two outputs of the previous 32 ops.
+// Ops are "bench_noop" (no work: what remains is engine overhead) or "bench_spin" (about
+// 5 us of busy work on the stream, like a small kernel). Items = ops, so the reported time
+// per item is the cost per op. The interpreter runs through Executor::Run (one batch
+// submission and one completion barrier per iteration, through a PreparedRun so the program is not
+// re-hashed): chain and wide on cpu, the random DAG on sim:0 with ops spread over two compute
+// streams (each sim stream is a thread).
+//   BM_Interpreter_Build/N   Interpreter::Build of a random DAG of N ops (no run).
+//   BM_Executor_DemoStep     one training step of the demo program (Linear(16->1) + MSE +
+//                            Adam, 16x16 input) on cpu.
+#include <chrono>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "core/status.h"
+#include "ep/runtime.h"
+#include "framework/executor/executor.h"
+#include "framework/interpreter/interpreter.h"
+#include "framework/ir/program_desc.h"
+#include "ops/cpu/host_kernel.h"
+#include "ops/op_registry.h"
+#include "ops/op_schema.h"
+#include "ops/standard_ops.h"
+#include "tbb/flow_graph.h"
+#include "tbb/global_control.h"
+#include "vm/kernel.h"
+#include "vm/virtual_machine.h"
+
+namespace sluice::framework {
+namespace {
+
+constexpr int64_t kSpinNs = 5000;
+
+void Spin(int64_t ns) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// --- The DAGs. ---
+struct Dag {
+  std::vector<std::vector<int>> preds;  // per op, earlier ops it reads
+};
+
+Dag Chain(int n) {
+  Dag dag;
+  dag.preds.resize(n);
+  for (int i = 1; i < n; ++i) dag.preds[i] = {i - 1};
+  return dag;
+}
+
+Dag Wide(int n) {
+  Dag dag;
+  dag.preds.resize(n);
+  for (int i = 1; i < n; ++i) dag.preds[i] = {0};
+  return dag;
+}
+
+Dag RandomDag(int n, uint64_t seed = 7) {
+  Dag dag;
+  dag.preds.resize(n);
+  std::mt19937_64 rng(seed);
+  for (int i = 1; i < n; ++i) {
+    const int window = std::min(i, 32);
+    const int count = 1 + static_cast<int>(rng() % 2);
+    for (int k = 0; k < count; ++k) {
+      const int p = i - 1 - static_cast<int>(rng() % window);
+      if (std::find(dag.preds[i].begin(), dag.preds[i].end(), p) == dag.preds[i].end()) {
+        dag.preds[i].push_back(p);
+      }
+    }
+  }
+  return dag;
+}
+
+// --- Ops for the interpreter. ---
+class NoopKernel final : public vm::OpKernel {
+ public:
+  absl::string_view name() const override { return "bench_noop"; }
+  absl::Status Launch(vm::KernelContext&) const override { return absl::OkStatus(); }
+};
+
+class SpinKernel final : public vm::OpKernel {
+ public:
+  absl::string_view name() const override { return "bench_spin"; }
+  absl::Status Launch(vm::KernelContext& ctx) const override {
+    return ctx.LaunchHostWork([] {
+      Spin(kSpinNs);
+      return absl::OkStatus();
+    });
+  }
+};
+
+absl::Status RegisterBenchOps(ops::OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(ops::RegisterStandardOps(registry));
+  for (const char* name : {"bench_noop", "bench_spin"}) {
+    SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
+        ops::OpSchema(name)
+            .Input("X", /*variadic=*/true, /*optional=*/true)
+            .Output("Out")
+            .Infer([](const ops::InferContext&)
+                       -> absl::StatusOr<std::vector<std::vector<ops::TensorMeta>>> {
+              return std::vector<std::vector<ops::TensorMeta>>{{{DataType::kF32, Shape({1})}}};
+            })));
+  }
+  std::shared_ptr<const vm::OpKernel> noop = std::make_shared<NoopKernel>();
+  std::shared_ptr<const vm::OpKernel> spin = std::make_shared<SpinKernel>();
+  SLUICE_RETURN_IF_ERROR(registry->RegisterKernel(
+      "bench_noop", {DeviceType::kCpu, DeviceType::kSim}, DataType::kF32, noop));
+  return registry->RegisterKernel("bench_spin", {DeviceType::kCpu, DeviceType::kSim},
+                                  DataType::kF32, spin);
+}
+
+ir::ProgramDesc ToProgram(const Dag& dag, bool spin) {
+  ir::ProgramDesc program;
+  ir::BlockDesc& block = program.mutable_global_block();
+  const int n = static_cast<int>(dag.preds.size());
+  for (int i = 0; i < n; ++i) {
+    ir::VarDesc var;
+    var.name = "v" + std::to_string(i);
+    var.shape = Shape({1});
+    SLUICE_CHECK(block.AddVar(var).ok());
+  }
+  for (int i = 0; i < n; ++i) {
+    ir::OpDesc op;
+    op.type = spin ? "bench_spin" : "bench_noop";
+    std::vector<std::string> inputs;
+    for (int p : dag.preds[i]) inputs.push_back("v" + std::to_string(p));
+    if (!inputs.empty()) op.inputs.emplace_back("X", inputs);
+    op.outputs.emplace_back("Out", std::vector<std::string>{"v" + std::to_string(i)});
+    block.AppendOp(std::move(op));
+  }
+  return program;
+}
+
+struct Engine {
+  Engine() {
+    ep::RuntimeOptions options;
+    options.num_sim_devices = 1;
+    options.enable_cuda = false;
+    runtime = ep::Runtime::Create(options).value();
+    vm = vm::VirtualMachine::Create(runtime.get()).value();
+    SLUICE_CHECK(RegisterBenchOps(&registry).ok());
+  }
+  ~Engine() { SLUICE_CHECK(vm->Shutdown().ok()); }
+  std::unique_ptr<ep::Runtime> runtime;
+  std::unique_ptr<vm::VirtualMachine> vm;
+  ops::OpRegistry registry;
+};
+
+// Arguments: ops, then 0/1 = keep / release temporaries (the GC plan).
+void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device device,
+                    int streams) {
+  Engine engine;
+  ExecutorOptions options;
+  options.interpreter.device = device;
+  options.interpreter.compute_streams = streams;
+  options.interpreter.release_temporaries = state.range(1) != 0;
+  Executor executor(&engine.registry, engine.vm.get(), options);
+  Scope scope;
+  const ir::ProgramDesc program = ToProgram(dag, spin);
+  const PreparedRun prepared = executor.Prepare(program, {}, {}, &scope).value();
+  SLUICE_CHECK(executor.Run(prepared, {}).ok());  // warm up: first allocations
+  for (auto _ : state) {
+    absl::StatusOr<RunResult> result = executor.Run(prepared, {});
+    SLUICE_CHECK(result.ok());
+  }
+  const LoweringStats lowering = executor.LastLowering().value();
+  state.counters["instructions"] = static_cast<double>(lowering.instructions);
+  state.counters["syncs"] = static_cast<double>(lowering.stream_waits + lowering.record_events);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(dag.preds.size()));
+}
+
+// oneTBB flow graph: one continue_node per op, edges from its predecessors.
+void RunTbb(benchmark::State& state, const Dag& dag, bool spin) {
+  tbb::flow::graph graph;
+  const int n = static_cast<int>(dag.preds.size());
+  std::vector<std::unique_ptr<tbb::flow::continue_node<tbb::flow::continue_msg>>> nodes;
+  nodes.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    nodes.push_back(std::make_unique<tbb::flow::continue_node<tbb::flow::continue_msg>>(
+        graph, [spin](const tbb::flow::continue_msg&) {
+          if (spin) Spin(kSpinNs);
+          benchmark::ClobberMemory();
+        }));
+  }
+  std::vector<int> roots;
+  for (int i = 0; i < n; ++i) {
+    if (dag.preds[i].empty()) roots.push_back(i);
+    for (int p : dag.preds[i]) tbb::flow::make_edge(*nodes[p], *nodes[i]);
+  }
+  for (auto _ : state) {
+    for (int r : roots) nodes[r]->try_put(tbb::flow::continue_msg());
+    graph.wait_for_all();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+// The limit: the ops' bodies called in program order.
+void RunSequential(benchmark::State& state, const Dag& dag, bool spin) {
+  const int n = static_cast<int>(dag.preds.size());
+  std::vector<float> values(n, 0.0f);
+  for (auto _ : state) {
+    for (int i = 0; i < n; ++i) {
+      if (spin) Spin(kSpinNs);
+      float v = 1.0f;
+      for (int p : dag.preds[i]) v += values[p];
+      values[i] = v;
+    }
+    benchmark::DoNotOptimize(values.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+const Device kCpu(DeviceType::kCpu, 0);
+const Device kSim(DeviceType::kSim, 0);
+
+void BM_Interpreter_Chain(benchmark::State& s) {
+  RunInterpreter(s, Chain(s.range(0)), false, kCpu, 1);
+}
+void BM_TbbFlowGraph_Chain(benchmark::State& s) { RunTbb(s, Chain(s.range(0)), false); }
+void BM_Sequential_Chain(benchmark::State& s) { RunSequential(s, Chain(s.range(0)), false); }
+void BM_Interpreter_Wide(benchmark::State& s) {
+  RunInterpreter(s, Wide(s.range(0)), false, kCpu, 1);
+}
+void BM_TbbFlowGraph_Wide(benchmark::State& s) { RunTbb(s, Wide(s.range(0)), false); }
+void BM_Sequential_Wide(benchmark::State& s) { RunSequential(s, Wide(s.range(0)), false); }
+void BM_Interpreter_RandomDag(benchmark::State& s) {
+  RunInterpreter(s, RandomDag(s.range(0)), false, kSim, 2);
+}
+void BM_TbbFlowGraph_RandomDag(benchmark::State& s) { RunTbb(s, RandomDag(s.range(0)), false); }
+void BM_Sequential_RandomDag(benchmark::State& s) {
+  RunSequential(s, RandomDag(s.range(0)), false);
+}
+void BM_Interpreter_RandomDagWork(benchmark::State& s) {
+  RunInterpreter(s, RandomDag(s.range(0)), true, kSim, 2);
+}
+void BM_TbbFlowGraph_RandomDagWork(benchmark::State& s) { RunTbb(s, RandomDag(s.range(0)), true); }
+void BM_Sequential_RandomDagWork(benchmark::State& s) {
+  RunSequential(s, RandomDag(s.range(0)), true);
+}
+
+#define SLUICE_DAG_ARGS(n) \
+  ->Args({n, 0})->Args({n, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()
+BENCHMARK(BM_Interpreter_Chain) SLUICE_DAG_ARGS(10000);
+BENCHMARK(BM_TbbFlowGraph_Chain)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Sequential_Chain)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Interpreter_Wide) SLUICE_DAG_ARGS(10000);
+BENCHMARK(BM_TbbFlowGraph_Wide)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Sequential_Wide)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Interpreter_RandomDag) SLUICE_DAG_ARGS(2000);
+BENCHMARK(BM_TbbFlowGraph_RandomDag)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Sequential_RandomDag)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Interpreter_RandomDagWork) SLUICE_DAG_ARGS(2000);
+BENCHMARK(BM_TbbFlowGraph_RandomDagWork)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Sequential_RandomDagWork)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_Interpreter_Build(benchmark::State& state) {
+  Engine engine;
+  const ir::ProgramDesc program = ToProgram(RandomDag(state.range(0)), false);
+  InterpreterOptions options;
+  options.device = kSim;
+  options.compute_streams = 2;
+  for (auto _ : state) {
+    Scope scope;
+    auto interpreter =
+        Interpreter::Build(program, &engine.registry, engine.vm.get(), &scope, {}, {}, options);
+    SLUICE_CHECK(interpreter.ok());
+    benchmark::DoNotOptimize(interpreter->get());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_Interpreter_Build)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace sluice::framework

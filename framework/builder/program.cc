@@ -1,0 +1,285 @@
+#include "framework/builder/program.h"
+
+#include <cctype>
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+
+namespace sluice::framework {
+namespace {
+
+struct GuardFrame {
+  Program* main;
+  Program* startup;
+};
+
+// The one piece of thread-local state (see ProgramGuard).
+std::vector<GuardFrame>& GuardStack() {
+  thread_local std::vector<GuardFrame> stack;
+  return stack;
+}
+
+std::string MetaText(const ops::TensorMeta& m) {
+  return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
+}
+
+// "ParamOut" -> "param_out", "Out" -> "out".
+std::string SnakeCase(absl::string_view slot) {
+  std::string out;
+  for (size_t i = 0; i < slot.size(); ++i) {
+    const char c = slot[i];
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (i > 0) out.push_back('_');
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// What both append paths decide before they touch the program.
+struct PreparedOp {
+  const ops::OpSchema* schema = nullptr;
+  vm::AttrMap attrs;  // normalized, plus the stream attribute when given
+  std::vector<std::vector<ops::TensorMeta>> outputs;
+  ir::OpSlots inputs;  // names per slot; empty optional slots left out
+};
+
+absl::StatusOr<PreparedOp> Prepare(Program& program, absl::string_view type,
+                                   const std::vector<std::vector<Var>>& inputs,
+                                   const vm::AttrMap& attrs, std::vector<int> output_counts) {
+  PreparedOp prepared;
+  absl::StatusOr<const ops::OpSchema*> schema = program.registry()->FindSchema(type);
+  if (!schema.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat("op '", type, "' is not registered (no schema in the program's registry)"));
+  }
+  prepared.schema = *schema;
+  const std::vector<ops::ArgDef>& slots = prepared.schema->inputs();
+  if (inputs.size() > slots.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", type, "' has ", slots.size(), " input slot(s), got ", inputs.size()));
+  }
+  for (size_t s = inputs.size(); s < slots.size(); ++s) {
+    if (!slots[s].optional) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", type, "': input '", slots[s].name,
+                                                     "' is missing (got ", inputs.size(), " of ",
+                                                     slots.size(), " input slots)"));
+    }
+  }
+
+  std::vector<std::vector<ops::TensorMeta>> metas(slots.size());
+  const ir::BlockDesc& block = program.desc().global_block();
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < inputs[s].size(); ++i) {
+      const Var& var = inputs[s][i];
+      const std::string where = absl::StrCat("op '", type, "': input '", slots[s].name, "'[", i,
+                                             "] ('", var.name(), "')");
+      if (!var.valid()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, " is an empty Var handle"));
+      }
+      if (var.program() != &program) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " belongs to another Program than the one appended to"));
+      }
+      const ir::VarDesc* desc = block.FindVar(var.name());
+      if (desc == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(where, " is not a variable of the program"));
+      }
+      metas[s].push_back({desc->dtype, desc->shape});
+      names.push_back(var.name());
+    }
+    if (!names.empty()) prepared.inputs.emplace_back(slots[s].name, std::move(names));
+  }
+
+  // The stream attribute is the interpreter's, not the schema's.
+  vm::AttrMap schema_attrs;
+  const vm::AttrValue* stream = nullptr;
+  for (const auto& [name, value] : attrs.values()) {
+    if (name == kStreamAttr) {
+      stream = &value;
+    } else {
+      schema_attrs.Set(name, value);
+    }
+  }
+  if (stream != nullptr &&
+      (!std::holds_alternative<std::string>(*stream) || std::get<std::string>(*stream).empty())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", type, "': attribute '", kStreamAttr,
+                     "' must be a stream name such as \"compute:1\""));
+  }
+  SLUICE_ASSIGN_OR_RETURN(prepared.attrs, prepared.schema->NormalizeAttrs(schema_attrs));
+  SLUICE_ASSIGN_OR_RETURN(prepared.outputs, prepared.schema->InferOutputs(
+                                                metas, prepared.attrs, std::move(output_counts)));
+  if (stream != nullptr) prepared.attrs.Set(std::string(kStreamAttr), *stream);
+  return prepared;
+}
+
+}  // namespace
+
+Program::Program(const ops::OpRegistry* registry) : registry_(registry) {}
+
+std::string Program::UniqueName(absl::string_view prefix) {
+  int64_t& counter = name_counters_[prefix];
+  while (true) {
+    std::string name = absl::StrCat(prefix, "_", counter++);
+    if (!desc_.global_block().HasVar(name)) return name;
+  }
+}
+
+ProgramGuard::ProgramGuard(Program& main, Program& startup) {
+  GuardStack().push_back({&main, &startup});
+}
+
+ProgramGuard::~ProgramGuard() {
+  SLUICE_CHECK(!GuardStack().empty());
+  GuardStack().pop_back();
+}
+
+Program* CurrentMainProgram() {
+  const std::vector<GuardFrame>& stack = GuardStack();
+  return stack.empty() ? nullptr : stack.back().main;
+}
+
+Program* CurrentStartupProgram() {
+  const std::vector<GuardFrame>& stack = GuardStack();
+  return stack.empty() ? nullptr : stack.back().startup;
+}
+
+const ir::VarDesc& Var::desc() const {
+  SLUICE_CHECK(program_ != nullptr);
+  const ir::VarDesc* desc = program_->desc().global_block().FindVar(name_);
+  SLUICE_CHECK(desc != nullptr);
+  return *desc;
+}
+
+void Var::set_stop_gradient(bool stop) const {
+  SLUICE_CHECK(program_ != nullptr);
+  ir::VarDesc* desc = program_->mutable_desc().mutable_global_block().FindMutableVar(name_);
+  SLUICE_CHECK(desc != nullptr);
+  desc->stop_gradient = stop;
+}
+
+absl::StatusOr<Var> CreateVar(Program& program, ir::VarDesc desc) {
+  std::string name = desc.name;
+  SLUICE_RETURN_IF_ERROR(
+      program.mutable_desc().mutable_global_block().AddVar(std::move(desc)).status());
+  return Var(&program, std::move(name));
+}
+
+absl::StatusOr<Var> Data(absl::string_view name, Shape shape, DataType dtype) {
+  Program* main = CurrentMainProgram();
+  if (main == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Data('", name, "'): no current main program (use a ProgramGuard)"));
+  }
+  if (main->desc().global_block().HasVar(name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("Data('", name, "'): the main program already has a variable '", name, "'"));
+  }
+  ir::VarDesc desc;
+  desc.name = std::string(name);
+  desc.dtype = dtype;
+  desc.shape = std::move(shape);
+  desc.stop_gradient = true;
+  return CreateVar(*main, std::move(desc));
+}
+
+absl::StatusOr<std::vector<std::vector<Var>>> AppendOp(Program& program, absl::string_view type,
+                                                       const std::vector<std::vector<Var>>& inputs,
+                                                       vm::AttrMap attrs,
+                                                       std::vector<int> output_counts) {
+  SLUICE_ASSIGN_OR_RETURN(PreparedOp prepared,
+                          Prepare(program, type, inputs, attrs, std::move(output_counts)));
+  const std::vector<ops::ArgDef>& slots = prepared.schema->outputs();
+
+  // Pick the names first: nothing is added unless every output can be.
+  std::vector<std::vector<std::string>> names;
+  const ir::BlockDesc& block = program.desc().global_block();
+  bool free = false;
+  while (!free) {
+    const std::string base = program.UniqueName(type);
+    names.assign(slots.size(), {});
+    free = true;
+    for (size_t s = 0; s < slots.size(); ++s) {
+      const std::string slot = SnakeCase(slots[s].name);
+      for (size_t i = 0; i < prepared.outputs[s].size(); ++i) {
+        std::string name = slots[s].variadic ? absl::StrCat(base, ".", slot, "_", i)
+                                             : absl::StrCat(base, ".", slot);
+        free = free && !block.HasVar(name);
+        names[s].push_back(std::move(name));
+      }
+    }
+  }
+
+  ir::OpDesc op;
+  op.type = std::string(type);
+  op.inputs = std::move(prepared.inputs);
+  op.attrs = std::move(prepared.attrs);
+  std::vector<std::vector<Var>> outputs(slots.size());
+  for (size_t s = 0; s < slots.size(); ++s) {
+    for (size_t i = 0; i < names[s].size(); ++i) {
+      ir::VarDesc desc;
+      desc.name = names[s][i];
+      desc.dtype = prepared.outputs[s][i].dtype;
+      desc.shape = prepared.outputs[s][i].shape;
+      SLUICE_ASSIGN_OR_RETURN(Var var, CreateVar(program, std::move(desc)));
+      outputs[s].push_back(std::move(var));
+    }
+    if (!names[s].empty()) op.outputs.emplace_back(slots[s].name, std::move(names[s]));
+  }
+  program.mutable_desc().mutable_global_block().AppendOp(std::move(op));
+  return outputs;
+}
+
+absl::Status AppendOpInto(Program& program, absl::string_view type,
+                          const std::vector<std::vector<Var>>& inputs,
+                          const std::vector<std::vector<Var>>& outputs, vm::AttrMap attrs) {
+  std::vector<int> counts;
+  for (const std::vector<Var>& slot : outputs) counts.push_back(static_cast<int>(slot.size()));
+  SLUICE_ASSIGN_OR_RETURN(PreparedOp prepared,
+                          Prepare(program, type, inputs, attrs, std::move(counts)));
+  const std::vector<ops::ArgDef>& slots = prepared.schema->outputs();
+  if (outputs.size() != slots.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", type, "' has ", slots.size(),
+                                                   " output slot(s), got ", outputs.size()));
+  }
+  const ir::BlockDesc& block = program.desc().global_block();
+
+  ir::OpDesc op;
+  op.type = std::string(type);
+  op.inputs = std::move(prepared.inputs);
+  op.attrs = std::move(prepared.attrs);
+  for (size_t s = 0; s < slots.size(); ++s) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < outputs[s].size(); ++i) {
+      const Var& var = outputs[s][i];
+      const std::string where = absl::StrCat("op '", type, "': output '", slots[s].name, "'[", i,
+                                             "] ('", var.name(), "')");
+      if (var.program() != &program) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, var.valid() ? " belongs to another Program" : " is an empty Var handle"));
+      }
+      const ir::VarDesc* desc = block.FindVar(var.name());
+      if (desc == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(where, " is not a variable of the program"));
+      }
+      const ops::TensorMeta have{desc->dtype, desc->shape};
+      const ops::TensorMeta& want = prepared.outputs[s][i];
+      if (!(have == want)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " is ", MetaText(have), " but the op produces ", MetaText(want)));
+      }
+      names.push_back(var.name());
+    }
+    if (!names.empty()) op.outputs.emplace_back(slots[s].name, std::move(names));
+  }
+  program.mutable_desc().mutable_global_block().AppendOp(std::move(op));
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::framework

@@ -1,0 +1,340 @@
+#include "framework/executor/executor.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status.h"
+#include "vm/instructions_builder.h"
+#include "vm/stream.h"
+
+namespace sluice::framework {
+
+std::string StepStats::ToString() const {
+  return absl::StrCat("step ", step, ": ops=", ops_run, " instructions=", instructions,
+                      " syncs=", syncs, " peak_bytes=", peak_bytes,
+                      absl::StrFormat(" wall=%.3fms", wall_ns / 1e6), cancelled ? " cancelled" : "",
+                      cache_hit ? "" : " (built)");
+}
+
+void RunHandle::Cancel() {
+  if (executor_ != nullptr) executor_->CancelRun(this);
+}
+
+const absl::StatusOr<RunResult>& RunHandle::Wait() {
+  done_.WaitForNotification();
+  return result_;
+}
+
+Executor::Executor(const ops::OpRegistry* registry, vm::VirtualMachine* vm, ExecutorOptions options)
+    : registry_(registry), vm_(vm), options_(std::move(options)) {
+  completion_thread_ = std::thread([this] { CompletionLoop(); });
+}
+
+Executor::~Executor() {
+  std::shared_ptr<RunHandle> last;
+  {
+    absl::MutexLock lock(&mu_);
+    last = last_run_;
+  }
+  if (last != nullptr) last->Wait();
+  {
+    absl::MutexLock lock(&done_mu_);
+    stopping_ = true;
+  }
+  completion_thread_.join();
+}
+
+int64_t Executor::cache_misses() const {
+  absl::MutexLock lock(&mu_);
+  return misses_;
+}
+
+int64_t Executor::cache_hits() const {
+  absl::MutexLock lock(&mu_);
+  return hits_;
+}
+
+absl::StatusOr<LoweringStats> Executor::LastLowering() const {
+  absl::MutexLock lock(&mu_);
+  if (!has_lowering_) return absl::FailedPreconditionError("no run yet");
+  return last_lowering_;
+}
+
+void Executor::CancelRun(const RunHandle* handle) {
+  absl::MutexLock lock(&running_mu_);
+  if (running_ == handle && running_interpreter_ != nullptr) running_interpreter_->Cancel();
+}
+
+absl::StatusOr<std::shared_ptr<Interpreter>> Executor::FindOrBuild(
+    const ir::ProgramDesc& program, std::vector<std::string> feed_names,
+    const std::vector<std::string>& fetch_list, Scope* scope, bool* hit) {
+  const uint64_t hash = program.Hash();
+  ++use_clock_;
+  for (CacheEntry& entry : cache_) {
+    if (entry.hash == hash && entry.scope == scope && entry.feeds == feed_names &&
+        entry.fetches == fetch_list) {
+      entry.last_used = use_clock_;
+      ++hits_;
+      *hit = true;
+      return entry.interpreter;
+    }
+  }
+  *hit = false;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interpreter,
+                          Interpreter::Build(program, registry_, vm_, scope, feed_names, fetch_list,
+                                             options_.interpreter));
+  ++misses_;
+  if (static_cast<int>(cache_.size()) >= std::max(1, options_.max_cached_interpreters)) {
+    auto oldest = std::min_element(
+        cache_.begin(), cache_.end(),
+        [](const CacheEntry& a, const CacheEntry& b) { return a.last_used < b.last_used; });
+    cache_.erase(oldest);  // no run is in flight: runs are serialized
+  }
+  std::shared_ptr<Interpreter> shared = std::move(interpreter);
+  cache_.push_back(CacheEntry{hash, std::move(feed_names), fetch_list, scope, shared, use_clock_});
+  return shared;
+}
+
+namespace {
+
+// Feeds against the program's declarations, before anything is built.
+absl::Status CheckFeeds(const ir::ProgramDesc& program, const Feeds& feeds) {
+  for (const auto& [name, value] : feeds) {
+    const ir::VarDesc* var = program.global_block().FindVar(name);
+    if (var == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("feed '", name, "' is not a variable of the program"));
+    }
+    if (value.dtype != var->dtype || value.shape != var->shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feed '", name, "' is ", DataTypeName(value.dtype), " ", value.shape.ToString(),
+          "; the program declares ", DataTypeName(var->dtype), " ", var->shape.ToString()));
+    }
+    const size_t expected = static_cast<size_t>(var->shape.NumElements()) * SizeOf(var->dtype);
+    if (value.bytes.size() != expected) {
+      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' holds ", value.bytes.size(),
+                                                     " bytes; expected ", expected));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(
+    const ir::ProgramDesc& program, const Feeds& feeds, const std::vector<std::string>& fetch_list,
+    Scope* scope, RunCallback callback, const RunOptions& options) {
+  if (scope == nullptr) return absl::InvalidArgumentError("Run: null scope");
+  SLUICE_RETURN_IF_ERROR(CheckFeeds(program, feeds));
+  absl::MutexLock lock(&mu_);
+  // One run at a time: wait for the previous one (its callback included).
+  if (last_run_ != nullptr) last_run_->Wait();
+  std::vector<std::string> feed_names;
+  for (const auto& [name, value] : feeds) feed_names.push_back(name);
+  bool hit = false;
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<Interpreter> interpreter,
+                          FindOrBuild(program, feed_names, fetch_list, scope, &hit));
+  return Launch(std::move(interpreter), hit, feeds, std::move(callback), options);
+}
+
+absl::StatusOr<PreparedRun> Executor::Prepare(const ir::ProgramDesc& program,
+                                              const std::vector<std::string>& feed_names,
+                                              const std::vector<std::string>& fetch_list,
+                                              Scope* scope) {
+  if (scope == nullptr) return absl::InvalidArgumentError("Prepare: null scope");
+  absl::MutexLock lock(&mu_);
+  if (last_run_ != nullptr) last_run_->Wait();
+  bool hit = false;
+  PreparedRun prepared;
+  SLUICE_ASSIGN_OR_RETURN(prepared.interpreter_,
+                          FindOrBuild(program, feed_names, fetch_list, scope, &hit));
+  return prepared;
+}
+
+absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(const PreparedRun& prepared,
+                                                              const Feeds& feeds,
+                                                              RunCallback callback,
+                                                              const RunOptions& options) {
+  if (prepared.interpreter_ == nullptr) return absl::InvalidArgumentError("empty PreparedRun");
+  absl::MutexLock lock(&mu_);
+  if (last_run_ != nullptr) last_run_->Wait();
+  return Launch(prepared.interpreter_, /*cache_hit=*/true, feeds, std::move(callback), options);
+}
+
+absl::StatusOr<RunResult> Executor::Run(const PreparedRun& prepared, const Feeds& feeds,
+                                        const RunOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<RunHandle> handle,
+                          RunAsync(prepared, feeds, nullptr, options));
+  return handle->Wait();
+}
+
+absl::StatusOr<std::shared_ptr<RunHandle>> Executor::Launch(
+    std::shared_ptr<Interpreter> interpreter, bool hit, const Feeds& feeds, RunCallback callback,
+    const RunOptions& options) {
+  SLUICE_RETURN_IF_ERROR(interpreter->CheckInitialized());
+  SLUICE_RETURN_IF_ERROR(interpreter->StageFeeds(feeds));
+  last_lowering_ = interpreter->lowering();
+  has_lowering_ = true;
+
+  auto pending = std::make_unique<Pending>();
+  pending->handle = std::shared_ptr<RunHandle>(new RunHandle(next_step_++));
+  pending->handle->executor_ = this;
+  pending->callback = std::move(callback);
+  pending->trace_path = options.trace_path;
+  pending->cache_hit = hit;
+  pending->ops_before = interpreter->ops_run();
+  pending->interpreter = interpreter;
+  for (const Device& device : interpreter->devices()) {
+    if (absl::StatusOr<ep::Device*> d = vm_->runtime()->GetDevice(device); d.ok()) {
+      (*d)->allocator().ResetPeakBytes();
+    }
+  }
+  if (!options.trace_path.empty()) {
+    pending->tracer = std::make_unique<vm::Tracer>();
+    vm_->SetTracer(pending->tracer.get());
+  }
+  {
+    absl::MutexLock running(&running_mu_);
+    running_ = pending->handle.get();
+    running_interpreter_ = interpreter.get();
+  }
+  std::shared_ptr<RunHandle> handle = pending->handle;
+  pending->start_ns = vm::Tracer::NowNs();
+  absl::Status submitted = interpreter->Submit();
+  if (submitted.ok()) {
+    vm::InstructionsBuilder builder(vm_);
+    Pending* raw = pending.release();
+    submitted = builder.Barrier([this, raw] {
+      // Scheduler thread: hand over and return at once.
+      absl::MutexLock done(&done_mu_);
+      completed_.emplace_back(raw);
+    });
+    if (!submitted.ok()) pending.reset(raw);
+  }
+  if (!submitted.ok()) {
+    // Nothing or part of the graph was accepted: wait for what was, then report.
+    vm_->Sync().IgnoreError();
+    if (pending != nullptr && pending->tracer != nullptr) vm_->SetTracer(nullptr);
+    absl::MutexLock running(&running_mu_);
+    running_ = nullptr;
+    running_interpreter_ = nullptr;
+    return submitted;
+  }
+  last_run_ = handle;
+  return handle;
+}
+
+absl::StatusOr<RunResult> Executor::Run(const ir::ProgramDesc& program, const Feeds& feeds,
+                                        const std::vector<std::string>& fetch_list, Scope* scope,
+                                        const RunOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<RunHandle> handle,
+                          RunAsync(program, feeds, fetch_list, scope, nullptr, options));
+  return handle->Wait();
+}
+
+void Executor::CompletionLoop() {
+  while (true) {
+    std::unique_ptr<Pending> pending;
+    {
+      absl::MutexLock lock(&done_mu_);
+      done_mu_.Await(absl::Condition(
+          +[](Executor* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->done_mu_) {
+            return e->stopping_ || !e->completed_.empty();
+          },
+          this));
+      if (completed_.empty()) return;
+      pending = std::move(completed_.front());
+      completed_.pop_front();
+    }
+    Finish(*pending);
+  }
+}
+
+void Executor::Finish(Pending& pending) {
+  Interpreter* interpreter = pending.interpreter.get();
+  RunResult result;
+  StepStats& stats = result.stats;
+  stats.step = pending.handle->step();
+  stats.wall_ns = vm::Tracer::NowNs() - pending.start_ns;
+  stats.cache_hit = pending.cache_hit;
+  stats.ops_run = interpreter->ops_run() - pending.ops_before;
+  const LoweringStats& lowering = interpreter->lowering();
+  stats.instructions = lowering.instructions + 1;  // the completion barrier
+  stats.syncs = lowering.stream_waits + lowering.record_events;
+  for (const Device& device : interpreter->devices()) {
+    if (absl::StatusOr<ep::Device*> d = vm_->runtime()->GetDevice(device); d.ok()) {
+      stats.peak_bytes += (*d)->allocator().stats().peak_bytes_in_use;
+    }
+  }
+  {
+    absl::MutexLock running(&running_mu_);
+    running_ = nullptr;
+    running_interpreter_ = nullptr;
+  }
+  stats.cancelled = interpreter->cancelled();
+  absl::Status status = vm_->errors().Take();
+  if (pending.tracer != nullptr) {
+    vm_->SetTracer(nullptr);
+    const absl::Status traced = WriteChromeTrace(pending.tracer->Take(), pending.trace_path);
+    if (status.ok()) status = traced;
+  }
+  absl::StatusOr<RunResult> outcome;
+  if (stats.cancelled) {
+    outcome = absl::CancelledError(
+        absl::StrCat("step ", stats.step, " was cancelled after ", stats.ops_run, " ops"));
+  } else if (!status.ok()) {
+    outcome = status;
+  } else {
+    absl::StatusOr<std::vector<HostTensor>> fetches = interpreter->ReadFetches();
+    if (fetches.ok()) {
+      result.fetches = *std::move(fetches);
+      outcome = std::move(result);
+    } else {
+      outcome = fetches.status();
+    }
+  }
+  pending.handle->result_ = std::move(outcome);
+  if (pending.callback) pending.callback(pending.handle->result_);
+  pending.handle->done_.Notify();
+}
+
+absl::Status WriteChromeTrace(const std::vector<vm::Tracer::Slice>& slices,
+                              const std::string& path) {
+  std::ofstream file(path, std::ios::trunc);
+  if (!file) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open for writing"));
+  int64_t origin = INT64_MAX;
+  for (const auto& slice : slices) origin = std::min(origin, slice.begin_ns);
+  std::vector<const vm::Stream*> streams;
+  auto row = [&](const vm::Stream* stream) {
+    auto it = std::find(streams.begin(), streams.end(), stream);
+    if (it != streams.end()) return static_cast<int>(it - streams.begin());
+    streams.push_back(stream);
+    return static_cast<int>(streams.size()) - 1;
+  };
+  file << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  bool first = true;
+  for (const auto& slice : slices) {
+    const int tid = row(slice.stream);
+    file << (first ? "" : ",\n")
+         << absl::StrFormat(
+                R"({"name":"%s","cat":"op","ph":"X","pid":1,"tid":%d,"ts":%.3f,"dur":%.3f})",
+                slice.name, tid, (slice.begin_ns - origin) / 1e3,
+                (slice.end_ns - slice.begin_ns) / 1e3);
+    first = false;
+  }
+  for (size_t tid = 0; tid < streams.size(); ++tid) {
+    file << (first ? "" : ",\n")
+         << absl::StrFormat(
+                R"({"name":"thread_name","ph":"M","pid":1,"tid":%d,"args":{"name":"%s"}})", tid,
+                streams[tid]->name());
+    first = false;
+  }
+  file << "\n]}\n";
+  file.close();
+  if (!file) return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::framework

@@ -1,0 +1,550 @@
+// Interpreter::Build on hand-written programs: the lowering statistics (fusion, stream
+// waits, inserted copies, stream spreading, the GC plan), the measured peak memory of a run
+// against the liveness bound the test computes, and every build error — named and leaving
+// the scope as it was.
+#include "framework/interpreter/interpreter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/stream_id.h"
+#include "framework/eager/context.h"
+#include "framework/executor/executor.h"
+#include "framework/interpreter/scope.h"
+#include "framework/ir/program_desc.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/framework/program_test_util.h"
+#include "vm/sync_checker.h"
+
+namespace sluice::framework {
+namespace {
+
+using program_test::AddVar;
+using program_test::Fill;
+using program_test::kCpu;
+using program_test::kSim;
+using program_test::OnStream;
+using program_test::Op;
+using program_test::ScaleBy;
+using program_test::Var;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const Shape kSquare({4, 4});
+
+std::vector<float> Ramp(int n) {
+  std::vector<float> x(n);
+  for (int i = 0; i < n; ++i) x[i] = std::sin(0.7f * i) - 0.1f;
+  return x;
+}
+
+class InterpreterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    context_ = program_test::NewContext(/*sim_devices=*/1, /*check_sync=*/true);
+    ASSERT_NE(context_, nullptr);
+    // The scope already holds a persistable `w`, on cpu (for the error tests).
+    absl::StatusOr<vm::Stream*> stream =
+        context_->vm()->GetStream(StreamKey{kCpu, StreamType::kCompute, 0});
+    ASSERT_TRUE(stream.ok());
+    absl::StatusOr<vm::BlobRef> w = context_->vm()->NewBlob(*stream, DataType::kF32, kSquare, "w");
+    ASSERT_TRUE(w.ok()) << w.status();
+    scope_.Set("w", *w);
+    before_ = scope_.LocalNames();
+  }
+
+  absl::StatusOr<std::unique_ptr<Interpreter>> Build(const ir::ProgramDesc& program,
+                                                     const std::vector<std::string>& feeds,
+                                                     const std::vector<std::string>& fetches,
+                                                     InterpreterOptions options = {}) {
+    return Interpreter::Build(program, &context_->registry(), context_->vm(), &scope_, feeds,
+                              fetches, options);
+  }
+
+  LoweringStats Lower(const ir::ProgramDesc& program, const std::vector<std::string>& feeds,
+                      const std::vector<std::string>& fetches, InterpreterOptions options = {}) {
+    absl::StatusOr<std::unique_ptr<Interpreter>> built = Build(program, feeds, fetches, options);
+    EXPECT_TRUE(built.ok()) << built.status();
+    if (!built.ok()) return {};
+    return (*built)->lowering();
+  }
+
+  // Runs `program` once through an Executor on this test's context (sync checker on).
+  std::vector<HostTensor> RunOnce(const ir::ProgramDesc& program, const Feeds& feeds,
+                                  const std::vector<std::string>& fetches,
+                                  InterpreterOptions options) {
+    ExecutorOptions executor_options;
+    executor_options.interpreter = options;
+    Executor executor(&context_->registry(), context_->vm(), executor_options);
+    Scope scope;
+    absl::StatusOr<RunResult> result = executor.Run(program, feeds, fetches, &scope);
+    EXPECT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(context_->vm()->sync_checker()->violation_count(), 0);
+    if (!result.ok()) return {};
+    return result->fetches;
+  }
+
+  // --- For the build error tests. ---
+
+  // x fed; op 0 writes a new persistable `state` (a successful build adds it to the scope);
+  // op 1 y = relu(x). Tests append the faulty op as op #2.
+  static ir::ProgramDesc Base() {
+    ir::ProgramDesc p;
+    ir::BlockDesc& b = p.mutable_global_block();
+    AddVar(b, Var("x", kSquare));
+    AddVar(b, Var("w", kSquare, /*persistable=*/true));
+    AddVar(b, Var("state", kSquare, /*persistable=*/true));
+    AddVar(b, Var("y", kSquare));
+    AddVar(b, Var("z", kSquare));
+    b.AppendOp(Op("fill_constant", {}, {{"Out", {"state"}}}, Fill(kSquare, 3.0)));
+    b.AppendOp(Op("relu", {{"X", {"x"}}}, {{"Out", {"y"}}}));
+    return p;
+  }
+
+  absl::Status BuildError(const ir::ProgramDesc& program, std::vector<std::string> feeds = {"x"},
+                          std::vector<std::string> fetches = {"y"}) {
+    absl::StatusOr<std::unique_ptr<Interpreter>> built = Build(program, feeds, fetches);
+    EXPECT_FALSE(built.ok());
+    EXPECT_EQ(scope_.LocalNames(), before_) << "a failed build changed the scope";
+    return built.ok() ? absl::OkStatus() : built.status();
+  }
+
+  std::unique_ptr<eager::Context> context_;
+  Scope scope_;
+  std::vector<std::string> before_;
+};
+
+// x (fed) → relu → exp → scale(2) → c (fetched).
+ir::ProgramDesc CpuChain() {
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  for (const char* name : {"x", "a", "b", "c"}) AddVar(b, Var(name, kSquare));
+  b.AppendOp(Op("relu", {{"X", {"x"}}}, {{"Out", {"a"}}}));
+  b.AppendOp(Op("exp", {{"X", {"a"}}}, {{"Out", {"b"}}}));
+  b.AppendOp(Op("scale", {{"X", {"b"}}}, {{"Out", {"c"}}}, ScaleBy(2.0)));
+  return p;
+}
+
+TEST_F(InterpreterTest, SingleStreamChainFusesIntoOneSequence) {
+  const LoweringStats s = Lower(CpuChain(), {"x"}, {"c"});
+  EXPECT_EQ(s.ops, 3);
+  EXPECT_EQ(s.inserted_copies, 0);
+  EXPECT_EQ(s.op_sequences, 1);
+  EXPECT_EQ(s.instructions, 1);
+  EXPECT_EQ(s.stream_waits, 0);
+  EXPECT_EQ(s.record_events, 0);
+  EXPECT_EQ(s.edges, 0);
+  EXPECT_EQ(s.streams, 1);
+  EXPECT_EQ(s.releases, 2);  // a and b; c is fetched, x is fed
+  EXPECT_EQ(s.dependencies.kept, 2);
+}
+
+TEST_F(InterpreterTest, BuiltInterpreterRunsStepByStep) {
+  absl::StatusOr<std::unique_ptr<Interpreter>> built = Build(CpuChain(), {"x"}, {"c"});
+  ASSERT_TRUE(built.ok()) << built.status();
+  Interpreter& interpreter = **built;
+  EXPECT_THAT(interpreter.feed_names(), ElementsAre("x"));
+  EXPECT_THAT(interpreter.fetch_names(), ElementsAre("c"));
+  EXPECT_THAT(interpreter.devices(), ElementsAre(kCpu));
+  const std::vector<float> x = Ramp(16);
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_TRUE(interpreter.StageFeeds({{"x", HostTensor::FromVector(x, kSquare)}}).ok());
+    ASSERT_TRUE(interpreter.CheckInitialized().ok());
+    ASSERT_TRUE(interpreter.Submit().ok());
+    ASSERT_TRUE(context_->vm()->Sync().ok());
+    absl::StatusOr<std::vector<HostTensor>> fetched = interpreter.ReadFetches();
+    ASSERT_TRUE(fetched.ok()) << fetched.status();
+    ASSERT_EQ(fetched->size(), 1u);
+    const std::vector<float> c = (*fetched)[0].ToVector<float>();
+    ASSERT_EQ(c.size(), 16u);
+    for (int i = 0; i < 16; ++i) EXPECT_NEAR(c[i], 2 * std::exp(std::max(x[i], 0.0f)), 1e-5);
+    EXPECT_EQ(interpreter.ops_run(), 3 * (run + 1));
+  }
+}
+
+TEST_F(InterpreterTest, WithoutFusionEachNodeIsASequence) {
+  InterpreterOptions options;
+  options.fuse = false;
+  options.release_temporaries = false;
+  LoweringStats s = Lower(CpuChain(), {"x"}, {"c"}, options);
+  EXPECT_EQ(s.op_sequences, 3);
+  EXPECT_EQ(s.instructions, 3);
+  EXPECT_EQ(s.edges, 2);  // the stream chain
+  EXPECT_EQ(s.stream_waits + s.record_events, 0);
+  EXPECT_EQ(s.releases, 0);
+
+  options.release_temporaries = true;
+  s = Lower(CpuChain(), {"x"}, {"c"}, options);
+  EXPECT_EQ(s.releases, 2);
+  EXPECT_EQ(s.op_sequences, 5);  // three ops, two releases
+  EXPECT_EQ(s.instructions, 5);
+}
+
+// Two fills on sim compute:0 (p0, then p1), consumers on compute:1 as `consumers` says:
+// each entry lists the producers one consumer reads.
+ir::ProgramDesc TwoStreamProgram(const std::vector<std::vector<std::string>>& consumers) {
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  AddVar(b, Var("p0", kSquare));
+  AddVar(b, Var("p1", kSquare));
+  b.AppendOp(Op("fill_constant", {}, {{"Out", {"p0"}}}, Fill(kSquare, 1.5)));
+  b.AppendOp(Op("fill_constant", {}, {{"Out", {"p1"}}}, Fill(kSquare, -2.0)));
+  for (size_t i = 0; i < consumers.size(); ++i) {
+    const std::string out = "c" + std::to_string(i);
+    AddVar(b, Var(out, kSquare));
+    if (consumers[i].size() == 1) {
+      b.AppendOp(Op("exp", {{"X", consumers[i]}}, {{"Out", {out}}}, OnStream("compute:1")));
+    } else {
+      b.AppendOp(Op("sum", {{"X", consumers[i]}}, {{"Out", {out}}}, OnStream("compute:1")));
+    }
+  }
+  return p;
+}
+
+InterpreterOptions SimNoRelease() {
+  InterpreterOptions options;
+  options.device = kSim;
+  options.release_temporaries = false;  // releases would add waits back to compute:0
+  return options;
+}
+
+TEST_F(InterpreterTest, TwoStreamsConsumersInReverseOrderNeedOneWait) {
+  // c0 reads p1 (the later producer): its wait covers p0 too, so c1 reading p0 waits for
+  // nothing more.
+  const ir::ProgramDesc p = TwoStreamProgram({{"p1"}, {"p0"}});
+  const LoweringStats s = Lower(p, {}, {}, SimNoRelease());
+  EXPECT_EQ(s.streams, 2);
+  EXPECT_EQ(s.stream_waits, 1);
+  EXPECT_EQ(s.record_events, 0);
+  const std::vector<HostTensor> out = RunOnce(p, {}, {"c0", "c1"}, SimNoRelease());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_NEAR(out[0].ToVector<float>()[5], std::exp(-2.0f), 1e-6);
+  EXPECT_NEAR(out[1].ToVector<float>()[5], std::exp(1.5f), 1e-5);
+}
+
+TEST_F(InterpreterTest, TwoStreamsConsumersInProducerOrderNeedTwoWaits) {
+  // c0 reads p0 and may start before p1 is done; c1 then needs a second wait for p1.
+  const LoweringStats s = Lower(TwoStreamProgram({{"p0"}, {"p1"}}), {}, {}, SimNoRelease());
+  EXPECT_EQ(s.streams, 2);
+  EXPECT_EQ(s.stream_waits, 2);
+}
+
+TEST_F(InterpreterTest, TwoStreamsConsumerOfBothProducersNeedsOneWait) {
+  // c0 reads p0 and p1 (two segments of compute:0): waiting for p1 implies p0. c1 reads both
+  // again and needs nothing more.
+  const ir::ProgramDesc p = TwoStreamProgram({{"p0", "p1"}, {"p1", "p0"}});
+  const LoweringStats s = Lower(p, {}, {}, SimNoRelease());
+  EXPECT_EQ(s.streams, 2);
+  EXPECT_EQ(s.stream_waits, 1) << "a wait for an earlier segment of the same stream is implied "
+                                  "by the wait for the later one";
+  const std::vector<HostTensor> out = RunOnce(p, {}, {"c0", "c1"}, SimNoRelease());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_NEAR(out[0].ToVector<float>()[0], -0.5f, 1e-6);
+  EXPECT_NEAR(out[1].ToVector<float>()[15], -0.5f, 1e-6);
+}
+
+TEST_F(InterpreterTest, ValuesCrossingDevicesGetCopies) {
+  // On sim: the fed x is copied in (h2d), the fetched y copied out (d2h).
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  AddVar(b, Var("x", kSquare));
+  AddVar(b, Var("r", kSquare));
+  AddVar(b, Var("y", kSquare));
+  b.AppendOp(Op("relu", {{"X", {"x"}}}, {{"Out", {"r"}}}));
+  b.AppendOp(Op("add", {{"X", {"r"}}, {"Y", {"x"}}}, {{"Out", {"y"}}}));
+  InterpreterOptions options;
+  options.device = kSim;
+  const LoweringStats s = Lower(p, {"x"}, {"y"}, options);
+  EXPECT_EQ(s.inserted_copies, 2);  // one copy of x serves both readers
+  EXPECT_EQ(s.ops, 4);
+  EXPECT_EQ(s.streams, 3);  // h2d, compute, d2h
+  EXPECT_GT(s.stream_waits, 0);
+
+  // On cpu nothing is copied.
+  EXPECT_EQ(Lower(p, {"x"}, {"y"}).inserted_copies, 0);
+
+  const std::vector<float> x = Ramp(16);
+  const std::vector<HostTensor> out =
+      RunOnce(p, {{"x", HostTensor::FromVector(x, kSquare)}}, {"y"}, options);
+  ASSERT_EQ(out.size(), 1u);
+  const std::vector<float> y = out[0].ToVector<float>();
+  for (int i = 0; i < 16; ++i) EXPECT_NEAR(y[i], std::max(x[i], 0.0f) + x[i], 1e-6);
+}
+
+// Two independent chains (fill → exp → scale), joined by an add at the end.
+ir::ProgramDesc TwoChains() {
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  for (const char* name : {"a0", "a1", "a2", "b0", "b1", "b2", "out"}) {
+    AddVar(b, Var(name, kSquare));
+  }
+  b.AppendOp(Op("fill_constant", {}, {{"Out", {"a0"}}}, Fill(kSquare, 0.25)));
+  b.AppendOp(Op("fill_constant", {}, {{"Out", {"b0"}}}, Fill(kSquare, 0.5)));
+  b.AppendOp(Op("exp", {{"X", {"a0"}}}, {{"Out", {"a1"}}}));
+  b.AppendOp(Op("exp", {{"X", {"b0"}}}, {{"Out", {"b1"}}}));
+  b.AppendOp(Op("scale", {{"X", {"a1"}}}, {{"Out", {"a2"}}}, ScaleBy(2.0)));
+  b.AppendOp(Op("scale", {{"X", {"b1"}}}, {{"Out", {"b2"}}}, ScaleBy(3.0)));
+  b.AppendOp(Op("add", {{"X", {"a2"}}, {"Y", {"b2"}}}, {{"Out", {"out"}}}));
+  return p;
+}
+
+TEST_F(InterpreterTest, ComputeStreamsSpreadIndependentOps) {
+  InterpreterOptions one;
+  one.device = kSim;
+  const LoweringStats single = Lower(TwoChains(), {}, {}, one);
+  EXPECT_EQ(single.streams, 1);
+  EXPECT_EQ(single.stream_waits, 0);
+
+  InterpreterOptions two = one;
+  two.compute_streams = 2;
+  const LoweringStats spread = Lower(TwoChains(), {}, {}, two);
+  EXPECT_EQ(spread.streams, 2);
+  EXPECT_GT(spread.stream_waits, 0);  // the join
+  EXPECT_GT(spread.op_sequences, single.op_sequences);
+
+  const std::vector<HostTensor> out = RunOnce(TwoChains(), {}, {"out"}, two);
+  ASSERT_EQ(out.size(), 1u);
+  const float want = 2 * std::exp(0.25f) + 3 * std::exp(0.5f);
+  for (float v : out[0].ToVector<float>()) EXPECT_NEAR(v, want, 1e-5);
+}
+
+TEST_F(InterpreterTest, ReleasesEqualUnfetchedTemporaries) {
+  // Temporaries t0..t4; t2 and t4 are fetched; `unused` is declared but never touched; w is
+  // persistable; x is fed. Released: t0, t1, t3.
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  AddVar(b, Var("x", kSquare));
+  AddVar(b, Var("w", kSquare, /*persistable=*/true));
+  for (const char* name : {"t0", "t1", "t2", "t3", "t4", "unused"}) AddVar(b, Var(name, kSquare));
+  b.AppendOp(Op("fill_constant", {}, {{"Out", {"w"}}}, Fill(kSquare, 1.0)));
+  b.AppendOp(Op("relu", {{"X", {"x"}}}, {{"Out", {"t0"}}}));
+  b.AppendOp(Op("add", {{"X", {"t0"}}, {"Y", {"w"}}}, {{"Out", {"t1"}}}));
+  b.AppendOp(Op("exp", {{"X", {"t1"}}}, {{"Out", {"t2"}}}));
+  b.AppendOp(Op("scale", {{"X", {"t2"}}}, {{"Out", {"t3"}}}, ScaleBy(0.5)));
+  b.AppendOp(Op("add", {{"X", {"t3"}}, {"Y", {"t0"}}}, {{"Out", {"t4"}}}));
+  EXPECT_EQ(Lower(p, {"x"}, {"t2", "t4"}).releases, 3);
+  EXPECT_EQ(Lower(p, {"x"}, {"t4"}).releases, 4);
+  InterpreterOptions keep;
+  keep.release_temporaries = false;
+  EXPECT_EQ(Lower(p, {"x"}, {"t4"}, keep).releases, 0);
+}
+
+TEST_F(InterpreterTest, PeakBytesEqualTheLivenessBound) {
+  // Equal-sized f32 temporaries of 4096 bytes, no feeds, the last one fetched. The test
+  // computes the liveness bound itself: at op i, every temporary first written at or
+  // before i and last used at or after i (fetched ones live to the end).
+  const Shape shape({32, 32});
+  const int64_t bytes = 32 * 32 * 4;
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  for (int i = 0; i <= 8; ++i) AddVar(b, Var("t" + std::to_string(i), shape));
+  b.AppendOp(Op("fill_constant", {}, {{"Out", {"t0"}}}, Fill(shape, 1.0)));
+  b.AppendOp(Op("fill_constant", {}, {{"Out", {"t1"}}}, Fill(shape, 2.0)));
+  b.AppendOp(Op("add", {{"X", {"t0"}}, {"Y", {"t1"}}}, {{"Out", {"t2"}}}));
+  b.AppendOp(Op("exp", {{"X", {"t2"}}}, {{"Out", {"t3"}}}));
+  b.AppendOp(Op("add", {{"X", {"t3"}}, {"Y", {"t0"}}}, {{"Out", {"t4"}}}));
+  b.AppendOp(Op("relu", {{"X", {"t4"}}}, {{"Out", {"t5"}}}));
+  b.AppendOp(Op("scale", {{"X", {"t5"}}}, {{"Out", {"t6"}}}, ScaleBy(0.5)));
+  b.AppendOp(Op("add", {{"X", {"t6"}}, {"Y", {"t1"}}}, {{"Out", {"t7"}}}));
+  b.AppendOp(Op("add", {{"X", {"t7"}}, {"Y", {"t5"}}}, {{"Out", {"t8"}}}));
+  const std::vector<std::string> fetches = {"t8"};
+
+  // Liveness from the program text.
+  const std::vector<ir::OpDesc>& ops = b.ops();
+  const int n = static_cast<int>(ops.size());
+  std::map<std::string, int> first, last;
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& v : ops[i].InputNames()) last[v] = i;
+    for (const std::string& v : ops[i].OutputNames()) {
+      if (!first.contains(v)) first[v] = i;
+      last[v] = i;
+    }
+  }
+  for (const std::string& v : fetches) last[v] = n;
+  int64_t bound = 0;
+  for (int i = 0; i < n; ++i) {
+    int64_t live = 0;
+    for (const auto& [v, f] : first) {
+      if (f <= i && last[v] >= i) live += bytes;
+    }
+    bound = std::max(bound, live);
+  }
+  const int64_t total = static_cast<int64_t>(first.size()) * bytes;
+  ASSERT_EQ(bound, 4 * bytes);  // the program above, worked by hand
+  ASSERT_EQ(total, 9 * bytes);
+
+  for (bool release : {true, false}) {
+    SCOPED_TRACE(release ? "release_temporaries" : "keep temporaries");
+    std::unique_ptr<eager::Context> context = program_test::NewContext(0);
+    ASSERT_NE(context, nullptr);
+    ExecutorOptions options;
+    options.interpreter.release_temporaries = release;
+    Executor executor(&context->registry(), context->vm(), options);
+    Scope scope;
+    absl::StatusOr<RunResult> result = executor.Run(p, {}, fetches, &scope);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->stats.peak_bytes, release ? bound : total);
+    // t8 = (exp(3) + 1) * 0.5 + 2 + relu(exp(3) + 1).
+    const float t4 = std::exp(3.0f) + 1.0f;
+    EXPECT_NEAR(result->fetches[0].ToVector<float>()[100], t4 * 0.5f + 2.0f + t4, 1e-4);
+  }
+}
+
+// --- Build errors: each named, each leaving the scope as it was. ---
+
+TEST_F(InterpreterTest, SuccessfulBuildAddsNewPersistables) {
+  // The control for the tests below: the same base program builds and adds `state`.
+  ASSERT_TRUE(Build(Base(), {"x"}, {"y"}).ok());
+  EXPECT_THAT(scope_.LocalNames(), ElementsAre("state", "w"));
+}
+
+TEST_F(InterpreterTest, NewPersistablesGoToTheRootScope) {
+  Scope& child = scope_.NewChild();
+  ASSERT_TRUE(
+      Interpreter::Build(Base(), &context_->registry(), context_->vm(), &child, {"x"}, {"y"}).ok());
+  EXPECT_TRUE(child.LocalNames().empty());
+  EXPECT_THAT(scope_.LocalNames(), ElementsAre("state", "w"));
+}
+
+TEST_F(InterpreterTest, UnknownOp) {
+  ir::ProgramDesc p = Base();
+  p.mutable_global_block().AppendOp(Op("no_such_op", {{"X", {"y"}}}, {{"Out", {"z"}}}));
+  const absl::Status status = BuildError(p);
+  EXPECT_THAT(status.message(), HasSubstr("no_such_op"));
+}
+
+TEST_F(InterpreterTest, BadAttributeType) {
+  ir::ProgramDesc p = Base();
+  p.mutable_global_block().AppendOp(Op("scale", {{"X", {"y"}}}, {{"Out", {"z"}}},
+                                       vm::AttrMap().Set("scale", std::string("twice"))));
+  const absl::Status status = BuildError(p);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op #2 'scale'"));
+  EXPECT_THAT(status.message(), HasSubstr("'scale'"));
+}
+
+TEST_F(InterpreterTest, UnknownAttribute) {
+  ir::ProgramDesc p = Base();
+  p.mutable_global_block().AppendOp(
+      Op("relu", {{"X", {"y"}}}, {{"Out", {"z"}}}, vm::AttrMap().Set("colour", 1.0)));
+  const absl::Status status = BuildError(p);
+  EXPECT_THAT(status.message(), HasSubstr("op #2 'relu'"));
+  EXPECT_THAT(status.message(), HasSubstr("colour"));
+}
+
+TEST_F(InterpreterTest, OutputShapeDiffersFromTheDeclaredVariable) {
+  ir::ProgramDesc p = Base();
+  AddVar(p.mutable_global_block(), Var("wide", Shape({2, 8})));
+  p.mutable_global_block().AppendOp(Op("relu", {{"X", {"y"}}}, {{"Out", {"wide"}}}));
+  const absl::Status status = BuildError(p);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op #2 'relu'"));
+  EXPECT_THAT(status.message(), HasSubstr("'wide'"));
+  EXPECT_THAT(status.message(), HasSubstr("[2, 8]"));
+  EXPECT_THAT(status.message(), HasSubstr("[4, 4]"));
+}
+
+TEST_F(InterpreterTest, OutputDtypeDiffersFromTheDeclaredVariable) {
+  ir::ProgramDesc p = Base();
+  AddVar(p.mutable_global_block(), Var("ints", kSquare, false, DataType::kI32));
+  p.mutable_global_block().AppendOp(Op("relu", {{"X", {"y"}}}, {{"Out", {"ints"}}}));
+  const absl::Status status = BuildError(p);
+  EXPECT_THAT(status.message(), HasSubstr("'ints'"));
+  EXPECT_THAT(status.message(), HasSubstr("i32"));
+}
+
+TEST_F(InterpreterTest, ReadBeforeAnyWrite) {
+  ir::ProgramDesc p = Base();
+  AddVar(p.mutable_global_block(), Var("never_written", kSquare));
+  p.mutable_global_block().AppendOp(
+      Op("add", {{"X", {"y"}}, {"Y", {"never_written"}}}, {{"Out", {"z"}}}));
+  const absl::Status status = BuildError(p);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op #2 'add'"));
+  EXPECT_THAT(status.message(), HasSubstr("'never_written'"));
+  EXPECT_THAT(status.message(), HasSubstr("before any op writes it"));
+}
+
+TEST_F(InterpreterTest, UnfedFeedVariableIsReadBeforeWritten) {
+  // The base program without x in the feed list: relu reads it unwritten.
+  const absl::Status status = BuildError(Base(), /*feeds=*/{});
+  EXPECT_THAT(status.message(), HasSubstr("op #1 'relu'"));
+  EXPECT_THAT(status.message(), HasSubstr("'x'"));
+}
+
+TEST_F(InterpreterTest, UnknownFetch) {
+  const absl::Status status = BuildError(Base(), {"x"}, {"y", "nope"});
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("fetch 'nope'"));
+}
+
+TEST_F(InterpreterTest, FetchOfAVariableNothingWrites) {
+  const absl::Status status = BuildError(Base(), {"x"}, {"z"});
+  EXPECT_THAT(status.message(), HasSubstr("fetch 'z'"));
+}
+
+TEST_F(InterpreterTest, UnknownFeed) {
+  const absl::Status status = BuildError(Base(), {"x", "nope"});
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("feed 'nope'"));
+}
+
+TEST_F(InterpreterTest, FeedListedTwiceOrPersistable) {
+  EXPECT_THAT(BuildError(Base(), {"x", "x"}).message(), HasSubstr("feed 'x' is listed twice"));
+  EXPECT_THAT(BuildError(Base(), {"x", "w"}).message(), HasSubstr("feed 'w' is persistable"));
+}
+
+TEST_F(InterpreterTest, FeedVariableWrittenByAnOp) {
+  ir::ProgramDesc p = Base();
+  p.mutable_global_block().AppendOp(Op("relu", {{"X", {"y"}}}, {{"Out", {"x"}}}));
+  const absl::Status status = BuildError(p);
+  EXPECT_THAT(status.message(), HasSubstr("op #2 'relu'"));
+  EXPECT_THAT(status.message(), HasSubstr("feed variable 'x'"));
+}
+
+TEST_F(InterpreterTest, PersistableReadBeforeItHasAValue) {
+  ir::ProgramDesc p = Base();
+  AddVar(p.mutable_global_block(), Var("w2", kSquare, /*persistable=*/true));
+  p.mutable_global_block().AppendOp(Op("add", {{"X", {"y"}}, {"Y", {"w2"}}}, {{"Out", {"z"}}}));
+  const absl::Status status = BuildError(p);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("persistable 'w2'"));
+}
+
+TEST_F(InterpreterTest, PersistableOfAnotherShapeInTheScope) {
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  AddVar(b, Var("w", Shape({2, 2}), /*persistable=*/true));
+  AddVar(b, Var("y", Shape({2, 2})));
+  b.AppendOp(Op("relu", {{"X", {"w"}}}, {{"Out", {"y"}}}));
+  const absl::Status status = BuildError(p, {}, {"y"});
+  EXPECT_THAT(status.message(), HasSubstr("persistable 'w'"));
+  EXPECT_THAT(status.message(), HasSubstr("[2, 2]"));
+}
+
+TEST_F(InterpreterTest, BadStreamAttribute) {
+  ir::ProgramDesc p = Base();
+  p.mutable_global_block().AppendOp(
+      Op("relu", {{"X", {"y"}}}, {{"Out", {"z"}}}, OnStream("compute:many")));
+  const absl::Status status = BuildError(p, {"x"}, {"z"});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("op #2 'relu'"));
+  EXPECT_THAT(status.message(), HasSubstr("compute:many"));
+}
+
+TEST_F(InterpreterTest, StreamAttributeThatIsNotAString) {
+  ir::ProgramDesc p = Base();
+  p.mutable_global_block().AppendOp(
+      Op("relu", {{"X", {"y"}}}, {{"Out", {"z"}}}, vm::AttrMap().Set("stream", int64_t{1})));
+  const absl::Status status = BuildError(p, {"x"}, {"z"});
+  EXPECT_THAT(status.message(), HasSubstr("op #2 'relu'"));
+  EXPECT_THAT(status.message(), HasSubstr("'stream'"));
+}
+
+}  // namespace
+}  // namespace sluice::framework

@@ -1,0 +1,48 @@
+// Tracer: collects a timeline of what ran where — one slice per OpCall (or sequence step),
+// with its stream, op name and wall-clock begin/end — for a Chrome trace of a run
+// (framework/executor writes the JSON). Off unless a Tracer is installed on the VM; then
+// every kernel's host work is timed where it runs (the cpu worker or a sim stream thread).
+#ifndef SLUICE_VM_TRACER_H_
+#define SLUICE_VM_TRACER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace sluice::vm {
+
+class Stream;
+
+// Thread-safe: workers and stream threads add slices concurrently.
+class Tracer {
+ public:
+  struct Slice {
+    const Stream* stream;    // outlives the tracer's user: streams live as long as the VM
+    absl::string_view name;  // the kernel's name: static storage
+    int64_t begin_ns;        // steady clock
+    int64_t end_ns;
+  };
+
+  static int64_t NowNs();
+
+  void Add(const Slice& slice) {
+    absl::MutexLock lock(&mu_);
+    slices_.push_back(slice);
+  }
+  // Everything added so far, in arrival order; the tracer is empty afterwards.
+  std::vector<Slice> Take() {
+    absl::MutexLock lock(&mu_);
+    return std::move(slices_);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<Slice> slices_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_TRACER_H_
