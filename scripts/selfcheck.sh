@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's main job (the README's first command): installs what is missing, builds the
+# Installs what is missing, builds the
 # `sluice` tool in build/ and runs `sluice selfcheck`, which creates every execution
 # provider, streams work through each device and prints a summary. Extra arguments go to
 # `sluice selfcheck` (try --help). SLUICE_JOBS overrides the build parallelism (default 2).

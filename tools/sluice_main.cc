@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/string_view.h"
+#include "tools/program_commands.h"
 #include "tools/replay_command.h"
 #include "tools/selfcheck.h"
 #include "tools/stress_command.h"
@@ -14,6 +15,9 @@ void PrintUsage(FILE* out) {
                "usage: sluice <command> [options]\n"
                "\n"
                "commands:\n"
+               "  demo        build the demo model (Linear + MSELoss + Adam) and train it,\n"
+               "              printing the loss as it falls\n"
+               "  run         run a program file with .npy feeds, fetches and parameters\n"
                "  selfcheck   create every execution provider (cpu, sim, cuda when present),\n"
                "              stream work through each device and print a summary\n"
                "  stress      run random multi-stream programs through the VM with the sync\n"
@@ -36,6 +40,8 @@ int main(int argc, char** argv) {
     PrintUsage(stdout);
     return 0;
   }
+  if (command == "demo") return sluice::tools::DemoMain(argc - 1, argv + 1);
+  if (command == "run") return sluice::tools::RunMain(argc - 1, argv + 1);
   if (command == "selfcheck") return sluice::tools::SelfCheckMain(argc - 1, argv + 1);
   if (command == "stress") return sluice::tools::StressMain(argc - 1, argv + 1);
   if (command == "replay") return sluice::tools::ReplayMain(argc - 1, argv + 1);
