@@ -170,13 +170,13 @@ void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
   // Steps are reused every run: write only what changed, so an unchanged step's cache
   // lines stay clean.
   if (step->stream != outer.stream) step->stream = outer.stream;
-  if (step->seq != outer.seq) step->seq = outer.seq;
-  if (!step->status.ok()) step->status = absl::OkStatus();
+  step->seq = outer.seq;  // names the step in errors
+  // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {
     for (Blob* blob : step->outputs) blob->storage_.reset();
     return;
   }
-  RunOpCall(step);
+  RunKernel(step);
 }
 
 void InstructionExecutor::RunOpCall(Instruction* instruction) {
@@ -188,6 +188,11 @@ void InstructionExecutor::RunOpCall(Instruction* instruction) {
     if (!status.ok()) Fail(instruction, status);
     return;
   }
+  RunKernel(instruction);
+}
+
+void InstructionExecutor::RunKernel(Instruction* instruction) {
+  const OpKernel* kernel = instruction->kernel;
   // Poison is settled in stream order on asynchronous streams the host can run work on
   // (sim: the host work re-checks inputs when it runs, after every earlier write on the
   // stream). On cpu, launch order is execution order; on cuda only launch order is known.

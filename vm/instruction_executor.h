@@ -56,6 +56,8 @@ class InstructionExecutor {
 
  private:
   void RunOpCall(Instruction* instruction);
+  // An OpCall's kernel with the poison, lazy-storage and error rules (not a sequence).
+  void RunKernel(Instruction* instruction);
   void RunStreamWait(Instruction* instruction);
   void RunRecordEvent(Instruction* instruction);
   void RunAccessBlob(Instruction* instruction);

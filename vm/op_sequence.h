@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -59,8 +60,9 @@ class OpSequence final : public OpKernel {
 
  private:
   // Steps are Instructions the VM never pools: kind, kernel, operands and attrs are set
-  // here; the worker fills stream, seq and status each run.
-  std::vector<std::unique_ptr<Instruction>> steps_;
+  // here; the worker fills stream and seq each run. A deque keeps them in large
+  // contiguous chunks (stable addresses), so walking a sequence streams through memory.
+  std::deque<Instruction> steps_;
   int op_calls_ = 0;
   const std::atomic<bool>* cancel_ = nullptr;
   std::atomic<int64_t>* ops_run_ = nullptr;

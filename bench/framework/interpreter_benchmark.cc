@@ -10,8 +10,10 @@
 // re-hashed): chain and wide on cpu, the random DAG on sim:0 with ops spread over two compute
 // streams (each sim stream is a thread).
 //   BM_Interpreter_Build/N   Interpreter::Build of a random DAG of N ops (no run).
-//   BM_Executor_DemoStep     one training step of the demo program (Linear(16->1) + MSE +
-//                            Adam, 16x16 input) on cpu.
+//   BM_Executor_DemoStep/D   one training step of the demo program (Linear(16->1) + MSE +
+//                            Adam, 16x16 input; framework/models/linear_regression.h) through
+//                            a PreparedRun, feeds staged and the loss fetched: D = 0 cpu,
+//                            1 sim:0 over two compute streams.
 #include <chrono>
 #include <memory>
 #include <random>
@@ -23,6 +25,7 @@
 #include "framework/executor/executor.h"
 #include "framework/interpreter/interpreter.h"
 #include "framework/ir/program_desc.h"
+#include "framework/models/linear_regression.h"
 #include "ops/cpu/host_kernel.h"
 #include "ops/op_registry.h"
 #include "ops/op_schema.h"
@@ -145,7 +148,9 @@ struct Engine {
     options.num_sim_devices = 1;
     options.enable_cuda = false;
     runtime = ep::Runtime::Create(options).value();
-    vm = vm::VirtualMachine::Create(runtime.get()).value();
+    vm::VmOptions vm_options;
+    if (const char* spin = std::getenv("SLUICE_BENCH_SPIN_NS")) vm_options.spin = std::chrono::nanoseconds(std::atoll(spin));
+    vm = vm::VirtualMachine::Create(runtime.get(), vm_options).value();
     SLUICE_CHECK(RegisterBenchOps(&registry).ok());
   }
   ~Engine() { SLUICE_CHECK(vm->Shutdown().ok()); }
@@ -277,6 +282,31 @@ void BM_Interpreter_Build(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 BENCHMARK(BM_Interpreter_Build)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Argument: 0 = cpu, 1 = sim:0 with two compute streams.
+void BM_Executor_DemoStep(benchmark::State& state) {
+  Engine engine;
+  LinearRegression model = BuildLinearRegression(&engine.registry).value();
+  ExecutorOptions options;
+  if (state.range(0) == 1) {
+    options.interpreter.device = kSim;
+    options.interpreter.compute_streams = 2;
+  }
+  Executor executor(&engine.registry, engine.vm.get(), options);
+  Scope scope;
+  SLUICE_CHECK(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
+  const Feeds feeds = {{model.x, LinearRegressionInput()}, {model.y, LinearRegressionTarget()}};
+  const PreparedRun step =
+      executor.Prepare(model.main->desc(), {model.x, model.y}, {model.loss}, &scope).value();
+  for (auto _ : state) {
+    absl::StatusOr<RunResult> result = executor.Run(step, feeds);
+    SLUICE_CHECK(result.ok());
+  }
+  state.counters["ops"] = static_cast<double>(step.lowering().ops);
+  state.counters["instructions"] = static_cast<double>(step.lowering().instructions);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Executor_DemoStep)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace sluice::framework

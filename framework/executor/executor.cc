@@ -62,6 +62,16 @@ absl::StatusOr<LoweringStats> Executor::LastLowering() const {
   return last_lowering_;
 }
 
+void Executor::WaitForPreviousRun() {
+  std::shared_ptr<RunHandle> last;
+  {
+    absl::MutexLock lock(&mu_);
+    last = last_run_;
+  }
+  // Without mu_: the previous run's callback may ask for statistics.
+  if (last != nullptr) last->Wait();
+}
+
 void Executor::CancelRun(const RunHandle* handle) {
   absl::MutexLock lock(&running_mu_);
   if (running_ == handle && running_interpreter_ != nullptr) running_interpreter_->Cancel();
@@ -72,9 +82,16 @@ absl::StatusOr<std::shared_ptr<Interpreter>> Executor::FindOrBuild(
     const std::vector<std::string>& fetch_list, Scope* scope, bool* hit) {
   const uint64_t hash = program.Hash();
   ++use_clock_;
-  for (CacheEntry& entry : cache_) {
+  for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+    CacheEntry& entry = *it;
     if (entry.hash == hash && entry.scope == scope && entry.feeds == feed_names &&
         entry.fetches == fetch_list) {
+      if (!entry.interpreter->BindingsMatch(*scope)) {
+        // The scope's variables changed under the graph (or this is another scope at a
+        // reused address): build again.
+        cache_.erase(it);
+        break;
+      }
       entry.last_used = use_clock_;
       ++hits_;
       *hit = true;
@@ -128,11 +145,12 @@ absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(
     Scope* scope, RunCallback callback, const RunOptions& options) {
   if (scope == nullptr) return absl::InvalidArgumentError("Run: null scope");
   SLUICE_RETURN_IF_ERROR(CheckFeeds(program, feeds));
+  absl::MutexLock submit(&submit_mu_);
+  WaitForPreviousRun();  // one run at a time, its callback included
   absl::MutexLock lock(&mu_);
-  // One run at a time: wait for the previous one (its callback included).
-  if (last_run_ != nullptr) last_run_->Wait();
   std::vector<std::string> feed_names;
   for (const auto& [name, value] : feeds) feed_names.push_back(name);
+  std::sort(feed_names.begin(), feed_names.end());  // the key ignores feed order
   bool hit = false;
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<Interpreter> interpreter,
                           FindOrBuild(program, feed_names, fetch_list, scope, &hit));
@@ -144,12 +162,15 @@ absl::StatusOr<PreparedRun> Executor::Prepare(const ir::ProgramDesc& program,
                                               const std::vector<std::string>& fetch_list,
                                               Scope* scope) {
   if (scope == nullptr) return absl::InvalidArgumentError("Prepare: null scope");
+  absl::MutexLock submit(&submit_mu_);
+  WaitForPreviousRun();
   absl::MutexLock lock(&mu_);
-  if (last_run_ != nullptr) last_run_->Wait();
   bool hit = false;
   PreparedRun prepared;
+  std::vector<std::string> sorted = feed_names;
+  std::sort(sorted.begin(), sorted.end());
   SLUICE_ASSIGN_OR_RETURN(prepared.interpreter_,
-                          FindOrBuild(program, feed_names, fetch_list, scope, &hit));
+                          FindOrBuild(program, std::move(sorted), fetch_list, scope, &hit));
   return prepared;
 }
 
@@ -158,8 +179,9 @@ absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(const PreparedRun&
                                                               RunCallback callback,
                                                               const RunOptions& options) {
   if (prepared.interpreter_ == nullptr) return absl::InvalidArgumentError("empty PreparedRun");
+  absl::MutexLock submit(&submit_mu_);
+  WaitForPreviousRun();
   absl::MutexLock lock(&mu_);
-  if (last_run_ != nullptr) last_run_->Wait();
   return Launch(prepared.interpreter_, /*cache_hit=*/true, feeds, std::move(callback), options);
 }
 

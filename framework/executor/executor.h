@@ -121,7 +121,8 @@ class Executor {
                                 const std::vector<std::string>& fetch_list, Scope* scope,
                                 const RunOptions& options = {});
   // Submits and returns. `callback` (optional) runs on the executor's completion thread
-  // once the run is complete; it must not block on this executor. Errors found before
+  // once the run is complete; it may read this executor's statistics but must not start or
+  // wait for runs of it. Errors found before
   // submission are returned here and the callback is not called.
   absl::StatusOr<std::shared_ptr<RunHandle>> RunAsync(const ir::ProgramDesc& program,
                                                       const Feeds& feeds,
@@ -179,6 +180,7 @@ class Executor {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompletionLoop();
   void Finish(Pending& pending);
+  void WaitForPreviousRun() ABSL_EXCLUSIVE_LOCKS_REQUIRED(submit_mu_);
   friend class RunHandle;
   void CancelRun(const RunHandle* handle);
 
@@ -186,9 +188,11 @@ class Executor {
   vm::VirtualMachine* const vm_;
   const ExecutorOptions options_;
 
-  // Serializes submissions (and the cache). Held while a run is being set up, not while it
-  // runs.
-  mutable absl::Mutex mu_;
+  // Serializes submissions: held from waiting for the previous run to handing the new one
+  // to the VM. Taken before mu_.
+  absl::Mutex submit_mu_;
+  // The cache and statistics; never held while waiting for a run.
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(submit_mu_);
   std::vector<CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
   uint64_t use_clock_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;

@@ -650,8 +650,23 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
       for (int v : func.outputs) written[v] = true;
     }
   }
+  // Fetched persistables the program never writes are read at the end.
+  {
+    std::vector<bool> written(vars.size(), false);
+    for (const OpFunc& func : funcs) {
+      for (int v : func.outputs) written[v] = true;
+    }
+    for (const std::string& name : out->fetch_names_) {
+      const int v = var_of[name];
+      if (vars[v].kind == VarKind::kPersistable && !written[v] &&
+          std::find(must_check.begin(), must_check.end(), v) == must_check.end()) {
+        must_check.push_back(v);
+      }
+    }
+  }
   for (int v : must_check) {
-    if (scope->Find(vars[v].name) == nullptr) {
+    const vm::BlobRef* found = scope->Find(vars[v].name);
+    if (found == nullptr || (*found)->storage() == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("persistable '", vars[v].name,
                        "' has no value: run the startup program or load parameters first"));
@@ -687,6 +702,9 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   for (const std::string& name : feed_names) out->feed_blobs_.push_back(vars[var_of[name]].blob);
   for (int v : fetch_slots) out->fetch_blobs_.push_back(vars[v].blob);
   for (int v : must_check) out->must_be_initialized_.emplace_back(vars[v].name, vars[v].blob);
+  for (const VarSlot& var : vars) {
+    if (var.kind == VarKind::kPersistable) out->persistables_.emplace_back(var.name, var.blob);
+  }
   return absl::OkStatus();
 }
 
@@ -754,7 +772,22 @@ absl::Status Interpreter::CheckInitialized() const {
                        "' has no value: run the startup program or load parameters first"));
     }
   }
+  for (const auto& [name, blob] : persistables_) {
+    if (blob->poisoned()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("persistable '", name, "' was not updated by a failed run (",
+                       blob->poison().message(), "); run the startup program or load it again"));
+    }
+  }
   return absl::OkStatus();
+}
+
+bool Interpreter::BindingsMatch(const Scope& scope) const {
+  for (const auto& [name, blob] : persistables_) {
+    const vm::BlobRef* found = scope.Find(name);
+    if (found == nullptr || *found != blob) return false;
+  }
+  return true;
 }
 
 absl::Status Interpreter::Submit() {

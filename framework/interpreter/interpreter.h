@@ -87,9 +87,15 @@ class Interpreter {
   // Checks every feed (a known feed name, dtype and shape as declared; every declared feed
   // given) and copies the bytes into the feed blobs. InvalidArgument naming the feed.
   absl::Status StageFeeds(const std::vector<std::pair<std::string, HostTensor>>& feeds);
-  // FailedPrecondition naming the first persistable the program reads before writing that
-  // has no value yet (the startup program has not run, nothing was loaded).
+  // FailedPrecondition naming the first persistable the program reads before writing (or
+  // fetches without writing) that has no value yet (the startup program has not run,
+  // nothing was loaded), or whose value an earlier failed run left poisoned (the message
+  // carries that failure; re-run the startup program or load the variable to recover).
   absl::Status CheckInitialized() const;
+  // True while every persistable this graph was built on is still the variable `scope`
+  // (or its ancestors) holds under that name: the graph binds blobs, so a variable replaced
+  // or erased since — or another scope at a reused address — needs a new build.
+  bool BindingsMatch(const Scope& scope) const;
   // Hands the lowered graph to the VM (clearing the cancel flag).
   absl::Status Submit();
   // After the run completed: the fetched values, in fetch order.
@@ -118,6 +124,7 @@ class Interpreter {
   std::vector<vm::BlobRef> feed_blobs_;   // parallel to feed_names_, on cpu
   std::vector<vm::BlobRef> fetch_blobs_;  // parallel to fetch_names_, on cpu
   std::vector<std::pair<std::string, vm::BlobRef>> must_be_initialized_;
+  std::vector<std::pair<std::string, vm::BlobRef>> persistables_;  // every one bound
   std::vector<vm::BlobRef> blobs_;  // every blob the graph uses: keeps them alive
   std::vector<std::unique_ptr<vm::OpSequence>> sequences_;
   vm::PrecomputedBatch batch_;

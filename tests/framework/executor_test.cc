@@ -1,17 +1,18 @@
 // Executor: feeds refused before anything runs (scope and persistable values untouched), the
-// interpreter cache, RunAsync with callbacks and step ids, cancellation of a long run on sim
-// (made deterministic by a test op that holds its worker until released), per-step
-// statistics, Chrome trace output, and kernel errors at run time.
+// interpreter cache and its scope bindings, prepared runs, RunAsync with callbacks and step
+// ids, cancellation of a long run on sim (made deterministic by a test op that holds its
+// worker until released), per-step statistics, Chrome trace output, and kernel errors at run
+// time (the failing run's status, and what it leaves in persistable variables).
 #include "framework/executor/executor.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/stream_id.h"
 #include "framework/eager/context.h"
+#include "framework/interpreter/interpreter.h"
 #include "framework/interpreter/scope.h"
 #include "framework/ir/program_desc.h"
 #include "gmock/gmock.h"
@@ -106,7 +108,8 @@ float ChainValue(float x) { return 2 * std::exp(std::max(x, 0.0f)); }
 
 // --- A test op that holds its worker: the cancellation point made deterministic. ---
 
-// One use: the first Launch after Arm() signals `started` and blocks until `release`.
+// One use: the first Launch after `armed` is set signals `started` and blocks (in Launch, on
+// the VM's worker, so no later step of the sequence is launched) until `release`.
 struct GateControl {
   absl::Mutex mu;
   bool armed ABSL_GUARDED_BY(mu) = false;
@@ -170,6 +173,8 @@ class ExecutorTest : public ::testing::Test {
 
   // A good run, a failing run, a good run and another program; see KernelError* below.
   void KernelErrorScenario(Device device);
+  // A failing run, then a good one, on a persistable the failing op feeds.
+  void PoisonScenario(Device device);
 
   std::vector<float> PeekW(Scope* scope, const Shape& shape = kSquare) {
     absl::StatusOr<RunResult> result = executor_->Run(Peek(shape), {}, {"v"}, scope);
@@ -185,6 +190,7 @@ class ExecutorTest : public ::testing::Test {
     }
   }
 
+  std::unique_ptr<ops::OpRegistry> registry_;  // a test registry, outliving the executor
   std::unique_ptr<eager::Context> context_;
   std::unique_ptr<Executor> executor_;
 };
@@ -330,6 +336,145 @@ TEST_F(ExecutorTest, LeastRecentlyUsedInterpreterIsDropped) {
   EXPECT_EQ(executor_->cache_hits(), 1);
 }
 
+// A cpu blob holding `values` (for putting a persistable into a scope by hand).
+vm::BlobRef HostBlob(eager::Context& context, const std::string& name,
+                     const std::vector<float>& values, const Shape& shape) {
+  absl::StatusOr<vm::Stream*> stream =
+      context.vm()->GetStream(StreamKey{kCpu, StreamType::kCompute, 0});
+  EXPECT_TRUE(stream.ok());
+  absl::StatusOr<vm::BlobRef> blob = context.vm()->NewBlob(*stream, DataType::kF32, shape, name);
+  EXPECT_TRUE(blob.ok()) << blob.status();
+  std::memcpy((*blob)->storage()->data(), values.data(), values.size() * sizeof(float));
+  return *blob;
+}
+
+TEST_F(ExecutorTest, PersistableReplacedInTheScopeIsWhatTheNextRunReads) {
+  // Loading parameters into a scope between runs (Scope::Set) must be seen by the next run
+  // of an already-built program.
+  Init();
+  Scope scope;
+  ASSERT_TRUE(executor_->Run(Startup(), {}, {}, &scope).ok());
+  ASSERT_EQ(PeekW(&scope), std::vector<float>(16, 0.5f));
+  scope.Set("w", HostBlob(*context_, "w", std::vector<float>(16, 7.0f), kSquare));
+  EXPECT_EQ(PeekW(&scope), std::vector<float>(16, 7.0f))
+      << "the cached interpreter still reads the blob the scope held when it was built";
+}
+
+TEST_F(ExecutorTest, PersistableErasedFromTheScopeIsRefused) {
+  Init();
+  Scope scope;
+  ASSERT_TRUE(executor_->Run(Startup(), {}, {}, &scope).ok());
+  ASSERT_EQ(PeekW(&scope), std::vector<float>(16, 0.5f));
+  ASSERT_TRUE(scope.Erase("w"));
+  absl::StatusOr<RunResult> result = executor_->Run(Peek(), {}, {"v"}, &scope);
+  EXPECT_FALSE(result.ok()) << "ran on a persistable no longer in the scope";
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(scope.LocalNames().empty());
+}
+
+TEST_F(ExecutorTest, ScopeReusingTheAddressOfADestroyedOneGetsItsOwnVariables) {
+  // Scopes made one after another in the same storage (as a stack Scope in a loop often
+  // is): the second must not run on the first one's variables.
+  Init();
+  alignas(Scope) unsigned char storage[sizeof(Scope)];
+  Scope* first = new (storage) Scope();
+  ASSERT_TRUE(executor_->Run(Startup(Shape({4, 4}), 0.5), {}, {}, first).ok());
+  ASSERT_EQ(PeekW(first), std::vector<float>(16, 0.5f));
+  first->~Scope();
+  Scope* second = new (storage) Scope();
+  ASSERT_EQ(second, first);
+  // The second scope has no w: reading it is refused ...
+  absl::StatusOr<RunResult> early = executor_->Run(Peek(), {}, {"v"}, second);
+  EXPECT_FALSE(early.ok()) << "read the destroyed scope's w";
+  // ... and its own startup run puts w into it.
+  ASSERT_TRUE(executor_->Run(Startup(Shape({4, 4}), 0.5), {}, {}, second).ok());
+  EXPECT_THAT(second->LocalNames(), ElementsAre("w"));
+  second->~Scope();
+}
+
+TEST_F(ExecutorTest, RefusedUninitializedPersistableLeavesTheScopeUnchanged) {
+  // `w` is in the scope without a value (a build created it lazily; nothing wrote it). A
+  // program that reads w and would create a new persistable `q` is refused; q must not
+  // appear in the scope.
+  Init();
+  Scope scope;
+  ASSERT_TRUE(
+      Interpreter::Build(Startup(), &context_->registry(), context_->vm(), &scope, {}, {}).ok());
+  ASSERT_THAT(scope.LocalNames(), ElementsAre("w"));
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  AddVar(b, Var("w", kSquare, /*persistable=*/true));
+  AddVar(b, Var("q", kSquare, /*persistable=*/true));
+  b.AppendOp(Op("assign", {{"X", {"w"}}}, {{"Out", {"q"}}}));
+  absl::StatusOr<RunResult> result = executor_->Run(p, {}, {}, &scope);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(result.status().message(), HasSubstr("persistable 'w'"));
+  EXPECT_THAT(scope.LocalNames(), ElementsAre("w")) << "a refused run added q";
+}
+
+TEST_F(ExecutorTest, FetchedPersistableWithoutAValueIsRefusedBeforeRunning) {
+  // A program with no ops that fetches a persistable: on cpu nothing reads it, but the
+  // fetch does.
+  Init();
+  Scope scope;
+  ir::ProgramDesc p;
+  AddVar(p.mutable_global_block(), Var("w", kSquare, /*persistable=*/true));
+  absl::StatusOr<RunResult> result = executor_->Run(p, {}, {"w"}, &scope);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(result.status().message(), HasSubstr("'w'"));
+  EXPECT_TRUE(scope.LocalNames().empty()) << "a refused run created w";
+}
+
+TEST_F(ExecutorTest, ProgramWithoutOpsFetchesPersistables) {
+  for (Device device : {kCpu, kSim}) {
+    SCOPED_TRACE(device.ToString());
+    Init(device);
+    Scope scope;
+    ASSERT_TRUE(executor_->Run(Startup(kSquare, 1.25), {}, {}, &scope).ok());
+    ir::ProgramDesc p;
+    AddVar(p.mutable_global_block(), Var("w", kSquare, /*persistable=*/true));
+    absl::StatusOr<RunResult> result = executor_->Run(p, {}, {"w"}, &scope);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->fetches[0].ToVector<float>(), std::vector<float>(16, 1.25f));
+    executor_.reset();
+  }
+}
+
+TEST_F(ExecutorTest, PreparedRunOutlivesItsCacheEntry) {
+  ExecutorOptions options;
+  options.max_cached_interpreters = 1;
+  Init(kSim, options);
+  Scope scope;
+  ASSERT_TRUE(executor_->Run(Startup(), {}, {}, &scope).ok());
+  absl::StatusOr<PreparedRun> prepared = executor_->Prepare(CounterMain(), {"x"}, {"y"}, &scope);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_THAT(prepared->feed_names(), ElementsAre("x"));
+  EXPECT_THAT(prepared->fetch_names(), ElementsAre("y"));
+  EXPECT_EQ(prepared->lowering().inserted_copies, 2);  // x in, y out
+  const int64_t misses = executor_->cache_misses();
+  // Another program evicts the prepared one from the one-entry cache.
+  ASSERT_TRUE(executor_->Run(Chain(), {{"x", Filled(kSquare, 1.0f)}}, {"c"}, &scope).ok());
+  for (int run = 0; run < 3; ++run) {
+    absl::StatusOr<RunResult> result = executor_->Run(*prepared, {{"x", Filled(kSquare, 2.0f)}});
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(result->stats.cache_hit);
+    EXPECT_EQ(result->fetches[0].ToVector<float>(), std::vector<float>(16, 2.0f + 1.5f + run));
+  }
+  EXPECT_EQ(executor_->cache_misses(), misses + 1);  // only Chain was built
+  // Feeds must name exactly the prepared feeds; a refused run changes nothing.
+  EXPECT_FALSE(executor_->Run(*prepared, {}).ok());
+  EXPECT_FALSE(
+      executor_->Run(*prepared, {{"x", Filled(kSquare, 2.0f)}, {"t", Filled(kSquare, 2.0f)}}).ok());
+  EXPECT_FALSE(executor_->Run(*prepared, {{"x", Filled(Shape({16}), 2.0f)}}).ok());
+  EXPECT_EQ(PeekW(&scope), std::vector<float>(16, 3.5f));
+  // Prepare reports build errors like Run.
+  absl::StatusOr<PreparedRun> bad = executor_->Prepare(CounterMain(), {"x"}, {"nope"}, &scope);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("fetch 'nope'"));
+}
+
 // --- RunAsync. ---
 
 TEST_F(ExecutorTest, RunAsyncDeliversEachResultOnceWithConsecutiveSteps) {
@@ -415,8 +560,8 @@ ir::ProgramDesc GatedCounter(const Shape& shape, int before, int after) {
 
 TEST_F(ExecutorTest, CancelledRunStopsAndTheNextRunSucceeds) {
   GateControl gate;
-  std::unique_ptr<ops::OpRegistry> registry = RegistryWithGate(&gate);
-  Init(kSim, {}, registry.get());
+  registry_ = RegistryWithGate(&gate);
+  Init(kSim, {}, registry_.get());
   Executor& executor = *executor_;
   Scope scope;
   const Shape shape({256});
@@ -470,7 +615,7 @@ TEST_F(ExecutorTest, CancelledRunStopsAndTheNextRunSucceeds) {
   EXPECT_EQ(next->fetches[0].ToVector<float>(),
             std::vector<float>(256, after_cancel + kBefore + kAfter));
   EXPECT_EQ(peek(), std::vector<float>(256, after_cancel + kBefore + kAfter));
-  executor_.reset();  // before the registry goes
+  executor_.reset();  // before the gate goes
 }
 
 // --- Per-step statistics and traces. ---
@@ -697,6 +842,55 @@ void ExecutorTest::KernelErrorScenario(Device device) {
   EXPECT_EQ(PeekW(&scope), std::vector<float>(16, 3.5f));
 }
 
+// Loss accumulated into a persistable: w += softmax_with_cross_entropy(logits, label).
+ir::ProgramDesc AccumulateLoss() {
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  AddVar(b, Var("logits", Shape({4, 3})));
+  AddVar(b, Var("label", Shape({4, 1}), false, DataType::kI64));
+  AddVar(b, Var("softmax", Shape({4, 3})));
+  AddVar(b, Var("loss", Shape({4, 1})));
+  AddVar(b, Var("w", Shape({4, 1}), /*persistable=*/true));
+  b.AppendOp(Op("softmax_with_cross_entropy", {{"Logits", {"logits"}}, {"Label", {"label"}}},
+                {{"Softmax", {"softmax"}}, {"Loss", {"loss"}}}));
+  b.AppendOp(Op("add", {{"X", {"w"}}, {"Y", {"loss"}}}, {{"Out", {"w"}}}));
+  return p;
+}
+
+void ExecutorTest::PoisonScenario(Device device) {
+  // A failing run must not leave a persistable that silently stops being updated: after
+  // it, a good run either reports an error or updates w, and w stays readable.
+  Init(device);
+  Scope scope;
+  const Shape column({4, 1});
+  ASSERT_TRUE(executor_->Run(Startup(column, 0.0), {}, {}, &scope).ok());
+  const HostTensor logits = Filled(Shape({4, 3}), 0.0f);  // loss = log(3) per row
+  auto labels = [&](std::vector<int64_t> v) { return HostTensor::FromVector(v, column); };
+  const float log3 = std::log(3.0f);
+  const ir::ProgramDesc p = AccumulateLoss();
+  ASSERT_TRUE(
+      executor_->Run(p, {{"logits", logits}, {"label", labels({0, 1, 2, 0})}}, {}, &scope).ok());
+  std::vector<float> w = PeekW(&scope, column);
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_NEAR(w[0], log3, 1e-5);
+
+  absl::StatusOr<RunResult> bad =
+      executor_->Run(p, {{"logits", logits}, {"label", labels({0, 9, 2, 0})}}, {}, &scope);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("Label[1] = 9"));
+
+  absl::StatusOr<RunResult> good =
+      executor_->Run(p, {{"logits", logits}, {"label", labels({0, 1, 2, 0})}}, {}, &scope);
+  absl::StatusOr<RunResult> peek = executor_->Run(Peek(column), {}, {"v"}, &scope);
+  if (good.ok()) {
+    ASSERT_TRUE(peek.ok()) << "the run after the failure reported OK but w is unreadable: "
+                           << peek.status();
+    w = peek->fetches[0].ToVector<float>();
+    EXPECT_NEAR(w[0], 2 * log3, 1e-5) << "the run after the failure reported OK but w "
+                                         "was not updated";
+  }
+}
+
 TEST_F(ExecutorTest, KernelErrorOnCpuIsTheRunStatusAndTheExecutorStaysUsable) {
   KernelErrorScenario(kCpu);
 }
@@ -704,6 +898,10 @@ TEST_F(ExecutorTest, KernelErrorOnCpuIsTheRunStatusAndTheExecutorStaysUsable) {
 TEST_F(ExecutorTest, KernelErrorOnSimIsTheRunStatusAndTheExecutorStaysUsable) {
   KernelErrorScenario(kSim);
 }
+
+TEST_F(ExecutorTest, FailedRunDoesNotSilentlyStallAPersistableOnCpu) { PoisonScenario(kCpu); }
+
+TEST_F(ExecutorTest, FailedRunDoesNotSilentlyStallAPersistableOnSim) { PoisonScenario(kSim); }
 
 }  // namespace
 }  // namespace sluice::framework

@@ -1,16 +1,19 @@
 // Interpreter::Build on hand-written programs: the lowering statistics (fusion, stream
 // waits, inserted copies, stream spreading, the GC plan), the measured peak memory of a run
-// against the liveness bound the test computes, and every build error — named and leaving
-// the scope as it was.
+// against the liveness bound the test computes, random programs spread over streams against
+// a plain cpu run (under the sync checker), and every build error — named and leaving the
+// scope as it was.
 #include "framework/interpreter/interpreter.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/stream_id.h"
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
@@ -195,7 +198,7 @@ ir::ProgramDesc TwoStreamProgram(const std::vector<std::vector<std::string>>& co
   b.AppendOp(Op("fill_constant", {}, {{"Out", {"p0"}}}, Fill(kSquare, 1.5)));
   b.AppendOp(Op("fill_constant", {}, {{"Out", {"p1"}}}, Fill(kSquare, -2.0)));
   for (size_t i = 0; i < consumers.size(); ++i) {
-    const std::string out = "c" + std::to_string(i);
+    const std::string out = absl::StrCat("c", i);
     AddVar(b, Var(out, kSquare));
     if (consumers[i].size() == 1) {
       b.AppendOp(Op("exp", {{"X", consumers[i]}}, {{"Out", {out}}}, OnStream("compute:1")));
@@ -342,7 +345,7 @@ TEST_F(InterpreterTest, PeakBytesEqualTheLivenessBound) {
   const int64_t bytes = 32 * 32 * 4;
   ir::ProgramDesc p;
   ir::BlockDesc& b = p.mutable_global_block();
-  for (int i = 0; i <= 8; ++i) AddVar(b, Var("t" + std::to_string(i), shape));
+  for (int i = 0; i <= 8; ++i) AddVar(b, Var(absl::StrCat("t", i), shape));
   b.AppendOp(Op("fill_constant", {}, {{"Out", {"t0"}}}, Fill(shape, 1.0)));
   b.AppendOp(Op("fill_constant", {}, {{"Out", {"t1"}}}, Fill(shape, 2.0)));
   b.AppendOp(Op("add", {{"X", {"t0"}}, {"Y", {"t1"}}}, {{"Out", {"t2"}}}));
@@ -393,6 +396,128 @@ TEST_F(InterpreterTest, PeakBytesEqualTheLivenessBound) {
     const float t4 = std::exp(3.0f) + 1.0f;
     EXPECT_NEAR(result->fetches[0].ToVector<float>()[100], t4 * 0.5f + 2.0f + t4, 1e-4);
   }
+}
+
+// --- Random programs over several streams against a plain cpu run. ---
+
+// Ops over a fed x and temporaries t0..t7 ([8, 8]): unary (tanh, relu, scale) and binary
+// (add, sub, max) ops reading written variables, writing any temporary (overwrites and
+// in-place updates included, so WAR and WAW edges cross streams). With `streams` > 0 each op
+// gets a random "stream" attribute among compute:0..streams-1.
+struct RandomProgram {
+  ir::ProgramDesc program;
+  std::vector<std::string> fetches;
+};
+
+RandomProgram MakeRandomProgram(uint32_t seed, int num_ops, int streams) {
+  std::mt19937 rng(seed);
+  auto below = [&](int k) { return static_cast<int>(rng() % static_cast<uint32_t>(k)); };
+  const Shape shape({8, 8});
+  constexpr int kTemps = 8;
+  RandomProgram r;
+  ir::BlockDesc& b = r.program.mutable_global_block();
+  AddVar(b, Var("x", shape));
+  for (int i = 0; i < kTemps; ++i) AddVar(b, Var(absl::StrCat("t", i), shape));
+  std::vector<std::string> written = {"x"};
+  std::vector<std::string> order;  // temporaries in order of last write
+  for (int i = 0; i < num_ops; ++i) {
+    const std::string out = absl::StrCat("t", below(kTemps));
+    const std::string a = written[below(static_cast<int>(written.size()))];
+    const std::string c = written[below(static_cast<int>(written.size()))];
+    vm::AttrMap attrs;
+    std::string type;
+    ir::OpSlots inputs = {{"X", {a}}};
+    switch (below(6)) {
+      case 0:
+        type = "tanh";
+        break;
+      case 1:
+        type = "relu";
+        break;
+      case 2:
+        type = "scale";
+        attrs = ScaleBy(0.75, 0.125);
+        break;
+      case 3:
+        type = "add";
+        inputs.push_back({"Y", {c}});
+        break;
+      case 4:
+        type = "sub";
+        inputs.push_back({"Y", {c}});
+        break;
+      default:
+        type = "max";
+        inputs.push_back({"Y", {c}});
+        break;
+    }
+    const int stream = below(3);  // drawn either way: both variants get the same ops
+    if (streams > 0) attrs = OnStream(absl::StrCat("compute:", stream % streams), attrs);
+    b.AppendOp(Op(type, std::move(inputs), {{"Out", {out}}}, attrs));
+    if (std::find(written.begin(), written.end(), out) == written.end()) written.push_back(out);
+    order.erase(std::remove(order.begin(), order.end(), out), order.end());
+    order.push_back(out);
+  }
+  // The three most recently written temporaries.
+  for (int i = 0; i < 3 && !order.empty(); ++i) {
+    r.fetches.push_back(order.back());
+    order.pop_back();
+  }
+  return r;
+}
+
+TEST_F(InterpreterTest, RandomProgramsOnStreamsMatchACpuRun) {
+  ::sluice::eager::ContextOptions context_options;
+  context_options.runtime.num_sim_devices = 1;
+  context_options.runtime.enable_cuda = false;
+  context_options.runtime.sim.max_jitter_us = 20;  // shake out missing waits
+  context_options.runtime.sim.seed = 7;
+  context_options.vm.check_sync = true;
+  absl::StatusOr<eager::Context> created = eager::Context::Create(context_options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  eager::Context& context = *created;
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[i] = std::sin(0.37f * i) * 2;
+  const Feeds feeds = {{"x", HostTensor::FromVector(x, Shape({8, 8}))}};
+  auto run = [&](const RandomProgram& r, InterpreterOptions options) {
+    ExecutorOptions executor_options;
+    executor_options.interpreter = options;
+    Executor executor(&context.registry(), context.vm(), executor_options);
+    Scope scope;
+    std::vector<std::vector<uint8_t>> out;
+    for (int step = 0; step < 2; ++step) {
+      absl::StatusOr<RunResult> result = executor.Run(r.program, feeds, r.fetches, &scope);
+      EXPECT_TRUE(result.ok()) << result.status();
+      if (!result.ok()) return out;
+      out.clear();
+      for (const HostTensor& t : result->fetches) out.push_back(t.bytes);
+    }
+    return out;
+  };
+  for (uint32_t seed : {11u, 12u, 13u, 14u}) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const RandomProgram plain = MakeRandomProgram(seed, 40, 0);
+    const RandomProgram placed = MakeRandomProgram(seed, 40, 3);
+    ASSERT_EQ(plain.fetches, placed.fetches);
+    const std::vector<std::vector<uint8_t>> want = run(plain, InterpreterOptions{});
+    ASSERT_EQ(want.size(), plain.fetches.size());
+    for (bool fuse : {true, false}) {
+      for (bool release : {true, false}) {
+        InterpreterOptions options;
+        options.device = kSim;
+        options.fuse = fuse;
+        options.release_temporaries = release;
+        EXPECT_EQ(run(placed, options), want) << "stream attributes, fuse " << fuse;
+        options.compute_streams = 3;
+        EXPECT_EQ(run(plain, options), want) << "compute_streams 3, fuse " << fuse;
+      }
+    }
+    InterpreterOptions cpu_streams;
+    cpu_streams.compute_streams = 2;
+    EXPECT_EQ(run(placed, cpu_streams), want) << "cpu with stream attributes";
+    EXPECT_EQ(run(plain, cpu_streams), want) << "cpu, compute_streams 2";
+  }
+  EXPECT_EQ(context.vm()->sync_checker()->violation_count(), 0);
 }
 
 // --- Build errors: each named, each leaving the scope as it was. ---
