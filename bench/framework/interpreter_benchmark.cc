@@ -149,7 +149,8 @@ struct Engine {
     options.enable_cuda = false;
     runtime = ep::Runtime::Create(options).value();
     vm::VmOptions vm_options;
-    if (const char* spin = std::getenv("SLUICE_BENCH_SPIN_NS")) vm_options.spin = std::chrono::nanoseconds(std::atoll(spin));
+    if (const char* spin = std::getenv("SLUICE_BENCH_SPIN_NS"))
+      vm_options.spin = std::chrono::nanoseconds(std::atoll(spin));
     vm = vm::VirtualMachine::Create(runtime.get(), vm_options).value();
     SLUICE_CHECK(RegisterBenchOps(&registry).ok());
   }
