@@ -10,11 +10,15 @@
 // re-hashed): chain and wide on cpu, the random DAG on sim:0 with ops spread over two compute
 // streams (each sim stream is a thread).
 //   BM_Interpreter_Build/N   Interpreter::Build of a random DAG of N ops (no run).
+// Environment, for investigations (defaults are what docs/benchmarks.md reports):
+//   SLUICE_BENCH_SPIN_NS=N   VmOptions::spin of the VM's threads (default 20000);
+//   SLUICE_BENCH_TRACE=FILE  after the timed loop, one more run writes a Chrome trace.
 //   BM_Executor_DemoStep/D   one training step of the demo program (Linear(16->1) + MSE +
 //                            Adam, 16x16 input; framework/models/linear_regression.h) through
 //                            a PreparedRun, feeds staged and the loss fetched: D = 0 cpu,
 //                            1 sim:0 over two compute streams.
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <vector>
@@ -176,6 +180,12 @@ void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device d
   for (auto _ : state) {
     absl::StatusOr<RunResult> result = executor.Run(prepared, {});
     SLUICE_CHECK(result.ok());
+  }
+  if (const char* trace = std::getenv("SLUICE_BENCH_TRACE")) {
+    // One more run, traced, for a look at the timeline (not part of the measurement).
+    RunOptions traced;
+    traced.trace_path = trace;
+    SLUICE_CHECK(executor.Run(prepared, {}, traced).ok());
   }
   const LoweringStats lowering = executor.LastLowering().value();
   state.counters["instructions"] = static_cast<double>(lowering.instructions);

@@ -81,8 +81,9 @@ struct Interpreter::Builder {
   std::vector<OpFunc> funcs;
   std::vector<Node> nodes;
   std::vector<Segment> segments;
-  std::vector<vm::Stream*> func_streams;                              // per op func
-  std::vector<int> fetch_slots;                                       // var slot per fetch, on cpu
+  std::vector<vm::Stream*> func_streams;  // per op func
+  std::vector<int64_t> func_start;        // per op func: list-schedule start
+  std::vector<int> fetch_slots;           // var slot per fetch, on cpu
   std::vector<std::pair<std::string, vm::BlobRef>> new_persistables;  // for the scope
   std::vector<int> must_check;  // persistables read before written
 
@@ -392,6 +393,7 @@ void Interpreter::Builder::AssignStreams(const DependencyGraph& deps) {
   // free; ties go to the stream of the latest-finishing predecessor (no sync needed).
   std::vector<int64_t> lane_free(lanes, 0);
   std::vector<int64_t> done(n, 0);
+  func_start.assign(n, 0);
   std::vector<int> lane_of(n, -1);
   for (int b = 0; b < n; ++b) {
     OpFunc& func = funcs[b];
@@ -414,6 +416,7 @@ void Interpreter::Builder::AssignStreams(const DependencyGraph& deps) {
       } else {
         done[b] = ready + 1;
       }
+      func_start[b] = done[b] - 1;
       continue;
     }
     int best = 0;
@@ -428,6 +431,7 @@ void Interpreter::Builder::AssignStreams(const DependencyGraph& deps) {
     if (lanes == 1) best = 0;
     lane_of[b] = best;
     done[b] = lane_free[best] = best_start + 1;
+    func_start[b] = best_start;
     func.stream = StreamKey{func.device, StreamType::kCompute, best};
   }
 }
@@ -531,27 +535,56 @@ void Interpreter::Builder::FormSegments() {
 
 absl::Status Interpreter::Builder::Emit() {
   LoweringStats& stats = out->lowering_;
-  vm::PrecomputedBatch& batch = out->batch_;
   // Dense stream indices for the vector clocks.
   absl::flat_hash_map<vm::Stream*, int> dense;
   for (const Segment& segment : segments) dense.try_emplace(segment.stream, dense.size());
   const int k = static_cast<int>(dense.size());
   stats.streams = k;
+
+  // Pass 1, in segment (program) order: decide the syncs with vector clocks, and give every
+  // item a key — its time in the list schedule. Pass 2 hands the items to the batch in key
+  // order. Streams run their work in the order it is dispatched, and a batch is dispatched
+  // nearly at once in batch order, so the key order decides where a StreamWait records on
+  // the producer's stream (right after the producer, not after whatever that stream has
+  // queued by the time the consumer comes up in program order) and where it waits on the
+  // consumer's stream (just before the consumer).
+  struct Item {
+    enum class Kind { kSequence, kStreamWait, kRecordEvent } kind;
+    int segment = -1;  // kSequence
+    vm::Stream* from = nullptr;
+    vm::Stream* to = nullptr;
+    double key = 0;
+  };
+  std::vector<Item> items;
+  std::vector<std::pair<int, int>> item_edges;
+  std::vector<double> seg_start(segments.size()), seg_end(segments.size());
+  for (size_t c = 0; c < segments.size(); ++c) {
+    double first = -1, last = 0;
+    for (int b : segments[c].nodes) {
+      const Node& node = nodes[b];
+      double t = 0;
+      if (node.op >= 0) {
+        t = static_cast<double>(func_start[node.op]);
+      } else {
+        for (int p : node.preds) {
+          if (nodes[p].op >= 0) t = std::max(t, static_cast<double>(func_start[nodes[p].op]) + 1);
+        }
+      }
+      if (first < 0) first = t;
+      last = std::max(last, t + (node.op >= 0 ? 1.0 : 0.0));
+    }
+    seg_start[c] = std::max(first, 0.0);
+    seg_end[c] = std::max(last, seg_start[c]);
+  }
+  constexpr double kStep = 1e-3;  // keeps an item strictly after what it depends on
   std::vector<std::vector<int>> known(k, std::vector<int>(k, -1));
   std::vector<std::vector<int>> clock(segments.size());
-  std::vector<int> batch_node(segments.size(), -1);
-  std::vector<int> record_node(segments.size(), -1);
+  std::vector<int> seq_item(segments.size(), -1);
+  std::vector<int> record_item(segments.size(), -1);
   std::vector<int> last_on_stream(k, -1);
-  auto edge = [&](int from, int to) -> absl::Status {
-    ++stats.edges;
-    return batch.AddEdge(from, to);
-  };
   auto merge = [&](std::vector<int>& into, const std::vector<int>& from) {
     for (int i = 0; i < k; ++i) into[i] = std::max(into[i], from[i]);
   };
-  absl::flat_hash_map<const vm::Blob*, vm::BlobRef> refs;
-  for (const VarSlot& var : vars) refs.emplace(var.blob.get(), var.blob);
-  const bool list_operands = vm->options().check_sync || !vm->options().record_path.empty();
   for (int c = 0; c < static_cast<int>(segments.size()); ++c) {
     const Segment& segment = segments[c];
     vm::Stream* stream = segment.stream;
@@ -566,37 +599,72 @@ absl::Status Interpreter::Builder::Emit() {
     // Latest first: a wait for a later segment of a stream covers its earlier ones.
     std::sort(preds.begin(), preds.end(), std::greater<int>());
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
-    std::vector<int> incoming;  // batch nodes this segment waits for
-    if (last_on_stream[s] >= 0) incoming.push_back(batch_node[last_on_stream[s]]);
+    std::vector<int> incoming;  // items this segment waits for
+    if (last_on_stream[s] >= 0) incoming.push_back(seq_item[last_on_stream[s]]);
     for (int p : preds) {
       vm::Stream* from = segments[p].stream;
       const int t = dense[from];
       if (from == stream) continue;  // ordered by the stream chain
       if (from->policy()->synchronous() || options.skip_stream_analysis) {
-        incoming.push_back(batch_node[p]);  // cpu work: the engine orders by dispatch or done
+        incoming.push_back(seq_item[p]);  // cpu work: the engine orders by dispatch or done
         continue;
       }
       if (known[s][t] >= segments[p].position) continue;  // implied by an earlier sync
+      const double after_p = std::max(seg_end[p], items[seq_item[p]].key + kStep);
       if (from->key().device == stream->key().device) {
-        const int wait = batch.AddStreamWait({}, from, stream);
-        SLUICE_RETURN_IF_ERROR(edge(batch_node[p], wait));
+        items.push_back({Item::Kind::kStreamWait, -1, from, stream, after_p});
+        const int wait = static_cast<int>(items.size()) - 1;
+        item_edges.emplace_back(seq_item[p], wait);
         incoming.push_back(wait);
         ++stats.stream_waits;
       } else {
-        if (record_node[p] < 0) {
-          record_node[p] = batch.AddRecordEvent({}, from);
-          SLUICE_RETURN_IF_ERROR(edge(batch_node[p], record_node[p]));
+        if (record_item[p] < 0) {
+          items.push_back({Item::Kind::kRecordEvent, -1, from, nullptr, after_p});
+          record_item[p] = static_cast<int>(items.size()) - 1;
+          item_edges.emplace_back(seq_item[p], record_item[p]);
           ++stats.record_events;
         }
-        incoming.push_back(record_node[p]);
+        incoming.push_back(record_item[p]);
       }
       merge(known[s], clock[p]);
     }
-    // The segment itself: one OpSequence.
+    std::sort(incoming.begin(), incoming.end());
+    incoming.erase(std::unique(incoming.begin(), incoming.end()), incoming.end());
+    double key = seg_start[c];
+    for (int from : incoming) key = std::max(key, items[from].key + kStep);
+    items.push_back({Item::Kind::kSequence, c, nullptr, stream, key});
+    seq_item[c] = static_cast<int>(items.size()) - 1;
+    for (int from : incoming) item_edges.emplace_back(from, seq_item[c]);
+    clock[c] = known[s];
+    clock[c][s] = segment.position;
+    known[s] = clock[c];
+    last_on_stream[s] = c;
+  }
+
+  // Pass 2: the batch, in key order (a topological order: every edge goes to a larger key).
+  std::vector<int> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return items[a].key < items[b].key; });
+  absl::flat_hash_map<const vm::Blob*, vm::BlobRef> refs;
+  for (const VarSlot& var : vars) refs.emplace(var.blob.get(), var.blob);
+  const bool list_operands = vm->options().check_sync || !vm->options().record_path.empty();
+  vm::PrecomputedBatch& batch = out->batch_;
+  std::vector<int> batch_node(items.size(), -1);
+  for (int i : order) {
+    const Item& item = items[i];
+    if (item.kind == Item::Kind::kStreamWait) {
+      batch_node[i] = batch.AddStreamWait({}, item.from, item.to);
+      continue;
+    }
+    if (item.kind == Item::Kind::kRecordEvent) {
+      batch_node[i] = batch.AddRecordEvent({}, item.from);
+      continue;
+    }
     auto sequence = std::make_unique<vm::OpSequence>();
     sequence->set_cancel_flag(&out->cancel_);
     sequence->set_ops_counter(&out->ops_run_);
-    for (int b : segment.nodes) {
+    for (int b : segments[item.segment].nodes) {
       const Node& node = nodes[b];
       if (node.op >= 0) {
         const OpFunc& func = funcs[node.op];
@@ -616,17 +684,14 @@ absl::Status Interpreter::Builder::Emit() {
       for (vm::Blob* blob : sequence->external_inputs()) inputs.push_back(refs[blob]);
       for (vm::Blob* blob : sequence->all_outputs()) outputs.push_back(refs[blob]);
     }
-    batch_node[c] =
-        batch.AddOpCall(*sequence, std::move(inputs), std::move(outputs), nullptr, stream);
+    batch_node[i] =
+        batch.AddOpCall(*sequence, std::move(inputs), std::move(outputs), nullptr, item.to);
     ++stats.op_sequences;
     out->sequences_.push_back(std::move(sequence));
-    std::sort(incoming.begin(), incoming.end());
-    incoming.erase(std::unique(incoming.begin(), incoming.end()), incoming.end());
-    for (int from : incoming) SLUICE_RETURN_IF_ERROR(edge(from, batch_node[c]));
-    clock[c] = known[s];
-    clock[c][s] = segment.position;
-    known[s] = clock[c];
-    last_on_stream[s] = c;
+  }
+  for (const auto& [from, to] : item_edges) {
+    ++stats.edges;
+    SLUICE_RETURN_IF_ERROR(batch.AddEdge(batch_node[from], batch_node[to]));
   }
   stats.instructions = batch.size();
   return absl::OkStatus();
