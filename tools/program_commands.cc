@@ -29,6 +29,7 @@ struct CommonOptions {
   int streams = 1;
   bool check_sync = false;
   std::string trace;
+  std::string record;
 };
 
 HostTensor FromNpy(io::NpyArray array) { return HostTensor{array.dtype, array.shape, array.bytes}; }
@@ -66,6 +67,7 @@ absl::StatusOr<eager::Context> NewContext(const CommonOptions& options) {
   context_options.runtime.num_sim_devices = 2;
   context_options.runtime.enable_cuda = options.device.type() == DeviceType::kCuda;
   context_options.vm.check_sync = options.check_sync;
+  context_options.vm.record_path = options.record;
   return eager::Context::Create(context_options);
 }
 
@@ -75,12 +77,17 @@ absl::StatusOr<bool> ParseCommon(absl::string_view arg, const char* value, Commo
     o->check_sync = true;
     return true;
   }
-  if (arg != "--device" && arg != "--steps" && arg != "--trace" && arg != "--streams") return false;
+  if (arg != "--device" && arg != "--steps" && arg != "--trace" && arg != "--streams" &&
+      arg != "--record") {
+    return false;
+  }
   if (value == nullptr) return absl::InvalidArgumentError(absl::StrCat(arg, " needs a value"));
   if (arg == "--device") {
     SLUICE_ASSIGN_OR_RETURN(o->device, Device::Parse(value));
   } else if (arg == "--trace") {
     o->trace = value;
+  } else if (arg == "--record") {
+    o->record = value;
   } else {
     int n = 0;
     if (!absl::SimpleAtoi(value, &n) || n < 1) {
@@ -119,7 +126,9 @@ void PrintRunUsage(FILE* out) {
                "  --save DIR        after the last step, write every persistable variable as\n"
                "                    DIR/NAME.npy\n"
                "  --trace FILE      write the last step's Chrome trace JSON (Perfetto)\n"
-               "  --sync-check      check every access against happens-before\n");
+               "  --sync-check      check every access against happens-before\n"
+               "  --record FILE     write every VM instruction to FILE (replay it with\n"
+               "                    `sluice replay FILE --ops standard`)\n");
 }
 
 }  // namespace
@@ -256,6 +265,9 @@ int RunMain(int argc, char** argv) {
     }
     std::printf("saved %zu persistable variables to %s\n", persistables.size(), save_dir.c_str());
   }
+  // Shut the VM down while the scope and the lowered graphs still hold their blobs, so a
+  // recording ends with the checksums of every live tensor.
+  if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return Fail(shut);
   std::printf("summary: %d steps on %s; last %s\n", common.steps, common.device.ToString().c_str(),
               last.ToString().c_str());
   if (!common.trace.empty()) std::printf("trace: %s\n", common.trace.c_str());
@@ -273,7 +285,8 @@ namespace {
 void PrintDemoUsage(FILE* out) {
   std::fprintf(out,
                "usage: sluice demo [--steps N] [--device cpu|sim:0|cuda:0] [--streams N]\n"
-               "                   [--trace FILE] [--sync-check] [--write-programs DIR]\n"
+               "                   [--trace FILE] [--sync-check] [--record FILE]\n"
+               "                   [--write-programs DIR]\n"
                "\n"
                "Builds the demo model (Linear(16->1) + MSELoss, trained with Adam on a fixed\n"
                "16x16 batch), trains it for N steps (default 100) and prints the loss.\n"
@@ -355,6 +368,7 @@ int DemoMain(int argc, char** argv) {
     }
     last = result->stats;
   }
+  if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return Fail(shut);
   std::printf("loss %.6f -> %.6f (%s); last %s\n", first, loss,
               falling ? "fell every step" : "did NOT fall every step", last.ToString().c_str());
   if (common.check_sync) {

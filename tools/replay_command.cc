@@ -13,6 +13,8 @@
 #include "ep/runtime.h"
 #include "ops/host_kernels.h"
 #include "ops/kernel_registry.h"
+#include "ops/op_registry.h"
+#include "ops/standard_ops.h"
 #include "vm/record_reader.h"
 #include "vm/replayer.h"
 #include "vm/sync_checker.h"
@@ -28,6 +30,7 @@ struct Options {
   bool check_sync = false;
   bool verify = true;
   int repeat = 1;
+  bool standard_ops = false;
 };
 
 void PrintHelp(FILE* out) {
@@ -35,6 +38,7 @@ void PrintHelp(FILE* out) {
       out,
       "usage: sluice replay FILE [--device-map FROM=TO[,FROM=TO...]] [--check-sync]\n"
       "                          [--scheduling dedicated|caller] [--repeat N] [--no-verify]\n"
+      "                          [--ops stress|standard]\n"
       "\n"
       "Re-executes an instruction record (written with VmOptions::record_path, e.g. by\n"
       "`sluice stress --record FILE`; format in docs/instruction_record_format.md): the same\n"
@@ -50,6 +54,9 @@ void PrintHelp(FILE* out) {
       "  --scheduling X    dedicated (a scheduler thread, default) or caller\n"
       "  --repeat N        replay N times (default 1); every run is verified\n"
       "  --no-verify       do not compare checksums\n"
+      "  --ops SET         the kernels op names refer to: stress (the test kernels of\n"
+      "                    `sluice stress`, default) or standard (the op library, for\n"
+      "                    records of `sluice run/demo --record`)\n"
       "\n"
       "Exit status: 0 when every checksum matched and no op or sync error occurred, 1\n"
       "otherwise, 2 for bad options or a file that cannot be read or parsed (the error\n"
@@ -89,6 +96,12 @@ absl::Status ParseOptions(int argc, char** argv, Options* options, bool* help) {
             absl::StrFormat("--scheduling: '%s' is not 'dedicated' or 'caller'", text));
       }
       options->caller_thread = text == "caller";
+    } else if (arg == "--ops") {
+      if (text != "stress" && text != "standard") {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("--ops: '%s' is not 'stress' or 'standard'", text));
+      }
+      options->standard_ops = text == "standard";
     } else if (arg == "--repeat") {
       if (!absl::SimpleAtoi(text, &options->repeat) || options->repeat < 1) {
         return absl::InvalidArgumentError(
@@ -167,12 +180,19 @@ int ReplayMain(int argc, char** argv) {
   if (absl::Status registered = ops::RegisterHostKernels(&kernels); !registered.ok()) {
     return Fail("", registered, 2);
   }
+  ops::OpRegistry standard;
+  if (absl::Status registered = ops::RegisterStandardOps(&standard); !registered.ok()) {
+    return Fail("", registered, 2);
+  }
+  vm::KernelLookup lookup = [&](absl::string_view op, const StreamKey& stream,
+                                DataType dtype) -> absl::StatusOr<const vm::OpKernel*> {
+    if (options.standard_ops) return standard.FindKernel(op, stream.device.type(), dtype);
+    return kernels.Find(op);
+  };
   vm::ReplayOptions replay_options;
   replay_options.device_map = options.device_map;
-  absl::StatusOr<std::unique_ptr<vm::Replayer>> replayer = vm::Replayer::Create(
-      machine->get(), &*program,
-      [&kernels](absl::string_view op, const StreamKey&, DataType) { return kernels.Find(op); },
-      replay_options);
+  absl::StatusOr<std::unique_ptr<vm::Replayer>> replayer =
+      vm::Replayer::Create(machine->get(), &*program, lookup, replay_options);
   if (!replayer.ok()) return Fail("", replayer.status(), 2);
 
   int64_t instructions = 0, compared = 0, skipped = 0, mismatches = 0;

@@ -47,6 +47,8 @@ class OpSequence final : public OpKernel {
   void set_ops_counter(std::atomic<int64_t>* ops_run) { ops_run_ = ops_run; }
 
   int size() const { return static_cast<int>(steps_.size()); }
+  // The steps, in order (OpCall or Release instructions; for the recorder).
+  const std::deque<Instruction>& steps() const { return steps_; }
   int op_calls() const { return op_calls_; }
   // Union of the steps' operands, for the enclosing instruction: reads of blobs the
   // sequence did not write first, and every blob it writes or releases.

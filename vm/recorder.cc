@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "vm/kernel.h"
+#include "vm/op_sequence.h"
 #include "vm/stream.h"
 
 namespace sluice::vm {
@@ -67,56 +68,72 @@ void Recorder::RecordBlob(const BlobRef& blob, const std::string& stream_name) {
   WriteLine(line);
 }
 
+namespace {
+
+// One instruction's line without its edges and attributes.
+std::string InstructionLine(const Instruction& i, absl::string_view stream, uint64_t seq) {
+  switch (i.kind) {
+    case InstructionKind::kOpCall:
+      return absl::StrCat("op ", seq, " ", stream, " ", i.kernel->name(), " in=", BlobIds(i.inputs),
+                          " out=", BlobIds(i.outputs));
+    case InstructionKind::kStreamWait:
+      return absl::StrCat("wait ", seq, " ", stream, " ", i.wait_target->name(),
+                          " blobs=", BlobIds(i.outputs));
+    case InstructionKind::kRecordEvent:
+      return absl::StrCat("record ", seq, " ", stream, " blobs=", BlobIds(i.outputs));
+    case InstructionKind::kRelease:
+      return absl::StrCat("release ", seq, " ", stream, " blob=", BlobIds(i.outputs));
+    case InstructionKind::kBarrier:
+      return absl::StrCat("barrier ", seq);
+    case InstructionKind::kAccessBlob:
+      return i.inputs.empty()
+                 ? absl::StrCat("access ", seq, " ", stream, " write blob=", BlobIds(i.outputs))
+                 : absl::StrCat("access ", seq, " ", stream, " read blob=", BlobIds(i.inputs));
+  }
+  return "";
+}
+
+std::string AttrsField(const Instruction& i) {
+  return absl::StrCat(" attrs=", i.attrs != nullptr ? i.attrs->ToString() : "");
+}
+
+}  // namespace
+
 void Recorder::RecordChain(const Instruction* head) {
-  absl::flat_hash_map<const Instruction*, int> index;
+  // An OpSequence is written as its steps (op and release lines on its stream, each after
+  // the one before), so a recording names real kernels and replays anywhere. In a batch,
+  // the first step takes the sequence's predecessors and later lines that depended on the
+  // sequence depend on its last step.
+  absl::flat_hash_map<const Instruction*, int> last_line;
   std::vector<std::string> lines;
-  bool precomputed = head != nullptr && head->precomputed;
-  int n = 0;
-  for (const Instruction* i = head; i != nullptr; i = i->next, ++n) {
-    index[i] = n;
-    std::string line;
-    switch (i->kind) {
-      case InstructionKind::kOpCall:
-        line = absl::StrCat("op ", i->seq, " ", i->stream->name(), " ", i->kernel->name(),
-                            " in=", BlobIds(i->inputs), " out=", BlobIds(i->outputs));
-        break;
-      case InstructionKind::kStreamWait:
-        line = absl::StrCat("wait ", i->seq, " ", i->stream->name(), " ", i->wait_target->name(),
-                            " blobs=", BlobIds(i->outputs));
-        break;
-      case InstructionKind::kRecordEvent:
-        line =
-            absl::StrCat("record ", i->seq, " ", i->stream->name(), " blobs=", BlobIds(i->outputs));
-        break;
-      case InstructionKind::kRelease:
-        line =
-            absl::StrCat("release ", i->seq, " ", i->stream->name(), " blob=", BlobIds(i->outputs));
-        break;
-      case InstructionKind::kBarrier:
-        line = absl::StrCat("barrier ", i->seq);
-        break;
-      case InstructionKind::kAccessBlob:
-        line = i->inputs.empty() ? absl::StrCat("access ", i->seq, " ", i->stream->name(),
-                                                " write blob=", BlobIds(i->outputs))
-                                 : absl::StrCat("access ", i->seq, " ", i->stream->name(),
-                                                " read blob=", BlobIds(i->inputs));
-        break;
+  const bool precomputed = head != nullptr && head->precomputed;
+  auto after = [&](std::string& line, const std::vector<int>& preds) {
+    if (precomputed) absl::StrAppend(&line, " after=", absl::StrJoin(preds, ","));
+  };
+  for (const Instruction* i = head; i != nullptr; i = i->next) {
+    std::vector<int> preds;
+    for (const Instruction* p : i->predecessors) preds.push_back(last_line.at(p));
+    const auto* sequence =
+        i->kind == InstructionKind::kOpCall ? dynamic_cast<const OpSequence*>(i->kernel) : nullptr;
+    if (sequence != nullptr && sequence->size() > 0) {
+      for (const Instruction& step : sequence->steps()) {
+        // A step runs on the sequence's stream under the sequence's number.
+        std::string line = InstructionLine(step, i->stream->name(), i->seq);
+        after(line, preds);
+        if (step.kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(step));
+        lines.push_back(std::move(line));
+        preds = {static_cast<int>(lines.size()) - 1};
+      }
+    } else {
+      std::string line = InstructionLine(*i, i->stream != nullptr ? i->stream->name() : "", i->seq);
+      after(line, preds);
+      if (i->kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(*i));
+      lines.push_back(std::move(line));
     }
-    if (precomputed) {
-      absl::StrAppend(
-          &line, " after=",
-          absl::StrJoin(i->predecessors, ",", [&](std::string* out, const Instruction* p) {
-            absl::StrAppend(out, index.at(p));
-          }));
-    }
-    if (i->kind == InstructionKind::kOpCall) {
-      // Last: attribute text may contain '=' and ','.
-      absl::StrAppend(&line, " attrs=", i->attrs != nullptr ? i->attrs->ToString() : "");
-    }
-    lines.push_back(std::move(line));
+    last_line[i] = static_cast<int>(lines.size()) - 1;
   }
   absl::MutexLock lock(&mu_);
-  if (precomputed) WriteLine(absl::StrCat("batch ", n));
+  if (precomputed) WriteLine(absl::StrCat("batch ", lines.size()));
   for (const std::string& line : lines) WriteLine(line);
 }
 

@@ -91,11 +91,21 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
 
   replayer->resolved_.resize(program->instructions.size());
   replayer->last_use_.assign(program->blobs.size(), -1);
+  replayer->lazy_.assign(program->blobs.size(), false);
+  std::vector<bool> released(program->blobs.size(), false);
   for (size_t n = 0; n < program->instructions.size(); ++n) {
     const RecordedInstruction& r = program->instructions[n];
     Resolved& out = replayer->resolved_[n];
     for (int b : r.inputs) replayer->last_use_[b] = static_cast<int>(n);
     for (int b : r.outputs) replayer->last_use_[b] = static_cast<int>(n);
+    // A blob used again after a release was lazy when recorded (a precomputed graph's
+    // temporary, allocated by its writer every run): replay it as one.
+    if (r.kind == InstructionKind::kRelease) {
+      for (int b : r.outputs) released[b] = true;
+    } else {
+      for (int b : r.inputs) replayer->lazy_[b] = replayer->lazy_[b] || released[b];
+      for (int b : r.outputs) replayer->lazy_[b] = replayer->lazy_[b] || released[b];
+    }
     if (r.kind == InstructionKind::kBarrier) continue;
     SLUICE_ASSIGN_OR_RETURN(out.stream, replayer->ResolveStream(r.stream, r.line));
     if (r.kind == InstructionKind::kStreamWait) {
@@ -144,7 +154,9 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
   auto blob = [&](int b) -> absl::StatusOr<Blob*> {
     if (blobs[b] == nullptr) {
       const RecordedBlob& r = program.blobs[b];
-      SLUICE_ASSIGN_OR_RETURN(blobs[b], vm_->NewBlob(blob_streams_[b], r.dtype, r.shape, r.name));
+      SLUICE_ASSIGN_OR_RETURN(
+          blobs[b], lazy_[b] ? vm_->NewLazyBlob(blob_streams_[b], r.dtype, r.shape, r.name)
+                             : vm_->NewBlob(blob_streams_[b], r.dtype, r.shape, r.name));
     }
     return blobs[b].get();
   };

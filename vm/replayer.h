@@ -103,6 +103,7 @@ class Replayer {
   std::vector<Resolved> resolved_;     // per instruction
   std::vector<Stream*> blob_streams_;  // per blob: where it is created
   std::vector<int> last_use_;          // per blob: last instruction index; -1: keep
+  std::vector<bool> lazy_;             // per blob: used again after a release
 };
 
 }  // namespace sluice::vm

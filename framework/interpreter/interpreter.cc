@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "ops/op_schema.h"
+#include "vm/instructions_builder.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 
@@ -817,6 +818,15 @@ absl::Status Interpreter::StageFeeds(const std::vector<std::pair<std::string, Ho
     if (by_slot[i] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("feed '", feed_names_[i], "' is missing"));
     }
+  }
+  if (vm_->recorder() != nullptr) {
+    // Recording: write through the VM so the record carries the bytes, then a sync (a
+    // barrier line), so that a replay orders the batch after the writes as this run does.
+    vm::InstructionsBuilder builder(vm_);
+    for (size_t i = 0; i < feed_names_.size(); ++i) {
+      SLUICE_RETURN_IF_ERROR(builder.WriteBlob(feed_blobs_[i], by_slot[i]->bytes));
+    }
+    return vm_->Sync();
   }
   // Host blobs, and no run in flight: plain copies.
   for (size_t i = 0; i < feed_names_.size(); ++i) {
