@@ -35,7 +35,7 @@ namespace sluice::framework {
 // The attribute an op may carry besides its schema's: a stream such as "compute:1" on which
 // the interpreter places the op. AppendOp keeps it out of schema normalization and stores it
 // with the normalized attributes.
-inline constexpr absl::string_view kStreamAttr = "stream";
+using ir::kStreamAttr;
 
 // A program under construction. Owns its ProgramDesc; the registry must outlive it.
 // Move-only. Var handles and guards refer to a Program by address, so a program must not

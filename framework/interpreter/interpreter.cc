@@ -18,7 +18,7 @@ namespace sluice::framework {
 
 namespace {
 
-constexpr absl::string_view kStreamAttr = "stream";
+using ir::kStreamAttr;
 
 enum class VarKind { kFeed, kPersistable, kTemp };
 

@@ -28,6 +28,11 @@ namespace sluice::framework::ir {
 // The current version of the file format (docs/program-format.md).
 inline constexpr int kProgramFormatVersion = 1;
 
+// The reserved op attribute that places an op on another compute stream of the program's
+// device ("compute:1"). Not part of any op schema: the builder keeps it apart from schema
+// checks and the interpreter strips it before normalizing attributes.
+inline constexpr absl::string_view kStreamAttr = "stream";
+
 struct VarDesc {
   std::string name;
   DataType dtype = DataType::kF32;
