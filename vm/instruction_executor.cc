@@ -76,31 +76,8 @@ struct HostWork {
 
 absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> work) {
   ran_host_work_ = true;
-  HostWork host_work{instruction_, errors_, skipped_, std::move(work),
-                     executor_ != nullptr ? executor_->tracer() : nullptr};
-  if (inline_host_work_) return host_work();
-  return stream_->Launch(std::move(host_work));
-}
-
-absl::Status KernelContext::RunStepsOnStream(absl::Span<Instruction* const> steps,
-                                             absl::AnyInvocable<bool()> cancelled) {
-  InstructionExecutor* executor = executor_;
-  Instruction* outer = instruction_;
-  ran_host_work_ = true;
-  // The instruction (and the steps its kernel owns) outlive the task: it retires only after
-  // the stream passed the completion point that follows.
-  return stream_->Launch([executor, outer, steps, cancelled = std::move(cancelled)]() mutable {
-    for (Instruction* step : steps) {
-      if (step->kind == InstructionKind::kOpCall && cancelled()) continue;
-      executor->RunStepInline(step, *outer);
-    }
-    return absl::OkStatus();
-  });
-}
-
-bool KernelContext::stream_ordered_host() const {
-  return !inline_host_work_ && instruction_->stream != nullptr &&
-         instruction_->stream->poison_in_stream_order();
+  return stream_->Launch(HostWork{instruction_, errors_, skipped_, std::move(work),
+                                  executor_ != nullptr ? executor_->tracer() : nullptr});
 }
 
 void KernelContext::RunStep(Instruction* step) { executor_->RunStep(step, *instruction_); }
@@ -125,25 +102,24 @@ absl::Status InstructionExecutor::InputPoison(const Instruction& instruction) {
   return absl::OkStatus();
 }
 
-void InstructionExecutor::Fail(Instruction* instruction, const absl::Status& error, bool now) {
+void InstructionExecutor::Fail(Instruction* instruction, const absl::Status& error) {
   const absl::Status annotated(error.code(),
                                absl::StrCat(instruction->DebugString(), ": ", error.message()));
   instruction->status = annotated;
-  PoisonOutputs(instruction, annotated, now);
+  PoisonOutputs(instruction, annotated);
   errors_->Report(annotated);
 }
 
-void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cause, bool now) {
+void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cause) {
   instruction->status = cause;
-  PoisonOutputs(instruction, cause, now);
+  PoisonOutputs(instruction, cause);
   VmCounters::Add(counters_->skipped);
 }
 
-void InstructionExecutor::PoisonOutputs(Instruction* instruction, const absl::Status& cause,
-                                        bool now) {
+void InstructionExecutor::PoisonOutputs(Instruction* instruction, const absl::Status& cause) {
   if (instruction->outputs.empty()) return;
   Stream* stream = instruction->stream;
-  if (!now && stream != nullptr && stream->policy()->host_accessible() &&
+  if (stream != nullptr && stream->policy()->host_accessible() &&
       !stream->policy()->synchronous()) {
     // In stream order: an earlier write still queued on the stream settles the blob's
     // poison when it runs, and must not clear what this later failure sets. The
@@ -203,16 +179,6 @@ void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
   RunKernel(step);
 }
 
-void InstructionExecutor::RunStepInline(Instruction* step, const Instruction& outer) {
-  step->stream = outer.stream;
-  step->seq = outer.seq;
-  if (step->kind == InstructionKind::kRelease) {
-    for (Blob* blob : step->outputs) blob->storage_.reset();
-    return;
-  }
-  RunKernel(step, /*inline_host_work=*/true);
-}
-
 void InstructionExecutor::RunOpCall(Instruction* instruction) {
   const OpKernel* kernel = instruction->kernel;
   if (kernel->handles_poison()) {
@@ -225,18 +191,16 @@ void InstructionExecutor::RunOpCall(Instruction* instruction) {
   RunKernel(instruction);
 }
 
-void InstructionExecutor::RunKernel(Instruction* instruction, bool inline_host_work) {
+void InstructionExecutor::RunKernel(Instruction* instruction) {
   const OpKernel* kernel = instruction->kernel;
   // Poison is settled in stream order on asynchronous streams the host can run work on
   // (sim: the host work re-checks inputs when it runs, after every earlier write on the
   // stream). On cpu, launch order is execution order; on cuda only launch order is known.
-  // Inline host work runs on the stream's thread in stream order: like cpu, launch order is
-  // execution order.
-  const bool stream_ordered = instruction->stream->poison_in_stream_order() && !inline_host_work;
+  const bool stream_ordered = instruction->stream->poison_in_stream_order();
   if (!stream_ordered) {
     absl::Status poison = InputPoison(*instruction);
     if (!poison.ok()) {
-      Skip(instruction, poison, inline_host_work);
+      Skip(instruction, poison);
       return;
     }
   }
@@ -244,12 +208,12 @@ void InstructionExecutor::RunKernel(Instruction* instruction, bool inline_host_w
     if (blob->storage_ != nullptr) continue;
     const absl::Status allocated = blob->EnsureStorage(instruction->stream->id());
     if (!allocated.ok()) {
-      Fail(instruction, allocated, inline_host_work);
+      Fail(instruction, allocated);
       return;
     }
   }
   KernelContext ctx(instruction, instruction->stream->ep_stream(), errors_, &counters_->skipped,
-                    this, inline_host_work);
+                    this);
   Tracer* tracer = this->tracer();
   const int64_t begin = tracer != nullptr ? Tracer::NowNs() : 0;
   absl::Status status;
@@ -264,7 +228,7 @@ void InstructionExecutor::RunKernel(Instruction* instruction, bool inline_host_w
     tracer->Add({instruction->stream, instruction->name(), begin, Tracer::NowNs()});
   }
   if (!status.ok()) {
-    Fail(instruction, status, inline_host_work);
+    Fail(instruction, status);
     return;
   }
   if (ctx.ran_host_work() || instruction->outputs.empty()) return;

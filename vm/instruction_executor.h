@@ -33,13 +33,12 @@ class InstructionExecutor {
 
   // Marks `instruction` failed with `error` (annotated with the instruction), poisons its
   // outputs and reports it. Any thread that runs the instruction's work.
-  // `now`: poison at once even on a stream-ordered stream (the caller runs in stream order).
-  void Fail(Instruction* instruction, const absl::Status& error, bool now = false);
+  void Fail(Instruction* instruction, const absl::Status& error);
   // Marks `instruction` skipped because of `cause` (a poisoned input or cancellation).
-  void Skip(Instruction* instruction, const absl::Status& cause, bool now = false);
+  void Skip(Instruction* instruction, const absl::Status& cause);
   // Poisons the outputs with `cause`: in stream order on streams the host can run work on,
   // at once elsewhere.
-  void PoisonOutputs(Instruction* instruction, const absl::Status& cause, bool now = false);
+  void PoisonOutputs(Instruction* instruction, const absl::Status& cause);
   // The first poisoned input's error, or OK.
   static absl::Status InputPoison(const Instruction& instruction);
 
@@ -54,14 +53,11 @@ class InstructionExecutor {
 
   // A step of an OpSequence (see KernelContext::RunStep), on `outer`'s stream.
   void RunStep(Instruction* step, const Instruction& outer);
-  // The same, on the stream's own thread with host work inline (see
-  // KernelContext::RunStepsOnStream).
-  void RunStepInline(Instruction* step, const Instruction& outer);
 
  private:
   void RunOpCall(Instruction* instruction);
   // An OpCall's kernel with the poison, lazy-storage and error rules (not a sequence).
-  void RunKernel(Instruction* instruction, bool inline_host_work = false);
+  void RunKernel(Instruction* instruction);
   void RunStreamWait(Instruction* instruction);
   void RunRecordEvent(Instruction* instruction);
   void RunAccessBlob(Instruction* instruction);

@@ -26,22 +26,17 @@ class InstructionExecutor;
 class KernelContext {
  public:
   KernelContext(Instruction* instruction, ep::Stream* stream, ErrorSink* errors,
-                std::atomic<int64_t>* skipped = nullptr, InstructionExecutor* executor = nullptr,
-                bool inline_host_work = false)
+                std::atomic<int64_t>* skipped = nullptr, InstructionExecutor* executor = nullptr)
       : instruction_(instruction),
         stream_(stream),
         errors_(errors),
         skipped_(skipped),
-        executor_(executor),
-        inline_host_work_(inline_host_work) {}
+        executor_(executor) {}
 
   absl::Span<Blob* const> inputs() const;
   absl::Span<Blob* const> outputs() const;
   const AttrMap& attrs() const;
   ep::Stream* stream() const { return stream_; }
-  // True on asynchronous streams the host can run work on (sim), where RunStepsOnStream
-  // applies; never inside such a run.
-  bool stream_ordered_host() const;
 
   // Enqueues host code on the stream (cpu runs it now). The work runs in stream order and
   // re-checks the inputs' poison when it runs: if an earlier failure on the device poisoned
@@ -57,11 +52,6 @@ class KernelContext {
   // instruction's stream now, with a lone instruction's rules. Its errors are reported
   // under its own name; nothing is returned. Only for contexts the VM's executor built.
   void RunStep(Instruction* step);
-  // Runs `steps` as one host task on this instruction's stream: each step's kernel runs on
-  // the stream's own thread, in order, its host work inline (see OpKernel::host_work_only).
-  // One enqueue per sequence instead of one per op. Only for host-accessible streams.
-  absl::Status RunStepsOnStream(absl::Span<Instruction* const> steps,
-                                absl::AnyInvocable<bool()> cancelled);
 
  private:
   Instruction* const instruction_;
@@ -69,8 +59,6 @@ class KernelContext {
   ErrorSink* const errors_;
   std::atomic<int64_t>* const skipped_;  // counts work skipped for a poisoned input
   InstructionExecutor* const executor_;
-  // Already on the stream's thread, in stream order: host work runs at once.
-  const bool inline_host_work_;
   bool ran_host_work_ = false;
 };
 
@@ -86,9 +74,6 @@ class OpKernel {
   // True for kernels that settle their operands' poison themselves (OpSequence: each step
   // checks its own inputs); the executor then neither skips nor clears around Launch.
   virtual bool handles_poison() const { return false; }
-  // True for kernels whose only use of the stream is LaunchHostWork (host kernels): such a
-  // kernel may be launched from the stream's own thread with its work run inline.
-  virtual bool host_work_only() const { return false; }
 };
 
 }  // namespace sluice::vm

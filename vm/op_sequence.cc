@@ -14,9 +14,7 @@ void OpSequence::AddOpCall(const OpKernel& kernel, BlobPtrs inputs, BlobPtrs out
   for (Blob* blob : outputs) {
     if (written_set_.insert(blob).second) all_outputs_.push_back(blob);
   }
-  host_work_only_ = host_work_only_ && kernel.host_work_only();
   Instruction& step = steps_.emplace_back();
-  step_ptrs_.push_back(&step);
   step.kind = InstructionKind::kOpCall;
   step.kernel = &kernel;
   step.inputs = std::move(inputs);
@@ -28,23 +26,11 @@ void OpSequence::AddOpCall(const OpKernel& kernel, BlobPtrs inputs, BlobPtrs out
 void OpSequence::AddRelease(Blob* blob) {
   if (written_set_.insert(blob).second) all_outputs_.push_back(blob);
   Instruction& step = steps_.emplace_back();
-  step_ptrs_.push_back(&step);
   step.kind = InstructionKind::kRelease;
   step.outputs.push_back(blob);
 }
 
 absl::Status OpSequence::Launch(KernelContext& ctx) const {
-  if (host_work_only_ && ctx.stream_ordered_host()) {
-    // A host-addressable asynchronous stream (sim): one task on the stream runs every step
-    // there, instead of one enqueue per op from the worker.
-    const std::atomic<bool>* cancel = cancel_;
-    std::atomic<int64_t>* ops_run = ops_run_;
-    return ctx.RunStepsOnStream(step_ptrs_, [cancel, ops_run]() {
-      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return true;
-      if (ops_run != nullptr) ops_run->fetch_add(1, std::memory_order_relaxed);
-      return false;
-    });
-  }
   int64_t launched = 0;
   const size_t n = steps_.size();
   for (size_t i = 0; i < n; ++i) {

@@ -66,8 +66,6 @@ class OpSequence final : public OpKernel {
   // contiguous chunks (stable addresses), so walking a sequence streams through memory.
   std::deque<Instruction> steps_;
   int op_calls_ = 0;
-  bool host_work_only_ = true;           // every OpCall step's kernel is host_work_only()
-  std::vector<Instruction*> step_ptrs_;  // the steps, for one host task on the stream
   const std::atomic<bool>* cancel_ = nullptr;
   std::atomic<int64_t>* ops_run_ = nullptr;
   BlobPtrs external_inputs_;

@@ -66,7 +66,6 @@ class HostKernel : public vm::OpKernel {
   // Builds HostArgs (FailedPrecondition for a released operand), calls Prepare, enqueues
   // the work it returns (none: nothing to enqueue, e.g. an empty tensor).
   absl::Status Launch(vm::KernelContext& ctx) const final;
-  bool host_work_only() const final { return true; }
 
  protected:
   // Worker thread. Validates operand counts, dtypes and shapes against the op's contract
