@@ -27,6 +27,13 @@ class AttrMap {
     return *this;
   }
   bool empty() const { return values_.empty(); }
+  // Removes `name`; false when it was absent.
+  bool Erase(absl::string_view name) {
+    auto it = values_.find(name);
+    if (it == values_.end()) return false;
+    values_.erase(it);
+    return true;
+  }
   const std::map<std::string, AttrValue, std::less<>>& values() const { return values_; }
 
   // NotFound naming the attribute when absent; InvalidArgument when it has another type.

@@ -97,17 +97,10 @@ absl::StatusOr<PreparedOp> Prepare(Program& program, absl::string_view type,
   }
 
   // The stream attribute is the interpreter's, not the schema's.
-  vm::AttrMap schema_attrs;
-  const vm::AttrValue* stream = nullptr;
-  for (const auto& [name, value] : attrs.values()) {
-    if (name == kStreamAttr) {
-      stream = &value;
-    } else {
-      schema_attrs.Set(name, value);
-    }
-  }
-  if (stream != nullptr &&
-      (!std::holds_alternative<std::string>(*stream) || std::get<std::string>(*stream).empty())) {
+  vm::AttrMap schema_attrs = attrs;
+  const bool has_stream = attrs.values().contains(kStreamAttr);
+  absl::StatusOr<std::string> stream = ir::TakeStreamAttr(schema_attrs);
+  if (!stream.ok() || (has_stream && stream->empty())) {
     return absl::InvalidArgumentError(
         absl::StrCat("op '", type, "': attribute '", kStreamAttr,
                      "' must be a stream name such as \"compute:1\""));
@@ -115,7 +108,7 @@ absl::StatusOr<PreparedOp> Prepare(Program& program, absl::string_view type,
   SLUICE_ASSIGN_OR_RETURN(prepared.attrs, prepared.schema->NormalizeAttrs(schema_attrs));
   SLUICE_ASSIGN_OR_RETURN(prepared.outputs, prepared.schema->InferOutputs(
                                                 metas, prepared.attrs, std::move(output_counts)));
-  if (stream != nullptr) prepared.attrs.Set(std::string(kStreamAttr), *stream);
+  if (has_stream) prepared.attrs.Set(std::string(kStreamAttr), *stream);
   return prepared;
 }
 

@@ -124,16 +124,7 @@ absl::Status CheckFeeds(const ir::ProgramDesc& program, const Feeds& feeds) {
       return absl::NotFoundError(
           absl::StrCat("feed '", name, "' is not a variable of the program"));
     }
-    if (value.dtype != var->dtype || value.shape != var->shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feed '", name, "' is ", DataTypeName(value.dtype), " ", value.shape.ToString(),
-          "; the program declares ", DataTypeName(var->dtype), " ", var->shape.ToString()));
-    }
-    const size_t expected = static_cast<size_t>(var->shape.NumElements()) * SizeOf(var->dtype);
-    if (value.bytes.size() != expected) {
-      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' holds ", value.bytes.size(),
-                                                     " bytes; expected ", expected));
-    }
+    SLUICE_RETURN_IF_ERROR(CheckFeed(name, value, var->dtype, var->shape));
   }
   return absl::OkStatus();
 }

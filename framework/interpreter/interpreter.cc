@@ -18,8 +18,6 @@ namespace sluice::framework {
 
 namespace {
 
-using ir::kStreamAttr;
-
 enum class VarKind { kFeed, kPersistable, kTemp };
 
 // One variable as the lowered graph sees it: a program variable or a copy of one on another
@@ -215,19 +213,9 @@ absl::Status Interpreter::Builder::ResolveOps() {
     func.schema = schema;
     func.random = schema->has_flag(ops::kOpRandom);
     vm::AttrMap given = desc.attrs;
-    std::string stream_attr;
-    if (given.values().contains(kStreamAttr)) {
-      absl::StatusOr<std::string> text = given.GetString(kStreamAttr);
-      if (!text.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": attribute 'stream' must be a string such as \"compute:1\""));
-      }
-      stream_attr = *text;
-      vm::AttrMap stripped;
-      for (const auto& [name, value] : given.values()) {
-        if (name != kStreamAttr) stripped.Set(name, value);
-      }
-      given = std::move(stripped);
+    absl::StatusOr<std::string> stream_attr = ir::TakeStreamAttr(given);
+    if (!stream_attr.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", stream_attr.status().message()));
     }
     absl::StatusOr<vm::AttrMap> attrs = schema->NormalizeAttrs(given);
     if (!attrs.ok())
@@ -320,12 +308,12 @@ absl::Status Interpreter::Builder::ResolveOps() {
         if (vars[var].kind == VarKind::kTemp) vars[var].device = placement->output_device;
       }
     } else {
-      if (!stream_attr.empty()) {
+      if (!stream_attr->empty()) {
         absl::StatusOr<StreamKey> key =
-            StreamKey::Parse(absl::StrCat(options.device.ToString(), "/", stream_attr));
+            StreamKey::Parse(absl::StrCat(options.device.ToString(), "/", *stream_attr));
         if (!key.ok()) {
           return absl::InvalidArgumentError(absl::StrCat(
-              where, ": bad stream attribute '", stream_attr, "': ", key.status().message()));
+              where, ": bad stream attribute '", *stream_attr, "': ", key.status().message()));
         }
         func.stream = *key;
       }
@@ -703,7 +691,8 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   SLUICE_RETURN_IF_ERROR(program.Validate());
   SLUICE_RETURN_IF_ERROR(CollectVars(feed_names, fetch_names));
   SLUICE_RETURN_IF_ERROR(ResolveOps());
-  // Persistables read before the program writes them need a value at run time.
+  // Persistables read before the program writes them need a value at run time; so do
+  // fetched persistables it never writes (read at the end).
   {
     std::vector<bool> written(vars.size(), false);
     absl::flat_hash_set<int> listed;
@@ -715,17 +704,9 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
       }
       for (int v : func.outputs) written[v] = true;
     }
-  }
-  // Fetched persistables the program never writes are read at the end.
-  {
-    std::vector<bool> written(vars.size(), false);
-    for (const OpFunc& func : funcs) {
-      for (int v : func.outputs) written[v] = true;
-    }
     for (const std::string& name : out->fetch_names_) {
       const int v = var_of[name];
-      if (vars[v].kind == VarKind::kPersistable && !written[v] &&
-          std::find(must_check.begin(), must_check.end(), v) == must_check.end()) {
+      if (vars[v].kind == VarKind::kPersistable && !written[v] && listed.insert(v).second) {
         must_check.push_back(v);
       }
     }
@@ -792,6 +773,22 @@ absl::StatusOr<std::unique_ptr<Interpreter>> Interpreter::Build(
 
 Interpreter::~Interpreter() = default;
 
+absl::Status CheckFeed(absl::string_view name, const HostTensor& value, DataType dtype,
+                       const Shape& shape) {
+  if (value.dtype != dtype || value.shape != shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feed '", name, "' is ", DataTypeName(value.dtype), " ", value.shape.ToString(),
+        "; the program declares ", DataTypeName(dtype), " ", shape.ToString()));
+  }
+  const size_t expected = static_cast<size_t>(shape.NumElements()) * SizeOf(dtype);
+  if (value.bytes.size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' holds ", value.bytes.size(),
+                                                   " bytes; ", shape.ToString(), " ",
+                                                   DataTypeName(dtype), " needs ", expected));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Interpreter::StageFeeds(const std::vector<std::pair<std::string, HostTensor>>& feeds) {
   std::vector<const HostTensor*> by_slot(feed_names_.size(), nullptr);
   for (const auto& [name, value] : feeds) {
@@ -802,16 +799,7 @@ absl::Status Interpreter::StageFeeds(const std::vector<std::pair<std::string, Ho
     }
     const size_t slot = static_cast<size_t>(it - feed_names_.begin());
     const vm::Blob& blob = *feed_blobs_[slot];
-    if (value.dtype != blob.dtype() || value.shape != blob.shape()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feed '", name, "' is ", DataTypeName(value.dtype), " ", value.shape.ToString(),
-          "; the program declares ", DataTypeName(blob.dtype()), " ", blob.shape().ToString()));
-    }
-    if (value.bytes.size() != blob.bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feed '", name, "' holds ", value.bytes.size(), " bytes; ", blob.shape().ToString(), " ",
-          DataTypeName(blob.dtype()), " needs ", blob.bytes()));
-    }
+    SLUICE_RETURN_IF_ERROR(CheckFeed(name, value, blob.dtype(), blob.shape()));
     by_slot[slot] = &value;
   }
   for (size_t i = 0; i < feed_names_.size(); ++i) {

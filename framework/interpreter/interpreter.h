@@ -73,6 +73,11 @@ struct LoweringStats {
   DependencyStats dependencies;
 };
 
+// Checks a feed value against its declaration: dtype, shape and byte count. InvalidArgument
+// naming the feed. (The executor checks feeds before it builds; StageFeeds on every run.)
+absl::Status CheckFeed(absl::string_view name, const HostTensor& value, DataType dtype,
+                       const Shape& shape);
+
 // Thread-compatible: the Executor serializes runs of one interpreter. The registry, VM and
 // scope must outlive it; no run may be in flight when it is destroyed.
 class Interpreter {

@@ -475,6 +475,17 @@ absl::Status WriteFile(const std::string& path, absl::string_view text) {
 
 }  // namespace
 
+absl::StatusOr<std::string> TakeStreamAttr(vm::AttrMap& attrs) {
+  if (!attrs.values().contains(kStreamAttr)) return std::string();
+  absl::StatusOr<std::string> stream = attrs.GetString(kStreamAttr);
+  if (!stream.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute '", kStreamAttr, "' must be a string such as \"compute:1\""));
+  }
+  attrs.Erase(kStreamAttr);
+  return stream;
+}
+
 const std::vector<std::string>& OpDesc::Input(absl::string_view slot) const {
   for (const auto& [name, names] : inputs) {
     if (name == slot) return names;

@@ -33,6 +33,10 @@ inline constexpr int kProgramFormatVersion = 1;
 // checks and the interpreter strips it before normalizing attributes.
 inline constexpr absl::string_view kStreamAttr = "stream";
 
+// Removes kStreamAttr from `attrs` and returns its value ("" when absent), so the rest can
+// be checked against the op's schema. InvalidArgument when it is not a string.
+absl::StatusOr<std::string> TakeStreamAttr(vm::AttrMap& attrs);
+
 struct VarDesc {
   std::string name;
   DataType dtype = DataType::kF32;
