@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +106,40 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
+// A command's own flags: takes `arg` (and `value`, setting *took_value, when it uses it);
+// NotFound for an option it does not know, another error for a bad value.
+using OwnFlags =
+    std::function<absl::Status(absl::string_view arg, const char* value, bool* took_value)>;
+
+// Walks argv for `run` and `demo`: --help, the shared flags, then the command's own. Returns
+// the exit code when the command must stop now (0 after --help, 1 for a bad option).
+std::optional<int> ParseArgs(int argc, char** argv, CommonOptions* common, void (*usage)(FILE*),
+                             const OwnFlags& own) {
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (arg == "--help" || arg == "-h") {
+      usage(stdout);
+      return 0;
+    }
+    absl::StatusOr<bool> common_flag = ParseCommon(arg, value, common);
+    if (!common_flag.ok()) return Fail(common_flag.status());
+    if (*common_flag) {
+      if (arg != "--sync-check") ++i;
+      continue;
+    }
+    bool took_value = false;
+    const absl::Status taken = own(arg, value, &took_value);
+    if (absl::IsNotFound(taken)) {
+      usage(stderr);
+      return Fail(absl::InvalidArgumentError(absl::StrCat("unknown option '", arg, "'")));
+    }
+    if (!taken.ok()) return Fail(taken);
+    if (took_value) ++i;
+  }
+  return std::nullopt;
+}
+
 // --- sluice run ---
 
 void PrintRunUsage(FILE* out) {
@@ -138,48 +174,44 @@ int RunMain(int argc, char** argv) {
   std::string program_path, startup_path, load_dir, save_dir;
   std::vector<std::pair<std::string, std::string>> feed_files;
   std::vector<std::string> fetches;
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (arg == "--help" || arg == "-h") {
-      PrintRunUsage(stdout);
-      return 0;
-    }
-    absl::StatusOr<bool> common_flag = ParseCommon(arg, value, &common);
-    if (!common_flag.ok()) return Fail(common_flag.status());
-    if (*common_flag) {
-      if (arg != "--sync-check") ++i;
-      continue;
-    }
-    if (!absl::StartsWith(arg, "--")) {
-      if (!program_path.empty()) return Fail(absl::InvalidArgumentError("more than one PROGRAM"));
-      program_path = std::string(arg);
-      continue;
-    }
-    if (value == nullptr)
-      return Fail(absl::InvalidArgumentError(absl::StrCat(arg, " needs a value")));
-    ++i;
-    if (arg == "--startup") {
-      startup_path = value;
-    } else if (arg == "--feed") {
-      const absl::string_view text = value;
-      const size_t eq = text.find('=');
-      if (eq == absl::string_view::npos || eq == 0) {
-        return Fail(absl::InvalidArgumentError(
-            absl::StrCat("--feed '", text, "': expected NAME=FILE.npy")));
-      }
-      feed_files.emplace_back(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
-    } else if (arg == "--fetch") {
-      fetches.push_back(value);
-    } else if (arg == "--load") {
-      load_dir = value;
-    } else if (arg == "--save") {
-      save_dir = value;
-    } else {
-      PrintRunUsage(stderr);
-      return Fail(absl::InvalidArgumentError(absl::StrCat("unknown option '", arg, "'")));
-    }
-  }
+  const std::optional<int> stop =
+      ParseArgs(argc, argv, &common, PrintRunUsage,
+                [&](absl::string_view arg, const char* value, bool* took_value) -> absl::Status {
+                  if (!absl::StartsWith(arg, "--")) {
+                    if (!program_path.empty())
+                      return absl::InvalidArgumentError("more than one PROGRAM");
+                    program_path = std::string(arg);
+                    return absl::OkStatus();
+                  }
+                  if (arg != "--startup" && arg != "--feed" && arg != "--fetch" &&
+                      arg != "--load" && arg != "--save") {
+                    return absl::NotFoundError(arg);
+                  }
+                  if (value == nullptr) {
+                    return absl::InvalidArgumentError(absl::StrCat(arg, " needs a value"));
+                  }
+                  *took_value = true;
+                  if (arg == "--startup") {
+                    startup_path = value;
+                  } else if (arg == "--feed") {
+                    const absl::string_view text = value;
+                    const size_t eq = text.find('=');
+                    if (eq == absl::string_view::npos || eq == 0) {
+                      return absl::InvalidArgumentError(
+                          absl::StrCat("--feed '", text, "': expected NAME=FILE.npy"));
+                    }
+                    feed_files.emplace_back(std::string(text.substr(0, eq)),
+                                            std::string(text.substr(eq + 1)));
+                  } else if (arg == "--fetch") {
+                    fetches.push_back(value);
+                  } else if (arg == "--load") {
+                    load_dir = value;
+                  } else {
+                    save_dir = value;
+                  }
+                  return absl::OkStatus();
+                });
+  if (stop.has_value()) return *stop;
   if (program_path.empty()) {
     PrintRunUsage(stderr);
     return 2;
@@ -299,27 +331,16 @@ int DemoMain(int argc, char** argv) {
   CommonOptions common;
   common.steps = 100;
   std::string write_dir;
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (arg == "--help" || arg == "-h") {
-      PrintDemoUsage(stdout);
-      return 0;
-    }
-    absl::StatusOr<bool> common_flag = ParseCommon(arg, value, &common);
-    if (!common_flag.ok()) return Fail(common_flag.status());
-    if (*common_flag) {
-      if (arg != "--sync-check") ++i;
-      continue;
-    }
-    if (arg == "--write-programs" && value != nullptr) {
-      write_dir = value;
-      ++i;
-      continue;
-    }
-    PrintDemoUsage(stderr);
-    return Fail(absl::InvalidArgumentError(absl::StrCat("unknown option '", arg, "'")));
-  }
+  const std::optional<int> stop =
+      ParseArgs(argc, argv, &common, PrintDemoUsage,
+                [&](absl::string_view arg, const char* value, bool* took_value) -> absl::Status {
+                  if (arg != "--write-programs" || value == nullptr)
+                    return absl::NotFoundError(arg);
+                  write_dir = value;
+                  *took_value = true;
+                  return absl::OkStatus();
+                });
+  if (stop.has_value()) return *stop;
   absl::StatusOr<eager::Context> context = NewContext(common);
   if (!context.ok()) return Fail(context.status());
   absl::StatusOr<framework::LinearRegression> model =
