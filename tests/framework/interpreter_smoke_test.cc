@@ -11,6 +11,7 @@
 #include "framework/ir/program_desc.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/framework/program_test_util.h"
 #include "vm/sync_checker.h"
 
 namespace sluice::framework {
@@ -18,17 +19,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-ir::OpDesc Op(std::string type, ir::OpSlots in, ir::OpSlots out, vm::AttrMap attrs = {}) {
-  return ir::OpDesc{std::move(type), std::move(in), std::move(out), std::move(attrs)};
-}
-
-ir::VarDesc Var(std::string name, Shape shape, bool persistable = false) {
-  ir::VarDesc v;
-  v.name = std::move(name);
-  v.shape = std::move(shape);
-  v.persistable = persistable;
-  return v;
-}
+using program_test::Op;
+using program_test::Var;
 
 // startup: w = 0.5; main: y = relu(x @ w) + x ; a second branch z = exp(x) * 2 on stream 1.
 struct Programs {
@@ -57,17 +49,6 @@ Programs MakePrograms(bool second_stream) {
   return p;
 }
 
-struct Env {
-  explicit Env(bool check_sync) {
-    eager::ContextOptions options;
-    options.runtime.num_sim_devices = 1;
-    options.runtime.enable_cuda = false;
-    options.vm.check_sync = check_sync;
-    context = std::make_unique<eager::Context>(eager::Context::Create(options).value());
-  }
-  std::unique_ptr<eager::Context> context;
-};
-
 std::vector<float> Input() {
   std::vector<float> x(16);
   for (int i = 0; i < 16; ++i) x[i] = std::sin(0.3f * i) - 0.2f;
@@ -76,11 +57,12 @@ std::vector<float> Input() {
 
 std::vector<std::vector<float>> RunOn(Device device, bool second_stream, bool check_sync,
                                       bool skip_analysis = false) {
-  Env env(check_sync);
+  std::unique_ptr<eager::Context> context = program_test::NewContext(/*sim_devices=*/1, check_sync);
+  if (context == nullptr) return {};
   ExecutorOptions options;
   options.interpreter.device = device;
   options.interpreter.skip_stream_analysis = skip_analysis;
-  Executor executor(&env.context->registry(), env.context->vm(), options);
+  Executor executor(&context->registry(), context->vm(), options);
   Scope scope;
   Programs p = MakePrograms(second_stream);
   EXPECT_TRUE(executor.Run(p.startup, {}, {}, &scope).ok());
@@ -102,13 +84,13 @@ std::vector<std::vector<float>> RunOn(Device device, bool second_stream, bool ch
     EXPECT_EQ(lowering.stream_waits > 0, !skip_analysis);
   }
   if (skip_analysis) {
-    EXPECT_GT(env.context->vm()->sync_checker()->violation_count(), 0);
+    EXPECT_GT(context->vm()->sync_checker()->violation_count(), 0);
     return out;
   }
   EXPECT_EQ(executor.cache_misses(), 2);
   EXPECT_EQ(executor.cache_hits(), 2);
   if (check_sync) {
-    vm::SyncChecker* checker = env.context->vm()->sync_checker();
+    vm::SyncChecker* checker = context->vm()->sync_checker();
     EXPECT_EQ(checker->violation_count(), 0);
   }
   return out;
