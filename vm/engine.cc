@@ -3,12 +3,19 @@
 #include <algorithm>
 
 #include "core/status.h"
+#include "core/thread_name.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 #include "vm/sync_checker.h"
 #include "vm/thread_ctx.h"
 
 namespace sluice::vm {
+namespace {
+
+// Heap order for ready instructions: the earliest received on top.
+bool LaterReceived(const Instruction* a, const Instruction* b) { return a->received > b->received; }
+
+}  // namespace
 
 Engine::Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool)
     : options_(options), checker_(checker), pool_(pool) {}
@@ -16,7 +23,10 @@ Engine::Engine(EngineOptions options, SyncChecker* checker, internal::Instructio
 Engine::~Engine() { SLUICE_CHECK(!thread_.joinable()); }
 
 void Engine::Start() {
-  if (options_.dedicated_thread) thread_ = std::thread([this] { SchedulerLoop(); });
+  if (options_.dedicated_thread) thread_ = std::thread([this] {
+      SetCurrentThreadName("sluice-sched");
+      SchedulerLoop();
+    });
 }
 
 void Engine::Stop() {
@@ -184,12 +194,19 @@ void Engine::Receive(Instruction* instruction) {
       blob->readers_head_ = 0;
     }
   }
-  if (instruction->pending == 0) ready_.push_back(instruction);
+  if (instruction->pending == 0) MakeReady(instruction);
+}
+
+void Engine::MakeReady(Instruction* instruction) {
+  ready_.push_back(instruction);
+  std::push_heap(ready_.begin(), ready_.end(), LaterReceived);
 }
 
 void Engine::DispatchReady() {
-  for (size_t i = 0; i < ready_.size(); ++i) {
-    Instruction* instruction = ready_[i];
+  while (!ready_.empty()) {
+    std::pop_heap(ready_.begin(), ready_.end(), LaterReceived);
+    Instruction* instruction = ready_.back();
+    ready_.pop_back();
     instruction->state = Instruction::State::kDispatched;
     const bool host_ordered = checker_ != nullptr && instruction->stream != nullptr &&
                               instruction->stream->policy()->synchronous();
@@ -197,7 +214,7 @@ void Engine::DispatchReady() {
       if (host_ordered && successor->stream != instruction->stream) {
         successor->joins_worker_clock = true;
       }
-      if (--successor->pending == 0) ready_.push_back(successor);
+      if (--successor->pending == 0) MakeReady(successor);
     }
     instruction->dispatch_successors.clear();
     ThreadCtx* ctx = instruction->stream->thread_ctx();
@@ -209,7 +226,6 @@ void Engine::DispatchReady() {
     }
     it->second.PushBack(instruction);
   }
-  ready_.clear();
   // From here on each instruction belongs to its worker until it comes back completed.
   for (auto& [ctx, chain] : outgoing_) {
     if (!chain.empty()) ctx->Dispatch(std::move(chain));
@@ -221,7 +237,7 @@ void Engine::Retire(Instruction* instruction) {
   instruction->state = Instruction::State::kRetired;
   for (Instruction* successor : instruction->done_successors) {
     if (checker_ != nullptr) SyncChecker::OnDoneEdge(*instruction, successor);
-    if (--successor->pending == 0) ready_.push_back(successor);
+    if (--successor->pending == 0) MakeReady(successor);
   }
   if (checker_ != nullptr && instruction->kind != InstructionKind::kBarrier) {
     checker_->OnRetiredBeforeBarrier(*instruction);

@@ -19,6 +19,14 @@
 //    for the stream to pass it) or cpu work of another ThreadCtx.
 // "Dispatched" implies "launched" for B's purpose: B cannot launch before A on one ThreadCtx.
 //
+// Dispatch order. Ready instructions go out earliest received first (a heap on the receive
+// number), not in the order they became ready. Streams run work in launch order, so for a
+// precomputed batch that arrives whole this makes every stream's launch order the batch's
+// order: the interpreter places each StreamWait in its batch just before the consumer it
+// serves, and that is where the device-side wait lands on the consumer's stream — not
+// wherever a breadth-first walk of the edges happens to reach it, which can block a stream
+// on a wait long before the work that needs it.
+//
 // Scheduling runs either on a dedicated thread or on the threads that hand the engine work
 // (submitters and workers reporting completions), one at a time through a combining counter:
 // a thread that finds the scheduler busy leaves its work for the busy one.
@@ -83,6 +91,8 @@ class Engine {
   void ForgetReader(Blob* blob, Instruction* instruction);
   static void ReleaseUse(Blob* blob);
   void FireBarrier(Instruction* barrier);
+  void MakeReady(Instruction* instruction);
+  // Dispatches every ready instruction, earliest received first (see the class comment).
   void DispatchReady();
 
   const EngineOptions options_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/status.h"
+#include "core/thread_name.h"
 #include "vm/engine.h"
 #include "vm/instruction_executor.h"
 #include "vm/stream.h"
@@ -17,7 +18,10 @@ ThreadCtx::ThreadCtx(std::string name, InstructionExecutor* executor, Engine* en
 ThreadCtx::~ThreadCtx() { SLUICE_CHECK(!thread_.joinable()); }
 
 void ThreadCtx::Start() {
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    SetCurrentThreadName("sluice-" + name_);
+    Loop();
+  });
 }
 
 void ThreadCtx::Dispatch(internal::Chain<Instruction> chain) {

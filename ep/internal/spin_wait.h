@@ -5,6 +5,7 @@
 #define SLUICE_EP_INTERNAL_SPIN_WAIT_H_
 
 #include <chrono>
+#include <thread>
 
 namespace sluice::ep::internal {
 
@@ -23,12 +24,15 @@ template <typename Pred>
 bool SpinFor(Pred&& done, std::chrono::nanoseconds budget = kSpinBudget) {
   if (done()) return true;
   const auto deadline = std::chrono::steady_clock::now() + budget;
+  const auto yield_after = std::chrono::steady_clock::now() + std::chrono::microseconds(2);
   while (true) {
     for (int i = 0; i < 16; ++i) {
       CpuRelax();
       if (done()) return true;
     }
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    if (now >= yield_after) std::this_thread::yield();
   }
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
+#include "core/thread_name.h"
 #include "vm/instructions_builder.h"
 #include "vm/stream.h"
 
@@ -29,7 +30,10 @@ const absl::StatusOr<RunResult>& RunHandle::Wait() {
 
 Executor::Executor(const ops::OpRegistry* registry, vm::VirtualMachine* vm, ExecutorOptions options)
     : registry_(registry), vm_(vm), options_(std::move(options)) {
-  completion_thread_ = std::thread([this] { CompletionLoop(); });
+  completion_thread_ = std::thread([this] {
+    SetCurrentThreadName("sluice-exec-done");
+    CompletionLoop();
+  });
 }
 
 Executor::~Executor() {

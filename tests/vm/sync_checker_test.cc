@@ -284,15 +284,15 @@ TEST_F(SyncCheckerTest, ReportsMissingWaitEvenWhenTheRunWasInOrder) {
 }
 
 // A StreamWait in the batch, after the producer, but the consumer has no edge from it: the
-// consumer has no predecessor, so it is dispatched with the producer, ahead of the wait
-// (which becomes ready only once the producer is dispatched), and is not ordered after it.
+// consumer has no predecessor and comes before the wait in the batch, so it is dispatched
+// ahead of the wait (ready instructions go out in batch order) and is not ordered after it.
 TEST_F(SyncCheckerTest, BatchStreamWaitWithoutEdgeToConsumerIsCaught) {
   TestKernel producer("producer"), consumer("consumer");
   BlobRef x = h_.NewF32("sim:0/compute", kN, "x"), y = h_.NewF32("sim:0/h2d", kN, "y");
   PrecomputedBatch batch;
   const int p = batch.AddOpCall(producer, {}, {x}, nullptr, h_.S("sim:0/compute"));
-  const int wait = batch.AddStreamWait({x}, h_.S("sim:0/compute"), h_.S("sim:0/h2d"));
   batch.AddOpCall(consumer, {x}, {y}, nullptr, h_.S("sim:0/h2d"));
+  const int wait = batch.AddStreamWait({x}, h_.S("sim:0/compute"), h_.S("sim:0/h2d"));
   ASSERT_TRUE(batch.AddEdge(p, wait).ok());
   ASSERT_TRUE(batch.Submit(h_.vm.get()).ok());
   ASSERT_TRUE(h_.vm->Sync().ok());

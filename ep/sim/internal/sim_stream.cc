@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "core/thread_name.h"
 #include "ep/device.h"
 #include "ep/internal/spin_wait.h"
 #include "ep/sim/internal/sim_memory_map.h"
@@ -40,7 +41,11 @@ SimStream::SimStream(Device* device, StreamId id, const StreamKey& key, const Si
       options_(options),
       memory_(memory),
       rng_(options.seed ^ (0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(id.value()) + 1))),
-      worker_([this] { WorkerLoop(); }) {}
+      worker_([this, name = absl::StrCat("sim", device->id().index(), "-",
+                                          StreamTypeName(key.type), key.index)] {
+        SetCurrentThreadName(name);
+        WorkerLoop();
+      }) {}
 
 SimStream::~SimStream() {
   {
