@@ -23,7 +23,8 @@ Engine::Engine(EngineOptions options, SyncChecker* checker, internal::Instructio
 Engine::~Engine() { SLUICE_CHECK(!thread_.joinable()); }
 
 void Engine::Start() {
-  if (options_.dedicated_thread) thread_ = std::thread([this] {
+  if (options_.dedicated_thread)
+    thread_ = std::thread([this] {
       SetCurrentThreadName("sluice-sched");
       SchedulerLoop();
     });
@@ -208,16 +209,25 @@ void Engine::DispatchReady() {
     Instruction* instruction = ready_.back();
     ready_.pop_back();
     instruction->state = Instruction::State::kDispatched;
-    const bool host_ordered = checker_ != nullptr && instruction->stream != nullptr &&
-                              instruction->stream->policy()->synchronous();
+    Stream* stream = instruction->stream;
+    const bool synchronous = stream->policy()->synchronous();
+    if (synchronous) instruction->stream_seq = ++stream->dispatched_seq;
+    const bool host_ordered = checker_ != nullptr && synchronous;
+    // A StreamWait between synchronous streams of two ThreadCtxs: nothing on a device holds
+    // the consumer back, so its worker does, until this stream has run the StreamWait.
+    const bool host_wait = instruction->kind == InstructionKind::kStreamWait && synchronous &&
+                           instruction->wait_target->policy()->synchronous() &&
+                           instruction->wait_target->thread_ctx() != stream->thread_ctx();
     for (Instruction* successor : instruction->dispatch_successors) {
-      if (host_ordered && successor->stream != instruction->stream) {
+      if (host_wait && successor->stream == instruction->wait_target) {
+        successor->host_waits.push_back({stream, instruction->stream_seq});
+      } else if (host_ordered && successor->stream != stream) {
         successor->joins_worker_clock = true;
       }
       if (--successor->pending == 0) MakeReady(successor);
     }
     instruction->dispatch_successors.clear();
-    ThreadCtx* ctx = instruction->stream->thread_ctx();
+    ThreadCtx* ctx = stream->thread_ctx();
     auto it = std::find_if(outgoing_.begin(), outgoing_.end(),
                            [ctx](const auto& entry) { return entry.first == ctx; });
     if (it == outgoing_.end()) {

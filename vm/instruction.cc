@@ -54,6 +54,8 @@ void Instruction::Reset() {
   if (attrs != nullptr) attrs.reset();
   if (!dispatch_successors.empty()) dispatch_successors.clear();
   if (!done_successors.empty()) done_successors.clear();
+  stream_seq = 0;
+  if (!host_waits.empty()) host_waits.clear();
   if (!status.ok()) status = absl::OkStatus();
   if (event) event.Reset();
   if (!predecessors.empty()) predecessors.clear();

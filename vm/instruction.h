@@ -76,6 +76,17 @@ class Instruction {
   // is dispatched (its ThreadCtx launches in order) or once it is done.
   absl::InlinedVector<Instruction*, 2> dispatch_successors;
   absl::InlinedVector<Instruction*, 2> done_successors;
+  // Position in its stream's dispatch order (1, 2, ...; synchronous streams only).
+  uint64_t stream_seq = 0;
+  // Set at dispatch: the worker waits until each `stream` has run through `seq` before it
+  // runs this instruction. A StreamWait from a synchronous stream to a synchronous stream
+  // of another ThreadCtx releases its consumer at dispatch with such a wait attached: the
+  // host-side counterpart of a device-side wait.
+  struct HostWait {
+    Stream* stream;
+    uint64_t seq;
+  };
+  absl::InlinedVector<HostWait, 1> host_waits;
 
   // --- Execution (ThreadCtx worker, then the scheduler at retirement). ---
   absl::Status status;    // not OK when the instruction failed, was skipped or cancelled

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "core/status.h"
+#include "vm/stream.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::vm {
@@ -121,10 +122,9 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs, 
 absl::Status InstructionsBuilder::StreamWait(BlobList blobs, Stream* from, Stream* to) {
   if (from == nullptr || to == nullptr)
     return absl::InvalidArgumentError("StreamWait: null stream");
-  if (from == to || from->key().device != to->key().device || !from->key().device.IsAsync()) {
+  if (!CanStreamWait(*from, *to)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("StreamWait ", from->name(), " -> ", to->name(),
-                     ": needs two different streams of one asynchronous device"));
+        absl::StrCat("StreamWait ", from->name(), " -> ", to->name(), ": needs ", kStreamWaitRule));
   }
   for (const BlobRef& blob : blobs) SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
   Instruction* sync = Allocate();

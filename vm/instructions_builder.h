@@ -53,7 +53,8 @@ class InstructionsBuilder {
   }
 
   // Explicit syncs (soft sync emits these itself). StreamWait needs two streams of one
-  // device (InvalidArgument otherwise).
+  // asynchronous device, or cpu streams of two workers (CanStreamWait; InvalidArgument
+  // otherwise).
   absl::Status StreamWait(BlobList blobs, Stream* from, Stream* to);
   absl::Status RecordEvent(BlobList blobs, Stream* stream);
 

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "vm/stream.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::vm {
@@ -72,11 +73,9 @@ absl::Status PrecomputedBatch::Validate() const {
         return absl::InvalidArgumentError(absl::StrCat("batch node ", i, ": null blob"));
     }
     if (node.kind == InstructionKind::kStreamWait) {
-      const Device device = node.stream->key().device;
-      if (node.wait_target == nullptr || node.wait_target == node.stream ||
-          node.wait_target->key().device != device || !device.IsAsync()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "batch node ", i, ": a StreamWait needs two streams of one asynchronous device"));
+      if (node.wait_target == nullptr || !CanStreamWait(*node.stream, *node.wait_target)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("batch node ", i, ": a StreamWait needs ", kStreamWaitRule));
       }
     }
   }

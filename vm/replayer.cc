@@ -110,13 +110,10 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
     SLUICE_ASSIGN_OR_RETURN(out.stream, replayer->ResolveStream(r.stream, r.line));
     if (r.kind == InstructionKind::kStreamWait) {
       SLUICE_ASSIGN_OR_RETURN(out.wait_target, replayer->ResolveStream(r.wait_target, r.line));
-      const Device device = out.stream->key().device;
-      if (out.wait_target == out.stream || out.wait_target->key().device != device ||
-          !device.IsAsync()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(source, ":", r.line, ": StreamWait ", out.stream->name(), " -> ",
-                         out.wait_target->name(),
-                         " needs two streams of one asynchronous device (check --device-map)"));
+      if (!CanStreamWait(*out.stream, *out.wait_target)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ":", r.line, ": StreamWait ", out.stream->name(), " -> ",
+            out.wait_target->name(), " needs ", kStreamWaitRule, " (check --device-map)"));
       }
     }
     if (r.kind == InstructionKind::kAccessBlob && !out.stream->policy()->host_accessible()) {

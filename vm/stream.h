@@ -11,6 +11,7 @@
 
 #include "core/stream_id.h"
 #include "ep/stream.h"
+#include "vm/internal/waker.h"
 
 namespace sluice::vm {
 
@@ -55,6 +56,16 @@ class Stream {
   // read by the worker (acquire) before it retires what the points cover.
   std::atomic<uint64_t> points_reached{0};
 
+  // --- Host waits between synchronous streams of different ThreadCtxs (see Engine). ---
+  // Instructions dispatched to this stream so far; each gets the next number as its
+  // `stream_seq`. Scheduler only.
+  uint64_t dispatched_seq = 0;
+  // The `stream_seq` of the last instruction the worker ran on this stream (synchronous
+  // streams only): written by the worker (seq_cst, then `progress.Notify()`), read by
+  // workers of other ThreadCtxs waiting for it.
+  alignas(64) std::atomic<uint64_t> ran_seq{0};
+  internal::Waker progress;
+
  private:
   ep::Stream* const ep_stream_;
   StreamPolicy* const policy_;
@@ -63,6 +74,14 @@ class Stream {
   const int dense_index_;
   const bool poison_in_stream_order_;
 };
+
+// Whether a StreamWait from `from` to `to` means something: two different streams of one
+// device that is asynchronous (a device-side wait), or cpu streams run by two different
+// ThreadCtxs (the consumer's worker waits on the host). Defined in stream_policy.cc.
+bool CanStreamWait(const Stream& from, const Stream& to);
+// The rule above in words, for errors: "two different streams of one asynchronous device,
+// or cpu streams of two workers".
+extern const char kStreamWaitRule[];
 
 }  // namespace sluice::vm
 

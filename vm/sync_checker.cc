@@ -43,6 +43,12 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
   Join(clock, instruction->host_clock);
   const void* worker = stream->thread_ctx();
   if (instruction->joins_worker_clock) Join(clock, worker_clocks_[worker]);
+  for (const Instruction::HostWait& wait : instruction->host_waits) {
+    // The worker waited until the source stream ran the StreamWait.
+    auto it = host_wait_clocks_.find({wait.stream->dense_index(), wait.seq});
+    Join(clock,
+         it != host_wait_clocks_.end() ? it->second : StreamClock(wait.stream->dense_index()));
+  }
   if (static_cast<int>(clock.size()) <= s) clock.resize(s + 1, 0);
   ++clock[s];
   switch (instruction->kind) {
@@ -55,8 +61,16 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
       }
       break;
     case InstructionKind::kStreamWait: {
-      const Clock snapshot = clock;  // the point recorded on the source stream
-      Join(StreamClock(instruction->wait_target->dense_index()), snapshot);
+      const Stream* target = instruction->wait_target;
+      if (stream->policy()->synchronous() && target->policy()->synchronous() &&
+          target->thread_ctx() != stream->thread_ctx()) {
+        // A host wait: the target's consumers join this point when their worker has waited
+        // for it, not now (the target may still be running earlier work).
+        host_wait_clocks_[{s, instruction->stream_seq}] = clock;
+      } else {
+        const Clock snapshot = clock;  // the point recorded on the source stream
+        Join(StreamClock(target->dense_index()), snapshot);
+      }
       break;
     }
     case InstructionKind::kRelease:
@@ -128,6 +142,10 @@ void SyncChecker::OnBarrier(const Instruction& barrier) {
     // A later barrier certifies everything this one did.
     if (i + 1 < barriers_.size()) Join(barriers_[i + 1].done, barriers_[i].done);
     barriers_.erase(barriers_.begin() + static_cast<ptrdiff_t>(i));
+    // Host-wait points received before the barrier have served their consumers (all of
+    // them retired); a consumer received later that still names one joins the source
+    // stream's current clock instead, which has passed the point.
+    if (barriers_.empty()) host_wait_clocks_.clear();
     return;
   }
 }

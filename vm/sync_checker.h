@@ -10,9 +10,13 @@
 //    read makes everything it waited for known to later submissions. A Barrier certifies
 //    exactly the instructions received before it: their completion clocks are gathered as
 //    they retire (work received after the barrier may already be running when it fires);
-//  - worker order: cpu streams are synchronous and share one ThreadCtx, so when the engine
-//    releases an edge from cpu work at dispatch, the successor (launched later by the same
-//    worker) is ordered after that work's completion; the checker joins the worker's clock.
+//  - worker order: cpu streams are synchronous, so when the engine releases an edge from
+//    cpu work at dispatch (only to work of the same ThreadCtx), the successor (launched
+//    later by the same worker) is ordered after that work's completion; the checker joins
+//    the worker's clock;
+//  - host waits: a StreamWait between cpu streams of two ThreadCtxs makes the consumer's
+//    worker wait until the source stream ran it; the consumer joins the source's clock as
+//    of the StreamWait when it launches.
 // Accesses are checked when launched: a stream runs its work in launch order, so the clock
 // at launch is the clock at execution. The checker works the same on every provider.
 #ifndef SLUICE_VM_SYNC_CHECKER_H_
@@ -20,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -100,6 +105,9 @@ class SyncChecker {
   Clock host_ ABSL_GUARDED_BY(mu_);                 // known done at host sync points
   // Per ThreadCtx running synchronous streams: the clock of the last work it launched.
   absl::flat_hash_map<const void*, Clock> worker_clocks_ ABSL_GUARDED_BY(mu_);
+  // Host waits (Instruction::HostWait): the source stream's clock at each StreamWait whose
+  // consumers wait on the host, by (dense stream index, stream_seq).
+  absl::flat_hash_map<std::pair<int, uint64_t>, Clock> host_wait_clocks_ ABSL_GUARDED_BY(mu_);
   // Unfired barriers in receive order, each with the completion clocks of instructions
   // received before it (and after the previous one) that retired; `unclaimed_` collects
   // those received after the last pending barrier, for the next one.

@@ -4,6 +4,7 @@
 
 #include "core/status.h"
 #include "core/thread_name.h"
+#include "ep/internal/spin_wait.h"
 #include "vm/engine.h"
 #include "vm/instruction_executor.h"
 #include "vm/stream.h"
@@ -52,6 +53,18 @@ bool ThreadCtx::HasWork() const {
          stop_.load(std::memory_order_seq_cst);
 }
 
+void ThreadCtx::AwaitRan(const Instruction::HostWait& wait) const {
+  Stream* stream = wait.stream;
+  auto ran = [stream, seq = wait.seq] {
+    return stream->ran_seq.load(std::memory_order_seq_cst) >= seq;
+  };
+  if (ran()) return;
+  // The other worker is usually one op away: spin (yielding the core after a moment, in
+  // case that worker is waiting for it), then park until it announces progress.
+  if (ep::internal::SpinFor(ran, spin_)) return;
+  stream->progress.Wait(ran, std::chrono::nanoseconds(0));
+}
+
 void ThreadCtx::Loop() {
   std::vector<Stream*> touched;
   while (true) {
@@ -67,8 +80,15 @@ void ThreadCtx::Loop() {
       Instruction* next = instruction->next;
       Stream* stream = instruction->stream;
       StreamPolicy* policy = stream->policy();
+      for (const Instruction::HostWait& wait : instruction->host_waits) AwaitRan(wait);
+      const uint64_t stream_seq = instruction->stream_seq;
       executor_->Run(instruction);
-      if (!policy->synchronous()) {
+      if (policy->synchronous()) {
+        // After the run (and the checker's launch hook): a host waiter that sees this
+        // number may rely on everything the instruction did.
+        stream->ran_seq.store(stream_seq, std::memory_order_seq_cst);
+        stream->progress.Notify();
+      } else {
         if (std::find(touched.begin(), touched.end(), stream) == touched.end()) {
           touched.push_back(stream);
         }

@@ -6,7 +6,9 @@
 // devices, one for all cuda devices — as OneFlow does. Launching on an asynchronous stream
 // only enqueues, so one thread keeps every device of a type fed, and on small machines every
 // extra thread competes for the cores the streams themselves run on. cpu gets its own
-// because cpu kernels run on the worker and would delay launches to accelerators.
+// because cpu kernels run on the worker and would delay launches to accelerators; and each
+// cpu compute stream past the first has a worker of its own, so that cpu streams can run
+// side by side (ordered among themselves by host waits: Instruction::HostWait).
 #ifndef SLUICE_VM_THREAD_CTX_H_
 #define SLUICE_VM_THREAD_CTX_H_
 
@@ -54,6 +56,10 @@ class ThreadCtx {
  private:
   void Loop();
   bool HasWork() const;
+  // Blocks until `wait.stream` (a synchronous stream of another ThreadCtx) has run through
+  // `wait.seq`. Cannot deadlock: the awaited instruction was dispatched before the waiting
+  // one, and every wait points to earlier-dispatched work.
+  void AwaitRan(const Instruction::HostWait& wait) const;
 
   const std::string name_;
   InstructionExecutor* const executor_;

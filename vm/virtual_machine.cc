@@ -10,18 +10,6 @@
 namespace sluice::vm {
 namespace {
 
-int ThreadCtxIndex(DeviceType type) {
-  switch (type) {
-    case DeviceType::kCpu:
-      return 0;
-    case DeviceType::kSim:
-      return 1;
-    case DeviceType::kCuda:
-      return 2;
-  }
-  return 2;
-}
-
 const char* ThreadCtxName(DeviceType type) {
   switch (type) {
     case DeviceType::kCpu:
@@ -73,13 +61,18 @@ VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
 
 VirtualMachine::~VirtualMachine() { Shutdown(ShutdownMode::kFinish).IgnoreError(); }
 
-ThreadCtx* VirtualMachine::ThreadCtxFor(DeviceType type) {
-  std::unique_ptr<ThreadCtx>& ctx = thread_ctxs_[ThreadCtxIndex(type)];
-  if (ctx == nullptr) {
-    ctx = std::make_unique<ThreadCtx>(ThreadCtxName(type), &executor_, &engine_, options_.spin);
-    ctx->Start();
+ThreadCtx* VirtualMachine::ThreadCtxFor(const StreamKey& key) {
+  std::string name = ThreadCtxName(key.device.type());
+  if (key.device.type() == DeviceType::kCpu && key.type == StreamType::kCompute && key.index > 0) {
+    absl::StrAppend(&name, "-c", key.index);
   }
-  return ctx.get();
+  for (const std::unique_ptr<ThreadCtx>& ctx : thread_ctxs_) {
+    if (ctx->name() == name) return ctx.get();
+  }
+  thread_ctxs_.push_back(
+      std::make_unique<ThreadCtx>(std::move(name), &executor_, &engine_, options_.spin));
+  thread_ctxs_.back()->Start();
+  return thread_ctxs_.back().get();
 }
 
 absl::StatusOr<Stream*> VirtualMachine::GetStream(const StreamKey& key) {
@@ -94,7 +87,7 @@ absl::StatusOr<Stream*> VirtualMachine::GetStream(const StreamKey& key) {
   }
   policies_.push_back(CreateStreamPolicy(*ep_stream));
   owned_streams_.push_back(std::make_unique<Stream>(ep_stream, policies_.back().get(),
-                                                    ThreadCtxFor(key.device.type()),
+                                                    ThreadCtxFor(key),
                                                     static_cast<int>(owned_streams_.size())));
   Stream* stream = owned_streams_.back().get();
   by_id_[id.value()].store(stream, std::memory_order_release);
@@ -256,9 +249,7 @@ absl::Status VirtualMachine::Shutdown(ShutdownMode mode) {
   reaper_->Detach();
   engine_.DeleteBuried();
   absl::MutexLock lock(&streams_mu_);
-  for (auto& ctx : thread_ctxs_) {
-    if (ctx != nullptr) ctx->Stop();
-  }
+  for (auto& ctx : thread_ctxs_) ctx->Stop();
   return status;
 }
 

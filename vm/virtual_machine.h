@@ -130,7 +130,10 @@ class VirtualMachine {
 
  private:
   VirtualMachine(ep::Runtime* runtime, VmOptions options);
-  ThreadCtx* ThreadCtxFor(DeviceType type) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
+  // Which ThreadCtx runs a stream: one per device type, except that every cpu compute
+  // stream but the first gets a worker of its own (cpu streams run their kernels on their
+  // worker, so streams sharing one could never run side by side; see docs/design.md).
+  ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
   absl::Status SubmitInternal(internal::Chain<Instruction> chain, bool after_close);
   // Submits a Barrier and waits for it.
   absl::Status WaitBarrier(bool after_close);
@@ -149,7 +152,8 @@ class VirtualMachine {
   std::shared_ptr<internal::BlobReaper> reaper_;
 
   mutable absl::Mutex streams_mu_;
-  std::array<std::unique_ptr<ThreadCtx>, 3> thread_ctxs_ ABSL_GUARDED_BY(streams_mu_);
+  // By name ("cpu", "sim", "cuda", "cpu-c1", ...), in creation order.
+  std::vector<std::unique_ptr<ThreadCtx>> thread_ctxs_ ABSL_GUARDED_BY(streams_mu_);
   std::vector<std::unique_ptr<StreamPolicy>> policies_ ABSL_GUARDED_BY(streams_mu_);
   std::vector<std::unique_ptr<Stream>> owned_streams_ ABSL_GUARDED_BY(streams_mu_);
   // Indexed by StreamId: lock-free lookup on the submit path. Written once under

@@ -254,8 +254,12 @@ void BM_TbbFlowGraph_RandomDag(benchmark::State& s) { RunTbb(s, RandomDag(s.rang
 void BM_Sequential_RandomDag(benchmark::State& s) {
   RunSequential(s, RandomDag(s.range(0)), false);
 }
+// Third argument: 0 = sim:0 (each compute stream a thread of the simulated device, the
+// ThreadCtx launching onto them), 1 = cpu (each compute stream a worker of its own, the
+// kernels run on it).
 void BM_Interpreter_RandomDagWork(benchmark::State& s) {
-  RunInterpreter(s, RandomDag(s.range(0)), true, kSim, 2);
+  RunInterpreter(s, RandomDag(s.range(0)), true, s.range(2) == 0 ? kSim : kCpu, 2);
+  s.SetLabel(s.range(2) == 0 ? "sim:0, 2 streams" : "cpu, 2 streams");
 }
 void BM_TbbFlowGraph_RandomDagWork(benchmark::State& s) { RunTbb(s, RandomDag(s.range(0)), true); }
 void BM_Sequential_RandomDagWork(benchmark::State& s) {
@@ -273,7 +277,10 @@ BENCHMARK(BM_Sequential_Wide)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRea
 BENCHMARK(BM_Interpreter_RandomDag) SLUICE_DAG_ARGS(2000);
 BENCHMARK(BM_TbbFlowGraph_RandomDag)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Sequential_RandomDag)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_Interpreter_RandomDagWork) SLUICE_DAG_ARGS(2000);
+BENCHMARK(BM_Interpreter_RandomDagWork)
+    ->ArgsProduct({{2000}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_TbbFlowGraph_RandomDagWork)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Sequential_RandomDagWork)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 

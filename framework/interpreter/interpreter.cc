@@ -594,8 +594,14 @@ absl::Status Interpreter::Builder::Emit() {
       vm::Stream* from = segments[p].stream;
       const int t = dense[from];
       if (from == stream) continue;  // ordered by the stream chain
-      if (from->policy()->synchronous() || options.skip_stream_analysis) {
-        incoming.push_back(seq_item[p]);  // cpu work: the engine orders by dispatch or done
+      // cpu work for a stream of the same worker, or for a device: the engine orders it
+      // (by dispatch, or by completion). Between cpu streams of two workers a StreamWait,
+      // which the consumer's worker honours on the host, avoids the round trip through the
+      // scheduler a completion edge costs.
+      const bool host_wait = from->policy()->synchronous() && stream->policy()->synchronous() &&
+                             from->thread_ctx() != stream->thread_ctx();
+      if ((from->policy()->synchronous() && !host_wait) || options.skip_stream_analysis) {
+        incoming.push_back(seq_item[p]);
         continue;
       }
       if (known[s][t] >= segments[p].position) continue;  // implied by an earlier sync

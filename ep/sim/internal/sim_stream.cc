@@ -41,8 +41,8 @@ SimStream::SimStream(Device* device, StreamId id, const StreamKey& key, const Si
       options_(options),
       memory_(memory),
       rng_(options.seed ^ (0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(id.value()) + 1))),
-      worker_([this, name = absl::StrCat("sim", device->id().index(), "-",
-                                          StreamTypeName(key.type), key.index)] {
+      worker_([this, name = absl::StrCat("sim", device->id().index(), "-", StreamTypeName(key.type),
+                                         key.index)] {
         SetCurrentThreadName(name);
         WorkerLoop();
       }) {}
