@@ -18,16 +18,11 @@
 #include "core/device.h"
 #include "core/shape.h"
 #include "core/tensor_storage.h"
+#include "vm/internal/intrusive_queue.h"
 
 namespace sluice::vm {
 
 class Instruction;
-namespace internal {
-template <typename T>
-class IntrusiveQueue;
-template <typename T>
-struct Chain;
-}  // namespace internal
 
 // Created by VirtualMachine::NewBlob and shared (std::shared_ptr) between the caller and the
 // instructions that touch it; instructions keep it alive until they retire.
@@ -109,6 +104,7 @@ class Blob {
   int64_t uses_ = 0;
   bool dead_ = false;
   Blob* next = nullptr;
+  internal::QueuedChainHeader<Blob> queue_header;
   template <typename T>
   friend class internal::IntrusiveQueue;
   template <typename T>

@@ -57,6 +57,7 @@ class Instruction {
   State state = State::kFree;
   int32_t pending = 0;          // unsatisfied incoming edges
   Instruction* next = nullptr;  // link in IntrusiveQueue / Chain
+  internal::QueuedChainHeader<Instruction> queue_header;  // see IntrusiveQueue
   uint64_t received = 0;        // receive order (Barrier: what "earlier" means)
 
   // --- Filled by the producer (continued). ---

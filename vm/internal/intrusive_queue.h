@@ -41,12 +41,29 @@ struct Chain {
   }
 };
 
+// What the first item of a pushed chain carries while it sits in an IntrusiveQueue: the
+// rest of the chain's shape and the chain pushed before it. Items embed one as
+// `queue_header` (meaningful only on a chain's first item, only while queued).
+template <typename T>
+struct QueuedChainHeader {
+  T* tail = nullptr;
+  T* below = nullptr;  // the first item of the chain pushed before this one
+  size_t size = 0;
+};
+
 // Push: any thread. TakeAll: one consumer thread at a time. Items pushed by one thread are
 // taken in the order they were pushed; pushes from different threads interleave arbitrarily.
 //
-// Memory ordering: Push publishes the items with a CAS on `top_`; TakeAll acquires them with
-// an acquire exchange, so everything the producer wrote into an item before pushing it is
-// visible to the consumer. The CAS and empty() are seq_cst because consumers sleep on
+// Chains keep their own links: the queue is a stack of chains (each chain's first item
+// points to the chain below), and TakeAll relinks the chains oldest first by touching each
+// chain's first and last items only. Walking every item here would cost a cache miss per
+// item on the consumer (each was last written on the producer's core), one after another
+// (each miss reveals the next address) — most of a scheduling pass over a large batch; the
+// consumer now meets each item once, in its own loop, where the misses can overlap with work.
+//
+// Memory ordering: Push publishes the chain with a CAS on `top_`; TakeAll acquires it with
+// an acquire exchange, so everything the producer wrote into the items before pushing them
+// is visible to the consumer. The CAS and empty() are seq_cst because consumers sleep on
 // "queue non-empty" through Waker, whose no-lost-wake-up argument needs them in the single
 // total order (free on x86, where a CAS is a full barrier anyway).
 template <typename T>
@@ -60,20 +77,14 @@ class IntrusiveQueue {
   // the consumer may need a wake-up.
   bool Push(Chain<T> chain) {
     if (chain.empty()) return false;
-    // Stored newest first: reverse the chain so that its tail is on top.
-    T* newest = nullptr;
-    T* item = chain.head;
-    while (item != nullptr) {
-      T* next = item->next;
-      item->next = newest;
-      newest = item;
-      item = next;
-    }
-    T* oldest = chain.head;
+    T* head = chain.head;
+    chain.tail->next = nullptr;
+    head->queue_header.tail = chain.tail;
+    head->queue_header.size = chain.size;
     T* top = top_.load(std::memory_order_relaxed);
     do {
-      oldest->next = top;
-    } while (!top_.compare_exchange_weak(top, newest, std::memory_order_seq_cst,
+      head->queue_header.below = top;
+    } while (!top_.compare_exchange_weak(top, head, std::memory_order_seq_cst,
                                          std::memory_order_relaxed));
     return top == nullptr;
   }
@@ -86,17 +97,19 @@ class IntrusiveQueue {
 
   // Takes every item, oldest first.
   Chain<T> TakeAll() {
-    T* item = top_.exchange(nullptr, std::memory_order_acquire);
-    Chain<T> chain;
-    chain.tail = item;
-    while (item != nullptr) {
-      T* next = item->next;
-      item->next = chain.head;
-      chain.head = item;
-      ++chain.size;
-      item = next;
+    T* head = top_.exchange(nullptr, std::memory_order_acquire);
+    Chain<T> all;
+    // Newest chain first: put each in front of what was gathered so far.
+    while (head != nullptr) {
+      T* below = head->queue_header.below;
+      T* tail = head->queue_header.tail;
+      tail->next = all.head;
+      if (all.tail == nullptr) all.tail = tail;
+      all.head = head;
+      all.size += head->queue_header.size;
+      head = below;
     }
-    return chain;
+    return all;
   }
 
   // A hint: may be stale by the time the caller acts on it.
