@@ -55,10 +55,10 @@ class Instruction {
   // --- Engine (scheduler thread only). ---
   enum class State : uint8_t { kFree, kSubmitted, kReceived, kDispatched, kRetired };
   State state = State::kFree;
-  int32_t pending = 0;          // unsatisfied incoming edges
-  Instruction* next = nullptr;  // link in IntrusiveQueue / Chain
+  int32_t pending = 0;                                    // unsatisfied incoming edges
+  Instruction* next = nullptr;                            // link in IntrusiveQueue / Chain
   internal::QueuedChainHeader<Instruction> queue_header;  // see IntrusiveQueue
-  uint64_t received = 0;        // receive order (Barrier: what "earlier" means)
+  uint64_t received = 0;  // receive order (Barrier: what "earlier" means)
 
   // --- Filled by the producer (continued). ---
   // Submission order, unique per VM (assigned at Submit).
