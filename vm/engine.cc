@@ -134,8 +134,12 @@ void Engine::Step() {
     for (Instruction* barrier : fired) FireBarrier(barrier);
   }
   DispatchReady();
-  pool_->Recycle(std::move(recycled_));
-  recycled_ = internal::Chain<Instruction>();
+  // A batch still arriving in parts may name any retired instruction as a predecessor:
+  // keep them (retired, not reused) until its last part is in.
+  if (open_batches_ == 0) {
+    pool_->Recycle(std::move(recycled_));
+    recycled_ = internal::Chain<Instruction>();
+  }
 }
 
 bool Engine::DispatchSatisfies(const Instruction& from, const Instruction& to) const {
@@ -147,10 +151,21 @@ bool Engine::DispatchSatisfies(const Instruction& from, const Instruction& to) c
   return !from.IsCompletionMarker();
 }
 
+bool Engine::IsHostWait(const Instruction& from, const Instruction& to) {
+  return from.kind == InstructionKind::kStreamWait && to.stream == from.wait_target &&
+         from.stream->policy()->synchronous() && from.wait_target->policy()->synchronous() &&
+         from.wait_target->thread_ctx() != from.stream->thread_ctx();
+}
+
 void Engine::AddEdge(Instruction* from, Instruction* to) {
   if (from == to) return;
   if (DispatchSatisfies(*from, *to)) {
-    if (from->state >= Instruction::State::kDispatched) return;
+    if (from->state >= Instruction::State::kDispatched) {
+      // Already dispatched (or retired: the batch still holds it): a host wait needs its
+      // number now, as DispatchReady would have attached it.
+      if (IsHostWait(*from, *to)) to->host_waits.push_back({from->stream, from->stream_seq});
+      return;
+    }
     from->dispatch_successors.push_back(to);
   } else {
     if (from->state == Instruction::State::kRetired) return;
@@ -160,6 +175,8 @@ void Engine::AddEdge(Instruction* from, Instruction* to) {
 }
 
 void Engine::Receive(Instruction* instruction) {
+  if (instruction->opens_batch) ++open_batches_;
+  if (instruction->closes_batch) --open_batches_;
   instruction->state = Instruction::State::kReceived;
   instruction->received = ++received_;
   ++unretired_;
@@ -213,13 +230,10 @@ void Engine::DispatchReady() {
     const bool synchronous = stream->policy()->synchronous();
     if (synchronous) instruction->stream_seq = ++stream->dispatched_seq;
     const bool host_ordered = checker_ != nullptr && synchronous;
-    // A StreamWait between synchronous streams of two ThreadCtxs: nothing on a device holds
-    // the consumer back, so its worker does, until this stream has run the StreamWait.
-    const bool host_wait = instruction->kind == InstructionKind::kStreamWait && synchronous &&
-                           instruction->wait_target->policy()->synchronous() &&
-                           instruction->wait_target->thread_ctx() != stream->thread_ctx();
     for (Instruction* successor : instruction->dispatch_successors) {
-      if (host_wait && successor->stream == instruction->wait_target) {
+      // A StreamWait between synchronous streams of two ThreadCtxs: nothing on a device
+      // holds the consumer back, so its worker does, until this stream ran the StreamWait.
+      if (IsHostWait(*instruction, *successor)) {
         successor->host_waits.push_back({stream, instruction->stream_seq});
       } else if (host_ordered && successor->stream != stream) {
         successor->joins_worker_clock = true;

@@ -82,6 +82,9 @@ class Engine {
 
  private:
   bool DispatchSatisfies(const Instruction& from, const Instruction& to) const;
+  // `from` is a StreamWait between synchronous streams of two ThreadCtxs and `to` runs on
+  // its target: `to` carries a HostWait for it (see Instruction::host_waits).
+  static bool IsHostWait(const Instruction& from, const Instruction& to);
   void SchedulerLoop();
   // One scheduling pass. Exclusive: the scheduler thread, or the combining-counter owner.
   void Step();
@@ -117,6 +120,7 @@ class Engine {
   std::vector<Instruction*> fired_;
   internal::Chain<Instruction> recycled_;
   uint64_t received_ = 0;
+  int open_batches_ = 0;  // batches whose first part arrived and last part did not
   int64_t unretired_ = 0;
 };
 

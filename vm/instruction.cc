@@ -41,6 +41,8 @@ std::string Instruction::DebugString() const {
 void Instruction::Reset() {
   kind = InstructionKind::kOpCall;
   precomputed = false;
+  opens_batch = false;
+  closes_batch = false;
   state = State::kFree;
   pending = 0;
   next = nullptr;

@@ -51,6 +51,10 @@ class Instruction {
   // Precomputed edges: `predecessors` lists earlier instructions of the same batch this one
   // depends on. False for eager instructions, whose edges the engine derives from operands.
   bool precomputed = false;
+  // First and last instruction of a batch handed over in parts (VirtualMachine::
+  // SubmitBatchPart): the engine recycles nothing between the two.
+  bool opens_batch = false;
+  bool closes_batch = false;
 
   // --- Engine (scheduler thread only). ---
   enum class State : uint8_t { kFree, kSubmitted, kReceived, kDispatched, kRetired };

@@ -83,9 +83,15 @@ absl::Status PrecomputedBatch::Validate() const {
 }
 
 absl::Status PrecomputedBatch::Submit(VirtualMachine* vm) {
-  SLUICE_RETURN_IF_ERROR(Validate());
-  std::vector<Instruction*> instructions(nodes_.size());
-  internal::Chain<Instruction> chain;
+  if (validated_ != nodes_.size()) {
+    SLUICE_RETURN_IF_ERROR(Validate());
+    validated_ = nodes_.size();
+  }
+  if (nodes_.empty()) return absl::OkStatus();
+  SLUICE_RETURN_IF_ERROR(vm->ReserveBatch(static_cast<int64_t>(nodes_.size())));
+  instructions_.resize(nodes_.size());
+  internal::Chain<Instruction> part;
+  bool first = true;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
     Instruction* instruction = vm->AllocateInstruction(cache_);
@@ -97,15 +103,20 @@ absl::Status PrecomputedBatch::Submit(VirtualMachine* vm) {
     instruction->inputs = ToPtrs(node.inputs);
     instruction->outputs = ToPtrs(node.outputs);
     instruction->precomputed = true;
-    for (int p : node.predecessors) instruction->predecessors.push_back(instructions[p]);
-    instructions[i] = instruction;
-    chain.PushBack(instruction);
+    for (int p : node.predecessors) instruction->predecessors.push_back(instructions_[p]);
+    instructions_[i] = instruction;
+    part.PushBack(instruction);
+    const bool last = i + 1 == nodes_.size();
+    if (part.size == kPartSize || last) {
+      vm->SubmitBatchPart(std::move(part), first, last);
+      part = internal::Chain<Instruction>();
+      first = false;
+    }
   }
-  const absl::Status status = vm->Submit(std::move(chain));
   // Give unused cached instructions back so the batch never holds VM memory between runs.
   vm->FreeInstructions(std::move(cache_));
   cache_ = internal::Chain<Instruction>();
-  return status;
+  return absl::OkStatus();
 }
 
 }  // namespace sluice::vm

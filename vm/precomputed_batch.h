@@ -39,9 +39,14 @@ class PrecomputedBatch {
   int size() const { return static_cast<int>(nodes_.size()); }
   int64_t edges() const { return edges_; }
 
-  // Checks the nodes (streams set, StreamWait within one asynchronous device), then
-  // instantiates and submits them as one unit.
+  // Checks the nodes (streams set, StreamWait between streams that can wait on each other;
+  // once per node), waits for room for all of them, then instantiates and hands them over
+  // in parts of kPartSize (VirtualMachine::SubmitBatchPart), so that the head of a large
+  // batch runs while its tail is being built. All or nothing: on error nothing was
+  // submitted.
   absl::Status Submit(VirtualMachine* vm);
+
+  static constexpr size_t kPartSize = 128;
 
  private:
   struct Node {
@@ -57,6 +62,8 @@ class PrecomputedBatch {
   absl::Status Validate() const;
 
   std::vector<Node> nodes_;
+  size_t validated_ = 0;                    // nodes_[0, validated_) passed Validate
+  std::vector<Instruction*> instructions_;  // Submit's scratch: node index -> instruction
   int64_t edges_ = 0;
   internal::Chain<Instruction> cache_;  // must be empty when the VM goes away
 };

@@ -155,35 +155,41 @@ absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain, 
     pool_.Free(std::move(chain));
     return reserved;
   }
+  Publish(std::move(chain));
+  return absl::OkStatus();
+}
+
+void VirtualMachine::SubmitBatchPart(internal::Chain<Instruction> part, bool first, bool last) {
+  if (part.empty()) return;
+  part.head->opens_batch = first;
+  part.tail->closes_batch = last;
+  Publish(std::move(part));
+}
+
+void VirtualMachine::Publish(internal::Chain<Instruction> chain) {
   uint64_t seq = next_seq_.fetch_add(chain.size, std::memory_order_relaxed);
+  int64_t by_kind[6] = {0, 0, 0, 0, 0, 0};
   for (Instruction* i = chain.head; i != nullptr; i = i->next) {
     i->seq = seq++;
     if (checker_ != nullptr) checker_->OnSubmit(i);
-    VmCounters::Add(counters_.instructions);
-    switch (i->kind) {
-      case InstructionKind::kOpCall:
-        VmCounters::Add(counters_.op_calls);
-        break;
-      case InstructionKind::kStreamWait:
-        VmCounters::Add(counters_.stream_waits);
-        break;
-      case InstructionKind::kRecordEvent:
-        VmCounters::Add(counters_.record_events);
-        break;
-      case InstructionKind::kRelease:
-        VmCounters::Add(counters_.releases);
-        break;
-      case InstructionKind::kBarrier:
-        VmCounters::Add(counters_.barriers);
-        break;
-      case InstructionKind::kAccessBlob:
-        VmCounters::Add(counters_.access_blobs);
-        break;
-    }
+    ++by_kind[static_cast<int>(i->kind)];
   }
+  // One update per counter and chain: a large batch would otherwise pay an atomic
+  // increment per instruction and counter.
+  VmCounters::Add(counters_.instructions, static_cast<int64_t>(chain.size));
+  auto add = [&](std::atomic<int64_t>& counter, InstructionKind kind) {
+    if (by_kind[static_cast<int>(kind)] != 0) {
+      VmCounters::Add(counter, by_kind[static_cast<int>(kind)]);
+    }
+  };
+  add(counters_.op_calls, InstructionKind::kOpCall);
+  add(counters_.stream_waits, InstructionKind::kStreamWait);
+  add(counters_.record_events, InstructionKind::kRecordEvent);
+  add(counters_.releases, InstructionKind::kRelease);
+  add(counters_.barriers, InstructionKind::kBarrier);
+  add(counters_.access_blobs, InstructionKind::kAccessBlob);
   if (recorder_ != nullptr) recorder_->RecordChain(chain.head);
   engine_.Submit(std::move(chain));
-  return absl::OkStatus();
 }
 
 void VirtualMachine::NoteHostWaited(const Instruction& instruction) {

@@ -122,6 +122,17 @@ class VirtualMachine {
   absl::Status Submit(internal::Chain<Instruction> chain) {
     return SubmitInternal(std::move(chain), /*after_close=*/false);
   }
+  // A large batch, handed over in pieces so that the scheduler and the workers start on
+  // its head while the producer still fills its tail: ReserveBatch(n) waits for room for
+  // all n instructions at once (the same errors as Submit; nothing is reserved on error);
+  // then SubmitBatchPart hands over each piece in order, `last` on the final one, which
+  // must bring the total to exactly n. Instructions may name earlier pieces' instructions
+  // as predecessors: the engine recycles nothing while a batch is partly received.
+  absl::Status ReserveBatch(int64_t n) {
+    return pool_.Reserve(
+        n, [this] { engine_.Kick(); }, /*after_close=*/false);
+  }
+  void SubmitBatchPart(internal::Chain<Instruction> part, bool first, bool last);
   // A host thread waited for `instruction`'s completion (for the sync checker).
   void NoteHostWaited(const Instruction& instruction);
   ErrorSink& errors() { return errors_; }
@@ -135,6 +146,8 @@ class VirtualMachine {
   // worker, so streams sharing one could never run side by side; see docs/design.md).
   ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
   absl::Status SubmitInternal(internal::Chain<Instruction> chain, bool after_close);
+  // Room reserved: numbers, counts, checks and records the chain, then hands it over.
+  void Publish(internal::Chain<Instruction> chain);
   // Submits a Barrier and waits for it.
   absl::Status WaitBarrier(bool after_close);
 

@@ -605,7 +605,10 @@ absl::Status Interpreter::Builder::Emit() {
         continue;
       }
       if (known[s][t] >= segments[p].position) continue;  // implied by an earlier sync
-      const double after_p = std::max(seg_end[p], items[seq_item[p]].key + kStep);
+      // Just before the end of p's segment in list-schedule time, so that the sync goes out
+      // right behind p's sequence — ahead of the next segment of p's stream, which starts
+      // at that same time and would otherwise delay the consumer by a whole segment.
+      const double after_p = std::max(seg_end[p] - kStep / 2, items[seq_item[p]].key + kStep);
       if (from->key().device == stream->key().device) {
         items.push_back({Item::Kind::kStreamWait, -1, from, stream, after_p});
         const int wait = static_cast<int>(items.size()) - 1;

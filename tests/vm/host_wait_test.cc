@@ -110,6 +110,33 @@ TEST_P(HostWaitTest, ConsumerRunsAfterProducerEarlierWorkDoesNot) {
   EXPECT_EQ(h.vm->sync_checker()->violation_count(), 0) << h.vm->sync_checker()->status();
 }
 
+// Eager: the StreamWait is dispatched (with the gated producer, on its stream) long before
+// the consumer arrives; the consumer must still get its host wait.
+TEST_P(HostWaitTest, ConsumerArrivingAfterTheStreamWaitWasDispatchedStillWaits) {
+  Gate gate;
+  OrderLog log;
+  GateKernel gated(&gate, &log);
+  LogKernel logger(&log);
+  VmHarness h(Options(GetParam()));
+  absl::Cleanup open_gate = [&gate] { gate.Open(); };
+  h.builder->set_soft_sync(false);  // the explicit StreamWait is the only order
+  BlobRef x = h.NewF32(kCpu0, 4, "x");
+  SLUICE_ASSERT_OK(h.Write(x, std::vector<float>(4, 1)));
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  SLUICE_ASSERT_OK(h.builder->Call(gated, {}, {x}, Tag("A", 2), h.S(kCpu0)));
+  SLUICE_ASSERT_OK(h.builder->StreamWait({x}, h.S(kCpu0), h.S(kCpu1)));
+  ASSERT_TRUE(log.WaitFor("A:start")) << log.ToString();
+  absl::SleepFor(kMisbehaveWindow);  // the StreamWait is dispatched by now
+  SLUICE_ASSERT_OK(h.builder->Call(logger, {x}, {}, Tag("C"), h.S(kCpu1)));
+  absl::SleepFor(kMisbehaveWindow);
+  EXPECT_FALSE(log.Contains("C:launch")) << "consumer ran before its producer: " << log.ToString();
+  gate.Open();
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  EXPECT_LT(log.IndexOf("A:end"), log.IndexOf("C:launch")) << log.ToString();
+  EXPECT_TRUE(log.Contains("C:saw=2")) << log.ToString();
+  EXPECT_EQ(h.vm->sync_checker()->violation_count(), 0) << h.vm->sync_checker()->status();
+}
+
 // The same pair without the StreamWait: nothing orders the consumer after the producer, and
 // the checker says so. (The consumer finishes before the gate opens, and the log's and gate's
 // locks order its read before the producer's write, so the run itself has no data race.)
