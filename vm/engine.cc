@@ -136,8 +136,15 @@ void Engine::Step() {
   DispatchReady();
   // A batch still arriving in parts may name any retired instruction as a predecessor:
   // keep them (retired, not reused) until its last part is in.
-  if (open_batches_ == 0) {
-    pool_->Recycle(std::move(recycled_));
+  if (open_batches_ == 0 && !recycled_.empty()) {
+    internal::Chain<Instruction> reset;
+    for (Instruction* instruction = recycled_.head; instruction != nullptr;) {
+      Instruction* next = instruction->next;
+      instruction->Reset();
+      reset.PushBack(instruction);
+      instruction = next;
+    }
+    pool_->Recycle(std::move(reset));
     recycled_ = internal::Chain<Instruction>();
   }
 }
@@ -288,7 +295,8 @@ void Engine::Retire(Instruction* instruction) {
     }
   }
   if (instruction->on_retire) instruction->on_retire(*instruction);
-  instruction->Reset();
+  // Reset when recycled (end of the pass): until then it stays a retired instruction that
+  // a batch still arriving in parts may name as a predecessor.
   recycled_.PushBack(instruction);
 }
 
