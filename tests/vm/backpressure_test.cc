@@ -28,16 +28,13 @@ using ::testing::HasSubstr;
 using testing::kMisbehaveWindow;
 using testing::LogKernel;
 using testing::OrderLog;
+using testing::SchedulingName;
 using testing::Tag;
 using testing::VmHarness;
 using testing::WaitUntil;
 using Scheduling = VmOptions::Scheduling;
 
 constexpr int64_t kBound = 8;
-
-std::string SchedulingName(Scheduling scheduling) {
-  return scheduling == Scheduling::kDedicatedThread ? "DedicatedThread" : "CallerThread";
-}
 
 VmOptions Bounded(Scheduling scheduling, int64_t max_in_flight = kBound) {
   VmOptions options;
@@ -296,11 +293,7 @@ TEST_P(BackpressureTest, RefusedCallLeavesSoftSyncStateUntouched) {
   SLUICE_EXPECT_OK(h.vm->Sync());
 }
 
-INSTANTIATE_TEST_SUITE_P(Scheduling, BackpressureTest,
-                         ::testing::Values(Scheduling::kDedicatedThread, Scheduling::kCallerThread),
-                         [](const ::testing::TestParamInfo<Scheduling>& info) {
-                           return SchedulingName(info.param);
-                         });
+SLUICE_INSTANTIATE_FOR_SCHEDULING(BackpressureTest);
 
 }  // namespace
 }  // namespace sluice::vm

@@ -34,13 +34,10 @@ using testing::GateKernel;
 using testing::kMisbehaveWindow;
 using testing::LogKernel;
 using testing::OrderLog;
+using testing::SchedulingName;
 using testing::Tag;
 using testing::VmHarness;
 using Scheduling = VmOptions::Scheduling;
-
-std::string SchedulingName(Scheduling scheduling) {
-  return scheduling == Scheduling::kDedicatedThread ? "DedicatedThread" : "CallerThread";
-}
 
 VmOptions Options(Scheduling scheduling) {
   VmOptions options;
@@ -612,11 +609,7 @@ TEST_P(EngineTest, ProducersOnSeveralThreadsWithDisjointBlobs) {
   EXPECT_EQ(h.vm->sync_checker()->violation_count(), 0) << h.vm->sync_checker()->status();
 }
 
-INSTANTIATE_TEST_SUITE_P(Scheduling, EngineTest,
-                         ::testing::Values(Scheduling::kDedicatedThread, Scheduling::kCallerThread),
-                         [](const ::testing::TestParamInfo<Scheduling>& info) {
-                           return SchedulingName(info.param);
-                         });
+SLUICE_INSTANTIATE_FOR_SCHEDULING(EngineTest);
 
 }  // namespace
 }  // namespace sluice::vm

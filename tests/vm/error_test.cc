@@ -29,14 +29,11 @@ using ::testing::HasSubstr;
 using testing::LogKernel;
 using ::testing::Not;
 using testing::OrderLog;
+using testing::SchedulingName;
 using testing::Tag;
 using testing::VmHarness;
 using Scheduling = VmOptions::Scheduling;
 using When = FailKernel::When;
-
-std::string SchedulingName(Scheduling scheduling) {
-  return scheduling == Scheduling::kDedicatedThread ? "DedicatedThread" : "CallerThread";
-}
 
 VmOptions Options(Scheduling scheduling) {
   VmOptions options;
@@ -278,11 +275,7 @@ TEST_P(ErrorTest, SkippedWriteStaysPoisonedAfterAnEarlierWriteRuns) {
   EXPECT_THAT(read.status().message(), HasSubstr("op 'explode'"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Scheduling, ErrorTest,
-                         ::testing::Values(Scheduling::kDedicatedThread, Scheduling::kCallerThread),
-                         [](const ::testing::TestParamInfo<Scheduling>& info) {
-                           return SchedulingName(info.param);
-                         });
+SLUICE_INSTANTIATE_FOR_SCHEDULING(ErrorTest);
 
 // --- Bad API use: InvalidArgument naming the culprit, nothing submitted. ---
 

@@ -410,12 +410,7 @@ TEST_P(ShutdownTest, CreateSubmitShutdownLoop) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Scheduling, ShutdownTest,
-                         ::testing::Values(Scheduling::kDedicatedThread, Scheduling::kCallerThread),
-                         [](const ::testing::TestParamInfo<Scheduling>& info) {
-                           return info.param == Scheduling::kDedicatedThread ? "DedicatedThread"
-                                                                             : "CallerThread";
-                         });
+SLUICE_INSTANTIATE_FOR_SCHEDULING(ShutdownTest);
 
 }  // namespace
 }  // namespace sluice::vm

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ep/runtime.h"
@@ -59,6 +60,21 @@ struct VmHarness {
   ops::KernelRegistry kernels;
   std::unique_ptr<InstructionsBuilder> builder;
 };
+
+// Test-name part for the two scheduling modes.
+inline std::string SchedulingName(VmOptions::Scheduling scheduling) {
+  return scheduling == VmOptions::Scheduling::kDedicatedThread ? "DedicatedThread" : "CallerThread";
+}
+
+// Instantiates a TEST_P suite parameterized by VmOptions::Scheduling over both modes.
+#define SLUICE_INSTANTIATE_FOR_SCHEDULING(suite)                                      \
+  INSTANTIATE_TEST_SUITE_P(                                                           \
+      Scheduling, suite,                                                              \
+      ::testing::Values(::sluice::vm::VmOptions::Scheduling::kDedicatedThread,        \
+                        ::sluice::vm::VmOptions::Scheduling::kCallerThread),          \
+      [](const ::testing::TestParamInfo<::sluice::vm::VmOptions::Scheduling>& info) { \
+        return ::sluice::vm::testing::SchedulingName(info.param);                     \
+      })
 
 }  // namespace sluice::vm::testing
 
