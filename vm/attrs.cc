@@ -1,6 +1,7 @@
 #include "vm/attrs.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
@@ -79,7 +80,10 @@ absl::StatusOr<AttrMap> AttrMap::Parse(absl::string_view text) {
       char* end = nullptr;
       errno = 0;
       const double v = std::strtod(copy.c_str(), &end);
-      if (copy.empty() || end != copy.c_str() + copy.size() || errno == ERANGE) {
+      // ERANGE comes with overflow (infinite result) and with underflow; an underflow to a
+      // subnormal is exact for what ToString printed (%.17g), an underflow to zero is not.
+      const bool out_of_range = errno == ERANGE && (std::isinf(v) || v == 0.0);
+      if (copy.empty() || end != copy.c_str() + copy.size() || out_of_range) {
         return absl::InvalidArgumentError(
             absl::StrCat("attribute '", name, "': bad float '", body, "'"));
       }

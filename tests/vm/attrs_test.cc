@@ -1,0 +1,74 @@
+// AttrMap's text form (ToString / Parse), used by the recorder and the program format: every
+// value comes back exactly — floats of every class included — and malformed text is refused
+// with the attribute's name.
+#include "vm/attrs.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sluice::vm {
+namespace {
+
+TEST(AttrMapTest, EveryTypeRoundTrips) {
+  AttrMap attrs;
+  attrs.Set("i", int64_t{-42})
+      .Set("s", std::string("name_1"))
+      .Set("v", std::vector<int64_t>{3, -1, 0})
+      .Set("e", std::vector<int64_t>{});
+  const absl::StatusOr<AttrMap> parsed = AttrMap::Parse(attrs.ToString());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->ToString(), attrs.ToString());
+  EXPECT_EQ(parsed->GetInt("i").value(), -42);
+  EXPECT_EQ(parsed->GetString("s").value(), "name_1");
+  EXPECT_EQ(parsed->GetInts("v").value(), (std::vector<int64_t>{3, -1, 0}));
+  EXPECT_TRUE(parsed->GetInts("e").value().empty());
+}
+
+TEST(AttrMapTest, FloatsOfEveryClassRoundTripExactly) {
+  using limits = std::numeric_limits<double>;
+  const std::vector<double> values = {0.0,
+                                      -0.0,
+                                      0.1,
+                                      -1.0 / 3.0,
+                                      1e300,
+                                      limits::max(),
+                                      limits::lowest(),
+                                      limits::min(),         // smallest normal
+                                      limits::denorm_min(),  // smallest subnormal
+                                      -3.5e-310,             // a subnormal
+                                      limits::infinity(),
+                                      -limits::infinity()};
+  for (double value : values) {
+    SCOPED_TRACE(value);
+    const AttrMap attrs = AttrMap().Set("f", value);
+    const absl::StatusOr<AttrMap> parsed = AttrMap::Parse(attrs.ToString());
+    ASSERT_TRUE(parsed.ok()) << parsed.status() << " for " << attrs.ToString();
+    const double back = parsed->GetFloat("f").value();
+    EXPECT_EQ(back, value);
+    EXPECT_EQ(std::signbit(back), std::signbit(value));
+  }
+  const absl::StatusOr<AttrMap> nan =
+      AttrMap::Parse(AttrMap().Set("f", limits::quiet_NaN()).ToString());
+  ASSERT_TRUE(nan.ok()) << nan.status();
+  EXPECT_TRUE(std::isnan(nan->GetFloat("f").value()));
+}
+
+TEST(AttrMapTest, MalformedTextNamesTheAttribute) {
+  for (const char* text : {"x=f:1e400",   // overflows
+                           "x=f:1e-400",  // underflows to zero
+                           "x=f:1.5z", "x=f:", "x=i:1.5", "x=v:1;;2", "x=q:1", "x=s:a b"}) {
+    SCOPED_TRACE(text);
+    const absl::StatusOr<AttrMap> parsed = AttrMap::Parse(text);
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(parsed.status().message().find("'x'"), std::string::npos) << parsed.status();
+  }
+  EXPECT_FALSE(AttrMap::Parse("novalue").ok());
+}
+
+}  // namespace
+}  // namespace sluice::vm
