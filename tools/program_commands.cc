@@ -156,7 +156,8 @@ void PrintRunUsage(FILE* out) {
                "  --fetch NAME      print variable NAME after every step (repeatable)\n"
                "  --steps N         run the program N times (default 1)\n"
                "  --device D        where ops run (default cpu)\n"
-               "  --streams N       spread ops over N compute streams (default 1)\n"
+               "  --streams N       spread ops over N compute streams (default 1; on cpu\n"
+               "                    each stream has a worker thread of its own)\n"
                "  --load DIR        before running, read DIR/NAME.npy into each persistable\n"
                "                    variable NAME of the program (startup runs first)\n"
                "  --save DIR        after the last step, write every persistable variable as\n"
@@ -323,7 +324,8 @@ void PrintDemoUsage(FILE* out) {
                "Builds the demo model (Linear(16->1) + MSELoss, trained with Adam on a fixed\n"
                "16x16 batch), trains it for N steps (default 100) and prints the loss.\n"
                "  --write-programs DIR  also write main.program, startup.program, x.npy and\n"
-               "                        y.npy there, for `sluice run`\n");
+               "                        y.npy there, for `sluice run`\n"
+               "The other options mean what they mean for `sluice run` (sluice run --help).\n");
 }
 }  // namespace
 
