@@ -26,7 +26,7 @@ StreamOrderedCachingAllocator::StreamOrderedCachingAllocator(RawAllocator* raw,
 }
 
 StreamOrderedCachingAllocator::~StreamOrderedCachingAllocator() {
-  absl::MutexLock lock(&mu_);
+  PlainMutexLock lock(&mu_);
   size_t leaked = 0;
   for (auto& [ptr, block] : blocks_) {
     if (block->in_use) ++leaked;
@@ -78,7 +78,7 @@ absl::StatusOr<void*> StreamOrderedCachingAllocator::Allocate(size_t bytes, Stre
                                                      raw_->Name(), ": the request is too large"));
   }
   const size_t size = RoundUp(bytes);
-  absl::MutexLock lock(&mu_);
+  PlainMutexLock lock(&mu_);
   if (!pending_.empty()) PollPending();
   FreeList& own = FreeListOf(stream);
   auto it = own.lower_bound(size);
@@ -185,7 +185,7 @@ void StreamOrderedCachingAllocator::PollPending() {
 }
 
 void StreamOrderedCachingAllocator::RecordStream(void* ptr, StreamId stream) {
-  absl::MutexLock lock(&mu_);
+  PlainMutexLock lock(&mu_);
   auto it = blocks_.find(ptr);
   SLUICE_CHECK(it != blocks_.end() && it->second->in_use);
   Block* block = it->second.get();
@@ -197,7 +197,7 @@ void StreamOrderedCachingAllocator::RecordStream(void* ptr, StreamId stream) {
 }
 
 void StreamOrderedCachingAllocator::Deallocate(void* ptr) {
-  absl::MutexLock lock(&mu_);
+  PlainMutexLock lock(&mu_);
   auto it = blocks_.find(ptr);
   SLUICE_CHECK(it != blocks_.end() && it->second->in_use);
   Block* block = it->second.get();
@@ -228,12 +228,12 @@ void StreamOrderedCachingAllocator::Deallocate(void* ptr) {
 }
 
 AllocatorStats StreamOrderedCachingAllocator::stats() const {
-  absl::MutexLock lock(&mu_);
+  PlainMutexLock lock(&mu_);
   return stats_;
 }
 
 void StreamOrderedCachingAllocator::ResetPeakBytes() {
-  absl::MutexLock lock(&mu_);
+  PlainMutexLock lock(&mu_);
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
 }
 
@@ -260,7 +260,7 @@ void StreamOrderedCachingAllocator::CollectFencesLocked(
 }
 
 absl::Status StreamOrderedCachingAllocator::EmptyCache() {
-  absl::MutexLock lock(&mu_);
+  PlainMutexLock lock(&mu_);
   std::vector<std::shared_ptr<StreamFence>> to_wait;
   CollectFencesLocked(&to_wait);
   mu_.Unlock();

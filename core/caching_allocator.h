@@ -22,8 +22,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
-#include "absl/synchronization/mutex.h"
 #include "core/allocator.h"
+#include "core/plain_mutex.h"
 
 namespace sluice {
 
@@ -89,7 +89,7 @@ class StreamOrderedCachingAllocator final : public Allocator {
   FenceRecorder* const fences_;
   const CachingAllocatorOptions options_;
 
-  mutable absl::Mutex mu_;
+  mutable PlainMutex mu_;  // taken per allocation and free: see core/plain_mutex.h
   absl::flat_hash_map<void*, std::unique_ptr<Block>> blocks_ ABSL_GUARDED_BY(mu_);
   std::vector<FreeList> free_lists_ ABSL_GUARDED_BY(mu_);  // indexed by StreamId
   std::vector<Block*> pending_ ABSL_GUARDED_BY(mu_);
