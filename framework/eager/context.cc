@@ -11,7 +11,7 @@ namespace internal {
 
 ContextState::~ContextState() {
   {
-    absl::MutexLock lock(&mu);
+    PlainMutexLock lock(&mu);
     dispatcher.reset();
     builder.reset();
   }
@@ -22,7 +22,7 @@ ContextState::~ContextState() {
 
 TensorState::~TensorState() {
   if (blob == nullptr || blob->storage() == nullptr) return;
-  absl::MutexLock lock(&context->mu);
+  PlainMutexLock lock(&context->mu);
   // Fails only once the VM is shut down; the storage then goes with the blob.
   context->builder->Release(blob).IgnoreError();
 }
@@ -36,7 +36,7 @@ absl::StatusOr<Context> Context::Create(ContextOptions options) {
   SLUICE_RETURN_IF_ERROR(ops::RegisterStandardOps(&state->registry));
   SLUICE_RETURN_IF_ERROR(state->runtime->GetDevice(options.default_device).status());
   state->seed = options.seed;
-  absl::MutexLock lock(&state->mu);
+  PlainMutexLock lock(&state->mu);
   state->builder = std::make_unique<vm::InstructionsBuilder>(state->vm.get());
   state->dispatcher =
       std::make_unique<ops::OpDispatcher>(&state->registry, state->vm.get(), state->builder.get());
@@ -45,12 +45,12 @@ absl::StatusOr<Context> Context::Create(ContextOptions options) {
 }
 
 Device Context::default_device() const {
-  absl::MutexLock lock(&state_->mu);
+  PlainMutexLock lock(&state_->mu);
   return state_->default_device;
 }
 
 void Context::set_default_device(Device device) {
-  absl::MutexLock lock(&state_->mu);
+  PlainMutexLock lock(&state_->mu);
   state_->default_device = device;
 }
 
@@ -80,7 +80,7 @@ absl::StatusOr<Tensor> Context::FromBytes(DataType dtype, const Shape& shape,
   {
     // WriteBlob blocks until the copy ran, so other threads' calls wait for it; the copy is
     // ordered only after this blob's (nonexistent) earlier users, so it runs at once.
-    absl::MutexLock lock(&state_->mu);
+    PlainMutexLock lock(&state_->mu);
     SLUICE_RETURN_IF_ERROR(state_->builder->WriteBlob(blob, bytes));
   }
   return Tensor(std::make_shared<internal::TensorState>(state_, std::move(blob)));
@@ -122,7 +122,7 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
   }
   absl::StatusOr<ops::SlotBlobs> out;
   {
-    absl::MutexLock lock(&state_->mu);
+    PlainMutexLock lock(&state_->mu);
     ops::DispatchOptions options;
     options.default_device = device.value_or(state_->default_device);
     out = state_->dispatcher->Call(op, in, attrs, options);
@@ -143,7 +143,7 @@ absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vect
   ops::SlotBlobs in, out;
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, inputs, "input", &in));
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, outputs, "output", &out));
-  absl::MutexLock lock(&state_->mu);
+  PlainMutexLock lock(&state_->mu);
   ops::DispatchOptions options;
   options.default_device = state_->default_device;
   return state_->dispatcher->CallInto(op, in, out, attrs, options);

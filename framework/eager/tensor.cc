@@ -44,7 +44,7 @@ absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
   vm::VirtualMachine* machine = ctx.vm.get();
   {
     // Submit under the lock, wait outside it: other threads keep issuing ops meanwhile.
-    absl::MutexLock lock(&ctx.mu);
+    PlainMutexLock lock(&ctx.mu);
     SLUICE_RETURN_IF_ERROR(ctx.builder->AccessBlob(
         state_->blob, /*write=*/false,
         [&out](void* data, size_t n) {

@@ -5,7 +5,7 @@
 #define SLUICE_VM_INTERNAL_BLOB_REAPER_H_
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "core/plain_mutex.h"
 #include "vm/blob.h"
 #include "vm/engine.h"
 
@@ -17,7 +17,7 @@ class BlobReaper {
   explicit BlobReaper(Engine* engine) : engine_(engine) {}
 
   void Reap(Blob* blob) {
-    absl::MutexLock lock(&mu_);
+    PlainMutexLock lock(&mu_);
     if (engine_ != nullptr) {
       engine_->Bury(blob);
     } else {
@@ -26,12 +26,12 @@ class BlobReaper {
   }
   // From now on Reap deletes directly (the VM is shutting down; nothing is in flight).
   void Detach() {
-    absl::MutexLock lock(&mu_);
+    PlainMutexLock lock(&mu_);
     engine_ = nullptr;
   }
 
  private:
-  absl::Mutex mu_;
+  PlainMutex mu_;  // taken for every blob freed: see core/plain_mutex.h
   Engine* engine_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "core/device.h"
+#include "core/plain_mutex.h"
 #include "ep/runtime.h"
 #include "ops/op_dispatcher.h"
 #include "ops/op_registry.h"
@@ -28,7 +28,7 @@ struct ContextState {
   uint64_t seed = 0;
   std::atomic<uint64_t> seed_counter{0};
 
-  absl::Mutex mu;
+  PlainMutex mu;  // per op and per released tensor: see core/plain_mutex.h
   std::unique_ptr<vm::InstructionsBuilder> builder ABSL_GUARDED_BY(mu);
   std::unique_ptr<ops::OpDispatcher> dispatcher ABSL_GUARDED_BY(mu);
   Device default_device ABSL_GUARDED_BY(mu);
