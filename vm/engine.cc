@@ -160,8 +160,7 @@ bool Engine::DispatchSatisfies(const Instruction& from, const Instruction& to) c
 
 bool Engine::IsHostWait(const Instruction& from, const Instruction& to) {
   return from.kind == InstructionKind::kStreamWait && to.stream == from.wait_target &&
-         from.stream->policy()->synchronous() && from.wait_target->policy()->synchronous() &&
-         from.wait_target->thread_ctx() != from.stream->thread_ctx();
+         WaitsOnHost(*from.stream, *from.wait_target);
 }
 
 void Engine::AddEdge(Instruction* from, Instruction* to) {

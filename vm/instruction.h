@@ -31,6 +31,8 @@ enum class InstructionKind : uint8_t {
   kBarrier,      // host callback once every instruction submitted before it is done
   kAccessBlob,   // host code on the bytes of inputs[0] (read) or outputs[0] (write)
 };
+// How many kinds there are (they are numbered from 0; kAccessBlob is the last).
+inline constexpr int kInstructionKinds = static_cast<int>(InstructionKind::kAccessBlob) + 1;
 absl::string_view InstructionKindName(InstructionKind kind);
 
 // AccessBlob's host code: gets the blob's bytes; its error becomes the instruction's.

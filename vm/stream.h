@@ -79,6 +79,9 @@ class Stream {
 // device that is asynchronous (a device-side wait), or cpu streams run by two different
 // ThreadCtxs (the consumer's worker waits on the host). Defined in stream_policy.cc.
 bool CanStreamWait(const Stream& from, const Stream& to);
+// Synchronous streams of two different ThreadCtxs: a StreamWait between them is honoured on
+// the host, by the consumer's worker (Instruction::HostWait), not by a device.
+bool WaitsOnHost(const Stream& from, const Stream& to);
 // The rule above in words, for errors: "two different streams of one asynchronous device,
 // or cpu streams of two workers".
 extern const char kStreamWaitRule[];

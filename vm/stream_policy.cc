@@ -12,14 +12,18 @@ Stream::Stream(ep::Stream* ep_stream, StreamPolicy* policy, ThreadCtx* thread_ct
       key_string_(ep_stream->key().ToString()),
       dense_index_(dense_index),
       poison_in_stream_order_(policy->host_accessible() && !policy->synchronous()) {}
+
 const char kStreamWaitRule[] =
     "two different streams of one asynchronous device, or cpu streams of two workers";
 
-bool CanStreamWait(const Stream& from, const Stream& to) {
-  if (&from == &to || from.key().device != to.key().device) return false;
-  if (from.key().device.IsAsync()) return true;
+bool WaitsOnHost(const Stream& from, const Stream& to) {
   return from.policy()->synchronous() && to.policy()->synchronous() &&
          from.thread_ctx() != to.thread_ctx();
+}
+
+bool CanStreamWait(const Stream& from, const Stream& to) {
+  if (&from == &to || from.key().device != to.key().device) return false;
+  return from.key().device.IsAsync() || WaitsOnHost(from, to);
 }
 
 namespace {

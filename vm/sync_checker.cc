@@ -62,8 +62,7 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
       break;
     case InstructionKind::kStreamWait: {
       const Stream* target = instruction->wait_target;
-      if (stream->policy()->synchronous() && target->policy()->synchronous() &&
-          target->thread_ctx() != stream->thread_ctx()) {
+      if (WaitsOnHost(*stream, *target)) {
         // A host wait: the target's consumers join this point when their worker has waited
         // for it, not now (the target may still be running earlier work).
         host_wait_clocks_[{s, instruction->stream_seq}] = clock;

@@ -1,5 +1,6 @@
 #include "vm/virtual_machine.h"
 
+#include <array>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,25 @@ const char* ThreadCtxName(DeviceType type) {
       return "cuda";
   }
   return "other";
+}
+
+// The counter of instructions of `kind` (VmCounters::instructions counts them all).
+std::atomic<int64_t>& CounterOf(VmCounters& counters, InstructionKind kind) {
+  switch (kind) {
+    case InstructionKind::kOpCall:
+      return counters.op_calls;
+    case InstructionKind::kStreamWait:
+      return counters.stream_waits;
+    case InstructionKind::kRecordEvent:
+      return counters.record_events;
+    case InstructionKind::kRelease:
+      return counters.releases;
+    case InstructionKind::kBarrier:
+      return counters.barriers;
+    case InstructionKind::kAccessBlob:
+      return counters.access_blobs;
+  }
+  return counters.op_calls;
 }
 
 }  // namespace
@@ -149,14 +169,20 @@ absl::StatusOr<BlobRef> VirtualMachine::NewLazyBlob(Stream* stream, DataType dty
 
 absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain, bool after_close) {
   if (chain.empty()) return absl::OkStatus();
-  const absl::Status reserved = pool_.Reserve(
-      static_cast<int64_t>(chain.size), [this] { engine_.Kick(); }, after_close);
+  const absl::Status reserved = Reserve(static_cast<int64_t>(chain.size), after_close);
   if (!reserved.ok()) {
     pool_.Free(std::move(chain));
     return reserved;
   }
   Publish(std::move(chain));
   return absl::OkStatus();
+}
+
+absl::Status VirtualMachine::Reserve(int64_t n, bool after_close) {
+  // The kick lets the scheduler make progress while this thread waits for room, also when
+  // scheduling runs on producer threads.
+  return pool_.Reserve(
+      n, [this] { engine_.Kick(); }, after_close);
 }
 
 void VirtualMachine::SubmitBatchPart(internal::Chain<Instruction> part, bool first, bool last) {
@@ -168,7 +194,7 @@ void VirtualMachine::SubmitBatchPart(internal::Chain<Instruction> part, bool fir
 
 void VirtualMachine::Publish(internal::Chain<Instruction> chain) {
   uint64_t seq = next_seq_.fetch_add(chain.size, std::memory_order_relaxed);
-  int64_t by_kind[6] = {0, 0, 0, 0, 0, 0};
+  std::array<int64_t, kInstructionKinds> by_kind{};
   for (Instruction* i = chain.head; i != nullptr; i = i->next) {
     i->seq = seq++;
     if (checker_ != nullptr) checker_->OnSubmit(i);
@@ -177,17 +203,11 @@ void VirtualMachine::Publish(internal::Chain<Instruction> chain) {
   // One update per counter and chain: a large batch would otherwise pay an atomic
   // increment per instruction and counter.
   VmCounters::Add(counters_.instructions, static_cast<int64_t>(chain.size));
-  auto add = [&](std::atomic<int64_t>& counter, InstructionKind kind) {
-    if (by_kind[static_cast<int>(kind)] != 0) {
-      VmCounters::Add(counter, by_kind[static_cast<int>(kind)]);
+  for (int kind = 0; kind < kInstructionKinds; ++kind) {
+    if (by_kind[kind] != 0) {
+      VmCounters::Add(CounterOf(counters_, static_cast<InstructionKind>(kind)), by_kind[kind]);
     }
-  };
-  add(counters_.op_calls, InstructionKind::kOpCall);
-  add(counters_.stream_waits, InstructionKind::kStreamWait);
-  add(counters_.record_events, InstructionKind::kRecordEvent);
-  add(counters_.releases, InstructionKind::kRelease);
-  add(counters_.barriers, InstructionKind::kBarrier);
-  add(counters_.access_blobs, InstructionKind::kAccessBlob);
+  }
   if (recorder_ != nullptr) recorder_->RecordChain(chain.head);
   engine_.Submit(std::move(chain));
 }

@@ -128,10 +128,7 @@ class VirtualMachine {
   // then SubmitBatchPart hands over each piece in order, `last` on the final one, which
   // must bring the total to exactly n. Instructions may name earlier pieces' instructions
   // as predecessors: the engine recycles nothing while a batch is partly received.
-  absl::Status ReserveBatch(int64_t n) {
-    return pool_.Reserve(
-        n, [this] { engine_.Kick(); }, /*after_close=*/false);
-  }
+  absl::Status ReserveBatch(int64_t n) { return Reserve(n, /*after_close=*/false); }
   void SubmitBatchPart(internal::Chain<Instruction> part, bool first, bool last);
   // A host thread waited for `instruction`'s completion (for the sync checker).
   void NoteHostWaited(const Instruction& instruction);
@@ -145,6 +142,8 @@ class VirtualMachine {
   // stream but the first gets a worker of its own (cpu streams run their kernels on their
   // worker, so streams sharing one could never run side by side; see docs/design.md).
   ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
+  // Waits for room for `n` instructions in the pool (see InstructionPool::Reserve).
+  absl::Status Reserve(int64_t n, bool after_close);
   absl::Status SubmitInternal(internal::Chain<Instruction> chain, bool after_close);
   // Room reserved: numbers, counts, checks and records the chain, then hands it over.
   void Publish(internal::Chain<Instruction> chain);

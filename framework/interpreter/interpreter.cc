@@ -598,9 +598,8 @@ absl::Status Interpreter::Builder::Emit() {
       // (by dispatch, or by completion). Between cpu streams of two workers a StreamWait,
       // which the consumer's worker honours on the host, avoids the round trip through the
       // scheduler a completion edge costs.
-      const bool host_wait = from->policy()->synchronous() && stream->policy()->synchronous() &&
-                             from->thread_ctx() != stream->thread_ctx();
-      if ((from->policy()->synchronous() && !host_wait) || options.skip_stream_analysis) {
+      if ((from->policy()->synchronous() && !vm::WaitsOnHost(*from, *stream)) ||
+          options.skip_stream_analysis) {
         incoming.push_back(seq_item[p]);
         continue;
       }
