@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "core/scoped_lock.h"
 
 namespace sluice {
 
@@ -28,18 +29,7 @@ class ABSL_LOCKABLE PlainMutex {
 };
 
 // Holds a PlainMutex for its scope.
-class ABSL_SCOPED_LOCKABLE PlainMutexLock {
- public:
-  explicit PlainMutexLock(PlainMutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) {
-    mu_->Lock();
-  }
-  ~PlainMutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
-  PlainMutexLock(const PlainMutexLock&) = delete;
-  PlainMutexLock& operator=(const PlainMutexLock&) = delete;
-
- private:
-  PlainMutex* const mu_;
-};
+using PlainMutexLock = ScopedLock<PlainMutex>;
 
 }  // namespace sluice
 

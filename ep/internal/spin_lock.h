@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "core/scoped_lock.h"
 #include "ep/internal/spin_wait.h"
 
 namespace sluice::ep::internal {
@@ -34,18 +35,7 @@ class ABSL_LOCKABLE SpinLock {
   std::atomic<bool> locked_{false};
 };
 
-class ABSL_SCOPED_LOCKABLE SpinLockHolder {
- public:
-  explicit SpinLockHolder(SpinLock* lock) ABSL_EXCLUSIVE_LOCK_FUNCTION(lock) : lock_(lock) {
-    lock_->Lock();
-  }
-  ~SpinLockHolder() ABSL_UNLOCK_FUNCTION() { lock_->Unlock(); }
-  SpinLockHolder(const SpinLockHolder&) = delete;
-  SpinLockHolder& operator=(const SpinLockHolder&) = delete;
-
- private:
-  SpinLock* const lock_;
-};
+using SpinLockHolder = ScopedLock<SpinLock>;
 
 }  // namespace sluice::ep::internal
 
