@@ -3,10 +3,8 @@
 // ops spread over two sim compute streams under the sync checker (no reports).
 #include <cmath>
 
-#include "framework/eager/context.h"
-#include "framework/executor/executor.h"
-#include "framework/models/linear_regression.h"
 #include "gtest/gtest.h"
+#include "tests/framework/demo_test_util.h"
 #include "vm/sync_checker.h"
 
 namespace sluice::framework {
@@ -21,26 +19,19 @@ struct Trained {
 Trained Train(Device device, int streams, bool check_sync, int steps = 100) {
   eager::ContextOptions context_options;
   context_options.runtime.num_sim_devices = 1;
-  context_options.runtime.enable_cuda = false;
   context_options.vm.check_sync = check_sync;
-  eager::Context context = eager::Context::Create(context_options).value();
-  LinearRegression model = BuildLinearRegression(&context.registry()).value();
-  ExecutorOptions options;
-  options.interpreter.device = device;
-  options.interpreter.compute_streams = streams;
-  Executor executor(&context.registry(), context.vm(), options);
-  Scope scope;
+  DemoSetup demo(context_options, device, streams);
+  LinearRegression& model = demo.model;
   Trained out;
   absl::StatusOr<RunResult> init =
-      executor.Run(model.startup->desc(), {}, {model.weight, model.bias}, &scope);
+      demo.executor.Run(model.startup->desc(), {}, {model.weight, model.bias}, &demo.scope);
   EXPECT_TRUE(init.ok()) << init.status();
   if (!init.ok()) return out;
   out.w0 = init->fetches[0].ToVector<float>();
   out.b0 = init->fetches[1].ToVector<float>();
-  const Feeds feeds = {{model.x, LinearRegressionInput()}, {model.y, LinearRegressionTarget()}};
   for (int step = 0; step < steps; ++step) {
-    absl::StatusOr<RunResult> result =
-        executor.Run(model.main->desc(), feeds, {model.loss, model.weight, model.bias}, &scope);
+    absl::StatusOr<RunResult> result = demo.executor.Run(
+        model.main->desc(), demo.feeds(), {model.loss, model.weight, model.bias}, &demo.scope);
     EXPECT_TRUE(result.ok()) << result.status();
     if (!result.ok()) return out;
     out.losses.push_back(result->fetches[0].ToVector<float>()[0]);
@@ -49,7 +40,7 @@ Trained Train(Device device, int streams, bool check_sync, int steps = 100) {
       out.b1 = result->fetches[2].ToVector<float>();
     }
   }
-  if (check_sync) out.violations = context.vm()->sync_checker()->violation_count();
+  if (check_sync) out.violations = demo.context.vm()->sync_checker()->violation_count();
   return out;
 }
 

@@ -5,12 +5,10 @@
 #include <filesystem>
 
 #include "ep/runtime.h"
-#include "framework/eager/context.h"
-#include "framework/executor/executor.h"
-#include "framework/models/linear_regression.h"
 #include "gtest/gtest.h"
 #include "ops/op_registry.h"
 #include "ops/standard_ops.h"
+#include "tests/framework/demo_test_util.h"
 #include "vm/record_reader.h"
 #include "vm/replayer.h"
 
@@ -21,22 +19,16 @@ std::string RecordDemo(Device device, int streams, const std::string& name) {
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
   eager::ContextOptions context_options;
   context_options.runtime.num_sim_devices = 2;
-  context_options.runtime.enable_cuda = false;
   context_options.vm.record_path = path;
-  eager::Context context = eager::Context::Create(context_options).value();
-  LinearRegression model = BuildLinearRegression(&context.registry()).value();
-  ExecutorOptions options;
-  options.interpreter.device = device;
-  options.interpreter.compute_streams = streams;
-  Executor executor(&context.registry(), context.vm(), options);
-  Scope scope;
-  EXPECT_TRUE(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
-  const Feeds feeds = {{model.x, LinearRegressionInput()}, {model.y, LinearRegressionTarget()}};
+  DemoSetup demo(context_options, device, streams);
+  EXPECT_TRUE(demo.executor.Run(demo.model.startup->desc(), {}, {}, &demo.scope).ok());
   for (int step = 0; step < 3; ++step) {
-    EXPECT_TRUE(executor.Run(model.main->desc(), feeds, {model.loss}, &scope).ok());
+    EXPECT_TRUE(
+        demo.executor.Run(demo.model.main->desc(), demo.feeds(), {demo.model.loss}, &demo.scope)
+            .ok());
   }
   // While the scope still holds the parameters: the record ends with their checksums.
-  EXPECT_TRUE(context.vm()->Shutdown().ok());
+  EXPECT_TRUE(demo.context.vm()->Shutdown().ok());
   return path;
 }
 
