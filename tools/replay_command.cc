@@ -180,9 +180,11 @@ int ReplayMain(int argc, char** argv) {
   if (absl::Status registered = ops::RegisterHostKernels(&kernels); !registered.ok()) {
     return Fail("", registered, 2);
   }
-  ops::OpRegistry standard;
-  if (absl::Status registered = ops::RegisterStandardOps(&standard); !registered.ok()) {
-    return Fail("", registered, 2);
+  ops::OpRegistry standard;  // filled only for --ops standard
+  if (options.standard_ops) {
+    if (absl::Status registered = ops::RegisterStandardOps(&standard); !registered.ok()) {
+      return Fail("", registered, 2);
+    }
   }
   vm::KernelLookup lookup = [&](absl::string_view op, const StreamKey& stream,
                                 DataType dtype) -> absl::StatusOr<const vm::OpKernel*> {
