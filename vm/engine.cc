@@ -22,7 +22,8 @@ Engine::Engine(EngineOptions options, SyncChecker* checker, internal::Instructio
 
 Engine::~Engine() { SLUICE_CHECK(!thread_.joinable()); }
 
-void Engine::Start() {
+void Engine::Start(absl::AnyInvocable<void()> hand_over) {
+  hand_over_ = std::move(hand_over);
   if (options_.dedicated_thread)
     thread_ = std::thread([this] {
       SetCurrentThreadName("sluice-sched");
@@ -89,6 +90,19 @@ void Engine::Kick() {
 
 void Engine::SchedulerLoop() {
   while (true) {
+    if (incoming_.empty() && completed_.empty() && !wants_work_.load(std::memory_order_relaxed)) {
+      // Out of work. Producers streaming small ops hand over a full buffer within a few
+      // microseconds: wait that long for it without touching their buffers (looking would
+      // pull each buffer's line away from its producer, the very transfer buffering saves).
+      auto work = [this] { return !incoming_.empty() || !completed_.empty(); };
+      if (!internal::Waker::SpinWithBackoff(work, kHoldBackWindow)) {
+        // Still nothing: from here producers hand over at once, and what they held back
+        // before, hand_over_ submits now. In that order: a producer whose append missed this
+        // look sees the flag (its buffer's lock orders the two).
+        wants_work_.store(true, std::memory_order_seq_cst);
+        if (hand_over_) hand_over_();
+      }
+    }
     waker_.Wait(
         [this] {
           return !incoming_.empty() || !completed_.empty() || !graveyard_.empty() ||
@@ -98,13 +112,17 @@ void Engine::SchedulerLoop() {
     if (stop_.load(std::memory_order_seq_cst) && incoming_.empty() && completed_.empty()) {
       return;
     }
+    if (wants_work_.load(std::memory_order_relaxed)) {
+      wants_work_.store(false, std::memory_order_relaxed);
+    }
     Step();
   }
 }
 
 void Engine::Step() {
-  // Taken first: every instruction using a buried blob was pushed before the blob's last
-  // reference went away, so it is received in this pass at the latest.
+  // Taken first: every instruction using a buried blob was accepted before the blob's last
+  // reference went away, so it is received in this pass at the latest (held-back ones
+  // once hand_over_ ran).
   internal::Chain<Blob> buried = graveyard_.TakeAll();
   internal::Chain<Instruction> done = completed_.TakeAll();
   for (Instruction* instruction = done.head; instruction != nullptr;) {
@@ -112,11 +130,12 @@ void Engine::Step() {
     Retire(instruction);
     instruction = next;
   }
-  internal::Chain<Instruction> incoming = incoming_.TakeAll();
-  for (Instruction* instruction = incoming.head; instruction != nullptr;) {
-    Instruction* next = instruction->next;
-    Receive(instruction);
-    instruction = next;
+  ReceiveIncoming();
+  if (!buried.empty() && options_.dedicated_thread && hand_over_) {
+    // Instructions using a buried blob may still be held back by their producer: have them
+    // submitted and count their uses before deciding (caller-thread mode holds none back).
+    hand_over_();
+    ReceiveIncoming();
   }
   for (Blob* blob = buried.head; blob != nullptr;) {
     Blob* next = blob->next;
@@ -146,6 +165,15 @@ void Engine::Step() {
     }
     pool_->Recycle(std::move(reset));
     recycled_ = internal::Chain<Instruction>();
+  }
+}
+
+void Engine::ReceiveIncoming() {
+  internal::Chain<Instruction> incoming = incoming_.TakeAll();
+  for (Instruction* instruction = incoming.head; instruction != nullptr;) {
+    Instruction* next = instruction->next;
+    Receive(instruction);
+    instruction = next;
   }
 }
 

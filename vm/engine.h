@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "vm/instruction.h"
 #include "vm/internal/instruction_pool.h"
 #include "vm/internal/intrusive_queue.h"
@@ -64,7 +65,18 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  void Start();
+  // `hand_over` (may be null): hands over the instructions producers hold back
+  // (internal::SubmitBuffer) by submitting them. Dedicated mode calls it on the scheduler
+  // thread each time it runs out of work (after WantsWork() turned true, before it waits)
+  // and before it decides the fate of buried blobs.
+  void Start(absl::AnyInvocable<void()> hand_over = nullptr);
+  // Any thread: true while the scheduler thread is out of work (or there is none): a
+  // producer holding instructions back should hand them over now. seq_cst: set before
+  // `hand_over` runs, so that a producer that appends after the scheduler's last look at its
+  // buffer sees it (see VirtualMachine::SubmitBuffered).
+  bool WantsWork() const {
+    return !options_.dedicated_thread || wants_work_.load(std::memory_order_seq_cst);
+  }
   // Any thread: submitted instructions, in order (room reserved in the pool).
   void Submit(internal::Chain<Instruction> chain);
   // ThreadCtx workers: completed instructions.
@@ -75,7 +87,9 @@ class Engine {
   // another thread is already scheduling.
   void Kick();
   // Any thread (a BlobRef's deleter): deletes `blob` once no unretired instruction uses it,
-  // at the next scheduling pass. Never schedules inline.
+  // at the next scheduling pass. Never schedules inline. Every instruction using the blob
+  // must have been accepted before (submitted, or held back by a producer: the pass hands
+  // those over before it counts the blob's uses).
   void Bury(Blob* blob);
   // After Stop, with nothing in flight: deletes buried blobs.
   void DeleteBuried();
@@ -89,6 +103,8 @@ class Engine {
   // One scheduling pass. Exclusive: the scheduler thread, or the combining-counter owner.
   void Step();
   void Receive(Instruction* instruction);
+  // Receives everything in incoming_, in order.
+  void ReceiveIncoming();
   void AddEdge(Instruction* from, Instruction* to);
   void Retire(Instruction* instruction);
   void ForgetReader(Blob* blob, Instruction* instruction);
@@ -97,6 +113,10 @@ class Engine {
   void MakeReady(Instruction* instruction);
   // Dispatches every ready instruction, earliest received first (see the class comment).
   void DispatchReady();
+
+  // How long an out-of-work scheduler waits for producers to hand over what they hold
+  // back before it takes it itself (the most a held-back instruction waits).
+  static constexpr std::chrono::nanoseconds kHoldBackWindow{2000};
 
   const EngineOptions options_;
   SyncChecker* const checker_;
@@ -111,6 +131,8 @@ class Engine {
   // Dedicated mode.
   internal::Waker waker_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> wants_work_{true};
+  absl::AnyInvocable<void()> hand_over_;
   std::thread thread_;
 
   // Scheduler state (Step only).

@@ -11,9 +11,16 @@
 
 namespace sluice::vm {
 
-InstructionsBuilder::InstructionsBuilder(VirtualMachine* vm) : vm_(vm) {}
+InstructionsBuilder::InstructionsBuilder(VirtualMachine* vm) : vm_(vm) {
+  vm_->AttachBuffer(&buffer_);
+}
 
-InstructionsBuilder::~InstructionsBuilder() { vm_->FreeInstructions(std::move(cache_)); }
+InstructionsBuilder::~InstructionsBuilder() {
+  vm_->DetachBuffer(&buffer_);
+  vm_->ReturnUnusedInstructions(std::move(cache_));
+}
+
+void InstructionsBuilder::Flush() { vm_->HandOverBuffers(); }
 
 Instruction* InstructionsBuilder::Allocate() { return vm_->AllocateInstruction(cache_); }
 
@@ -112,7 +119,7 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs, 
   call->inputs = ToPtrs(inputs);
   call->outputs = ToPtrs(outputs);
   chain.PushBack(call);
-  SLUICE_RETURN_IF_ERROR(vm_->Submit(std::move(chain)));
+  SLUICE_RETURN_IF_ERROR(vm_->SubmitBuffered(&buffer_, std::move(chain), /*hand_over=*/false));
   // Only work that was accepted moves a blob's last use: a refused call leaves the soft-sync
   // state as it was, so the next call still syncs against the real last user.
   SetLastUse(inputs, outputs, stream);

@@ -10,6 +10,10 @@
 //    for it (RecordEvent -> op is a completion edge in the engine).
 // Blobs sharing a last stream share one sync instruction. Then every operand's last use
 // becomes the current stream. No other sync is emitted: the counts are tested.
+//
+// Call's instructions may be held back briefly (while the scheduler is busy, up to
+// VirtualMachine::max_buffered() of them) and handed to the engine together: order is
+// kept, and nothing waits for this builder's next call (see VirtualMachine::SubmitBuffered).
 #ifndef SLUICE_VM_INSTRUCTIONS_BUILDER_H_
 #define SLUICE_VM_INSTRUCTIONS_BUILDER_H_
 
@@ -24,6 +28,7 @@
 #include "vm/blob.h"
 #include "vm/instruction.h"
 #include "vm/internal/intrusive_queue.h"
+#include "vm/internal/submit_buffer.h"
 #include "vm/kernel.h"
 #include "vm/stream.h"
 
@@ -75,6 +80,11 @@ class InstructionsBuilder {
   // Host callback once everything submitted before it is complete (see Barrier).
   absl::Status Barrier(BarrierCallback callback);
 
+  // Hands over the instructions Call held back (see below) now. Never needed for
+  // correctness: the scheduler takes them itself as soon as it runs out of work, and every
+  // other method, Sync and barriers hand them over first.
+  void Flush();
+
   // Off: Call emits no sync instructions (`sluice stress --no-soft-sync` uses it to prove
   // the sync checker catches what soft sync prevents). On by default.
   void set_soft_sync(bool enabled) { soft_sync_ = enabled; }
@@ -95,6 +105,9 @@ class InstructionsBuilder {
   VirtualMachine* const vm_;
   bool soft_sync_ = true;
   internal::Chain<Instruction> cache_;
+  // What Call submitted but the VM holds back while its scheduler is busy
+  // (VirtualMachine::SubmitBuffered: up to max_buffered() instructions).
+  internal::SubmitBuffer buffer_;
 };
 
 }  // namespace sluice::vm

@@ -114,7 +114,7 @@ absl::Status PrecomputedBatch::Submit(VirtualMachine* vm) {
     }
   }
   // Give unused cached instructions back so the batch never holds VM memory between runs.
-  vm->FreeInstructions(std::move(cache_));
+  vm->ReturnUnusedInstructions(std::move(cache_));
   cache_ = internal::Chain<Instruction>();
   return absl::OkStatus();
 }

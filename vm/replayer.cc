@@ -171,7 +171,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
   };
   auto finish = [&](absl::Status status) -> absl::Status {
     if (!chain.empty()) vm_->FreeInstructions(std::move(chain));
-    vm_->FreeInstructions(std::move(cache));
+    vm_->ReturnUnusedInstructions(std::move(cache));
     return status;
   };
 

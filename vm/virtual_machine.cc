@@ -1,5 +1,6 @@
 #include "vm/virtual_machine.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -61,7 +62,8 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runti
   std::unique_ptr<VirtualMachine> vm(new VirtualMachine(runtime, std::move(options)));
   vm->recorder_ = std::move(recorder);
   vm->executor_.set_recorder(vm->recorder_.get());
-  vm->engine_.Start();
+  VirtualMachine* raw = vm.get();
+  vm->engine_.Start([raw] { raw->HandOverBuffers(); });
   return vm;
 }
 
@@ -75,7 +77,11 @@ VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
                             options_.spin},
               checker_.get(), &pool_),
       reaper_(std::make_shared<internal::BlobReaper>(&engine_)),
-      by_id_(new std::atomic<Stream*>[StreamIdTable::kCapacity]) {
+      by_id_(new std::atomic<Stream*>[StreamIdTable::kCapacity]),
+      max_buffered_(
+          options_.scheduling == VmOptions::Scheduling::kDedicatedThread
+              ? std::max<int64_t>(1, std::min<int64_t>(kMaxBuffered, options_.max_in_flight / 4))
+              : 1) {
   for (int i = 0; i < StreamIdTable::kCapacity; ++i) by_id_[i].store(nullptr);
 }
 
@@ -167,8 +173,77 @@ absl::StatusOr<BlobRef> VirtualMachine::NewLazyBlob(Stream* stream, DataType dty
   return blob;
 }
 
+void VirtualMachine::AttachBuffer(internal::SubmitBuffer* buffer) {
+  if (max_buffered_ <= 1) return;  // nothing is ever held back
+  PlainMutexLock lock(&buffers_mu_);
+  buffers_.push_back(buffer);
+  attached_buffers_.store(static_cast<int>(buffers_.size()), std::memory_order_relaxed);
+}
+
+void VirtualMachine::DetachBuffer(internal::SubmitBuffer* buffer) {
+  if (max_buffered_ <= 1) return;
+  PlainMutexLock lock(&buffers_mu_);
+  {
+    PlainMutexLock buffer_lock(&buffer->mu);
+    if (!buffer->chain.empty()) Publish(std::exchange(buffer->chain, {}));
+  }
+  buffers_.erase(std::find(buffers_.begin(), buffers_.end(), buffer));
+  attached_buffers_.store(static_cast<int>(buffers_.size()), std::memory_order_relaxed);
+}
+
+void VirtualMachine::HandOverBuffers() {
+  if (attached_buffers_.load(std::memory_order_relaxed) == 0) return;
+  PlainMutexLock lock(&buffers_mu_);
+  for (internal::SubmitBuffer* buffer : buffers_) {
+    // Under the buffer's lock: a chain taken here must be handed over before the producer
+    // can take (and hand over) the next one.
+    PlainMutexLock buffer_lock(&buffer->mu);
+    if (!buffer->chain.empty()) Publish(std::exchange(buffer->chain, {}));
+  }
+}
+
+int64_t VirtualMachine::held_back() {
+  PlainMutexLock lock(&buffers_mu_);
+  int64_t n = 0;
+  for (internal::SubmitBuffer* buffer : buffers_) {
+    PlainMutexLock buffer_lock(&buffer->mu);
+    n += static_cast<int64_t>(buffer->chain.size);
+  }
+  return n;
+}
+
+absl::Status VirtualMachine::SubmitBuffered(internal::SubmitBuffer* buffer,
+                                            internal::Chain<Instruction> chain, bool hand_over) {
+  const absl::Status reserved = Reserve(static_cast<int64_t>(chain.size), /*after_close=*/false);
+  if (!reserved.ok()) {
+    pool_.Free(std::move(chain));
+    return reserved;
+  }
+  if (max_buffered_ <= 1) {
+    Publish(std::move(chain));
+    return absl::OkStatus();
+  }
+  internal::Chain<Instruction> ready;
+  {
+    PlainMutexLock lock(&buffer->mu);
+    buffer->chain.Append(std::move(chain));
+    // WantsWork after the append (both under the lock): either the scheduler's next look at
+    // this buffer comes later and finds the chain, or its flag was already up (seq_cst).
+    if (hand_over || static_cast<int64_t>(buffer->chain.size) >= max_buffered_ ||
+        engine_.WantsWork()) {
+      ready = std::exchange(buffer->chain, {});
+    }
+  }
+  // Outside the lock (caller-thread mode may schedule inline here). Nothing of this buffer
+  // can overtake it: the next chain comes from this same producer, after this returns.
+  if (!ready.empty()) Publish(std::move(ready));
+  return absl::OkStatus();
+}
+
 absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain, bool after_close) {
   if (chain.empty()) return absl::OkStatus();
+  // What this thread holds back in a builder was submitted before this chain.
+  HandOverBuffers();
   const absl::Status reserved = Reserve(static_cast<int64_t>(chain.size), after_close);
   if (!reserved.ok()) {
     pool_.Free(std::move(chain));
@@ -182,7 +257,12 @@ absl::Status VirtualMachine::Reserve(int64_t n, bool after_close) {
   // The kick lets the scheduler make progress while this thread waits for room, also when
   // scheduling runs on producer threads.
   return pool_.Reserve(
-      n, [this] { engine_.Kick(); }, after_close);
+      n,
+      [this] {
+        HandOverBuffers();  // room held back in buffers frees only once it runs
+        engine_.Kick();
+      },
+      after_close);
 }
 
 void VirtualMachine::SubmitBatchPart(internal::Chain<Instruction> part, bool first, bool last) {
@@ -229,7 +309,7 @@ absl::Status VirtualMachine::Sync() {
 absl::Status VirtualMachine::WaitBarrier(bool after_close) {
   internal::Chain<Instruction> cache;
   Instruction* barrier = pool_.Allocate(cache);
-  pool_.Free(std::move(cache));
+  pool_.ReturnUnused(std::move(cache));
   absl::Notification done;
   barrier->kind = InstructionKind::kBarrier;
   barrier->barrier_callback = [&done] { done.Notify(); };
@@ -279,7 +359,8 @@ absl::Status VirtualMachine::Shutdown(ShutdownMode mode) {
   return status;
 }
 
-VmStats VirtualMachine::stats() const {
+VmStats VirtualMachine::stats() {
+  HandOverBuffers();
   VmStats s;
   auto get = [](const std::atomic<int64_t>& c) { return c.load(std::memory_order_relaxed); };
   s.instructions = get(counters_.instructions);

@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/data_type.h"
+#include "core/plain_mutex.h"
 #include "core/shape.h"
 #include "core/stream_id.h"
 #include "ep/runtime.h"
@@ -30,6 +31,7 @@
 #include "vm/instruction_executor.h"
 #include "vm/internal/blob_reaper.h"
 #include "vm/internal/instruction_pool.h"
+#include "vm/internal/submit_buffer.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 #include "vm/sync_checker.h"
@@ -97,7 +99,8 @@ class VirtualMachine {
   // the first pending error. Idempotent.
   absl::Status Shutdown(ShutdownMode mode = ShutdownMode::kFinish);
 
-  VmStats stats() const;
+  // Hands held-back instructions over first, so that the counts cover every accepted one.
+  VmStats stats();
   // Times every OpCall from now on into `tracer` (null: stop). The tracer must stay alive
   // until the work launched while it was installed is complete (remove it after a Sync).
   void SetTracer(Tracer* tracer) { executor_.set_tracer(tracer); }
@@ -117,6 +120,9 @@ class VirtualMachine {
     return pool_.Allocate(cache);
   }
   void FreeInstructions(internal::Chain<Instruction> chain) { pool_.Free(std::move(chain)); }
+  void ReturnUnusedInstructions(internal::Chain<Instruction> cache) {
+    pool_.ReturnUnused(std::move(cache));
+  }
   // Submits a chain of filled instructions as one unit, in order: assigns their seq,
   // records them, waits for room. On error the instructions are freed.
   absl::Status Submit(internal::Chain<Instruction> chain) {
@@ -128,8 +134,32 @@ class VirtualMachine {
   // then SubmitBatchPart hands over each piece in order, `last` on the final one, which
   // must bring the total to exactly n. Instructions may name earlier pieces' instructions
   // as predecessors: the engine recycles nothing while a batch is partly received.
-  absl::Status ReserveBatch(int64_t n) { return Reserve(n, /*after_close=*/false); }
+  absl::Status ReserveBatch(int64_t n) {
+    HandOverBuffers();  // what this thread holds back was submitted before the batch
+    return Reserve(n, /*after_close=*/false);
+  }
   void SubmitBatchPart(internal::Chain<Instruction> part, bool first, bool last);
+  // Held-back submission (InstructionsBuilder; see internal::SubmitBuffer). A producer
+  // attaches its buffer once and detaches it (which hands it over) before it goes away.
+  void AttachBuffer(internal::SubmitBuffer* buffer);
+  void DetachBuffer(internal::SubmitBuffer* buffer);
+  // Like Submit — room is reserved now, with the same errors, and on error the chain is
+  // freed — but the chain may wait in `buffer` behind earlier ones. It is handed over when
+  // `hand_over` is set, when the buffer reaches max_buffered(), or when the scheduler is
+  // out of work; the scheduler also takes every buffer itself whenever it runs out of work
+  // or a blob's last reference goes away, and Sync, stats(), barriers and every other
+  // submit path hand all buffers over first.
+  absl::Status SubmitBuffered(internal::SubmitBuffer* buffer, internal::Chain<Instruction> chain,
+                              bool hand_over);
+  // Hands every attached buffer over. Any thread.
+  void HandOverBuffers();
+  // Instructions accepted but still held back in buffers: a snapshot, for tests and
+  // diagnostics.
+  int64_t held_back();
+  // The most instructions a buffer holds back (1: none; so in caller-thread mode, where no
+  // scheduler thread would come for them).
+  int64_t max_buffered() const { return max_buffered_; }
+
   // A host thread waited for `instruction`'s completion (for the sync checker).
   void NoteHostWaited(const Instruction& instruction);
   ErrorSink& errors() { return errors_; }
@@ -171,6 +201,13 @@ class VirtualMachine {
   // Indexed by StreamId: lock-free lookup on the submit path. Written once under
   // streams_mu_ (release), read with acquire.
   std::unique_ptr<std::atomic<Stream*>[]> by_id_;
+
+  static constexpr int64_t kMaxBuffered = 32;
+  const int64_t max_buffered_;
+  // Attached buffers. Lock order: buffers_mu_, then a buffer's mu.
+  PlainMutex buffers_mu_;
+  std::vector<internal::SubmitBuffer*> buffers_ ABSL_GUARDED_BY(buffers_mu_);
+  std::atomic<int> attached_buffers_{0};  // buffers_.size(), readable without the lock
 
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> next_blob_id_{1};

@@ -45,6 +45,10 @@ void InstructionPool::Free(Chain<Instruction> chain) {
   free_.Push(reset);
 }
 
+void InstructionPool::ReturnUnused(Chain<Instruction> cache) {
+  if (!cache.empty()) free_.Push(cache);
+}
+
 absl::Status InstructionPool::Reserve(int64_t n, absl::FunctionRef<void()> kick, bool after_close) {
   if (n > max_in_flight_) {
     return absl::InvalidArgumentError(absl::StrCat("cannot submit ", n,

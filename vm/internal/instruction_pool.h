@@ -32,8 +32,11 @@ class InstructionPool {
   // Producer: a free instruction, from `cache` (a producer-private chain), refilled from
   // the recycled list or a new block when empty.
   Instruction* Allocate(Chain<Instruction>& cache);
-  // Producer: gives back instructions it allocated but will not submit.
+  // Producer: gives back instructions it allocated and filled but will not submit.
   void Free(Chain<Instruction> chain);
+  // Producer: gives back a cache of instructions it never handed out (still clean: no
+  // Reset, so giving back a large cache costs O(1)).
+  void ReturnUnused(Chain<Instruction> cache);
 
   // Producer: reserves room for `n` instructions about to be submitted, waiting while the
   // VM is full (calling `kick` first, so that the scheduler makes progress even when it

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <thread>
 #include <type_traits>
 
 #include "absl/synchronization/mutex.h"
@@ -42,10 +43,10 @@ class Waker {
   }
 
   // Polls `ready` for up to `budget`, pausing longer between polls as the wait goes on
-  // (1, 2, 4 ... 32 pauses). A consumer polling a queue head keeps the producer's cache
-  // line in shared state, so every push pays a cache-line transfer; polling less often lets
-  // a burst of pushes land before the consumer looks, and the consumer then takes them as
-  // one batch.
+  // (1, 2, 4 ... 32 pauses, then a yield before each poll). A consumer polling a queue head keeps
+  // the producer's cache line in shared state, so every push pays a cache-line transfer; polling
+  // less often lets a burst of pushes land before the consumer looks, and the consumer then takes
+  // them as one batch.
   template <typename Pred>
   static bool SpinWithBackoff(Pred& ready, std::chrono::nanoseconds budget) {
     if (ready()) return true;
@@ -57,8 +58,12 @@ class Waker {
       if (ready()) return true;
       if (pauses < kMaxPauses) {
         pauses *= 2;
-      } else if (std::chrono::steady_clock::now() >= deadline) {
-        return false;
+      } else {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        // Past the first microsecond or so: let a thread that shares this core run. With
+        // a producer, the scheduler and a worker on two cores, one core hosts two of them;
+        // a waiter that only pauses takes half of it from the one doing the work.
+        std::this_thread::yield();
       }
     }
   }
