@@ -14,6 +14,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "core/data_type.h"
 #include "core/device.h"
 #include "core/shape.h"
@@ -129,7 +130,10 @@ using BlobList = absl::InlinedVector<BlobRef, 4>;
 // instruction costs no atomic reference counting on blobs shared between threads.
 using BlobPtrs = absl::InlinedVector<Blob*, 4>;
 
-inline BlobPtrs ToPtrs(const BlobList& blobs) {
+// A view of operands for calls that only look at them (no reference counting: a braced
+// list `{x, y}` or a BlobList binds to it).
+using BlobSpan = absl::Span<const BlobRef>;
+inline BlobPtrs ToPtrs(BlobSpan blobs) {
   BlobPtrs ptrs;
   ptrs.reserve(blobs.size());
   for (const BlobRef& blob : blobs) ptrs.push_back(blob.get());

@@ -41,8 +41,8 @@ absl::StatusOr<Stream*> InstructionsBuilder::LastStream(const Blob& blob) {
   return vm_->GetStream(blob.storage()->last_used_stream());
 }
 
-absl::Status InstructionsBuilder::SoftSync(const BlobList& inputs, const BlobList& outputs,
-                                           Stream* stream, internal::Chain<Instruction>& chain) {
+absl::Status InstructionsBuilder::SoftSync(BlobSpan inputs, BlobSpan outputs, Stream* stream,
+                                           internal::Chain<Instruction>& chain) {
   if (soft_sync_) {
     // Group blobs by last stream: one sync per (last stream -> this stream) pair.
     absl::InlinedVector<std::pair<StreamId, BlobPtrs>, 2> groups;
@@ -80,13 +80,12 @@ absl::Status InstructionsBuilder::SoftSync(const BlobList& inputs, const BlobLis
   return absl::OkStatus();
 }
 
-void InstructionsBuilder::SetLastUse(const BlobList& inputs, const BlobList& outputs,
-                                     Stream* stream) {
+void InstructionsBuilder::SetLastUse(BlobSpan inputs, BlobSpan outputs, Stream* stream) {
   for (const BlobRef& blob : outputs) blob->storage()->set_last_used_stream(stream->id());
   for (const BlobRef& blob : inputs) blob->storage()->set_last_used_stream(stream->id());
 }
 
-absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs, BlobList outputs,
+absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs,
                                        std::shared_ptr<const AttrMap> attrs, Stream* stream) {
   if (stream == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("op '", kernel.name(), "': null stream"));
@@ -126,7 +125,7 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobList inputs, 
   return absl::OkStatus();
 }
 
-absl::Status InstructionsBuilder::StreamWait(BlobList blobs, Stream* from, Stream* to) {
+absl::Status InstructionsBuilder::StreamWait(BlobSpan blobs, Stream* from, Stream* to) {
   if (from == nullptr || to == nullptr)
     return absl::InvalidArgumentError("StreamWait: null stream");
   if (!CanStreamWait(*from, *to)) {
@@ -144,7 +143,7 @@ absl::Status InstructionsBuilder::StreamWait(BlobList blobs, Stream* from, Strea
   return vm_->Submit(std::move(chain));
 }
 
-absl::Status InstructionsBuilder::RecordEvent(BlobList blobs, Stream* stream) {
+absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
   if (stream == nullptr) return absl::InvalidArgumentError("RecordEvent: null stream");
   for (const BlobRef& blob : blobs) SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
   Instruction* sync = Allocate();

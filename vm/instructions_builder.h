@@ -48,11 +48,11 @@ class InstructionsBuilder {
 
   // Soft sync, then OpCall(kernel) on `stream`. InvalidArgument for a null stream or blob, a
   // released blob. The kernel's own errors surface at the next sync point.
-  absl::Status Call(const OpKernel& kernel, BlobList inputs, BlobList outputs,
+  absl::Status Call(const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs,
                     std::shared_ptr<const AttrMap> attrs, Stream* stream);
-  absl::Status Call(const OpKernel& kernel, BlobList inputs, BlobList outputs, AttrMap attrs,
+  absl::Status Call(const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs, AttrMap attrs,
                     Stream* stream) {
-    return Call(kernel, std::move(inputs), std::move(outputs),
+    return Call(kernel, inputs, outputs,
                 attrs.empty() ? nullptr : std::make_shared<const AttrMap>(std::move(attrs)),
                 stream);
   }
@@ -60,8 +60,8 @@ class InstructionsBuilder {
   // Explicit syncs (soft sync emits these itself). StreamWait needs two streams of one
   // asynchronous device, or cpu streams of two workers (CanStreamWait; InvalidArgument
   // otherwise).
-  absl::Status StreamWait(BlobList blobs, Stream* from, Stream* to);
-  absl::Status RecordEvent(BlobList blobs, Stream* stream);
+  absl::Status StreamWait(BlobSpan blobs, Stream* from, Stream* to);
+  absl::Status RecordEvent(BlobSpan blobs, Stream* stream);
 
   // Frees the blob's storage in the order of its last stream, after its last use. Using the
   // blob afterwards is InvalidArgument.
@@ -96,10 +96,10 @@ class InstructionsBuilder {
   absl::Status CheckUsable(const BlobRef& blob) const;
   absl::StatusOr<Stream*> LastStream(const Blob& blob);
   // Appends the sync instructions `stream` needs before using the operands.
-  absl::Status SoftSync(const BlobList& inputs, const BlobList& outputs, Stream* stream,
+  absl::Status SoftSync(BlobSpan inputs, BlobSpan outputs, Stream* stream,
                         internal::Chain<Instruction>& chain);
   // Records `stream` as the operands' last user (after a successful submit).
-  static void SetLastUse(const BlobList& inputs, const BlobList& outputs, Stream* stream);
+  static void SetLastUse(BlobSpan inputs, BlobSpan outputs, Stream* stream);
   Instruction* Allocate();
 
   VirtualMachine* const vm_;
