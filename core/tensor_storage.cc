@@ -39,9 +39,10 @@ TensorStorage::TensorStorage(Allocator* allocator, void* data, size_t bytes, Dev
 TensorStorage::~TensorStorage() { allocator_->Deallocate(data_); }
 
 void TensorStorage::set_last_used_stream(StreamId stream) {
-  if (stream != alloc_stream_ && stream != last_used_stream_) {
-    allocator_->RecordStream(data_, stream);
-  }
+  // Mostly the same stream again: no store, so the line stays shared with the workers that
+  // read data() instead of moving to the producer's core on every op.
+  if (stream == last_used_stream_) return;
+  if (stream != alloc_stream_) allocator_->RecordStream(data_, stream);
   last_used_stream_ = stream;
 }
 
