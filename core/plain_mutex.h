@@ -21,10 +21,25 @@ class ABSL_LOCKABLE PlainMutex {
   PlainMutex(const PlainMutex&) = delete;
   PlainMutex& operator=(const PlainMutex&) = delete;
 
-  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  // Spins briefly before it blocks: the sections it guards are short, and a thread that
+  // parks on a futex here costs both sides a system call (the holder's unlock has to wake
+  // it) — in the eager add loop, the producer allocating storage and the worker freeing
+  // the previous one met on the caching allocator's lock every op, and the futex calls
+  // took a fifth of the producer's time.
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    for (int i = 0; i < kSpins; ++i) {
+      if (mu_.try_lock()) return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    mu_.lock();
+  }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
 
  private:
+  static constexpr int kSpins = 200;  // a few microseconds at most
+
   std::mutex mu_;
 };
 
