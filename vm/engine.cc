@@ -17,16 +17,6 @@ bool LaterReceived(const Instruction* a, const Instruction* b) { return a->recei
 
 }  // namespace
 
-namespace {
-
-// Starts moving the first `lines` cache lines of `instruction` to this core, for writing.
-void PrefetchLines(const Instruction* instruction, size_t lines) {
-  const char* bytes = reinterpret_cast<const char*>(instruction);
-  for (size_t i = 0; i < lines; ++i) __builtin_prefetch(bytes + 64 * i, /*rw=*/1, /*locality=*/3);
-}
-
-}  // namespace
-
 Engine::Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool)
     : options_(options), checker_(checker), pool_(pool) {}
 
@@ -170,7 +160,7 @@ void Engine::Step() {
     for (Instruction* instruction = recycled_.head; instruction != nullptr;) {
       Instruction* next = instruction->next;
       // Reset writes most of an instruction's lines, some last written on other cores.
-      if (next != nullptr) PrefetchLines(next, sizeof(Instruction) / 64);
+      if (next != nullptr) PrefetchForWrite(next);
       instruction->Reset();
       reset.PushBack(instruction);
       instruction = next;
@@ -186,7 +176,7 @@ void Engine::ReceiveIncoming() {
     Instruction* next = instruction->next;
     // Each instruction's lines were last written on the producer's core: start moving the
     // next one's (the fields Receive reads: kind .. outputs) while this one is received.
-    if (next != nullptr) PrefetchLines(next, 3);
+    if (next != nullptr) PrefetchForWrite(next, 3);
     Receive(instruction);
     instruction = next;
   }

@@ -118,7 +118,7 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobSpan inputs, 
   call->inputs = ToPtrs(inputs);
   call->outputs = ToPtrs(outputs);
   chain.PushBack(call);
-  SLUICE_RETURN_IF_ERROR(vm_->SubmitBuffered(&buffer_, std::move(chain), /*hand_over=*/false));
+  SLUICE_RETURN_IF_ERROR(vm_->SubmitBuffered(&buffer_, std::move(chain)));
   // Only work that was accepted moves a blob's last use: a refused call leaves the soft-sync
   // state as it was, so the next call still syncs against the real last user.
   SetLastUse(inputs, outputs, stream);

@@ -183,10 +183,7 @@ void VirtualMachine::AttachBuffer(internal::SubmitBuffer* buffer) {
 void VirtualMachine::DetachBuffer(internal::SubmitBuffer* buffer) {
   if (max_buffered_ <= 1) return;
   PlainMutexLock lock(&buffers_mu_);
-  {
-    PlainMutexLock buffer_lock(&buffer->mu);
-    if (!buffer->chain.empty()) Publish(std::exchange(buffer->chain, {}));
-  }
+  HandOver(buffer);
   buffers_.erase(std::find(buffers_.begin(), buffers_.end(), buffer));
   attached_buffers_.store(static_cast<int>(buffers_.size()), std::memory_order_relaxed);
 }
@@ -194,12 +191,14 @@ void VirtualMachine::DetachBuffer(internal::SubmitBuffer* buffer) {
 void VirtualMachine::HandOverBuffers() {
   if (attached_buffers_.load(std::memory_order_relaxed) == 0) return;
   PlainMutexLock lock(&buffers_mu_);
-  for (internal::SubmitBuffer* buffer : buffers_) {
-    // Under the buffer's lock: a chain taken here must be handed over before the producer
-    // can take (and hand over) the next one.
-    PlainMutexLock buffer_lock(&buffer->mu);
-    if (!buffer->chain.empty()) Publish(std::exchange(buffer->chain, {}));
-  }
+  for (internal::SubmitBuffer* buffer : buffers_) HandOver(buffer);
+}
+
+void VirtualMachine::HandOver(internal::SubmitBuffer* buffer) {
+  // Under the buffer's lock: a chain taken here must be handed over before the producer
+  // can take (and hand over) the next one.
+  PlainMutexLock buffer_lock(&buffer->mu);
+  if (!buffer->chain.empty()) Publish(std::exchange(buffer->chain, {}));
 }
 
 int64_t VirtualMachine::held_back() {
@@ -213,12 +212,8 @@ int64_t VirtualMachine::held_back() {
 }
 
 absl::Status VirtualMachine::SubmitBuffered(internal::SubmitBuffer* buffer,
-                                            internal::Chain<Instruction> chain, bool hand_over) {
-  const absl::Status reserved = Reserve(static_cast<int64_t>(chain.size), /*after_close=*/false);
-  if (!reserved.ok()) {
-    pool_.Free(std::move(chain));
-    return reserved;
-  }
+                                            internal::Chain<Instruction> chain) {
+  SLUICE_RETURN_IF_ERROR(ReserveOrFree(chain, /*after_close=*/false));
   if (max_buffered_ <= 1) {
     Publish(std::move(chain));
     return absl::OkStatus();
@@ -229,13 +224,13 @@ absl::Status VirtualMachine::SubmitBuffered(internal::SubmitBuffer* buffer,
     buffer->chain.Append(std::move(chain));
     // WantsWork after the append (both under the lock): either the scheduler's next look at
     // this buffer comes later and finds the chain, or its flag was already up (seq_cst).
-    if (hand_over || static_cast<int64_t>(buffer->chain.size) >= max_buffered_ ||
-        engine_.WantsWork()) {
+    if (static_cast<int64_t>(buffer->chain.size) >= max_buffered_ || engine_.WantsWork()) {
       ready = std::exchange(buffer->chain, {});
     }
   }
-  // Outside the lock (caller-thread mode may schedule inline here). Nothing of this buffer
-  // can overtake it: the next chain comes from this same producer, after this returns.
+  // Outside the lock, so that a scheduler looking at this buffer does not wait for the
+  // numbering, checking and recording. Nothing of this buffer can overtake it: the next
+  // chain comes from this same producer, after this returns.
   if (!ready.empty()) Publish(std::move(ready));
   return absl::OkStatus();
 }
@@ -244,11 +239,7 @@ absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain, 
   if (chain.empty()) return absl::OkStatus();
   // What this thread holds back in a builder was submitted before this chain.
   HandOverBuffers();
-  const absl::Status reserved = Reserve(static_cast<int64_t>(chain.size), after_close);
-  if (!reserved.ok()) {
-    pool_.Free(std::move(chain));
-    return reserved;
-  }
+  SLUICE_RETURN_IF_ERROR(ReserveOrFree(chain, after_close));
   Publish(std::move(chain));
   return absl::OkStatus();
 }
@@ -263,6 +254,12 @@ absl::Status VirtualMachine::Reserve(int64_t n, bool after_close) {
         engine_.Kick();
       },
       after_close);
+}
+
+absl::Status VirtualMachine::ReserveOrFree(internal::Chain<Instruction>& chain, bool after_close) {
+  const absl::Status reserved = Reserve(static_cast<int64_t>(chain.size), after_close);
+  if (!reserved.ok()) pool_.Free(std::exchange(chain, {}));
+  return reserved;
 }
 
 void VirtualMachine::SubmitBatchPart(internal::Chain<Instruction> part, bool first, bool last) {

@@ -145,12 +145,10 @@ class VirtualMachine {
   void DetachBuffer(internal::SubmitBuffer* buffer);
   // Like Submit — room is reserved now, with the same errors, and on error the chain is
   // freed — but the chain may wait in `buffer` behind earlier ones. It is handed over when
-  // `hand_over` is set, when the buffer reaches max_buffered(), or when the scheduler is
-  // out of work; the scheduler also takes every buffer itself whenever it runs out of work
-  // or a blob's last reference goes away, and Sync, stats(), barriers and every other
-  // submit path hand all buffers over first.
-  absl::Status SubmitBuffered(internal::SubmitBuffer* buffer, internal::Chain<Instruction> chain,
-                              bool hand_over);
+  // the buffer reaches max_buffered() or when the scheduler is out of work; the scheduler also
+  // takes every buffer itself whenever it runs out of work or a blob's last reference goes away,
+  // and Sync, stats(), barriers and every other submit path hand all buffers over first.
+  absl::Status SubmitBuffered(internal::SubmitBuffer* buffer, internal::Chain<Instruction> chain);
   // Hands every attached buffer over. Any thread.
   void HandOverBuffers();
   // Instructions accepted but still held back in buffers: a snapshot, for tests and
@@ -174,6 +172,10 @@ class VirtualMachine {
   ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
   // Waits for room for `n` instructions in the pool (see InstructionPool::Reserve).
   absl::Status Reserve(int64_t n, bool after_close);
+  // Reserve for the whole chain; on error frees its instructions (and empties it).
+  absl::Status ReserveOrFree(internal::Chain<Instruction>& chain, bool after_close);
+  // Hands one attached buffer over. Requires buffers_mu_ (lock order: see buffers_mu_).
+  void HandOver(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffers_mu_);
   absl::Status SubmitInternal(internal::Chain<Instruction> chain, bool after_close);
   // Room reserved: numbers, counts, checks and records the chain, then hands it over.
   void Publish(internal::Chain<Instruction> chain);

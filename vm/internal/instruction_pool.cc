@@ -23,10 +23,7 @@ Instruction* InstructionPool::Allocate(Chain<Instruction>& cache) {
   } else {
     // The next instruction was last written by the scheduler (recycled at retirement):
     // start moving its lines to this core now, while the caller fills this one.
-    const char* next = reinterpret_cast<const char*>(cache.head);
-    for (size_t offset = 0; offset < sizeof(Instruction); offset += 64) {
-      __builtin_prefetch(next + offset, /*rw=*/1, /*locality=*/3);
-    }
+    PrefetchForWrite(cache.head);
   }
   --cache.size;
   instruction->next = nullptr;
