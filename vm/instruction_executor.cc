@@ -76,8 +76,12 @@ struct HostWork {
 
 absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> work) {
   ran_host_work_ = true;
-  return stream_->Launch(HostWork{instruction_, errors_, skipped_, std::move(work),
-                                  executor_ != nullptr ? executor_->tracer() : nullptr});
+  HostWork host_work{instruction_, errors_, skipped_, std::move(work),
+                     executor_ != nullptr ? executor_->tracer() : nullptr};
+  // A synchronous stream would run the task at once anyway: skip wrapping it (the wrapper
+  // does not fit a HostTask's inline storage, so that would cost an allocation per op).
+  if (!stream_->IsAsync()) return host_work();
+  return stream_->Launch(std::move(host_work));
 }
 
 void KernelContext::RunStep(Instruction* step) { executor_->RunStep(step, *instruction_); }

@@ -13,8 +13,12 @@
 namespace sluice::vm {
 
 ThreadCtx::ThreadCtx(std::string name, InstructionExecutor* executor, Engine* engine,
-                     std::chrono::nanoseconds spin)
-    : name_(std::move(name)), executor_(executor), engine_(engine), spin_(spin) {}
+                     std::chrono::nanoseconds spin, std::chrono::nanoseconds idle_spin)
+    : name_(std::move(name)),
+      executor_(executor),
+      engine_(engine),
+      spin_(spin),
+      idle_spin_(idle_spin) {}
 
 ThreadCtx::~ThreadCtx() { SLUICE_CHECK(!thread_.joinable()); }
 
@@ -68,7 +72,7 @@ void ThreadCtx::AwaitRan(const Instruction::HostWait& wait) const {
 void ThreadCtx::Loop() {
   std::vector<Stream*> touched;
   while (true) {
-    waker_.Wait([this] { return HasWork(); }, spin_);
+    waker_.Wait([this] { return HasWork(); }, idle_spin_);
     internal::Chain<Instruction> done;
     if (poked_.exchange(false, std::memory_order_seq_cst)) {
       for (Stream* stream : async_streams_) stream->policy()->Collect(*stream, done);

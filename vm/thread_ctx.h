@@ -31,8 +31,10 @@ class Stream;
 // Thread-safe as documented per method. Start once; Stop before destruction.
 class ThreadCtx {
  public:
+  // `spin`: how long a host wait (AwaitRan) polls before parking; `idle_spin`: how long
+  // the worker polls its empty queue before parking.
   ThreadCtx(std::string name, InstructionExecutor* executor, Engine* engine,
-            std::chrono::nanoseconds spin);
+            std::chrono::nanoseconds spin, std::chrono::nanoseconds idle_spin);
   ~ThreadCtx();
   ThreadCtx(const ThreadCtx&) = delete;
   ThreadCtx& operator=(const ThreadCtx&) = delete;
@@ -65,6 +67,7 @@ class ThreadCtx {
   InstructionExecutor* const executor_;
   Engine* const engine_;
   const std::chrono::nanoseconds spin_;
+  const std::chrono::nanoseconds idle_spin_;
 
   internal::IntrusiveQueue<Instruction> queue_;
   // Set by Poke (seq_cst, see Waker), cleared by the worker before it collects.

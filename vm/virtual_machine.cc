@@ -52,8 +52,9 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runti
     return absl::InvalidArgumentError(
         absl::StrCat("VirtualMachine: max_in_flight must be >= 1, got ", options.max_in_flight));
   }
-  if (options.spin.count() < 0) {
-    return absl::InvalidArgumentError("VirtualMachine: negative spin");
+  if (options.spin.count() < 0 || options.idle_spin.count() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VirtualMachine: negative ", options.spin.count() < 0 ? "spin" : "idle_spin"));
   }
   std::unique_ptr<Recorder> recorder;
   if (!options.record_path.empty()) {
@@ -95,8 +96,8 @@ ThreadCtx* VirtualMachine::ThreadCtxFor(const StreamKey& key) {
   for (const std::unique_ptr<ThreadCtx>& ctx : thread_ctxs_) {
     if (ctx->name() == name) return ctx.get();
   }
-  thread_ctxs_.push_back(
-      std::make_unique<ThreadCtx>(std::move(name), &executor_, &engine_, options_.spin));
+  thread_ctxs_.push_back(std::make_unique<ThreadCtx>(std::move(name), &executor_, &engine_,
+                                                     options_.spin, options_.idle_spin));
   thread_ctxs_.back()->Start();
   return thread_ctxs_.back().get();
 }

@@ -56,6 +56,10 @@ struct VmOptions {
   std::string record_path;
   // How long idle VM threads spin before parking.
   std::chrono::nanoseconds spin{20000};
+  // How long a ThreadCtx worker that ran out of instructions keeps polling for more before
+  // it parks (it yields the core between polls). Longer than `spin`: work often comes in
+  // runs (a precomputed graph per step), and a parked worker costs the next run a wake-up.
+  std::chrono::nanoseconds idle_spin{200000};
 };
 
 enum class ShutdownMode {

@@ -12,7 +12,11 @@
 //   BM_Interpreter_Build/N   Interpreter::Build of a random DAG of N ops (no run).
 // Environment, for investigations (defaults are what docs/benchmarks.md reports):
 //   SLUICE_BENCH_SPIN_NS=N   VmOptions::spin of the VM's threads (default 20000);
-//   SLUICE_BENCH_TRACE=FILE  after the timed loop, one more run writes a Chrome trace.
+//   SLUICE_BENCH_IDLE_SPIN_NS=N  VmOptions::idle_spin of its workers (default 200000);
+//   SLUICE_BENCH_CALLER_THREAD=1  caller-thread scheduling instead of a scheduler thread;
+//   SLUICE_BENCH_TRACE=FILE  after the timed loop, one more run writes a Chrome trace;
+//   SLUICE_BENCH_CROSS_COST=X  InterpreterOptions::cross_stream_cost (default 2; 0 is the
+//                            start-time-only list schedule of earlier figures).
 //   BM_Executor_DemoStep/D   one training step of the demo program (Linear(16->1) + MSE +
 //                            Adam, 16x16 input; framework/models/linear_regression.h) through
 //                            a PreparedRun, feeds staged and the loss fetched: D = 0 cpu,
@@ -155,6 +159,10 @@ struct Engine {
     vm::VmOptions vm_options;
     if (const char* spin = std::getenv("SLUICE_BENCH_SPIN_NS"))
       vm_options.spin = std::chrono::nanoseconds(std::atoll(spin));
+    if (const char* idle = std::getenv("SLUICE_BENCH_IDLE_SPIN_NS"))
+      vm_options.idle_spin = std::chrono::nanoseconds(std::atoll(idle));
+    if (std::getenv("SLUICE_BENCH_CALLER_THREAD") != nullptr)
+      vm_options.scheduling = vm::VmOptions::Scheduling::kCallerThread;
     vm = vm::VirtualMachine::Create(runtime.get(), vm_options).value();
     SLUICE_CHECK(RegisterBenchOps(&registry).ok());
   }
@@ -171,6 +179,8 @@ void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device d
   ExecutorOptions options;
   options.interpreter.device = device;
   options.interpreter.compute_streams = streams;
+  if (const char* cost = std::getenv("SLUICE_BENCH_CROSS_COST"))
+    options.interpreter.cross_stream_cost = std::atof(cost);
   options.interpreter.release_temporaries = state.range(1) != 0;
   Executor executor(&engine.registry, engine.vm.get(), options);
   Scope scope;

@@ -41,6 +41,9 @@ struct Bench {
     if (const char* spin = std::getenv("SLUICE_BENCH_SPIN_NS")) {
       options.spin = std::chrono::nanoseconds(std::atoll(spin));
     }
+    if (const char* idle = std::getenv("SLUICE_BENCH_IDLE_SPIN_NS")) {
+      options.idle_spin = std::chrono::nanoseconds(std::atoll(idle));
+    }
     vm = VirtualMachine::Create(runtime.get(), options).value();
     SLUICE_CHECK(ops::RegisterHostKernels(&kernels).ok());
     builder = std::make_unique<InstructionsBuilder>(vm.get());

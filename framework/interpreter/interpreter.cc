@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -81,7 +82,7 @@ struct Interpreter::Builder {
   std::vector<Node> nodes;
   std::vector<Segment> segments;
   std::vector<vm::Stream*> func_streams;  // per op func
-  std::vector<int64_t> func_start;        // per op func: list-schedule start
+  std::vector<double> func_start;         // per op func: list-schedule start
   std::vector<int> fetch_slots;           // var slot per fetch, on cpu
   std::vector<std::pair<std::string, vm::BlobRef>> new_persistables;  // for the scope
   std::vector<int> must_check;  // persistables read before written
@@ -378,17 +379,22 @@ absl::Status Interpreter::Builder::ResolveOps() {
 void Interpreter::Builder::AssignStreams(const DependencyGraph& deps) {
   const int n = static_cast<int>(funcs.size());
   const int lanes = std::max(1, options.compute_streams);
-  // List schedule with unit cost: each op starts when its inputs are done and its stream is
-  // free; ties go to the stream of the latest-finishing predecessor (no sync needed).
-  std::vector<int64_t> lane_free(lanes, 0);
-  std::vector<int64_t> done(n, 0);
+  const double cross = std::max(0.0, options.cross_stream_cost);
+  // List schedule with unit cost per op and a cost per edge between streams: an op can
+  // start on a stream once that stream is free and each input is done — plus `cross` for
+  // an input from another stream. It goes to the stream with the lowest start plus `cross`
+  // per input from elsewhere (ties: the stream of the latest-finishing input), so a stream
+  // keeps the ops that feed each other unless the other stream would start sooner by more
+  // than the syncs cost. Every cross-stream edge splits a fused sequence and costs a sync.
+  std::vector<double> lane_free(lanes, 0);
+  std::vector<double> done(n, 0);
   func_start.assign(n, 0);
   std::vector<int> lane_of(n, -1);
   for (int b = 0; b < n; ++b) {
     OpFunc& func = funcs[b];
-    int64_t ready = 0;
+    double ready = 0;
     int pred_lane = -1;
-    int64_t pred_done = -1;
+    double pred_done = -1;
     for (int p : deps.predecessors[b]) {
       ready = std::max(ready, done[p]);
       if (lane_of[p] >= 0 && done[p] > pred_done) {
@@ -400,7 +406,7 @@ void Interpreter::Builder::AssignStreams(const DependencyGraph& deps) {
       if (func.stream->type == StreamType::kCompute && func.stream->device == options.device &&
           func.stream->index < lanes) {
         lane_of[b] = func.stream->index;
-        const int64_t start = std::max(ready, lane_free[lane_of[b]]);
+        const double start = std::max(ready, lane_free[lane_of[b]]);
         done[b] = lane_free[lane_of[b]] = start + 1;
       } else {
         done[b] = ready + 1;
@@ -409,15 +415,23 @@ void Interpreter::Builder::AssignStreams(const DependencyGraph& deps) {
       continue;
     }
     int best = 0;
-    int64_t best_start = INT64_MAX;
+    double best_start = 0;
+    double best_score = std::numeric_limits<double>::infinity();
     for (int lane = 0; lane < lanes; ++lane) {
-      const int64_t start = std::max(ready, lane_free[lane]);
-      if (start < best_start || (start == best_start && lane == pred_lane)) {
+      double start = lane_free[lane];
+      int from_elsewhere = 0;
+      for (int p : deps.predecessors[b]) {
+        const bool other = lane_of[p] >= 0 && lane_of[p] != lane;
+        start = std::max(start, done[p] + (other ? cross : 0.0));
+        from_elsewhere += other ? 1 : 0;
+      }
+      const double score = start + cross * from_elsewhere;
+      if (score < best_score || (score == best_score && lane == pred_lane)) {
         best = lane;
         best_start = start;
+        best_score = score;
       }
     }
-    if (lanes == 1) best = 0;
     lane_of[b] = best;
     done[b] = lane_free[best] = best_start + 1;
     func_start[b] = best_start;
@@ -553,10 +567,10 @@ absl::Status Interpreter::Builder::Emit() {
       const Node& node = nodes[b];
       double t = 0;
       if (node.op >= 0) {
-        t = static_cast<double>(func_start[node.op]);
+        t = func_start[node.op];
       } else {
         for (int p : node.preds) {
-          if (nodes[p].op >= 0) t = std::max(t, static_cast<double>(func_start[nodes[p].op]) + 1);
+          if (nodes[p].op >= 0) t = std::max(t, func_start[nodes[p].op] + 1);
         }
       }
       if (first < 0) first = t;

@@ -9,7 +9,7 @@
 //     lazily on the device when absent), temporaries get lazy blobs the interpreter owns;
 //  3. dependences (dependency_builder.h), then stream placement: an op's "stream" attribute
 //     ("compute:1"), else compute stream 0, or — with compute_streams > 1 — a list
-//     schedule over that many compute streams;
+//     schedule over that many compute streams that prices cross-stream edges;
 //  4. GC plan: each temporary (not fed, fetched or persistable) gets a Release after every
 //     op that touches it, on the stream that first writes it (the stream that allocates it);
 //  5. fusion: consecutive nodes of one stream whose other-stream dependences come only
@@ -49,6 +49,11 @@ struct InterpreterOptions {
   // Ops without a "stream" attribute run on compute stream 0, or — when > 1 — are spread
   // over compute streams 0..n-1 by a list schedule (unit cost per op).
   int compute_streams = 1;
+  // The list schedule's price of an edge between two compute streams, in ops: the consumer
+  // starts that much after its producer ends, and the choice of stream counts it once more
+  // per such input. Higher keeps chains of dependent ops on one stream (fewer syncs and
+  // longer fused sequences); 0 balances the streams by start time alone.
+  double cross_stream_cost = 2.0;
   // Free temporaries after their last use (the GC plan). Off: they keep their storage
   // between runs (less allocator traffic, more memory).
   bool release_temporaries = true;

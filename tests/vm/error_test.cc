@@ -400,6 +400,11 @@ TEST(VmCreateTest, BadOptions) {
   spin.spin = std::chrono::nanoseconds(-1);
   EXPECT_EQ(VirtualMachine::Create(runtime.get(), spin).status().code(),
             absl::StatusCode::kInvalidArgument);
+  VmOptions idle_spin;
+  idle_spin.idle_spin = std::chrono::nanoseconds(-1);
+  const absl::Status idle = VirtualMachine::Create(runtime.get(), idle_spin).status();
+  EXPECT_EQ(idle.code(), absl::StatusCode::kInvalidArgument) << idle;
+  EXPECT_THAT(idle.message(), HasSubstr("idle_spin"));
   const absl::Status null = VirtualMachine::Create(nullptr).status();
   EXPECT_EQ(null.code(), absl::StatusCode::kInvalidArgument) << null;
   EXPECT_THAT(null.message(), HasSubstr("runtime"));
