@@ -86,6 +86,10 @@ absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> wo
 
 void KernelContext::RunStep(Instruction* step) { executor_->RunStep(step, *instruction_); }
 
+bool KernelContext::vm_cancelling() const {
+  return executor_ != nullptr && executor_->cancelling();
+}
+
 // --- Tracer (declared in tracer.h). ---
 
 int64_t Tracer::NowNs() {

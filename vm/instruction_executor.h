@@ -43,6 +43,8 @@ class InstructionExecutor {
   static absl::Status InputPoison(const Instruction& instruction);
 
   ErrorSink* errors() const { return errors_; }
+  // True once the VM cancels its work (shutdown with cancellation). Any thread.
+  bool cancelling() const { return cancel_ != nullptr && cancel_->load(std::memory_order_acquire); }
   // Set once, before any instruction runs: AccessBlob writes then record their bytes.
   void set_recorder(Recorder* recorder) { recorder_ = recorder; }
   // Installs (or, with null, removes) the tracer that times every OpCall from now on. Any

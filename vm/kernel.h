@@ -52,6 +52,9 @@ class KernelContext {
   // instruction's stream now, with a lone instruction's rules. Its errors are reported
   // under its own name; nothing is returned. Only for contexts the VM's executor built.
   void RunStep(Instruction* step);
+  // True once the VM cancels its work (Shutdown(kCancel)): a kernel that waits for other
+  // work (OpSequence's cross-sequence waits) stops waiting. False without an executor.
+  bool vm_cancelling() const;
 
  private:
   Instruction* const instruction_;

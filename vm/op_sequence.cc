@@ -1,6 +1,16 @@
 #include "vm/op_sequence.h"
 
+#include "core/status.h"
+
 namespace sluice::vm {
+namespace {
+
+// A cross-sequence wait usually ends within an op or two: spin that long, then park.
+constexpr std::chrono::nanoseconds kWaitSpin{20000};
+// A parked waiter looks at the VM's cancel flag this often (the source may never run).
+constexpr absl::Duration kCancelPoll = absl::Milliseconds(1);
+
+}  // namespace
 
 OpSequence::~OpSequence() = default;
 
@@ -15,6 +25,7 @@ void OpSequence::AddOpCall(const OpKernel& kernel, BlobPtrs inputs, BlobPtrs out
     if (written_set_.insert(blob).second) all_outputs_.push_back(blob);
   }
   Instruction& step = steps_.emplace_back();
+  announce_.push_back(0);
   step.kind = InstructionKind::kOpCall;
   step.kernel = &kernel;
   step.inputs = std::move(inputs);
@@ -26,14 +37,42 @@ void OpSequence::AddOpCall(const OpKernel& kernel, BlobPtrs inputs, BlobPtrs out
 void OpSequence::AddRelease(Blob* blob) {
   if (written_set_.insert(blob).second) all_outputs_.push_back(blob);
   Instruction& step = steps_.emplace_back();
+  announce_.push_back(0);
   step.kind = InstructionKind::kRelease;
   step.outputs.push_back(blob);
 }
 
+void OpSequence::AddWait(OpSequence* source, int steps) {
+  SLUICE_CHECK(source != nullptr && source != this && run_ != nullptr && source->run_ == run_ &&
+               steps > 0 && steps <= source->size());
+  waits_.push_back({steps_.size(), source, static_cast<uint32_t>(steps)});
+  source->announce_[steps - 1] = 1;
+}
+
+bool OpSequence::Await(const Wait& wait, uint64_t run_tag, KernelContext& ctx) const {
+  const OpSequence& source = *wait.source;
+  const uint64_t target = run_tag | wait.steps;
+  auto passed = [&source, target] {
+    return source.progress_.load(std::memory_order_acquire) >= target;
+  };
+  if (internal::Waker::SpinWithBackoff(passed, kWaitSpin)) return true;
+  while (!source.progress_waker_.WaitFor(passed, kCancelPoll)) {
+    if (ctx.vm_cancelling()) return false;
+  }
+  return true;
+}
+
 absl::Status OpSequence::Launch(KernelContext& ctx) const {
+  const uint64_t run_tag =
+      run_ != nullptr ? uint64_t{run_->load(std::memory_order_relaxed)} << 32 : 0;
   int64_t launched = 0;
+  bool abandoned = false;  // the VM cancelled while a wait was pending
+  size_t next_wait = 0;
   const size_t n = steps_.size();
   for (size_t i = 0; i < n; ++i) {
+    for (; next_wait < waits_.size() && waits_[next_wait].before_step == i; ++next_wait) {
+      if (!abandoned && !Await(waits_[next_wait], run_tag, ctx)) abandoned = true;
+    }
     // const_cast: steps are per-run scratch of this sequence (see the class comment); the
     // kernel interface is const because the same kernel object may serve many sequences.
     Instruction* step = const_cast<Instruction*>(&steps_[i]);
@@ -46,12 +85,20 @@ absl::Status OpSequence::Launch(KernelContext& ctx) const {
       __builtin_prefetch(reinterpret_cast<const char*>(&next) + 128);
       if (!next.outputs.empty()) __builtin_prefetch(next.outputs.front());
     }
-    if (step->kind == InstructionKind::kOpCall) {
+    // Abandoned: skip Releases too — the wait that ordered a Release after another
+    // sequence's last use did not finish, and storage is freed with its blob anyway.
+    bool run = !abandoned;
+    if (run && step->kind == InstructionKind::kOpCall) {
       // Relaxed: cancellation is a request; a step that misses it just runs.
-      if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) continue;
-      ++launched;
+      run = cancel_ == nullptr || !cancel_->load(std::memory_order_relaxed);
+      if (run) ++launched;
     }
-    ctx.RunStep(step);
+    if (run) ctx.RunStep(step);
+    if (announce_[i]) {
+      // seq_cst, then Notify: the Waker protocol (a parked waiter is seen or sees this).
+      progress_.store(run_tag | (i + 1), std::memory_order_seq_cst);
+      progress_waker_.Notify();
+    }
   }
   if (ops_run_ != nullptr) ops_run_->fetch_add(launched, std::memory_order_relaxed);
   return absl::OkStatus();

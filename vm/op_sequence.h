@@ -5,6 +5,13 @@
 // whose input is poisoned is skipped and poisons its outputs, a failing step is reported
 // under its own op name, a lazy output is allocated when first written, a Release step
 // frees storage. The per-op cost falls from one trip through the engine to one virtual call.
+//
+// Cross-sequence waits. A precomputed graph over several cpu streams, each served by its
+// own worker, can run as one sequence per stream: where a step needs another stream's
+// work, a wait step holds the worker until the other sequence has passed the step that
+// produced it in the same run (a progress counter tagged with the run number, so a value
+// left from the previous run never satisfies it). The engine then sees one instruction per
+// stream per run instead of one per fused segment and sync.
 #ifndef SLUICE_VM_OP_SEQUENCE_H_
 #define SLUICE_VM_OP_SEQUENCE_H_
 
@@ -20,13 +27,15 @@
 #include "vm/attrs.h"
 #include "vm/blob.h"
 #include "vm/instruction.h"
+#include "vm/internal/waker.h"
 #include "vm/kernel.h"
 
 namespace sluice::vm {
 
 // Built once by a producer (thread-compatible while building), then immutable and used by
 // one worker at a time: the instruction running it is the only one, because a precomputed
-// graph runs one step after another (the executor serializes runs of one graph).
+// graph runs one step after another (the executor serializes runs of one graph). Other
+// sequences' workers read its progress (atomics) while it runs.
 class OpSequence final : public OpKernel {
  public:
   OpSequence() = default;
@@ -46,6 +55,20 @@ class OpSequence final : public OpKernel {
   void set_cancel_flag(const std::atomic<bool>* cancel) { cancel_ = cancel; }
   void set_ops_counter(std::atomic<int64_t>* ops_run) { ops_run_ = ops_run; }
 
+  // The run number every sequence of one graph reads at Launch (relaxed: the producer
+  // increments it before it submits a run, and submission orders that before the launch).
+  // Needed by both sides of a wait; set before AddWait. Runs are numbered modulo 2^32.
+  void set_run_counter(const std::atomic<uint32_t>* run) { run_ = run; }
+  // Before the next step added here, wait until `source` has passed its first `steps`
+  // steps in the current run. `source` (not this sequence) must run in the same run on
+  // another worker, and the waits of all sequences must follow one order of the work (each
+  // wait points to steps that come earlier in it) — otherwise two sequences can wait for
+  // each other forever. While waiting, the worker spins briefly, then parks; once the VM
+  // cancels its work it stops waiting and skips its remaining steps (Releases included:
+  // their storage goes with the blob).
+  void AddWait(OpSequence* source, int steps);
+  int waits() const { return static_cast<int>(waits_.size()); }
+
   int size() const { return static_cast<int>(steps_.size()); }
   // The steps, in order (OpCall or Release instructions; for the recorder).
   const std::deque<Instruction>& steps() const { return steps_; }
@@ -56,7 +79,7 @@ class OpSequence final : public OpKernel {
   const BlobPtrs& all_outputs() const { return all_outputs_; }
 
   absl::string_view name() const override { return "op_sequence"; }
-  // Runs every step through KernelContext::RunStep.
+  // Runs every step through KernelContext::RunStep, waiting where AddWait said.
   absl::Status Launch(KernelContext& ctx) const override;
   bool handles_poison() const override { return true; }
 
@@ -65,6 +88,22 @@ class OpSequence final : public OpKernel {
   // here; the worker fills stream and seq each run. A deque keeps them in large
   // contiguous chunks (stable addresses), so walking a sequence streams through memory.
   std::deque<Instruction> steps_;
+  struct Wait {
+    size_t before_step;  // runs before steps_[before_step]
+    const OpSequence* source;
+    uint32_t steps;  // source's steps that must have passed
+  };
+  // Waits for `wait` in the run tagged `run_tag`. False when the VM cancelled its work
+  // meanwhile (the source may never run).
+  bool Await(const Wait& wait, uint64_t run_tag, KernelContext& ctx) const;
+
+  std::vector<Wait> waits_;  // in before_step order
+  // Per step: another sequence waits for it, so passing it is announced.
+  std::vector<uint8_t> announce_;
+  const std::atomic<uint32_t>* run_ = nullptr;
+  // (run number << 32) | steps passed, announced after steps others wait for.
+  mutable std::atomic<uint64_t> progress_{0};
+  mutable internal::Waker progress_waker_;
   int op_calls_ = 0;
   const std::atomic<bool>* cancel_ = nullptr;
   std::atomic<int64_t>* ops_run_ = nullptr;

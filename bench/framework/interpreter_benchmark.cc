@@ -14,6 +14,7 @@
 //   SLUICE_BENCH_SPIN_NS=N   VmOptions::spin of the VM's threads (default 20000);
 //   SLUICE_BENCH_IDLE_SPIN_NS=N  VmOptions::idle_spin of its workers (default 200000);
 //   SLUICE_BENCH_CALLER_THREAD=1  caller-thread scheduling instead of a scheduler thread;
+//   SLUICE_BENCH_LANES=0     InterpreterOptions::lane_sequences off (instruction-level lowering);
 //   SLUICE_BENCH_TRACE=FILE  after the timed loop, one more run writes a Chrome trace;
 //   SLUICE_BENCH_CROSS_COST=X  InterpreterOptions::cross_stream_cost (default 2; 0 is the
 //                            start-time-only list schedule of earlier figures).
@@ -179,6 +180,8 @@ void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device d
   ExecutorOptions options;
   options.interpreter.device = device;
   options.interpreter.compute_streams = streams;
+  if (const char* lanes = std::getenv("SLUICE_BENCH_LANES"))
+    options.interpreter.lane_sequences = std::atoi(lanes) != 0;
   if (const char* cost = std::getenv("SLUICE_BENCH_CROSS_COST"))
     options.interpreter.cross_stream_cost = std::atof(cost);
   options.interpreter.release_temporaries = state.range(1) != 0;

@@ -557,6 +557,7 @@ absl::Status Interpreter::Builder::Emit() {
     vm::Stream* from = nullptr;
     vm::Stream* to = nullptr;
     double key = 0;
+    int from_segment = -1;  // kStreamWait: the segment waited for
   };
   std::vector<Item> items;
   std::vector<std::pair<int, int>> item_edges;
@@ -585,6 +586,9 @@ absl::Status Interpreter::Builder::Emit() {
   std::vector<int> seq_item(segments.size(), -1);
   std::vector<int> record_item(segments.size(), -1);
   std::vector<int> last_on_stream(k, -1);
+  // Whether every cross-stream edge became a StreamWait that a worker honours on the host
+  // (cpu streams of separate workers): then the streams can run as one sequence each.
+  bool host_waits_only = true;
   auto merge = [&](std::vector<int>& into, const std::vector<int>& from) {
     for (int i = 0; i < k; ++i) into[i] = std::max(into[i], from[i]);
   };
@@ -615,15 +619,17 @@ absl::Status Interpreter::Builder::Emit() {
       if ((from->policy()->synchronous() && !vm::WaitsOnHost(*from, *stream)) ||
           options.skip_stream_analysis) {
         incoming.push_back(seq_item[p]);
+        host_waits_only = false;
         continue;
       }
+      if (!vm::WaitsOnHost(*from, *stream)) host_waits_only = false;
       if (known[s][t] >= segments[p].position) continue;  // implied by an earlier sync
       // Just before the end of p's segment in list-schedule time, so that the sync goes out
       // right behind p's sequence — ahead of the next segment of p's stream, which starts
       // at that same time and would otherwise delay the consumer by a whole segment.
       const double after_p = std::max(seg_end[p] - kStep / 2, items[seq_item[p]].key + kStep);
       if (from->key().device == stream->key().device) {
-        items.push_back({Item::Kind::kStreamWait, -1, from, stream, after_p});
+        items.push_back({Item::Kind::kStreamWait, -1, from, stream, after_p, p});
         const int wait = static_cast<int>(items.size()) - 1;
         item_edges.emplace_back(seq_item[p], wait);
         incoming.push_back(wait);
@@ -661,6 +667,61 @@ absl::Status Interpreter::Builder::Emit() {
   for (const VarSlot& var : vars) refs.emplace(var.blob.get(), var.blob);
   const bool list_operands = vm->options().check_sync || !vm->options().record_path.empty();
   vm::PrecomputedBatch& batch = out->batch_;
+  auto new_sequence = [&] {
+    auto sequence = std::make_unique<vm::OpSequence>();
+    sequence->set_cancel_flag(&out->cancel_);
+    sequence->set_ops_counter(&out->ops_run_);
+    sequence->set_run_counter(&out->run_number_);
+    return sequence;
+  };
+  auto append_segment = [&](vm::OpSequence& sequence, const Segment& segment) {
+    for (int b : segment.nodes) {
+      const Node& node = nodes[b];
+      if (node.op >= 0) {
+        const OpFunc& func = funcs[node.op];
+        vm::BlobPtrs inputs, outputs;
+        for (int v : func.inputs) inputs.push_back(vars[v].blob.get());
+        for (int v : func.outputs) outputs.push_back(vars[v].blob.get());
+        sequence.AddOpCall(*func.kernel, std::move(inputs), std::move(outputs), func.attrs);
+      } else {
+        sequence.AddRelease(vars[node.var].blob.get());
+      }
+    }
+  };
+  // Lane mode: one sequence per stream, its segments in key order, and a wait step where
+  // a StreamWait stood (vm/op_sequence.h). Two instructions per run instead of one per
+  // segment and sync. Not with observers: the sync checker and the recorder see
+  // instructions, and waits inside a sequence are invisible to them.
+  if (options.lane_sequences && options.fuse && !options.skip_stream_analysis && !list_operands &&
+      k > 1 && host_waits_only) {
+    std::vector<std::unique_ptr<vm::OpSequence>> lanes(k);
+    std::vector<vm::Stream*> lane_stream(k);
+    for (const auto& [stream, s] : dense) {
+      lanes[s] = new_sequence();
+      lane_stream[s] = stream;
+    }
+    std::vector<int> passed_after(segments.size(), 0);  // lane steps once it is appended
+    for (int i : order) {
+      const Item& item = items[i];
+      if (item.kind == Item::Kind::kStreamWait) {
+        // The producer's segment has a smaller key, so its steps are in its lane already.
+        lanes[dense[item.to]]->AddWait(lanes[dense[item.from]].get(),
+                                       passed_after[item.from_segment]);
+        continue;
+      }
+      vm::OpSequence& lane = *lanes[dense[item.to]];
+      append_segment(lane, segments[item.segment]);
+      passed_after[item.segment] = lane.size();
+    }
+    for (int s = 0; s < k; ++s) {
+      batch.AddOpCall(*lanes[s], {}, {}, nullptr, lane_stream[s]);
+      ++stats.op_sequences;
+      out->sequences_.push_back(std::move(lanes[s]));
+    }
+    stats.lane_sequences = k;
+    stats.instructions = batch.size();
+    return absl::OkStatus();
+  }
   std::vector<int> batch_node(items.size(), -1);
   for (int i : order) {
     const Item& item = items[i];
@@ -672,21 +733,8 @@ absl::Status Interpreter::Builder::Emit() {
       batch_node[i] = batch.AddRecordEvent({}, item.from);
       continue;
     }
-    auto sequence = std::make_unique<vm::OpSequence>();
-    sequence->set_cancel_flag(&out->cancel_);
-    sequence->set_ops_counter(&out->ops_run_);
-    for (int b : segments[item.segment].nodes) {
-      const Node& node = nodes[b];
-      if (node.op >= 0) {
-        const OpFunc& func = funcs[node.op];
-        vm::BlobPtrs inputs, outputs;
-        for (int v : func.inputs) inputs.push_back(vars[v].blob.get());
-        for (int v : func.outputs) outputs.push_back(vars[v].blob.get());
-        sequence->AddOpCall(*func.kernel, std::move(inputs), std::move(outputs), func.attrs);
-      } else {
-        sequence->AddRelease(vars[node.var].blob.get());
-      }
-    }
+    std::unique_ptr<vm::OpSequence> sequence = new_sequence();
+    append_segment(*sequence, segments[item.segment]);
     // The enclosing instruction lists the sequence's operands only for the VM's observers
     // (sync checker, recorder): the interpreter keeps every blob alive itself, and listing
     // thousands of operands would cost the engine a use count per blob per run.
@@ -877,6 +925,8 @@ bool Interpreter::BindingsMatch(const Scope& scope) const {
 
 absl::Status Interpreter::Submit() {
   cancel_.store(false, std::memory_order_relaxed);
+  // Lane sequences tell this run's progress from the previous run's by this number.
+  run_number_.fetch_add(1, std::memory_order_relaxed);
   return batch_.Submit(vm_);
 }
 

@@ -16,7 +16,9 @@
 //     into the first node and out of the last become one OpSequence instruction;
 //  6. stream analysis: an edge between streams of one asynchronous device becomes a
 //     StreamWait, from an asynchronous stream to another device a RecordEvent; a wait
-//     already implied by earlier waits (vector clocks per stream) is not emitted.
+//     already implied by earlier waits (vector clocks per stream) is not emitted;
+//  7. lane mode, when every stream is a cpu stream of its own worker: each stream's
+//     segments become one OpSequence and each StreamWait a wait step inside it.
 // Errors (unknown op, bad attribute, shape mismatch, a variable read before anything writes
 // it, an unknown feed or fetch) name the op and variable and are returned before anything is
 // created in the scope.
@@ -59,6 +61,11 @@ struct InterpreterOptions {
   bool release_temporaries = true;
   // Fuse same-stream runs into OpSequences. Off: one instruction per op (for comparison).
   bool fuse = true;
+  // When every stream is a cpu stream with a worker of its own (and fuse is on, and the
+  // VM has no sync checker or recorder attached): run each stream's work as one sequence
+  // with cross-sequence waits (vm/op_sequence.h) instead of one instruction per fused
+  // segment and StreamWait. Off: the instruction-level lowering (for comparison).
+  bool lane_sequences = true;
   // Testing only: turn cross-stream edges into plain edges with no StreamWait/RecordEvent,
   // so the sync checker can show that the stream analysis is what makes runs correct.
   bool skip_stream_analysis = false;
@@ -70,6 +77,7 @@ struct LoweringStats {
   int64_t inserted_copies = 0;
   int64_t instructions = 0;  // batch nodes per run
   int64_t op_sequences = 0;
+  int64_t lane_sequences = 0;  // streams run as one sequence each (0: not lane mode)
   int64_t stream_waits = 0;
   int64_t record_events = 0;
   int64_t releases = 0;
@@ -142,6 +150,7 @@ class Interpreter {
   LoweringStats lowering_;
   std::atomic<bool> cancel_{false};
   std::atomic<int64_t> ops_run_{0};
+  std::atomic<uint32_t> run_number_{0};  // incremented by each Submit
 };
 
 }  // namespace sluice::framework

@@ -520,6 +520,95 @@ TEST_F(InterpreterTest, RandomProgramsOnStreamsMatchACpuRun) {
   EXPECT_EQ(context.vm()->sync_checker()->violation_count(), 0);
 }
 
+// Lane mode (no observer attached, every stream a cpu stream of its own worker): each
+// stream's work is one sequence with cross-sequence waits. The same random programs, run
+// for several steps (so every run's waits must tell it from the previous run), give the
+// single-stream bytes; with the sync checker on, the instruction-level lowering is used.
+TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
+  ::sluice::eager::ContextOptions context_options;
+  context_options.runtime.num_sim_devices = 0;
+  context_options.runtime.enable_cuda = false;
+  absl::StatusOr<eager::Context> created = eager::Context::Create(context_options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  eager::Context& context = *created;
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[i] = std::cos(0.29f * i) * 2;
+  const Feeds feeds = {{"x", HostTensor::FromVector(x, Shape({8, 8}))}};
+  struct Outcome {
+    std::vector<std::vector<uint8_t>> fetched;  // of the last step
+    LoweringStats lowering;
+  };
+  auto run = [&](const RandomProgram& r, InterpreterOptions options) {
+    ExecutorOptions executor_options;
+    executor_options.interpreter = options;
+    Executor executor(&context.registry(), context.vm(), executor_options);
+    Scope scope;
+    Outcome outcome;
+    for (int step = 0; step < 8; ++step) {
+      absl::StatusOr<RunResult> result = executor.Run(r.program, feeds, r.fetches, &scope);
+      EXPECT_TRUE(result.ok()) << result.status();
+      if (!result.ok()) return outcome;
+      outcome.fetched.clear();
+      for (const HostTensor& t : result->fetches) outcome.fetched.push_back(t.bytes);
+    }
+    outcome.lowering = executor.LastLowering().value();
+    return outcome;
+  };
+  for (uint32_t seed : {21u, 22u, 23u, 24u, 25u}) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const RandomProgram plain = MakeRandomProgram(seed, 60, 0);
+    const RandomProgram placed = MakeRandomProgram(seed, 60, 3);
+    const Outcome want = run(plain, InterpreterOptions{});
+    ASSERT_EQ(want.fetched.size(), plain.fetches.size());
+    EXPECT_EQ(want.lowering.lane_sequences, 0);  // one stream: nothing to wait across
+    for (bool release : {true, false}) {
+      for (int streams : {2, 3}) {
+        InterpreterOptions options;
+        options.release_temporaries = release;
+        options.compute_streams = streams;
+        const Outcome lanes = run(plain, options);
+        EXPECT_EQ(lanes.fetched, want.fetched) << streams << " streams, release " << release;
+        // The list schedule may leave a stream unused when the program is narrow.
+        EXPECT_GE(lanes.lowering.lane_sequences, 2);
+        EXPECT_LE(lanes.lowering.lane_sequences, streams);
+        EXPECT_EQ(lanes.lowering.instructions, lanes.lowering.lane_sequences);
+        EXPECT_GT(lanes.lowering.stream_waits, 0);
+        options.lane_sequences = false;
+        const Outcome instructions = run(plain, options);
+        EXPECT_EQ(instructions.fetched, want.fetched);
+        EXPECT_EQ(instructions.lowering.lane_sequences, 0);
+        EXPECT_GT(instructions.lowering.instructions, streams);
+      }
+      InterpreterOptions options;
+      options.release_temporaries = release;
+      const Outcome lanes = run(placed, options);
+      EXPECT_EQ(lanes.fetched, want.fetched) << "stream attributes, release " << release;
+      EXPECT_EQ(lanes.lowering.lane_sequences, 3);
+    }
+  }
+}
+
+TEST_F(InterpreterTest, LaneModeStepsAsideForTheSyncChecker) {
+  ::sluice::eager::ContextOptions context_options;
+  context_options.runtime.num_sim_devices = 0;
+  context_options.runtime.enable_cuda = false;
+  context_options.vm.check_sync = true;
+  absl::StatusOr<eager::Context> created = eager::Context::Create(context_options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ExecutorOptions executor_options;
+  executor_options.interpreter.compute_streams = 2;
+  Executor executor(&created->registry(), created->vm(), executor_options);
+  Scope scope;
+  const RandomProgram r = MakeRandomProgram(31, 40, 0);
+  std::vector<float> x(64, 0.5f);
+  const Feeds feeds = {{"x", HostTensor::FromVector(x, Shape({8, 8}))}};
+  ASSERT_TRUE(executor.Run(r.program, feeds, r.fetches, &scope).ok());
+  const LoweringStats lowering = executor.LastLowering().value();
+  EXPECT_EQ(lowering.lane_sequences, 0);
+  EXPECT_GT(lowering.stream_waits, 0);
+  EXPECT_EQ(created->vm()->sync_checker()->violation_count(), 0);
+}
+
 // --- Build errors: each named, each leaving the scope as it was. ---
 
 TEST_F(InterpreterTest, SuccessfulBuildAddsNewPersistables) {

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "ep/internal/spin_wait.h"
 
 namespace sluice::vm::internal {
@@ -34,6 +35,20 @@ class Waker {
     mu_.Await(absl::Condition(
         +[](P* p) -> bool { return (*p)(); }, &ready));
     waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  // Parks (no spin) until `ready()` is true or `timeout` passed; returns `ready()`'s last
+  // value. For waiters that must look at something else now and then (a cancel flag).
+  template <typename Pred>
+  bool WaitFor(Pred&& ready, absl::Duration timeout) {
+    using P = std::remove_reference_t<Pred>;
+    absl::MutexLock lock(&mu_);
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
+    const bool done = mu_.AwaitWithTimeout(absl::Condition(
+                                               +[](P* p) -> bool { return (*p)(); }, &ready),
+                                           timeout);
+    waiters_.fetch_sub(1, std::memory_order_seq_cst);
+    return done;
   }
 
   // Call after making a waiter's condition true.

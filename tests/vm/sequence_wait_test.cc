@@ -1,0 +1,183 @@
+// Cross-sequence waits (OpSequence::AddWait): two sequences on cpu streams of two workers,
+// submitted together with no edge between them. Proven here: a wait holds its step until the
+// source passed the awaited step, while the steps before it run at once; without the wait
+// the same step runs early and reads the old value (so the first test can fail); a
+// ping-pong resubmitted for many runs gives the sequential result (a run's waits are not
+// satisfied by the previous run's progress); a VM cancelling its work ends a wait for a
+// sequence that will never run, instead of hanging the shutdown. Both scheduling modes.
+#include <atomic>
+#include <future>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "gtest/gtest.h"
+#include "tests/vm/test_kernels.h"
+#include "tests/vm/vm_test_util.h"
+#include "vm/op_sequence.h"
+#include "vm/precomputed_batch.h"
+
+namespace sluice::vm {
+namespace {
+
+using testing::Gate;
+using testing::GateKernel;
+using testing::kHangGuard;
+using testing::kMisbehaveWindow;
+using testing::LogKernel;
+using testing::OrderLog;
+using testing::Tag;
+using testing::VmHarness;
+using Scheduling = VmOptions::Scheduling;
+
+constexpr char kCpu0[] = "cpu";
+constexpr char kCpu1[] = "cpu/compute:1";
+
+std::shared_ptr<const AttrMap> Shared(AttrMap attrs) {
+  return std::make_shared<const AttrMap>(std::move(attrs));
+}
+
+VmOptions Options(Scheduling scheduling) {
+  VmOptions options;
+  options.scheduling = scheduling;
+  return options;
+}
+
+class SequenceWaitTest : public ::testing::TestWithParam<Scheduling> {
+ protected:
+  SequenceWaitTest() : h_(Options(GetParam())) {
+    a_.set_run_counter(&run_);
+    b_.set_run_counter(&run_);
+  }
+  ~SequenceWaitTest() override { gate_.Open(); }
+
+  // A blob on cpu holding 4 x `value`, written and synced.
+  BlobRef Written(float value) {
+    BlobRef blob = h_.NewF32(kCpu0, 4);
+    EXPECT_TRUE(h_.Write(blob, std::vector<float>(4, value)).ok());
+    EXPECT_TRUE(h_.vm->Sync().ok());
+    return blob;
+  }
+  // One run: the next run number, then `b_` on cpu/compute:1 and `a_` on cpu, no edges.
+  // `a_` last: in caller-thread mode a chain whose last instruction's worker is busy is
+  // scheduled by that worker when it finishes, and the cancel test keeps `b_`'s busy.
+  absl::Status SubmitRun() {
+    run_.fetch_add(1, std::memory_order_relaxed);
+    if (batch_.size() == 0) {
+      batch_.AddOpCall(b_, {}, {}, nullptr, h_.S(kCpu1));
+      batch_.AddOpCall(a_, {}, {}, nullptr, h_.S(kCpu0));
+    }
+    return batch_.Submit(h_.vm.get());
+  }
+  // x starts at 1; b_ writes 2 into it behind the gate; a_ runs A0, then (with `wait`)
+  // waits for b_'s write, then C reads x.
+  void BuildGatedPair(bool wait) {
+    x_ = Written(1);
+    b_.AddOpCall(gated_, {}, {x_.get()}, Shared(Tag("B", 2)));
+    a_.AddOpCall(logger_, {}, {}, Shared(Tag("A0")));
+    if (wait) a_.AddWait(&b_, 1);
+    a_.AddOpCall(logger_, {x_.get()}, {}, Shared(Tag("C")));
+  }
+
+  Gate gate_;
+  OrderLog log_;
+  GateKernel gated_{&gate_, &log_};
+  LogKernel logger_{&log_};
+  VmHarness h_;
+  std::atomic<uint32_t> run_{0};
+  OpSequence a_;
+  OpSequence b_;
+  PrecomputedBatch batch_;
+  BlobRef x_;
+};
+
+TEST_P(SequenceWaitTest, WaitHoldsTheStepUntilTheSourcePassedIt) {
+  BuildGatedPair(/*wait=*/true);
+  SLUICE_ASSERT_OK(SubmitRun());
+  ASSERT_TRUE(log_.WaitFor("A0:end")) << log_.ToString();  // before the wait: at once
+  ASSERT_TRUE(log_.WaitFor("B:start")) << log_.ToString();
+  absl::SleepFor(kMisbehaveWindow);
+  EXPECT_EQ(log_.IndexOf("C:launch"), -1) << log_.ToString();
+  gate_.Open();
+  SLUICE_ASSERT_OK(h_.vm->Sync());
+  EXPECT_LT(log_.IndexOf("B:end"), log_.IndexOf("C:launch")) << log_.ToString();
+  EXPECT_TRUE(log_.Contains("C:saw=2")) << log_.ToString();
+}
+
+// The control for the test above: without the wait, C runs while B is still held.
+TEST_P(SequenceWaitTest, WithoutTheWaitTheStepRunsEarly) {
+  BuildGatedPair(/*wait=*/false);
+  SLUICE_ASSERT_OK(SubmitRun());
+  ASSERT_TRUE(log_.WaitFor("C:end")) << log_.ToString();
+  EXPECT_TRUE(log_.Contains("C:saw=1")) << log_.ToString();
+  EXPECT_EQ(log_.IndexOf("B:end"), -1) << log_.ToString();
+  gate_.Open();
+  SLUICE_ASSERT_OK(h_.vm->Sync());
+}
+
+TEST_P(SequenceWaitTest, PingPongOverManyRunsGivesTheSequentialResult) {
+  // Each run: p = q + 1 on a_, q = p + 1 on b_, kRounds times, every step waiting for the
+  // other sequence's previous one. q grows by 2 * kRounds per run; a wait satisfied by the
+  // previous run's progress would read q or p early and lose increments.
+  constexpr int kRounds = 16;
+  constexpr int kRuns = 60;
+  BlobRef one = Written(1);
+  BlobRef p = Written(0);
+  BlobRef q = Written(0);
+  const OpKernel& add = h_.K("add");
+  for (int r = 0; r < kRounds; ++r) {
+    if (r > 0) a_.AddWait(&b_, b_.size());
+    a_.AddOpCall(add, {q.get(), one.get()}, {p.get()}, nullptr);
+    b_.AddWait(&a_, a_.size());
+    b_.AddOpCall(add, {p.get(), one.get()}, {q.get()}, nullptr);
+  }
+  EXPECT_EQ(a_.waits() + b_.waits(), 2 * kRounds - 1);
+  for (int run = 0; run < kRuns; ++run) {
+    SLUICE_ASSERT_OK(SubmitRun());
+    // The producer's contract (as the executor keeps it): one run of a graph at a time.
+    SLUICE_ASSERT_OK(h_.vm->Sync());
+  }
+  absl::StatusOr<std::vector<float>> got = h_.Read(q);
+  SLUICE_ASSERT_OK(got);
+  EXPECT_EQ(*got, std::vector<float>(4, 2.0f * kRounds * kRuns));
+}
+
+TEST_P(SequenceWaitTest, VmCancelEndsAWaitForASequenceThatNeverRuns) {
+  // b_'s worker is held by a gated call submitted before the run, so b_ has not launched
+  // when Shutdown(kCancel) comes, and is then skipped: a_ must stop waiting for it.
+  Gate held;
+  absl::Cleanup open_held = [&held] { held.Open(); };  // also when an assertion returns
+  GateKernel holder(&held, &log_);
+  BlobRef y = Written(0);
+  SLUICE_ASSERT_OK(h_.builder->Call(holder, {}, {y}, Tag("hold", 3), h_.S(kCpu1)));
+  ASSERT_TRUE(log_.WaitFor("hold:start")) << log_.ToString();
+  b_.AddOpCall(logger_, {}, {}, Shared(Tag("B")));
+  a_.AddOpCall(logger_, {}, {}, Shared(Tag("A0")));
+  a_.AddWait(&b_, 1);
+  a_.AddOpCall(logger_, {}, {}, Shared(Tag("C")));
+  SLUICE_ASSERT_OK(SubmitRun());
+  ASSERT_TRUE(log_.WaitFor("A0:end")) << log_.ToString();
+
+  std::promise<absl::Status> shut;
+  std::future<absl::Status> shut_status = shut.get_future();
+  std::thread shutter([&] { shut.set_value(h_.vm->Shutdown(ShutdownMode::kCancel)); });
+  absl::SleepFor(kMisbehaveWindow);
+  held.Open();  // launched work finishes; b_ comes up next and is skipped
+  const bool returned = shut_status.wait_for(absl::ToChronoMilliseconds(kHangGuard)) ==
+                        std::future_status::ready;
+  EXPECT_TRUE(returned) << "Shutdown(kCancel) hung on a cross-sequence wait";
+  if (!returned) {
+    shutter.detach();  // a hung VM cannot be joined; fail instead of hanging the suite
+    std::abort();
+  }
+  shutter.join();
+  SLUICE_EXPECT_OK(shut_status.get());
+  EXPECT_EQ(log_.IndexOf("B:launch"), -1) << log_.ToString();
+  EXPECT_EQ(log_.IndexOf("C:launch"), -1) << log_.ToString();
+}
+
+SLUICE_INSTANTIATE_FOR_SCHEDULING(SequenceWaitTest);
+
+}  // namespace
+}  // namespace sluice::vm
