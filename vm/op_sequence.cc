@@ -45,15 +45,20 @@ void OpSequence::AddRelease(Blob* blob) {
 void OpSequence::AddWait(OpSequence* source, int steps) {
   SLUICE_CHECK(source != nullptr && source != this && run_ != nullptr && source->run_ == run_ &&
                steps > 0 && steps <= source->size());
+  // A wait with no step after it would order nothing; Launch still honours it at the end.
   waits_.push_back({steps_.size(), source, static_cast<uint32_t>(steps)});
   source->announce_[steps - 1] = 1;
 }
 
 bool OpSequence::Await(const Wait& wait, uint64_t run_tag, KernelContext& ctx) const {
   const OpSequence& source = *wait.source;
-  const uint64_t target = run_tag | wait.steps;
-  auto passed = [&source, target] {
-    return source.progress_.load(std::memory_order_acquire) >= target;
+  // This run's tag, and at least `steps` passed: a value another run left (older, or — once
+  // the run number wrapped — numerically larger) never matches the tag.
+  auto passed = [&source, run_tag, steps = wait.steps] {
+    // seq_cst: the Waker protocol needs the waiter's look in the single total order.
+    const uint64_t progress = source.progress_.load(std::memory_order_seq_cst);
+    return (progress & ~uint64_t{0xFFFFFFFF}) == run_tag &&
+           static_cast<uint32_t>(progress) >= steps;
   };
   if (internal::Waker::SpinWithBackoff(passed, kWaitSpin)) return true;
   while (!source.progress_waker_.WaitFor(passed, kCancelPoll)) {
@@ -66,13 +71,20 @@ absl::Status OpSequence::Launch(KernelContext& ctx) const {
   const uint64_t run_tag =
       run_ != nullptr ? uint64_t{run_->load(std::memory_order_relaxed)} << 32 : 0;
   int64_t launched = 0;
-  bool abandoned = false;  // the VM cancelled while a wait was pending
+  bool abandoned = false;  // the VM cancelled while this sequence waited
   size_t next_wait = 0;
   const size_t n = steps_.size();
-  for (size_t i = 0; i < n; ++i) {
+  // Waits before step `i`. After each, a cancelling VM abandons the rest: the source may
+  // have abandoned too and announced steps it skipped (it saw the flag before announcing,
+  // so this look sees it as well).
+  auto await_before = [&](size_t i) {
     for (; next_wait < waits_.size() && waits_[next_wait].before_step == i; ++next_wait) {
-      if (!abandoned && !Await(waits_[next_wait], run_tag, ctx)) abandoned = true;
+      if (abandoned) continue;
+      if (!Await(waits_[next_wait], run_tag, ctx) || ctx.vm_cancelling()) abandoned = true;
     }
+  };
+  for (size_t i = 0; i < n; ++i) {
+    await_before(i);
     // const_cast: steps are per-run scratch of this sequence (see the class comment); the
     // kernel interface is const because the same kernel object may serve many sequences.
     Instruction* step = const_cast<Instruction*>(&steps_[i]);
@@ -100,6 +112,7 @@ absl::Status OpSequence::Launch(KernelContext& ctx) const {
       progress_waker_.Notify();
     }
   }
+  await_before(n);
   if (ops_run_ != nullptr) ops_run_->fetch_add(launched, std::memory_order_relaxed);
   return absl::OkStatus();
 }

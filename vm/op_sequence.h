@@ -57,15 +57,18 @@ class OpSequence final : public OpKernel {
 
   // The run number every sequence of one graph reads at Launch (relaxed: the producer
   // increments it before it submits a run, and submission orders that before the launch).
-  // Needed by both sides of a wait; set before AddWait. Runs are numbered modulo 2^32.
+  // Needed by both sides of a wait; set before AddWait. A wait matches the run number
+  // exactly, so it may wrap around.
   void set_run_counter(const std::atomic<uint32_t>* run) { run_ = run; }
   // Before the next step added here, wait until `source` has passed its first `steps`
   // steps in the current run. `source` (not this sequence) must run in the same run on
   // another worker, and the waits of all sequences must follow one order of the work (each
   // wait points to steps that come earlier in it) — otherwise two sequences can wait for
-  // each other forever. While waiting, the worker spins briefly, then parks; once the VM
-  // cancels its work it stops waiting and skips its remaining steps (Releases included:
-  // their storage goes with the blob).
+  // each other forever. Each sequence needs a worker of its own (a sequence queued behind
+  // another on one worker can wait for work that waits for it). While waiting, the worker
+  // spins briefly, then parks; if the VM cancels its work, a sequence that waited — or
+  // would wait — skips its remaining steps (Releases included: their storage goes with
+  // the blob), since the step it waited for may have been skipped.
   void AddWait(OpSequence* source, int steps);
   int waits() const { return static_cast<int>(waits_.size()); }
 

@@ -692,8 +692,14 @@ absl::Status Interpreter::Builder::Emit() {
   // a StreamWait stood (vm/op_sequence.h). Two instructions per run instead of one per
   // segment and sync. Not with observers: the sync checker and the recorder see
   // instructions, and waits inside a sequence are invisible to them.
+  // Every lane needs a worker of its own: a lane queued behind another on one worker may
+  // wait for work that waits for that other lane (a copy stream shares compute stream 0's
+  // worker, for one).
+  absl::flat_hash_set<const vm::ThreadCtx*> workers;
+  for (const auto& [stream, s] : dense) workers.insert(stream->thread_ctx());
+  const bool worker_per_stream = static_cast<int>(workers.size()) == k;
   if (options.lane_sequences && options.fuse && !options.skip_stream_analysis && !list_operands &&
-      k > 1 && host_waits_only) {
+      k > 1 && host_waits_only && worker_per_stream) {
     std::vector<std::unique_ptr<vm::OpSequence>> lanes(k);
     std::vector<vm::Stream*> lane_stream(k);
     for (const auto& [stream, s] : dense) {

@@ -61,10 +61,11 @@ struct InterpreterOptions {
   bool release_temporaries = true;
   // Fuse same-stream runs into OpSequences. Off: one instruction per op (for comparison).
   bool fuse = true;
-  // When every stream is a cpu stream with a worker of its own (and fuse is on, and the
-  // VM has no sync checker or recorder attached): run each stream's work as one sequence
-  // with cross-sequence waits (vm/op_sequence.h) instead of one instruction per fused
-  // segment and StreamWait. Off: the instruction-level lowering (for comparison).
+  // When every stream is a cpu stream with a worker of its own (checked: no two streams
+  // share a ThreadCtx), fuse is on, and the VM has no sync checker or recorder attached:
+  // run each stream's work as one sequence with cross-sequence waits (vm/op_sequence.h)
+  // instead of one instruction per fused segment and StreamWait. Off: the
+  // instruction-level lowering (for comparison).
   bool lane_sequences = true;
   // Testing only: turn cross-stream edges into plain edges with no StreamWait/RecordEvent,
   // so the sync checker can show that the stream analysis is what makes runs correct.

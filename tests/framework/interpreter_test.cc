@@ -531,11 +531,8 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
   absl::StatusOr<eager::Context> created = eager::Context::Create(context_options);
   ASSERT_TRUE(created.ok()) << created.status();
   eager::Context& context = *created;
-  std::vector<float> x(64);
-  for (int i = 0; i < 64; ++i) x[i] = std::cos(0.29f * i) * 2;
-  const Feeds feeds = {{"x", HostTensor::FromVector(x, Shape({8, 8}))}};
   struct Outcome {
-    std::vector<std::vector<uint8_t>> fetched;  // of the last step
+    std::vector<std::vector<uint8_t>> fetched;  // every step's fetches, in order
     LoweringStats lowering;
   };
   auto run = [&](const RandomProgram& r, InterpreterOptions options) {
@@ -545,10 +542,14 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
     Scope scope;
     Outcome outcome;
     for (int step = 0; step < 8; ++step) {
+      // A different feed every step: a step that read a value of the step before (a wait
+      // satisfied by the previous run) shows in its fetches.
+      std::vector<float> x(64);
+      for (int i = 0; i < 64; ++i) x[i] = std::cos(0.29f * i + 0.7f * step) * 2;
+      const Feeds feeds = {{"x", HostTensor::FromVector(x, Shape({8, 8}))}};
       absl::StatusOr<RunResult> result = executor.Run(r.program, feeds, r.fetches, &scope);
       EXPECT_TRUE(result.ok()) << result.status();
       if (!result.ok()) return outcome;
-      outcome.fetched.clear();
       for (const HostTensor& t : result->fetches) outcome.fetched.push_back(t.bytes);
     }
     outcome.lowering = executor.LastLowering().value();
@@ -559,7 +560,7 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
     const RandomProgram plain = MakeRandomProgram(seed, 60, 0);
     const RandomProgram placed = MakeRandomProgram(seed, 60, 3);
     const Outcome want = run(plain, InterpreterOptions{});
-    ASSERT_EQ(want.fetched.size(), plain.fetches.size());
+    ASSERT_EQ(want.fetched.size(), 8 * plain.fetches.size());
     EXPECT_EQ(want.lowering.lane_sequences, 0);  // one stream: nothing to wait across
     for (bool release : {true, false}) {
       for (int streams : {2, 3}) {
@@ -585,6 +586,40 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
       EXPECT_EQ(lanes.fetched, want.fetched) << "stream attributes, release " << release;
       EXPECT_EQ(lanes.lowering.lane_sequences, 3);
     }
+  }
+}
+
+// A copy stream shares compute stream 0's worker: lanes there could wait on each other
+// (h2d's lane queued behind compute:0's, which waits for compute:1, which waits for h2d),
+// so the graph keeps the instruction-level lowering — and runs.
+TEST_F(InterpreterTest, LaneModeNeedsAWorkerPerStream) {
+  const Shape shape({8, 8});
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  AddVar(b, Var("x", shape));
+  for (const char* t : {"t1", "t2", "t3", "t4"}) AddVar(b, Var(t, shape));
+  b.AppendOp(Op("tanh", {{"X", {"x"}}}, {{"Out", {"t1"}}}, OnStream("h2d")));
+  b.AppendOp(Op("relu", {{"X", {"x"}}}, {{"Out", {"t2"}}}, OnStream("compute:0")));
+  b.AppendOp(Op("tanh", {{"X", {"t2"}}}, {{"Out", {"t3"}}}, OnStream("compute:1")));
+  b.AppendOp(Op("tanh", {{"X", {"t3"}}}, {{"Out", {"t4"}}}, OnStream("h2d")));
+  // No sync checker: with one attached, lane mode would step aside anyway.
+  ::sluice::eager::ContextOptions context_options;
+  context_options.runtime.num_sim_devices = 0;
+  context_options.runtime.enable_cuda = false;
+  absl::StatusOr<eager::Context> created = eager::Context::Create(context_options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Executor executor(&created->registry(), created->vm());
+  Scope scope;
+  const Feeds feeds = {{"x", HostTensor::FromVector(std::vector<float>(64, 0.5f), shape)}};
+  absl::StatusOr<RunResult> result = executor.Run(p, feeds, {"t1", "t4"}, &scope);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const LoweringStats lowering = executor.LastLowering().value();
+  EXPECT_EQ(lowering.streams, 3);
+  EXPECT_EQ(lowering.lane_sequences, 0);
+  ASSERT_EQ(result->fetches.size(), 2u);
+  for (float v : result->fetches[0].ToVector<float>()) EXPECT_NEAR(v, std::tanh(0.5f), 1e-6);
+  for (float v : result->fetches[1].ToVector<float>()) {
+    EXPECT_NEAR(v, std::tanh(std::tanh(0.5f)), 1e-6);
   }
 }
 

@@ -3,15 +3,18 @@
 // source passed the awaited step, while the steps before it run at once; without the wait
 // the same step runs early and reads the old value (so the first test can fail); a
 // ping-pong resubmitted for many runs gives the sequential result (a run's waits are not
-// satisfied by the previous run's progress); a VM cancelling its work ends a wait for a
-// sequence that will never run, instead of hanging the shutdown. Both scheduling modes.
+// satisfied by the previous run's progress), also across the run number's wrap-around; a
+// VM cancelling its work ends a wait for a sequence that will never run, instead of hanging
+// the shutdown, and a sequence that gave up waiting does not let its own waiters run on
+// what it skipped. Both scheduling modes.
 #include <atomic>
+#include <cstdlib>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/cleanup/cleanup.h"
 #include "gtest/gtest.h"
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
@@ -27,8 +30,10 @@ using testing::kHangGuard;
 using testing::kMisbehaveWindow;
 using testing::LogKernel;
 using testing::OrderLog;
+using testing::SlowKernel;
 using testing::Tag;
 using testing::VmHarness;
+using testing::WaitUntil;
 using Scheduling = VmOptions::Scheduling;
 
 constexpr char kCpu0[] = "cpu";
@@ -50,7 +55,11 @@ class SequenceWaitTest : public ::testing::TestWithParam<Scheduling> {
     a_.set_run_counter(&run_);
     b_.set_run_counter(&run_);
   }
-  ~SequenceWaitTest() override { gate_.Open(); }
+  ~SequenceWaitTest() override {
+    gate_.Open();
+    held_.Open();
+    if (shutter_.joinable()) shutter_.join();
+  }
 
   // A blob on cpu holding 4 x `value`, written and synced.
   BlobRef Written(float value) {
@@ -80,16 +89,40 @@ class SequenceWaitTest : public ::testing::TestWithParam<Scheduling> {
     a_.AddOpCall(logger_, {x_.get()}, {}, Shared(Tag("C")));
   }
 
+  // Shuts the VM down with cancellation from another thread and returns once the VM has
+  // raised its cancel flag (Shutdown's final barrier is submitted after it).
+  void StartCancellingShutdown() {
+    const int64_t barriers = h_.vm->stats().barriers;
+    shutter_ = std::thread([this] { shut_.set_value(h_.vm->Shutdown(ShutdownMode::kCancel)); });
+    ASSERT_TRUE(WaitUntil([&] { return h_.vm->stats().barriers > barriers; }));
+  }
+  // Waits for that shutdown (a hang is fatal: a hung VM cannot be joined).
+  absl::Status FinishShutdown() {
+    std::future<absl::Status> status = shut_.get_future();
+    if (status.wait_for(absl::ToChronoMilliseconds(kHangGuard)) != std::future_status::ready) {
+      ADD_FAILURE() << "Shutdown(kCancel) hung on a cross-sequence wait\n" << log_.ToString();
+      std::abort();
+    }
+    shutter_.join();
+    return status.get();
+  }
+
+  // Declared before the VM, so they outlive it (its shutdown finishes their work) ...
   Gate gate_;
+  Gate held_;
   OrderLog log_;
   GateKernel gated_{&gate_, &log_};
+  GateKernel holder_{&held_, &log_};
   LogKernel logger_{&log_};
-  VmHarness h_;
   std::atomic<uint32_t> run_{0};
   OpSequence a_;
   OpSequence b_;
+  VmHarness h_;
+  // ... and these after it, so they go first.
   PrecomputedBatch batch_;
   BlobRef x_;
+  std::thread shutter_;
+  std::promise<absl::Status> shut_;
 };
 
 TEST_P(SequenceWaitTest, WaitHoldsTheStepUntilTheSourcePassedIt) {
@@ -143,14 +176,32 @@ TEST_P(SequenceWaitTest, PingPongOverManyRunsGivesTheSequentialResult) {
   EXPECT_EQ(*got, std::vector<float>(4, 2.0f * kRounds * kRuns));
 }
 
+TEST_P(SequenceWaitTest, RunNumberWrapsAround) {
+  // The run before the wrap leaves b_'s progress tagged 0xFFFFFFFF, numerically above any
+  // tag of the run after it: the wait must still hold C until B (slow) has written x.
+  SlowKernel slow(absl::Milliseconds(50), &log_);
+  x_ = Written(1);
+  b_.AddOpCall(slow, {}, {x_.get()}, Shared(Tag("B", 2)));
+  a_.AddWait(&b_, 1);
+  a_.AddOpCall(logger_, {x_.get()}, {}, Shared(Tag("C")));
+  run_.store(0xFFFFFFFEu);
+  for (int run = 0; run < 3; ++run) {  // tags 0xFFFFFFFF, 0, 1
+    SLUICE_ASSERT_OK(h_.Write(x_, std::vector<float>(4, 1)));
+    SLUICE_ASSERT_OK(SubmitRun());
+    SLUICE_ASSERT_OK(h_.vm->Sync());
+  }
+  std::vector<std::string> saw;
+  for (const std::string& entry : log_.Entries()) {
+    if (entry.rfind("C:saw=", 0) == 0) saw.push_back(entry);
+  }
+  EXPECT_EQ(saw, std::vector<std::string>(3, "C:saw=2")) << log_.ToString();
+}
+
 TEST_P(SequenceWaitTest, VmCancelEndsAWaitForASequenceThatNeverRuns) {
   // b_'s worker is held by a gated call submitted before the run, so b_ has not launched
   // when Shutdown(kCancel) comes, and is then skipped: a_ must stop waiting for it.
-  Gate held;
-  absl::Cleanup open_held = [&held] { held.Open(); };  // also when an assertion returns
-  GateKernel holder(&held, &log_);
   BlobRef y = Written(0);
-  SLUICE_ASSERT_OK(h_.builder->Call(holder, {}, {y}, Tag("hold", 3), h_.S(kCpu1)));
+  SLUICE_ASSERT_OK(h_.builder->Call(holder_, {}, {y}, Tag("hold", 3), h_.S(kCpu1)));
   ASSERT_TRUE(log_.WaitFor("hold:start")) << log_.ToString();
   b_.AddOpCall(logger_, {}, {}, Shared(Tag("B")));
   a_.AddOpCall(logger_, {}, {}, Shared(Tag("A0")));
@@ -158,23 +209,32 @@ TEST_P(SequenceWaitTest, VmCancelEndsAWaitForASequenceThatNeverRuns) {
   a_.AddOpCall(logger_, {}, {}, Shared(Tag("C")));
   SLUICE_ASSERT_OK(SubmitRun());
   ASSERT_TRUE(log_.WaitFor("A0:end")) << log_.ToString();
-
-  std::promise<absl::Status> shut;
-  std::future<absl::Status> shut_status = shut.get_future();
-  std::thread shutter([&] { shut.set_value(h_.vm->Shutdown(ShutdownMode::kCancel)); });
-  absl::SleepFor(kMisbehaveWindow);
-  held.Open();  // launched work finishes; b_ comes up next and is skipped
-  const bool returned = shut_status.wait_for(absl::ToChronoMilliseconds(kHangGuard)) ==
-                        std::future_status::ready;
-  EXPECT_TRUE(returned) << "Shutdown(kCancel) hung on a cross-sequence wait";
-  if (!returned) {
-    shutter.detach();  // a hung VM cannot be joined; fail instead of hanging the suite
-    std::abort();
-  }
-  shutter.join();
-  SLUICE_EXPECT_OK(shut_status.get());
+  StartCancellingShutdown();
+  held_.Open();  // launched work finishes; b_ comes up next and is skipped
+  SLUICE_EXPECT_OK(FinishShutdown());
   EXPECT_EQ(log_.IndexOf("B:launch"), -1) << log_.ToString();
   EXPECT_EQ(log_.IndexOf("C:launch"), -1) << log_.ToString();
+}
+
+TEST_P(SequenceWaitTest, AGiveUpIsNotPassedOn) {
+  // a_ waits for B (held), then writes y = 7; b_ then waits for that write and reads y.
+  // Cancelled while a_ waits: a_ gives up and skips its write, but still announces its
+  // steps (so nothing waits forever); b_ must not take that for the write and read y.
+  BlobRef y = Written(1);
+  b_.AddOpCall(gated_, {}, {}, Shared(Tag("B")));
+  a_.AddOpCall(logger_, {}, {}, Shared(Tag("A0")));
+  a_.AddWait(&b_, 1);
+  a_.AddOpCall(logger_, {}, {y.get()}, Shared(Tag("A1", 7)));
+  b_.AddWait(&a_, 2);
+  b_.AddOpCall(logger_, {y.get()}, {}, Shared(Tag("Y")));
+  SLUICE_ASSERT_OK(SubmitRun());
+  ASSERT_TRUE(log_.WaitFor("A0:end")) << log_.ToString();
+  ASSERT_TRUE(log_.WaitFor("B:start")) << log_.ToString();
+  StartCancellingShutdown();
+  gate_.Open();  // B (launched) finishes
+  SLUICE_EXPECT_OK(FinishShutdown());
+  EXPECT_EQ(log_.IndexOf("A1:launch"), -1) << log_.ToString();
+  EXPECT_EQ(log_.IndexOf("Y:launch"), -1) << log_.ToString();
 }
 
 SLUICE_INSTANTIATE_FOR_SCHEDULING(SequenceWaitTest);
