@@ -553,7 +553,7 @@ absl::Status Interpreter::Builder::Emit() {
   // consumer's stream (just before the consumer).
   struct Item {
     enum class Kind { kSequence, kStreamWait, kRecordEvent } kind;
-    int segment = -1;  // kSequence
+    int segment = -1;  // kSequence; kStreamWait: the segment that needs the wait
     vm::Stream* from = nullptr;
     vm::Stream* to = nullptr;
     double key = 0;
@@ -629,7 +629,7 @@ absl::Status Interpreter::Builder::Emit() {
       // at that same time and would otherwise delay the consumer by a whole segment.
       const double after_p = std::max(seg_end[p] - kStep / 2, items[seq_item[p]].key + kStep);
       if (from->key().device == stream->key().device) {
-        items.push_back({Item::Kind::kStreamWait, -1, from, stream, after_p, p});
+        items.push_back({Item::Kind::kStreamWait, c, from, stream, after_p, p});
         const int wait = static_cast<int>(items.size()) - 1;
         item_edges.emplace_back(seq_item[p], wait);
         incoming.push_back(wait);
@@ -707,15 +707,21 @@ absl::Status Interpreter::Builder::Emit() {
       lane_stream[s] = stream;
     }
     std::vector<int> passed_after(segments.size(), 0);  // lane steps once it is appended
+    // Each wait goes right before the segment that needs it, not where the StreamWait's
+    // key would put it: a wait placed earlier would idle the lane while segments ahead of
+    // the consumer, which do not need it, could run.
+    std::vector<std::vector<int>> waits_for(segments.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].kind == Item::Kind::kStreamWait) waits_for[items[i].segment].push_back(i);
+    }
     for (int i : order) {
       const Item& item = items[i];
-      if (item.kind == Item::Kind::kStreamWait) {
-        // The producer's segment has a smaller key, so its steps are in its lane already.
-        lanes[dense[item.to]]->AddWait(lanes[dense[item.from]].get(),
-                                       passed_after[item.from_segment]);
-        continue;
-      }
+      if (item.kind != Item::Kind::kSequence) continue;
       vm::OpSequence& lane = *lanes[dense[item.to]];
+      for (int w : waits_for[item.segment]) {
+        // The producer's segment has a smaller key than this one, so it is in its lane.
+        lane.AddWait(lanes[dense[items[w].from]].get(), passed_after[items[w].from_segment]);
+      }
       append_segment(lane, segments[item.segment]);
       passed_after[item.segment] = lane.size();
     }
