@@ -35,6 +35,7 @@ using testing::kMisbehaveWindow;
 using testing::LogKernel;
 using testing::OrderLog;
 using testing::SchedulingName;
+using testing::Shared;
 using testing::Tag;
 using testing::VmHarness;
 using Scheduling = VmOptions::Scheduling;
@@ -54,10 +55,6 @@ ep::RuntimeOptions Jitter(uint64_t seed) {
 }
 
 std::vector<float> Filled(int64_t n, float value) { return std::vector<float>(n, value); }
-
-std::shared_ptr<const AttrMap> Shared(AttrMap attrs) {
-  return std::make_shared<const AttrMap>(std::move(attrs));
-}
 
 // --- Hazards: the second access to a blob must not run before the gated first one ends. ---
 

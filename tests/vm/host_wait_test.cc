@@ -23,6 +23,7 @@ using testing::GateKernel;
 using testing::kMisbehaveWindow;
 using testing::LogKernel;
 using testing::OrderLog;
+using testing::Shared;
 using testing::Tag;
 using testing::VmHarness;
 using Scheduling = VmOptions::Scheduling;
@@ -35,10 +36,6 @@ VmOptions Options(Scheduling scheduling) {
   options.scheduling = scheduling;
   options.check_sync = true;
   return options;
-}
-
-std::shared_ptr<const AttrMap> Shared(AttrMap attrs) {
-  return std::make_shared<const AttrMap>(std::move(attrs));
 }
 
 // A VM over both scheduling modes with the sync checker on, a gated kernel (its host work

@@ -30,18 +30,15 @@ using testing::kHangGuard;
 using testing::kMisbehaveWindow;
 using testing::LogKernel;
 using testing::OrderLog;
+using testing::Shared;
 using testing::SlowKernel;
 using testing::Tag;
 using testing::VmHarness;
-using testing::WaitUntil;
+using testing::WaitForShutdownBarrier;
 using Scheduling = VmOptions::Scheduling;
 
 constexpr char kCpu0[] = "cpu";
 constexpr char kCpu1[] = "cpu/compute:1";
-
-std::shared_ptr<const AttrMap> Shared(AttrMap attrs) {
-  return std::make_shared<const AttrMap>(std::move(attrs));
-}
 
 VmOptions Options(Scheduling scheduling) {
   VmOptions options;
@@ -94,7 +91,7 @@ class SequenceWaitTest : public ::testing::TestWithParam<Scheduling> {
   void StartCancellingShutdown() {
     const int64_t barriers = h_.vm->stats().barriers;
     shutter_ = std::thread([this] { shut_.set_value(h_.vm->Shutdown(ShutdownMode::kCancel)); });
-    ASSERT_TRUE(WaitUntil([&] { return h_.vm->stats().barriers > barriers; }));
+    ASSERT_TRUE(WaitForShutdownBarrier(h_.vm.get(), barriers));
   }
   // Waits for that shutdown (a hang is fatal: a hung VM cannot be joined).
   absl::Status FinishShutdown() {

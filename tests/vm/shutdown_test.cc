@@ -33,6 +33,7 @@ using testing::OrderLog;
 using testing::SlowKernel;
 using testing::Tag;
 using testing::VmHarness;
+using testing::WaitForShutdownBarrier;
 using testing::WaitUntil;
 using Scheduling = VmOptions::Scheduling;
 
@@ -48,12 +49,6 @@ constexpr const char* kDevices[] = {"cpu", "sim:0", "sim:1"};
 
 int64_t BytesInUse(ep::Runtime& runtime, const char* device) {
   return runtime.GetDevice(device).value()->caching_allocator().stats().bytes_in_use;
-}
-
-// Waits until Shutdown submitted its final barrier: by then it has closed the VM to new
-// work and, for kCancel, raised the cancel flag.
-bool WaitForShutdownBarrier(VirtualMachine* vm, int64_t barriers_before) {
-  return WaitUntil([vm, barriers_before] { return vm->stats().barriers > barriers_before; });
 }
 
 AttrMap PlusOne() { return AttrMap().Set("alpha", 1.0).Set("beta", 1.0); }

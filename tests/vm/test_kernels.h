@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,6 +129,10 @@ inline bool WaitUntil(const std::function<bool()>& done) {
 inline AttrMap Tag(const std::string& tag) { return AttrMap().Set("tag", tag); }
 inline AttrMap Tag(const std::string& tag, double value) {
   return AttrMap().Set("tag", tag).Set("value", value);
+}
+// Attributes as a batch node or sequence step holds them.
+inline std::shared_ptr<const AttrMap> Shared(AttrMap attrs) {
+  return std::make_shared<const AttrMap>(std::move(attrs));
 }
 
 struct ProbeOptions {

@@ -1,5 +1,5 @@
 // Shared fixtures for the VM tests: a Runtime with cpu and two sim devices, a VM over it,
-// the host kernels, and helpers to fill and read f32 blobs.
+// the host kernels, helpers to fill and read f32 blobs, and a wait for Shutdown's barrier.
 #ifndef SLUICE_TESTS_VM_VM_TEST_UTIL_H_
 #define SLUICE_TESTS_VM_VM_TEST_UTIL_H_
 
@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "ops/host_kernels.h"
 #include "ops/kernel_registry.h"
+#include "tests/vm/test_kernels.h"
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
 
@@ -60,6 +61,13 @@ struct VmHarness {
   ops::KernelRegistry kernels;
   std::unique_ptr<InstructionsBuilder> builder;
 };
+
+// After Shutdown was called on another thread: waits until it submitted its final barrier
+// (the VM had `barriers_before` barriers before). By then the VM is closed to new work and,
+// for kCancel, has raised its cancel flag. False if kHangGuard passed first.
+inline bool WaitForShutdownBarrier(VirtualMachine* vm, int64_t barriers_before) {
+  return WaitUntil([vm, barriers_before] { return vm->stats().barriers > barriers_before; });
+}
 
 // Test-name part for the two scheduling modes.
 inline std::string SchedulingName(VmOptions::Scheduling scheduling) {
