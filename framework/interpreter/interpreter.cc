@@ -586,9 +586,6 @@ absl::Status Interpreter::Builder::Emit() {
   std::vector<int> seq_item(segments.size(), -1);
   std::vector<int> record_item(segments.size(), -1);
   std::vector<int> last_on_stream(k, -1);
-  // Whether every cross-stream edge became a StreamWait that a worker honours on the host
-  // (cpu streams of separate workers): then the streams can run as one sequence each.
-  bool host_waits_only = true;
   auto merge = [&](std::vector<int>& into, const std::vector<int>& from) {
     for (int i = 0; i < k; ++i) into[i] = std::max(into[i], from[i]);
   };
@@ -619,10 +616,8 @@ absl::Status Interpreter::Builder::Emit() {
       if ((from->policy()->synchronous() && !vm::WaitsOnHost(*from, *stream)) ||
           options.skip_stream_analysis) {
         incoming.push_back(seq_item[p]);
-        host_waits_only = false;
         continue;
       }
-      if (!vm::WaitsOnHost(*from, *stream)) host_waits_only = false;
       if (known[s][t] >= segments[p].position) continue;  // implied by an earlier sync
       // Just before the end of p's segment in list-schedule time, so that the sync goes out
       // right behind p's sequence — ahead of the next segment of p's stream, which starts
@@ -692,14 +687,20 @@ absl::Status Interpreter::Builder::Emit() {
   // a StreamWait stood (vm/op_sequence.h). Two instructions per run instead of one per
   // segment and sync. Not with observers: the sync checker and the recorder see
   // instructions, and waits inside a sequence are invisible to them.
-  // Every lane needs a worker of its own: a lane queued behind another on one worker may
+  // Every stream synchronous (cpu) and every lane with a worker of its own: then each
+  // cross-stream edge became a StreamWait honoured on the host (vm::WaitsOnHost), none a
+  // RecordEvent or an engine edge — and a lane queued behind another on one worker could
   // wait for work that waits for that other lane (a copy stream shares compute stream 0's
   // worker, for one).
   absl::flat_hash_set<const vm::ThreadCtx*> workers;
-  for (const auto& [stream, s] : dense) workers.insert(stream->thread_ctx());
+  bool all_synchronous = true;
+  for (const auto& [stream, s] : dense) {
+    workers.insert(stream->thread_ctx());
+    all_synchronous = all_synchronous && stream->policy()->synchronous();
+  }
   const bool worker_per_stream = static_cast<int>(workers.size()) == k;
   if (options.lane_sequences && options.fuse && !options.skip_stream_analysis && !list_operands &&
-      k > 1 && host_waits_only && worker_per_stream) {
+      k > 1 && all_synchronous && worker_per_stream) {
     std::vector<std::unique_ptr<vm::OpSequence>> lanes(k);
     std::vector<vm::Stream*> lane_stream(k);
     for (const auto& [stream, s] : dense) {
