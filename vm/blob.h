@@ -78,6 +78,7 @@ class Blob {
   friend class InstructionsBuilder;
   friend class InstructionExecutor;
   friend class SyncChecker;
+  friend class FusedCalls;
 
   const uint64_t id_;
   const std::string name_;
@@ -90,6 +91,10 @@ class Blob {
 
   // Builder thread: set once a Release has been submitted; later use is an error.
   bool released_ = false;
+  // Builder thread: the FusedCalls run that last counted this blob among its union
+  // operands (that run's mark) and as what (FusedCalls' role bits).
+  uint8_t fuse_roles_ = 0;
+  uint64_t fuse_mark_ = 0;
 
   // Scheduler only: the last writer and the readers since it, among unretired instructions.
   // Readers live in [readers_head_, size); retired ones become null. Retirement is mostly

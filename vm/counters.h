@@ -12,12 +12,15 @@ namespace sluice::vm {
 // A snapshot. Value type.
 struct VmStats {
   int64_t instructions = 0;  // every instruction submitted, syncs included
+  // OpCalls and Releases count the calls and releases submitted, fused ones included
+  // (a FusedCalls run is one instruction of `instructions`).
   int64_t op_calls = 0;
   int64_t stream_waits = 0;   // StreamWait instructions submitted
   int64_t record_events = 0;  // RecordEvent instructions submitted
   int64_t releases = 0;
   int64_t barriers = 0;
   int64_t access_blobs = 0;
+  int64_t fused_steps = 0;     // calls and releases that ran inside FusedCalls runs
   int64_t events_created = 0;  // pooled events borrowed that had to be created
   int64_t events_reused = 0;   // pooled events borrowed from the idle list
   int64_t skipped = 0;         // instructions skipped for a poisoned input or cancellation
@@ -36,6 +39,7 @@ struct VmCounters {
   std::atomic<int64_t> releases{0};
   std::atomic<int64_t> barriers{0};
   std::atomic<int64_t> access_blobs{0};
+  std::atomic<int64_t> fused_steps{0};
   std::atomic<int64_t> events_created{0};
   std::atomic<int64_t> events_reused{0};
   std::atomic<int64_t> skipped{0};

@@ -1,6 +1,7 @@
 #include "vm/instruction.h"
 
 #include "absl/strings/str_cat.h"
+#include "vm/fused_calls.h"
 #include "vm/kernel.h"
 #include "vm/stream.h"
 
@@ -23,6 +24,9 @@ absl::string_view InstructionKindName(InstructionKind kind) {
   }
   return "unknown";
 }
+
+Instruction::Instruction() = default;
+Instruction::~Instruction() = default;
 
 absl::string_view Instruction::name() const {
   if (kind == InstructionKind::kOpCall && kernel != nullptr) return kernel->name();
@@ -64,6 +68,7 @@ void Instruction::Reset() {
   if (blob_callback) blob_callback = nullptr;
   if (barrier_callback) barrier_callback = nullptr;
   if (on_retire) on_retire = nullptr;
+  if (fused != nullptr) fused.reset();  // normally taken back by the pool before
   if (!host_clock.empty()) host_clock.clear();
   if (!done_clock.empty()) done_clock.clear();
   joins_worker_clock = false;

@@ -20,6 +20,7 @@
 
 namespace sluice::vm {
 
+class FusedCalls;
 class OpKernel;
 class Stream;
 
@@ -45,6 +46,11 @@ using BarrierCallback = absl::AnyInvocable<void()>;
 // instruction is recycled only after it retired.
 class Instruction {
  public:
+  Instruction();
+  ~Instruction();
+  Instruction(const Instruction&) = delete;
+  Instruction& operator=(const Instruction&) = delete;
+
   // Fields are grouped hot first: the first cache lines hold what every instruction touches
   // on its way through the engine; callbacks, events and checker clocks come last.
 
@@ -106,6 +112,9 @@ class Instruction {
   // Optional: runs on the scheduler when the instruction retires (its work complete; see
   // `status`). Must not block or submit. Used by blocking reads and writes of blobs.
   absl::AnyInvocable<void(const Instruction&)> on_retire;
+  // A run of fused eager calls (see FusedCalls): `kernel` points to it. Owned here while
+  // the instruction is in flight; the pool takes it back when the instruction is recycled.
+  std::unique_ptr<FusedCalls> fused;
 
   // --- Sync checker (when enabled). ---
   std::vector<uint32_t> host_clock;  // what the host knew done when it was launched

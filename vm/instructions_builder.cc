@@ -80,6 +80,17 @@ absl::Status InstructionsBuilder::SoftSync(BlobSpan inputs, BlobSpan outputs, St
   return absl::OkStatus();
 }
 
+bool InstructionsBuilder::LastUsedOn(BlobSpan inputs, BlobSpan outputs, const Stream& stream) {
+  const StreamId id = stream.id();
+  for (const BlobRef& blob : inputs) {
+    if (blob->storage()->last_used_stream() != id) return false;
+  }
+  for (const BlobRef& blob : outputs) {
+    if (blob->storage()->last_used_stream() != id) return false;
+  }
+  return true;
+}
+
 void InstructionsBuilder::SetLastUse(BlobSpan inputs, BlobSpan outputs, Stream* stream) {
   for (const BlobRef& blob : outputs) blob->storage()->set_last_used_stream(stream->id());
   for (const BlobRef& blob : inputs) blob->storage()->set_last_used_stream(stream->id());
@@ -104,6 +115,12 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobSpan inputs, 
           absl::StrCat("op '", kernel.name(), "' output: ", usable.message()));
     }
   }
+  if (fusion_ && vm_->fusion() && LastUsedOn(inputs, outputs, *stream) &&
+      vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
+        run.AddCall(head, kernel, inputs, outputs, std::move(attrs));
+      })) {
+    return absl::OkStatus();  // the operands' last use is `stream` already
+  }
   internal::Chain<Instruction> chain;
   absl::Status synced = SoftSync(inputs, outputs, stream, chain);
   if (!synced.ok()) {
@@ -118,7 +135,7 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobSpan inputs, 
   call->inputs = ToPtrs(inputs);
   call->outputs = ToPtrs(outputs);
   chain.PushBack(call);
-  SLUICE_RETURN_IF_ERROR(vm_->SubmitBuffered(&buffer_, std::move(chain)));
+  SLUICE_RETURN_IF_ERROR(vm_->SubmitBuffered(&buffer_, std::move(chain), /*open=*/fusion_));
   // Only work that was accepted moves a blob's last use: a refused call leaves the soft-sync
   // state as it was, so the next call still syncs against the real last user.
   SetLastUse(inputs, outputs, stream);
@@ -158,13 +175,22 @@ absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
 absl::Status InstructionsBuilder::Release(const BlobRef& blob) {
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
+  if (fusion_ && vm_->fusion() &&
+      vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
+        run.AddRelease(head, blob.get());
+      })) {
+    blob->released_ = true;
+    return absl::OkStatus();
+  }
   Instruction* release = Allocate();
   release->kind = InstructionKind::kRelease;
   release->stream = stream;
   release->outputs.push_back(blob.get());
   internal::Chain<Instruction> chain;
   chain.PushBack(release);
-  SLUICE_RETURN_IF_ERROR(vm_->Submit(std::move(chain)));
+  // Held back like a call (a freed tensor's storage returns a little later): the engine
+  // receives this builder's instructions in the order it issued them either way.
+  SLUICE_RETURN_IF_ERROR(vm_->SubmitBuffered(&buffer_, std::move(chain), /*open=*/fusion_));
   blob->released_ = true;  // only once the release was accepted
   return absl::OkStatus();
 }

@@ -11,9 +11,14 @@
 // Blobs sharing a last stream share one sync instruction. Then every operand's last use
 // becomes the current stream. No other sync is emitted: the counts are tested.
 //
-// Call's instructions may be held back briefly (while the scheduler is busy, up to
-// VirtualMachine::max_buffered() of them) and handed to the engine together: order is
+// Call's and Release's instructions may be held back briefly (while the scheduler is busy,
+// up to VirtualMachine::max_buffered() of them) and handed to the engine together: order is
 // kept, and nothing waits for this builder's next call (see VirtualMachine::SubmitBuffered).
+// Eager fusion: a call whose operands were all last used on its stream (it needs no sync),
+// or a release, joins the instruction held back just before it when that one is on the same
+// stream — the two become a FusedCalls run, one instruction for the engine (up to
+// VmOptions::max_fused_steps steps). An eager loop of small ops then costs the scheduler one
+// instruction per run instead of one per op and per freed tensor.
 #ifndef SLUICE_VM_INSTRUCTIONS_BUILDER_H_
 #define SLUICE_VM_INSTRUCTIONS_BUILDER_H_
 
@@ -26,6 +31,7 @@
 #include "absl/types/span.h"
 #include "vm/attrs.h"
 #include "vm/blob.h"
+#include "vm/fused_calls.h"
 #include "vm/instruction.h"
 #include "vm/internal/intrusive_queue.h"
 #include "vm/internal/submit_buffer.h"
@@ -38,7 +44,10 @@ class VirtualMachine;
 
 // Thread-compatible: one builder per producing thread; any number of builders per VM. A
 // blob's last use is updated by the builder that uses it, so one blob must not be used by
-// two builders at the same time. Must not outlive its VM.
+// two builders at the same time; a producer that passes a blob on to another builder calls
+// Flush() first (the engine orders a blob's users in the order it receives them, and the
+// other builder's instructions could otherwise arrive before this one's held-back ones).
+// Must not outlive its VM.
 class InstructionsBuilder {
  public:
   explicit InstructionsBuilder(VirtualMachine* vm);
@@ -80,15 +89,20 @@ class InstructionsBuilder {
   // Host callback once everything submitted before it is complete (see Barrier).
   absl::Status Barrier(BarrierCallback callback);
 
-  // Hands over the instructions Call held back (see below) now. Never needed for
-  // correctness: the scheduler takes them itself as soon as it runs out of work, and every
-  // other method, Sync and barriers hand them over first.
+  // Hands over the instructions Call and Release held back (see above) now. Needed for
+  // correctness only before another builder uses this one's blobs: the scheduler takes
+  // them itself as soon as it runs out of work, and the other methods, Sync and barriers
+  // hand them over first.
   void Flush();
 
   // Off: Call emits no sync instructions (`sluice stress --no-soft-sync` uses it to prove
   // the sync checker catches what soft sync prevents). On by default.
   void set_soft_sync(bool enabled) { soft_sync_ = enabled; }
   bool soft_sync() const { return soft_sync_; }
+  // Off: every call and release stays an instruction of its own, even where the VM fuses
+  // (VmOptions::max_fused_steps). On by default.
+  void set_fusion(bool enabled) { fusion_ = enabled; }
+  bool fusion() const { return fusion_; }
 
   VirtualMachine* vm() const { return vm_; }
 
@@ -100,10 +114,13 @@ class InstructionsBuilder {
                         internal::Chain<Instruction>& chain);
   // Records `stream` as the operands' last user (after a successful submit).
   static void SetLastUse(BlobSpan inputs, BlobSpan outputs, Stream* stream);
+  // True when every operand was last used on `stream` (a call then needs no sync).
+  static bool LastUsedOn(BlobSpan inputs, BlobSpan outputs, const Stream& stream);
   Instruction* Allocate();
 
   VirtualMachine* const vm_;
   bool soft_sync_ = true;
+  bool fusion_ = true;
   internal::Chain<Instruction> cache_;
   // What Call submitted but the VM holds back while its scheduler is busy
   // (VirtualMachine::SubmitBuffered: up to max_buffered() instructions).

@@ -56,12 +56,18 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runti
     return absl::InvalidArgumentError(
         absl::StrCat("VirtualMachine: negative ", options.spin.count() < 0 ? "spin" : "idle_spin"));
   }
+  if (options.max_fused_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "VirtualMachine: max_fused_steps must be >= 0, got ", options.max_fused_steps));
+  }
   std::unique_ptr<Recorder> recorder;
   if (!options.record_path.empty()) {
     SLUICE_ASSIGN_OR_RETURN(recorder, Recorder::Create(options.record_path));
   }
   std::unique_ptr<VirtualMachine> vm(new VirtualMachine(runtime, std::move(options)));
   vm->recorder_ = std::move(recorder);
+  vm->fusion_ =
+      vm->options_.max_fused_steps > 1 && vm->max_buffered_ > 1 && vm->recorder_ == nullptr;
   vm->executor_.set_recorder(vm->recorder_.get());
   VirtualMachine* raw = vm.get();
   vm->engine_.Start([raw] { raw->HandOverBuffers(); });
@@ -196,9 +202,17 @@ void VirtualMachine::HandOverBuffers() {
 }
 
 void VirtualMachine::HandOver(internal::SubmitBuffer* buffer) {
-  // Under the buffer's lock: a chain taken here must be handed over before the producer
-  // can take (and hand over) the next one.
   PlainMutexLock buffer_lock(&buffer->mu);
+  TakeAndPublish(buffer);
+}
+
+void VirtualMachine::TakeAndPublish(internal::SubmitBuffer* buffer) {
+  // Under the buffer's lock, by whoever takes the chain (the producer or the scheduler):
+  // anyone who finds the buffer empty then finds its instructions submitted. The scheduler
+  // relies on it before it deletes a buried blob: a held-back instruction may be the last
+  // user of a blob whose last reference went away meanwhile, and publishing after the
+  // unlock would let the scheduler's hand-over find neither the chain nor the submission.
+  buffer->tail_open = false;
   if (!buffer->chain.empty()) Publish(std::exchange(buffer->chain, {}));
 }
 
@@ -213,27 +227,40 @@ int64_t VirtualMachine::held_back() {
 }
 
 absl::Status VirtualMachine::SubmitBuffered(internal::SubmitBuffer* buffer,
-                                            internal::Chain<Instruction> chain) {
+                                            internal::Chain<Instruction> chain, bool open) {
   SLUICE_RETURN_IF_ERROR(ReserveOrFree(chain, /*after_close=*/false));
   if (max_buffered_ <= 1) {
     Publish(std::move(chain));
     return absl::OkStatus();
   }
-  internal::Chain<Instruction> ready;
-  {
-    PlainMutexLock lock(&buffer->mu);
-    buffer->chain.Append(std::move(chain));
-    // WantsWork after the append (both under the lock): either the scheduler's next look at
-    // this buffer comes later and finds the chain, or its flag was already up (seq_cst).
-    if (static_cast<int64_t>(buffer->chain.size) >= max_buffered_ || engine_.WantsWork()) {
-      ready = std::exchange(buffer->chain, {});
-    }
+  PlainMutexLock lock(&buffer->mu);
+  buffer->chain.Append(std::move(chain));
+  buffer->tail_open = open && fusion_;
+  // WantsWork after the append (both under the lock): either the scheduler's next look at
+  // this buffer comes later and finds the chain, or its flag was already up (seq_cst).
+  if (static_cast<int64_t>(buffer->chain.size) >= max_buffered_ || engine_.WantsWork()) {
+    TakeAndPublish(buffer);
   }
-  // Outside the lock, so that a scheduler looking at this buffer does not wait for the
-  // numbering, checking and recording. Nothing of this buffer can overtake it: the next
-  // chain comes from this same producer, after this returns.
-  if (!ready.empty()) Publish(std::move(ready));
   return absl::OkStatus();
+}
+
+bool VirtualMachine::AppendToOpenRun(
+    internal::SubmitBuffer* buffer, const Stream* stream,
+    absl::FunctionRef<void(FusedCalls& run, Instruction* head)> add) {
+  PlainMutexLock lock(&buffer->mu);
+  if (!buffer->tail_open || buffer->chain.tail->stream != stream) return false;
+  Instruction* head = buffer->chain.tail;
+  if (head->fused == nullptr) {
+    head->fused = pool_.TakeFused();
+    head->fused->Begin(head, next_fuse_mark_.fetch_add(1, std::memory_order_relaxed));
+  }
+  add(*head->fused, head);
+  // A full run goes now; so does everything while the scheduler is out of work (as in
+  // SubmitBuffered: the flag is read after the append, under the buffer's lock).
+  if (head->fused->size() >= options_.max_fused_steps || engine_.WantsWork()) {
+    TakeAndPublish(buffer);
+  }
+  return true;
 }
 
 absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain, bool after_close) {
@@ -273,11 +300,20 @@ void VirtualMachine::SubmitBatchPart(internal::Chain<Instruction> part, bool fir
 void VirtualMachine::Publish(internal::Chain<Instruction> chain) {
   uint64_t seq = next_seq_.fetch_add(chain.size, std::memory_order_relaxed);
   std::array<int64_t, kInstructionKinds> by_kind{};
+  int64_t fused_steps = 0;
   for (Instruction* i = chain.head; i != nullptr; i = i->next) {
     i->seq = seq++;
     if (checker_ != nullptr) checker_->OnSubmit(i);
-    ++by_kind[static_cast<int>(i->kind)];
+    if (i->fused != nullptr) {
+      // Counted as the calls and releases it fuses.
+      by_kind[static_cast<int>(InstructionKind::kOpCall)] += i->fused->op_calls();
+      by_kind[static_cast<int>(InstructionKind::kRelease)] += i->fused->releases();
+      fused_steps += i->fused->size();
+    } else {
+      ++by_kind[static_cast<int>(i->kind)];
+    }
   }
+  if (fused_steps != 0) VmCounters::Add(counters_.fused_steps, fused_steps);
   // One update per counter and chain: a large batch would otherwise pay an atomic
   // increment per instruction and counter.
   VmCounters::Add(counters_.instructions, static_cast<int64_t>(chain.size));
@@ -368,6 +404,7 @@ VmStats VirtualMachine::stats() {
   s.releases = get(counters_.releases);
   s.barriers = get(counters_.barriers);
   s.access_blobs = get(counters_.access_blobs);
+  s.fused_steps = get(counters_.fused_steps);
   s.events_created = get(counters_.events_created);
   s.events_reused = get(counters_.events_reused);
   s.skipped = get(counters_.skipped);

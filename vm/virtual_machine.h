@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -27,6 +28,7 @@
 #include "vm/counters.h"
 #include "vm/engine.h"
 #include "vm/error_sink.h"
+#include "vm/fused_calls.h"
 #include "vm/instruction.h"
 #include "vm/instruction_executor.h"
 #include "vm/internal/blob_reaper.h"
@@ -60,6 +62,12 @@ struct VmOptions {
   // it parks (it yields the core between polls). Longer than `spin`: work often comes in
   // runs (a precomputed graph per step), and a parked worker costs the next run a wake-up.
   std::chrono::nanoseconds idle_spin{200000};
+  // Eager fusion: consecutive OpCalls and Releases an InstructionsBuilder issues on one
+  // stream while its earlier ones are still held back join them as one instruction
+  // (FusedCalls) of at most this many steps. 0 or 1: off. Off as well while recording
+  // (a recording keeps one line per call) and in caller-thread scheduling (nothing is held
+  // back there).
+  int max_fused_steps = 64;
 };
 
 enum class ShutdownMode {
@@ -152,7 +160,19 @@ class VirtualMachine {
   // the buffer reaches max_buffered() or when the scheduler is out of work; the scheduler also
   // takes every buffer itself whenever it runs out of work or a blob's last reference goes away,
   // and Sync, stats(), barriers and every other submit path hand all buffers over first.
-  absl::Status SubmitBuffered(internal::SubmitBuffer* buffer, internal::Chain<Instruction> chain);
+  // `open`: the chain's last instruction (an OpCall or Release) may take later calls of
+  // this producer on its stream while it is held back (AppendToOpenRun).
+  absl::Status SubmitBuffered(internal::SubmitBuffer* buffer, internal::Chain<Instruction> chain,
+                              bool open = false);
+  // Eager fusion. When the last instruction held back in `buffer` is open (see
+  // SubmitBuffered) and runs on `stream`, makes it a FusedCalls run if it is not one yet,
+  // calls `add(run, head)` to append a step, and returns true; otherwise does nothing and
+  // returns false. The caller must have checked that the step needs no sync before it and
+  // that fusion() is on. A run that reaches max_fused_steps is handed over at once.
+  bool AppendToOpenRun(internal::SubmitBuffer* buffer, const Stream* stream,
+                       absl::FunctionRef<void(FusedCalls& run, Instruction* head)> add);
+  // Whether producers fuse (see VmOptions::max_fused_steps).
+  bool fusion() const { return fusion_; }
   // Hands every attached buffer over. Any thread.
   void HandOverBuffers();
   // Instructions accepted but still held back in buffers: a snapshot, for tests and
@@ -180,6 +200,8 @@ class VirtualMachine {
   absl::Status ReserveOrFree(internal::Chain<Instruction>& chain, bool after_close);
   // Hands one attached buffer over. Requires buffers_mu_ (lock order: see buffers_mu_).
   void HandOver(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffers_mu_);
+  // Takes the buffer's chain and publishes it, before the buffer's lock is released.
+  void TakeAndPublish(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffer->mu);
   absl::Status SubmitInternal(internal::Chain<Instruction> chain, bool after_close);
   // Room reserved: numbers, counts, checks and records the chain, then hands it over.
   void Publish(internal::Chain<Instruction> chain);
@@ -215,6 +237,8 @@ class VirtualMachine {
   std::vector<internal::SubmitBuffer*> buffers_ ABSL_GUARDED_BY(buffers_mu_);
   std::atomic<int> attached_buffers_{0};  // buffers_.size(), readable without the lock
 
+  bool fusion_ = false;  // set once by Create
+  std::atomic<uint64_t> next_fuse_mark_{1};
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> next_blob_id_{1};
   absl::Mutex shutdown_mu_;

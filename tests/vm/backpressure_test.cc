@@ -40,6 +40,9 @@ VmOptions Bounded(Scheduling scheduling, int64_t max_in_flight = kBound) {
   VmOptions options;
   options.scheduling = scheduling;
   options.max_in_flight = max_in_flight;
+  // The bound counts instructions, and a fused run is one instruction of up to
+  // max_fused_steps calls: these tests count calls (fusion_test.cc bounds runs).
+  options.max_fused_steps = 0;
   return options;
 }
 

@@ -27,29 +27,10 @@ using testing::Gate;
 using testing::HostF32;
 using testing::LogKernel;
 using testing::OrderLog;
+using testing::SchedulerHold;
 using testing::Tag;
 using testing::VmHarness;
 using testing::WaitUntil;
-
-// Holds the scheduler thread inside a barrier callback until Release().
-class SchedulerHold {
- public:
-  explicit SchedulerHold(InstructionsBuilder* builder) {
-    EXPECT_TRUE(builder
-                    ->Barrier([this] {
-                      entered_.store(true);
-                      gate_.Wait();
-                    })
-                    .ok());
-    EXPECT_TRUE(WaitUntil([this] { return entered_.load(); }));
-  }
-  ~SchedulerHold() { Release(); }
-  void Release() { gate_.Open(); }
-
- private:
-  std::atomic<bool> entered_{false};
-  Gate gate_;
-};
 
 class SubmitBufferTest : public ::testing::Test {
  protected:
@@ -57,6 +38,9 @@ class SubmitBufferTest : public ::testing::Test {
     auto kernel = std::make_unique<LogKernel>(&log_);
     log_kernel_ = kernel.get();
     EXPECT_TRUE(h_.kernels.Register(std::move(kernel)).ok());
+    // Held-back submission one instruction per call: fusion would join the calls these
+    // tests count (fusion_test.cc covers runs).
+    h_.builder->set_fusion(false);
   }
   absl::Status Log(const std::string& tag, const BlobRef& out) {
     return h_.builder->Call(*log_kernel_, {}, {out}, Tag(tag, 1.0), h_.S("cpu"));

@@ -3,6 +3,7 @@
 #ifndef SLUICE_TESTS_VM_VM_TEST_UTIL_H_
 #define SLUICE_TESTS_VM_VM_TEST_UTIL_H_
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -17,6 +18,32 @@
 #include "vm/virtual_machine.h"
 
 namespace sluice::vm::testing {
+
+// Holds the scheduler thread inside a barrier callback until Release(). Going out of scope
+// releases it and waits until the callback has left (it uses this object).
+class SchedulerHold {
+ public:
+  explicit SchedulerHold(InstructionsBuilder* builder) {
+    EXPECT_TRUE(builder
+                    ->Barrier([this] {
+                      entered_.store(true);
+                      gate_.Wait();
+                      left_.store(true);  // the callback's last use of this object
+                    })
+                    .ok());
+    EXPECT_TRUE(WaitUntil([this] { return entered_.load(); }));
+  }
+  ~SchedulerHold() {
+    Release();
+    if (entered_.load()) EXPECT_TRUE(WaitUntil([this] { return left_.load(); }));
+  }
+  void Release() { gate_.Open(); }
+
+ private:
+  std::atomic<bool> entered_{false};
+  std::atomic<bool> left_{false};
+  Gate gate_;
+};
 
 struct VmHarness {
   explicit VmHarness(VmOptions options = {}, ep::RuntimeOptions runtime_options = {}) {

@@ -35,6 +35,7 @@ void InstructionPool::Free(Chain<Instruction> chain) {
   Chain<Instruction> reset;
   for (Instruction* i = chain.head; i != nullptr;) {
     Instruction* next = i->next;
+    if (i->fused != nullptr) RecycleFused(std::move(i->fused));
     i->Reset();
     reset.PushBack(i);
     i = next;
@@ -85,6 +86,23 @@ void InstructionPool::Recycle(Chain<Instruction> chain) {
   free_.Push(chain);
   in_flight_.fetch_sub(n, std::memory_order_seq_cst);
   waker_.Notify();
+}
+
+std::unique_ptr<FusedCalls> InstructionPool::TakeFused() {
+  {
+    PlainMutexLock lock(&fused_mu_);
+    if (!idle_fused_.empty()) {
+      std::unique_ptr<FusedCalls> fused = std::move(idle_fused_.back());
+      idle_fused_.pop_back();
+      return fused;
+    }
+  }
+  return std::make_unique<FusedCalls>();
+}
+
+void InstructionPool::RecycleFused(std::unique_ptr<FusedCalls> fused) {
+  PlainMutexLock lock(&fused_mu_);
+  if (idle_fused_.size() < kMaxIdleFused) idle_fused_.push_back(std::move(fused));
 }
 
 void InstructionPool::WaitIdle() {

@@ -15,7 +15,9 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "core/plain_mutex.h"
 #include "vm/counters.h"
+#include "vm/fused_calls.h"
 #include "vm/instruction.h"
 #include "vm/internal/intrusive_queue.h"
 #include "vm/internal/waker.h"
@@ -51,11 +53,18 @@ class InstructionPool {
   // Makes waiting and future Reserve calls fail.
   void Close();
 
+  // Producer: an empty FusedCalls for a new run (a recycled one keeps its steps' memory).
+  std::unique_ptr<FusedCalls> TakeFused();
+  // Scheduler: the run of a retired instruction. Beyond kMaxIdleFused idle runs the pool
+  // frees them instead, so a burst of runs in flight does not pin its memory.
+  void RecycleFused(std::unique_ptr<FusedCalls> fused);
+
   int64_t in_flight() const { return in_flight_.load(std::memory_order_acquire); }
   int64_t max_in_flight() const { return max_in_flight_; }
 
  private:
   static constexpr int kBlockSize = 256;
+  static constexpr size_t kMaxIdleFused = 64;
 
   const int64_t max_in_flight_;
   const std::chrono::nanoseconds spin_;
@@ -66,6 +75,9 @@ class InstructionPool {
   std::atomic<int64_t> in_flight_{0};
   std::atomic<bool> closed_{false};
   Waker waker_;
+
+  PlainMutex fused_mu_;  // once per run on each side
+  std::vector<std::unique_ptr<FusedCalls>> idle_fused_ ABSL_GUARDED_BY(fused_mu_);
 
   absl::Mutex blocks_mu_;
   std::vector<std::unique_ptr<Instruction[]>> blocks_ ABSL_GUARDED_BY(blocks_mu_);
