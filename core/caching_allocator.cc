@@ -27,6 +27,7 @@ StreamOrderedCachingAllocator::StreamOrderedCachingAllocator(RawAllocator* raw,
 
 StreamOrderedCachingAllocator::~StreamOrderedCachingAllocator() {
   PlainMutexLock lock(&mu_);
+  ApplyDeferredLocked();
   size_t leaked = 0;
   for (auto& [ptr, block] : blocks_) {
     if (block->in_use) ++leaked;
@@ -79,6 +80,7 @@ absl::StatusOr<void*> StreamOrderedCachingAllocator::Allocate(size_t bytes, Stre
   }
   const size_t size = RoundUp(bytes);
   PlainMutexLock lock(&mu_);
+  ApplyDeferredLocked();
   if (!pending_.empty()) PollPending();
   FreeList& own = FreeListOf(stream);
   auto it = own.lower_bound(size);
@@ -100,6 +102,7 @@ absl::StatusOr<void*> StreamOrderedCachingAllocator::AllocateRawLocked(size_t si
     absl::Status wait_status;
     for (auto& fence : to_wait) wait_status.Update(fence->Wait());
     mu_.Lock();
+    ApplyDeferredLocked();
     PollPending();
     // The wait may have returned blocks of this stream from pending: stream order makes them
     // reusable by it at once, whatever their size.
@@ -186,6 +189,7 @@ void StreamOrderedCachingAllocator::PollPending() {
 
 void StreamOrderedCachingAllocator::RecordStream(void* ptr, StreamId stream) {
   PlainMutexLock lock(&mu_);
+  ApplyDeferredLocked();
   auto it = blocks_.find(ptr);
   SLUICE_CHECK(it != blocks_.end() && it->second->in_use);
   Block* block = it->second.get();
@@ -197,7 +201,37 @@ void StreamOrderedCachingAllocator::RecordStream(void* ptr, StreamId stream) {
 }
 
 void StreamOrderedCachingAllocator::Deallocate(void* ptr) {
-  PlainMutexLock lock(&mu_);
+  if (!mu_.TryLock()) {
+    PlainMutexLock lock(&deferred_mu_);
+    deferred_.push_back(ptr);
+    has_deferred_.store(true, std::memory_order_release);
+    return;
+  }
+  ApplyDeferredLocked();
+  DeallocateLocked(ptr);
+  mu_.Unlock();
+  // A free deferred after the look above (its pusher found mu_ held) would wait for the next
+  // call: apply it now if there is one and the lock is free.
+  if (has_deferred_.load(std::memory_order_acquire) && mu_.TryLock()) {
+    ApplyDeferredLocked();
+    mu_.Unlock();
+  }
+}
+
+void StreamOrderedCachingAllocator::ApplyDeferredLocked() const {
+  if (!has_deferred_.load(std::memory_order_acquire)) return;
+  std::vector<void*> frees;
+  {
+    PlainMutexLock lock(&deferred_mu_);
+    frees.swap(deferred_);
+    has_deferred_.store(false, std::memory_order_relaxed);
+  }
+  // const: stats() and other readers apply them too; the cache itself is what changes.
+  auto* self = const_cast<StreamOrderedCachingAllocator*>(this);
+  for (void* ptr : frees) self->DeallocateLocked(ptr);
+}
+
+void StreamOrderedCachingAllocator::DeallocateLocked(void* ptr) {
   auto it = blocks_.find(ptr);
   SLUICE_CHECK(it != blocks_.end() && it->second->in_use);
   Block* block = it->second.get();
@@ -229,11 +263,13 @@ void StreamOrderedCachingAllocator::Deallocate(void* ptr) {
 
 AllocatorStats StreamOrderedCachingAllocator::stats() const {
   PlainMutexLock lock(&mu_);
+  ApplyDeferredLocked();
   return stats_;
 }
 
 void StreamOrderedCachingAllocator::ResetPeakBytes() {
   PlainMutexLock lock(&mu_);
+  ApplyDeferredLocked();
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
 }
 
@@ -261,12 +297,14 @@ void StreamOrderedCachingAllocator::CollectFencesLocked(
 
 absl::Status StreamOrderedCachingAllocator::EmptyCache() {
   PlainMutexLock lock(&mu_);
+  ApplyDeferredLocked();
   std::vector<std::shared_ptr<StreamFence>> to_wait;
   CollectFencesLocked(&to_wait);
   mu_.Unlock();
   absl::Status status;
   for (auto& fence : to_wait) status.Update(fence->Wait());
   mu_.Lock();
+  ApplyDeferredLocked();
   PollPending();
   ReleaseFreeBlocksLocked();
   return status;

@@ -12,9 +12,15 @@
 //    time another stream needs memory it cannot get from the raw allocator.
 //  - When the raw allocator is exhausted the allocator waits for outstanding fences (without
 //    holding its lock), returns every free block to the raw allocator and retries once.
+//
+// A free that finds the allocator's lock held does not wait for it: it leaves the pointer
+// in a short list that the lock's next holder applies first (every method that takes the
+// lock does). A producer allocating each op's output while a worker frees the previous
+// one otherwise meets it on this lock every op, and the waiter's wake-up is a system call.
 #ifndef SLUICE_CORE_CACHING_ALLOCATOR_H_
 #define SLUICE_CORE_CACHING_ALLOCATOR_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <vector>
@@ -82,6 +88,9 @@ class StreamOrderedCachingAllocator final : public Allocator {
   void CollectFencesLocked(std::vector<std::shared_ptr<StreamFence>>* to_wait)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseFreeBlocksLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DeallocateLocked(void* ptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies the frees deferred while the lock was held.
+  void ApplyDeferredLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<void*> AllocateRawLocked(size_t size, StreamId stream)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -94,6 +103,10 @@ class StreamOrderedCachingAllocator final : public Allocator {
   std::vector<FreeList> free_lists_ ABSL_GUARDED_BY(mu_);  // indexed by StreamId
   std::vector<Block*> pending_ ABSL_GUARDED_BY(mu_);
   AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+
+  mutable PlainMutex deferred_mu_;  // after mu_ in lock order; held for a push or a swap
+  mutable std::vector<void*> deferred_ ABSL_GUARDED_BY(deferred_mu_);
+  mutable std::atomic<bool> has_deferred_{false};  // a hint: deferred_ may be non-empty
 };
 
 }  // namespace sluice

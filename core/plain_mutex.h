@@ -36,6 +36,8 @@ class ABSL_LOCKABLE PlainMutex {
     mu_.lock();
   }
   void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
+  // Takes the mutex if it is free; never waits.
+  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) { return mu_.try_lock(); }
 
  private:
   static constexpr int kSpins = 200;  // a few microseconds at most

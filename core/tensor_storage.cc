@@ -2,16 +2,18 @@
 
 #include <cstdint>
 #include <limits>
+#include <new>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 
 namespace sluice {
 
-absl::StatusOr<std::unique_ptr<TensorStorage>> TensorStorage::Allocate(Allocator* allocator,
-                                                                       Device device,
-                                                                       DataType dtype, Shape shape,
-                                                                       StreamId stream) {
+namespace {
+
+// The checked shape and byte size of a dtype x shape tensor.
+absl::StatusOr<std::pair<Shape, size_t>> CheckedSize(DataType dtype, const Shape& shape) {
   SLUICE_ASSIGN_OR_RETURN(Shape checked, Shape::Make(shape.dims()));
   const size_t element_size = SizeOf(dtype);
   if (static_cast<uint64_t>(checked.NumElements()) >
@@ -20,9 +22,28 @@ absl::StatusOr<std::unique_ptr<TensorStorage>> TensorStorage::Allocate(Allocator
                                                    checked.ToString(), " does not fit in memory"));
   }
   const size_t bytes = static_cast<size_t>(checked.NumElements()) * element_size;
-  SLUICE_ASSIGN_OR_RETURN(void* data, allocator->Allocate(bytes, stream));
-  return std::unique_ptr<TensorStorage>(
-      new TensorStorage(allocator, data, bytes, device, dtype, std::move(checked), stream));
+  return std::make_pair(std::move(checked), bytes);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TensorStorage>> TensorStorage::Allocate(Allocator* allocator,
+                                                                       Device device,
+                                                                       DataType dtype, Shape shape,
+                                                                       StreamId stream) {
+  SLUICE_ASSIGN_OR_RETURN(auto checked, CheckedSize(dtype, shape));
+  SLUICE_ASSIGN_OR_RETURN(void* data, allocator->Allocate(checked.second, stream));
+  return std::unique_ptr<TensorStorage>(new TensorStorage(allocator, data, checked.second, device,
+                                                          dtype, std::move(checked.first), stream));
+}
+
+absl::StatusOr<TensorStorage*> TensorStorage::AllocateAt(void* space, Allocator* allocator,
+                                                         Device device, DataType dtype, Shape shape,
+                                                         StreamId stream) {
+  SLUICE_ASSIGN_OR_RETURN(auto checked, CheckedSize(dtype, shape));
+  SLUICE_ASSIGN_OR_RETURN(void* data, allocator->Allocate(checked.second, stream));
+  return new (space) TensorStorage(allocator, data, checked.second, device, dtype,
+                                   std::move(checked.first), stream);
 }
 
 TensorStorage::TensorStorage(Allocator* allocator, void* data, size_t bytes, Device device,

@@ -24,6 +24,12 @@ class TensorStorage {
   static absl::StatusOr<std::unique_ptr<TensorStorage>> Allocate(Allocator* allocator,
                                                                  Device device, DataType dtype,
                                                                  Shape shape, StreamId stream);
+  // Like Allocate, but builds the storage in `space` (sizeof(TensorStorage) bytes aligned
+  // for it) instead of on the heap; the owner ends it with ~TensorStorage. For owners that
+  // embed their storage (vm::Blob): freeing it then costs no heap free, often on another
+  // thread than the one that allocated it. On error `space` holds nothing.
+  static absl::StatusOr<TensorStorage*> AllocateAt(void* space, Allocator* allocator, Device device,
+                                                   DataType dtype, Shape shape, StreamId stream);
   ~TensorStorage();
   TensorStorage(const TensorStorage&) = delete;
   TensorStorage& operator=(const TensorStorage&) = delete;

@@ -176,6 +176,12 @@ absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlo
   SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
                           FindPlan(op, inputs, attrs, options, options.output_counts));
   const Plan& plan = *cached;
+  if (options.single_output && (plan.outputs.size() != 1 || plan.outputs[0].size() != 1)) {
+    size_t n = 0;
+    for (const auto& slot : plan.outputs) n += slot.size();
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "' produces ", n, " outputs; the caller takes exactly one"));
+  }
   vm::Stream* alloc_stream = plan.stream;
   if (plan.output_device != plan.stream->key().device) {
     SLUICE_ASSIGN_OR_RETURN(alloc_stream, GetStream(StreamKey{plan.output_device}));

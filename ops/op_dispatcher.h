@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/device.h"
@@ -30,8 +31,9 @@
 
 namespace sluice::ops {
 
-// Operands per slot, in the schema's slot order.
-using SlotBlobs = std::vector<vm::BlobList>;
+// Operands per slot, in the schema's slot order (inline up to four slots: an eager call
+// allocates nothing for its operand lists).
+using SlotBlobs = absl::InlinedVector<vm::BlobList, 4>;
 
 struct DispatchOptions {
   // Device for ops without inputs and without a placement rule.
@@ -41,6 +43,9 @@ struct DispatchOptions {
   std::optional<StreamKey> stream;
   // Tensors per output slot for variadic outputs (empty: the infer function decides).
   std::vector<int> output_counts;
+  // The caller takes exactly one output: InvalidArgument, before anything is enqueued, for
+  // an op that would produce another number.
+  bool single_output = false;
 };
 
 // Thread-compatible, like the InstructionsBuilder it uses. The registry, VM and builder

@@ -5,14 +5,27 @@
 
 namespace sluice::vm {
 
-Blob::Blob(uint64_t id, std::unique_ptr<TensorStorage> storage, std::string name)
+Blob::Blob(uint64_t id, Device device, DataType dtype, Shape shape, std::string name)
     : id_(id),
       name_(std::move(name)),
-      device_(storage->device()),
-      dtype_(storage->dtype()),
-      shape_(storage->shape()),
-      bytes_(storage->bytes()),
-      storage_(std::move(storage)) {}
+      device_(device),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      bytes_(static_cast<size_t>(shape_.NumElements()) * SizeOf(dtype)) {}
+
+Blob::~Blob() { FreeStorage(); }
+
+absl::Status Blob::AllocateStorage(Allocator* allocator, StreamId stream) {
+  SLUICE_ASSIGN_OR_RETURN(storage_, TensorStorage::AllocateAt(storage_space_, allocator, device_,
+                                                              dtype_, shape_, stream));
+  return absl::OkStatus();
+}
+
+void Blob::FreeStorage() {
+  if (storage_ == nullptr) return;
+  storage_->~TensorStorage();
+  storage_ = nullptr;
+}
 
 Blob::Blob(uint64_t id, Device device, DataType dtype, Shape shape, Allocator* allocator,
            std::string name)
@@ -29,9 +42,7 @@ absl::Status Blob::EnsureStorage(StreamId stream) {
   if (allocator_ == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(DebugName(), " was released"));
   }
-  SLUICE_ASSIGN_OR_RETURN(storage_,
-                          TensorStorage::Allocate(allocator_, device_, dtype_, shape_, stream));
-  return absl::OkStatus();
+  return AllocateStorage(allocator_, stream);
 }
 
 std::string Blob::DebugName() const {

@@ -38,13 +38,16 @@ class Instruction;
 //  - poison: any thread.
 class Blob {
  public:
-  Blob(uint64_t id, std::unique_ptr<TensorStorage> storage, std::string name);
+  // An eager blob: its storage comes from VirtualMachine::NewBlob right after (see
+  // AllocateStorage) and lives until a Release.
+  Blob(uint64_t id, Device device, DataType dtype, Shape shape, std::string name);
   // A lazy blob: no storage until an OpCall writes it, when the worker allocates it from
   // `allocator` for the writing stream; a Release frees it and the next writer allocates
   // again. The interpreter binds its temporaries this way, so one lowered graph serves
   // every run while each run's memory lives only from first write to last use.
   Blob(uint64_t id, Device device, DataType dtype, Shape shape, Allocator* allocator,
        std::string name);
+  ~Blob();
   Blob(const Blob&) = delete;
   Blob& operator=(const Blob&) = delete;
 
@@ -58,13 +61,20 @@ class Blob {
   std::string DebugName() const;
 
   // Null once a Release instruction has run (and, for a lazy blob, before its first write).
-  TensorStorage* storage() const { return storage_.get(); }
+  TensorStorage* storage() const { return storage_; }
   bool lazy() const { return allocator_ != nullptr; }
   // Worker thread of a writer: allocates a lazy blob's storage for `stream` when it has
   // none. OK for a blob that has storage; FailedPrecondition naming the blob for a released
   // eager blob; the allocator's error otherwise.
   absl::Status EnsureStorage(StreamId stream);
 
+ private:
+  // Allocates the storage from `allocator` for first use on `stream` (it must have none).
+  absl::Status AllocateStorage(Allocator* allocator, StreamId stream);
+  // Ends the storage (its bytes return to the allocator, stream-ordered); nothing if none.
+  void FreeStorage();
+
+ public:
   // Poison: the error of the failed or skipped instruction that should have produced the
   // current contents. Readers of a poisoned blob are skipped; a successful write clears it.
   bool poisoned() const { return poisoned_.load(std::memory_order_acquire); }
@@ -87,7 +97,11 @@ class Blob {
   const Shape shape_;
   const size_t bytes_;
   Allocator* const allocator_ = nullptr;  // set for lazy blobs only
-  std::unique_ptr<TensorStorage> storage_;
+  // The storage lives in storage_space_ (built there, ended in place): a blob is created
+  // by the producer and its storage freed by a worker, and a heap object per storage would
+  // make every freed tensor a free into another thread's malloc arena.
+  TensorStorage* storage_ = nullptr;
+  alignas(TensorStorage) unsigned char storage_space_[sizeof(TensorStorage)];
 
   // Builder thread: set once a Release has been submitted; later use is an error.
   bool released_ = false;

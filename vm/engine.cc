@@ -17,8 +17,9 @@ bool LaterReceived(const Instruction* a, const Instruction* b) { return a->recei
 
 }  // namespace
 
-Engine::Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool)
-    : options_(options), checker_(checker), pool_(pool) {}
+Engine::Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool,
+               internal::BlobPool* blobs)
+    : options_(options), checker_(checker), pool_(pool), blobs_(blobs) {}
 
 Engine::~Engine() { SLUICE_CHECK(!thread_.joinable()); }
 
@@ -60,7 +61,7 @@ void Engine::DeleteBuried() {
   for (Blob* blob = buried.head; blob != nullptr;) {
     Blob* next = blob->next;
     SLUICE_CHECK(blob->uses_ == 0);
-    delete blob;
+    blobs_->Delete(blob);
     blob = next;
   }
 }
@@ -140,7 +141,7 @@ void Engine::Step() {
   for (Blob* blob = buried.head; blob != nullptr;) {
     Blob* next = blob->next;
     if (blob->uses_ == 0) {
-      delete blob;
+      blobs_->Delete(blob);
     } else {
       blob->dead_ = true;
     }
@@ -357,7 +358,7 @@ void Engine::ForgetReader(Blob* blob, Instruction* instruction) {
 }
 
 void Engine::ReleaseUse(Blob* blob) {
-  if (--blob->uses_ == 0 && blob->dead_) delete blob;
+  if (--blob->uses_ == 0 && blob->dead_) blobs_->Delete(blob);
 }
 
 void Engine::FireBarrier(Instruction* barrier) {

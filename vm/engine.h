@@ -42,6 +42,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "vm/instruction.h"
+#include "vm/internal/blob_pool.h"
 #include "vm/internal/instruction_pool.h"
 #include "vm/internal/intrusive_queue.h"
 #include "vm/internal/waker.h"
@@ -59,8 +60,9 @@ struct EngineOptions {
 // Thread-safe as documented per method.
 class Engine {
  public:
-  // `checker` may be null; `pool` recycles retired instructions.
-  Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool);
+  // `checker` may be null; `pool` recycles retired instructions, `blobs` dead blobs' memory.
+  Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool,
+         internal::BlobPool* blobs);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -108,7 +110,7 @@ class Engine {
   void AddEdge(Instruction* from, Instruction* to);
   void Retire(Instruction* instruction);
   void ForgetReader(Blob* blob, Instruction* instruction);
-  static void ReleaseUse(Blob* blob);
+  void ReleaseUse(Blob* blob);
   void FireBarrier(Instruction* barrier);
   void MakeReady(Instruction* instruction);
   // Dispatches every ready instruction, earliest received first (see the class comment).
@@ -121,6 +123,7 @@ class Engine {
   const EngineOptions options_;
   SyncChecker* const checker_;
   internal::InstructionPool* const pool_;
+  internal::BlobPool* const blobs_;
 
   internal::IntrusiveQueue<Instruction> incoming_;
   internal::IntrusiveQueue<Instruction> completed_;

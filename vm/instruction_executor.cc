@@ -164,7 +164,7 @@ void InstructionExecutor::Run(Instruction* instruction) {
       RunRecordEvent(instruction);
       return;
     case InstructionKind::kRelease:
-      for (Blob* blob : instruction->outputs) blob->storage_.reset();
+      for (Blob* blob : instruction->outputs) blob->FreeStorage();
       return;
     case InstructionKind::kAccessBlob:
       RunAccessBlob(instruction);
@@ -181,7 +181,7 @@ void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
   step->seq = outer.seq;  // names the step in errors
   // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {
-    for (Blob* blob : step->outputs) blob->storage_.reset();
+    for (Blob* blob : step->outputs) blob->FreeStorage();
     return;
   }
   RunKernel(step);

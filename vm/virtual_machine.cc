@@ -82,7 +82,7 @@ VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
       pool_(options_.max_in_flight, options_.spin, &counters_),
       engine_(EngineOptions{options_.scheduling == VmOptions::Scheduling::kDedicatedThread,
                             options_.spin},
-              checker_.get(), &pool_),
+              checker_.get(), &pool_, &blob_pool_),
       reaper_(std::make_shared<internal::BlobReaper>(&engine_)),
       by_id_(new std::atomic<Stream*>[StreamIdTable::kCapacity]),
       max_buffered_(
@@ -151,13 +151,16 @@ absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, 
                                                 std::string name) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
   SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TensorStorage> storage,
-                          TensorStorage::Allocate(&device->allocator(), stream->key().device, dtype,
-                                                  std::move(shape), stream->id()));
+  SLUICE_ASSIGN_OR_RETURN(Shape checked, Shape::Make(shape.dims()));
+  Blob* raw = blob_pool_.New(next_blob_id_.fetch_add(1, std::memory_order_relaxed),
+                             stream->key().device, dtype, std::move(checked), std::move(name));
+  const absl::Status allocated = raw->AllocateStorage(&device->allocator(), stream->id());
+  if (!allocated.ok()) {
+    blob_pool_.Delete(raw);
+    return allocated;
+  }
   std::shared_ptr<internal::BlobReaper> reaper = reaper_;
-  BlobRef blob(new Blob(next_blob_id_.fetch_add(1, std::memory_order_relaxed), std::move(storage),
-                        std::move(name)),
-               [reaper](Blob* b) { reaper->Reap(b); });
+  BlobRef blob(raw, [reaper](Blob* b) { reaper->Reap(b); });
   if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
   return blob;
 }

@@ -31,6 +31,7 @@
 #include "vm/fused_calls.h"
 #include "vm/instruction.h"
 #include "vm/instruction_executor.h"
+#include "vm/internal/blob_pool.h"
 #include "vm/internal/blob_reaper.h"
 #include "vm/internal/instruction_pool.h"
 #include "vm/internal/submit_buffer.h"
@@ -218,6 +219,7 @@ class VirtualMachine {
   std::atomic<bool> cancel_{false};
   InstructionExecutor executor_;
   internal::InstructionPool pool_;
+  internal::BlobPool blob_pool_;  // eager blobs' memory; outlives the engine that frees them
   Engine engine_;
   std::shared_ptr<internal::BlobReaper> reaper_;
 

@@ -137,6 +137,33 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
   return tensors;
 }
 
+absl::StatusOr<Tensor> Context::CallSingle(absl::string_view op, absl::Span<const Tensor> inputs,
+                                           const vm::AttrMap& attrs, std::optional<Device> device) {
+  ops::SlotBlobs in(inputs.size());
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    const Tensor& t = inputs[s];
+    if (!t.valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op, "': input ", s, "[0] is an empty Tensor"));
+    }
+    if (t.state_->context != state_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op, "': an input belongs to another eager context"));
+    }
+    in[s].push_back(t.blob());
+  }
+  absl::StatusOr<ops::SlotBlobs> out;
+  {
+    PlainMutexLock lock(&state_->mu);
+    ops::DispatchOptions options;
+    options.default_device = device.value_or(state_->default_device);
+    options.single_output = true;
+    out = state_->dispatcher->Call(op, in, attrs, options);
+  }
+  if (!out.ok()) return out.status();
+  return Tensor(std::make_shared<internal::TensorState>(state_, std::move((*out)[0][0])));
+}
+
 absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vector<Tensor>>& inputs,
                                const std::vector<std::vector<Tensor>>& outputs,
                                const vm::AttrMap& attrs) {

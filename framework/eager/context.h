@@ -65,6 +65,12 @@ class Context {
                                            const std::vector<std::vector<Tensor>>& inputs,
                                            const vm::AttrMap& attrs = {},
                                            std::optional<Device> device = std::nullopt);
+  // Runs an op with one tensor per input slot and a single output, and returns it: the
+  // lean path the functional API takes (no per-call containers). InvalidArgument for an op
+  // with another number of outputs, plus Call's errors.
+  absl::StatusOr<Tensor> CallSingle(absl::string_view op, absl::Span<const Tensor> inputs,
+                                    const vm::AttrMap& attrs = {},
+                                    std::optional<Device> device = std::nullopt);
   // Runs `op` writing into existing tensors (in-place updates: sgd, adam).
   absl::Status CallInto(absl::string_view op, const std::vector<std::vector<Tensor>>& inputs,
                         const std::vector<std::vector<Tensor>>& outputs,

@@ -18,15 +18,16 @@ absl::StatusOr<Tensor> One(absl::StatusOr<std::vector<Tensor>> out) {
   return std::move((*out)[0]);
 }
 
-absl::StatusOr<Tensor> Unary(absl::string_view op, const Tensor& x, vm::AttrMap attrs = {}) {
-  SLUICE_ASSIGN_OR_RETURN(Context ctx, ContextOf(op, x));
-  return One(ctx.Call(op, {{x}}, attrs));
+absl::StatusOr<Tensor> Unary(absl::string_view op, const Tensor& x,
+                             const vm::AttrMap& attrs = vm::AttrMap()) {
+  if (!x.valid()) return absl::InvalidArgumentError(absl::StrCat("op '", op, "': empty Tensor"));
+  return x.context().CallSingle(op, {x}, attrs);
 }
 
 absl::StatusOr<Tensor> Binary(absl::string_view op, const Tensor& x, const Tensor& y,
-                              vm::AttrMap attrs = {}) {
-  SLUICE_ASSIGN_OR_RETURN(Context ctx, ContextOf(op, x));
-  return One(ctx.Call(op, {{x}, {y}}, attrs));
+                              const vm::AttrMap& attrs = vm::AttrMap()) {
+  if (!x.valid()) return absl::InvalidArgumentError(absl::StrCat("op '", op, "': empty Tensor"));
+  return x.context().CallSingle(op, {x, y}, attrs);
 }
 
 absl::StatusOr<Tensor> Variadic(absl::string_view op, const std::vector<Tensor>& xs,

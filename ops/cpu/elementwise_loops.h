@@ -319,6 +319,16 @@ inline void RunBinary(const BroadcastPlan& plan, const T* x, const T* y, T* out,
   });
 }
 
+// Operands of one shape: a single contiguous row, no plan needed.
+template <typename T, typename Op>
+inline void RunBinarySameShape(const T* x, const T* y, T* out, int64_t n, Op op) {
+  if (out == x || out == y) {
+    BinaryRowMayAlias<1, 1>(x, y, out, n, op);
+  } else {
+    BinaryRow<1, 1>(x, y, out, n, op);
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Unary loops.
 // ---------------------------------------------------------------------------------------
