@@ -181,6 +181,27 @@ TEST(EagerTest, BadInputNamesTheOpAndEnqueuesNothing) {
   ASSERT_TRUE(ctx.Sync().ok());
 }
 
+// CallSingle (the functional API's path) computes what Call does, and refuses ops with
+// another number of outputs and foreign or empty tensors before enqueueing anything.
+TEST(EagerTest, CallSingleMatchesCallAndRefusesBeforeEnqueueing) {
+  Context ctx = NewContext();
+  Context other = NewContext();
+  Tensor a = ctx.FromVector(std::vector<float>{1, 2, 3, 4}, Shape({2, 2}), kCpu).value();
+  Tensor b = ctx.FromVector(std::vector<float>{5, 6, 7, 8}, Shape({2, 2}), kCpu).value();
+  Tensor foreign = other.FromVector(std::vector<float>{1, 1, 1, 1}, Shape({2, 2}), kCpu).value();
+  EXPECT_EQ(ctx.CallSingle("mul", {a, b}).value().ToVector<float>().value(),
+            ctx.Call("mul", {{a}, {b}}).value()[0].ToVector<float>().value());
+  const int64_t before = ctx.vm()->stats().instructions;
+  absl::StatusOr<Tensor> two = ctx.CallSingle("split", {a}, vm::AttrMap().Set("num", int64_t{2}));
+  EXPECT_EQ(two.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(two.status().message(), HasSubstr("'split' produces 2 outputs"));
+  EXPECT_THAT(ctx.CallSingle("add", {a, foreign}).status().message(),
+              HasSubstr("another eager context"));
+  EXPECT_THAT(ctx.CallSingle("add", {a, Tensor()}).status().message(), HasSubstr("input 1"));
+  EXPECT_EQ(ctx.vm()->stats().instructions, before);
+  ASSERT_TRUE(ctx.Sync().ok());
+}
+
 TEST(EagerTest, KernelErrorSurfacesAtTheReadAndTheContextRecovers) {
   Context ctx = NewContext();
   Tensor logits = ctx.FromVector(Values(6, 1.0f), Shape({2, 3}), kSim0).value();

@@ -35,7 +35,9 @@ class SchedulerHold {
   }
   ~SchedulerHold() {
     Release();
-    if (entered_.load()) EXPECT_TRUE(WaitUntil([this] { return left_.load(); }));
+    if (entered_.load()) {
+      EXPECT_TRUE(WaitUntil([this] { return left_.load(); }));
+    }
   }
   void Release() { gate_.Open(); }
 
