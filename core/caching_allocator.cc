@@ -201,34 +201,33 @@ void StreamOrderedCachingAllocator::RecordStream(void* ptr, StreamId stream) {
 }
 
 void StreamOrderedCachingAllocator::Deallocate(void* ptr) {
-  if (!mu_.TryLock()) {
-    PlainMutexLock lock(&deferred_mu_);
-    deferred_.push_back(ptr);
-    has_deferred_.store(true, std::memory_order_release);
-    return;
+  const uint32_t start = mailbox_next_.fetch_add(1, std::memory_order_relaxed);
+  for (int i = 0; i < kMailboxSlots; ++i) {
+    std::atomic<void*>& slot = mailbox_[(start + i) % kMailboxSlots];
+    void* empty = nullptr;
+    if (slot.load(std::memory_order_relaxed) == nullptr &&
+        slot.compare_exchange_strong(empty, ptr, std::memory_order_release,
+                                     std::memory_order_relaxed)) {
+      mailbox_count_.fetch_add(1, std::memory_order_release);
+      return;
+    }
   }
+  PlainMutexLock lock(&mu_);  // the mailbox is full: apply everything now
   ApplyDeferredLocked();
   DeallocateLocked(ptr);
-  mu_.Unlock();
-  // A free deferred after the look above (its pusher found mu_ held) would wait for the next
-  // call: apply it now if there is one and the lock is free.
-  if (has_deferred_.load(std::memory_order_acquire) && mu_.TryLock()) {
-    ApplyDeferredLocked();
-    mu_.Unlock();
-  }
 }
 
 void StreamOrderedCachingAllocator::ApplyDeferredLocked() const {
-  if (!has_deferred_.load(std::memory_order_acquire)) return;
-  std::vector<void*> frees;
-  {
-    PlainMutexLock lock(&deferred_mu_);
-    frees.swap(deferred_);
-    has_deferred_.store(false, std::memory_order_relaxed);
-  }
+  if (mailbox_count_.load(std::memory_order_acquire) <= 0) return;
   // const: stats() and other readers apply them too; the cache itself is what changes.
   auto* self = const_cast<StreamOrderedCachingAllocator*>(this);
-  for (void* ptr : frees) self->DeallocateLocked(ptr);
+  for (std::atomic<void*>& slot : mailbox_) {
+    if (slot.load(std::memory_order_relaxed) == nullptr) continue;
+    void* ptr = slot.exchange(nullptr, std::memory_order_acquire);
+    if (ptr == nullptr) continue;
+    mailbox_count_.fetch_sub(1, std::memory_order_relaxed);
+    self->DeallocateLocked(ptr);
+  }
 }
 
 void StreamOrderedCachingAllocator::DeallocateLocked(void* ptr) {

@@ -13,10 +13,14 @@
 //  - When the raw allocator is exhausted the allocator waits for outstanding fences (without
 //    holding its lock), returns every free block to the raw allocator and retries once.
 //
-// A free that finds the allocator's lock held does not wait for it: it leaves the pointer
-// in a short list that the lock's next holder applies first (every method that takes the
-// lock does). A producer allocating each op's output while a worker frees the previous
-// one otherwise meets it on this lock every op, and the waiter's wake-up is a system call.
+// A free never takes the allocator's lock: it drops the pointer into a small lock-free
+// mailbox that the lock's next holder empties first — every method that takes the lock
+// does, so stats and reuse see every free that returned before the call (a free that finds
+// the mailbox full takes the lock and applies itself).
+// A producer allocating each op's output while a worker frees the previous one otherwise
+// meets it on this lock every op, and spins or sleeps until the other lets go. The fences
+// of a block other streams used are recorded when the free is applied: later than the
+// free, which only makes them cover more work.
 #ifndef SLUICE_CORE_CACHING_ALLOCATOR_H_
 #define SLUICE_CORE_CACHING_ALLOCATOR_H_
 
@@ -104,9 +108,13 @@ class StreamOrderedCachingAllocator final : public Allocator {
   std::vector<Block*> pending_ ABSL_GUARDED_BY(mu_);
   AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
 
-  mutable PlainMutex deferred_mu_;  // after mu_ in lock order; held for a push or a swap
-  mutable std::vector<void*> deferred_ ABSL_GUARDED_BY(deferred_mu_);
-  mutable std::atomic<bool> has_deferred_{false};  // a hint: deferred_ may be non-empty
+  // Frees not applied yet: a slot holds a pointer or null. Filled by a CAS from a rotating
+  // start, emptied by an exchange under mu_.
+  static constexpr int kMailboxSlots = 16;
+  mutable std::atomic<void*> mailbox_[kMailboxSlots] = {};
+  mutable std::atomic<uint32_t> mailbox_next_{0};
+  // A hint: filled slots, counted after the fill and before the empty (may lag a fill).
+  mutable std::atomic<int> mailbox_count_{0};
 };
 
 }  // namespace sluice

@@ -161,13 +161,15 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
 
 absl::Status OpDispatcher::Launch(const Plan& plan, const SlotBlobs& inputs,
                                   const SlotBlobs& outputs) {
-  vm::BlobList flat_in, flat_out;
-  for (const vm::BlobList& slot : inputs) flat_in.insert(flat_in.end(), slot.begin(), slot.end());
-  for (const vm::BlobList& slot : outputs) {
-    flat_out.insert(flat_out.end(), slot.begin(), slot.end());
+  // Raw pointers: `inputs` and `outputs` hold the blobs for the call's duration.
+  vm::BlobPtrs flat_in, flat_out;
+  for (const vm::BlobList& slot : inputs) {
+    for (const vm::BlobRef& blob : slot) flat_in.push_back(blob.get());
   }
-  return builder_->Call(*plan.kernel, std::move(flat_in), std::move(flat_out), plan.attrs,
-                        plan.stream);
+  for (const vm::BlobList& slot : outputs) {
+    for (const vm::BlobRef& blob : slot) flat_out.push_back(blob.get());
+  }
+  return builder_->CallPtrs(*plan.kernel, flat_in, flat_out, plan.attrs, plan.stream);
 }
 
 absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlobs& inputs,

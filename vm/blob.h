@@ -152,6 +152,8 @@ using BlobPtrs = absl::InlinedVector<Blob*, 4>;
 // A view of operands for calls that only look at them (no reference counting: a braced
 // list `{x, y}` or a BlobList binds to it).
 using BlobSpan = absl::Span<const BlobRef>;
+// The same without ownership: raw pointers the caller keeps alive (its BlobRefs).
+using BlobPtrSpan = absl::Span<Blob* const>;
 inline BlobPtrs ToPtrs(BlobSpan blobs) {
   BlobPtrs ptrs;
   ptrs.reserve(blobs.size());

@@ -63,13 +63,13 @@ void FusedCalls::Begin(Instruction* head, uint64_t mark) {
   NoteOperands(head, first);
 }
 
-void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobSpan inputs,
-                         BlobSpan outputs, std::shared_ptr<const AttrMap> attrs) {
+void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan inputs,
+                         BlobPtrSpan outputs, std::shared_ptr<const AttrMap> attrs) {
   Instruction& step = NewStep();
   step.kind = InstructionKind::kOpCall;
   step.kernel = &kernel;
-  for (const BlobRef& blob : inputs) step.inputs.push_back(blob.get());
-  for (const BlobRef& blob : outputs) step.outputs.push_back(blob.get());
+  step.inputs.assign(inputs.begin(), inputs.end());
+  step.outputs.assign(outputs.begin(), outputs.end());
   step.attrs = std::move(attrs);
   ++op_calls_;
   NoteOperands(head, step);

@@ -40,7 +40,7 @@ class FusedCalls final : public OpKernel {
   // per run (it tags the blobs the run has seen; see Blob::fuse_mark_).
   void Begin(Instruction* head, uint64_t mark);
   // Producer: appends an OpCall or a Release of `blob` to the run Begin made of `head`.
-  void AddCall(Instruction* head, const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs,
+  void AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan inputs, BlobPtrSpan outputs,
                std::shared_ptr<const AttrMap> attrs);
   void AddRelease(Instruction* head, Blob* blob);
 

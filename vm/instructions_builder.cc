@@ -24,7 +24,7 @@ void InstructionsBuilder::Flush() { vm_->HandOverBuffers(); }
 
 Instruction* InstructionsBuilder::Allocate() { return vm_->AllocateInstruction(cache_); }
 
-absl::Status InstructionsBuilder::CheckUsable(const BlobRef& blob) const {
+absl::Status InstructionsBuilder::CheckUsable(const Blob* blob) const {
   if (blob == nullptr) return absl::InvalidArgumentError("null blob");
   if (blob->released_) {
     return absl::InvalidArgumentError(absl::StrCat(blob->DebugName(), " was released"));
@@ -41,13 +41,12 @@ absl::StatusOr<Stream*> InstructionsBuilder::LastStream(const Blob& blob) {
   return vm_->GetStream(blob.storage()->last_used_stream());
 }
 
-absl::Status InstructionsBuilder::SoftSync(BlobSpan inputs, BlobSpan outputs, Stream* stream,
+absl::Status InstructionsBuilder::SoftSync(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream,
                                            internal::Chain<Instruction>& chain) {
   if (soft_sync_) {
     // Group blobs by last stream: one sync per (last stream -> this stream) pair.
     absl::InlinedVector<std::pair<StreamId, BlobPtrs>, 2> groups;
-    auto add = [&](const BlobRef& ref) {
-      Blob* blob = ref.get();
+    auto add = [&](Blob* blob) {
       const StreamId last = blob->storage()->last_used_stream();
       if (last == stream->id()) return;
       for (auto& [id, blobs] : groups) {
@@ -60,8 +59,8 @@ absl::Status InstructionsBuilder::SoftSync(BlobSpan inputs, BlobSpan outputs, St
       }
       groups.emplace_back(last, BlobPtrs{blob});
     };
-    for (const BlobRef& blob : outputs) add(blob);
-    for (const BlobRef& blob : inputs) add(blob);
+    for (Blob* blob : outputs) add(blob);
+    for (Blob* blob : inputs) add(blob);
     for (auto& [id, blobs] : groups) {
       SLUICE_ASSIGN_OR_RETURN(Stream * last, vm_->GetStream(id));
       Instruction* sync = Allocate();
@@ -80,35 +79,42 @@ absl::Status InstructionsBuilder::SoftSync(BlobSpan inputs, BlobSpan outputs, St
   return absl::OkStatus();
 }
 
-bool InstructionsBuilder::LastUsedOn(BlobSpan inputs, BlobSpan outputs, const Stream& stream) {
+bool InstructionsBuilder::LastUsedOn(BlobPtrSpan inputs, BlobPtrSpan outputs,
+                                     const Stream& stream) {
   const StreamId id = stream.id();
-  for (const BlobRef& blob : inputs) {
+  for (const Blob* blob : inputs) {
     if (blob->storage()->last_used_stream() != id) return false;
   }
-  for (const BlobRef& blob : outputs) {
+  for (const Blob* blob : outputs) {
     if (blob->storage()->last_used_stream() != id) return false;
   }
   return true;
 }
 
-void InstructionsBuilder::SetLastUse(BlobSpan inputs, BlobSpan outputs, Stream* stream) {
-  for (const BlobRef& blob : outputs) blob->storage()->set_last_used_stream(stream->id());
-  for (const BlobRef& blob : inputs) blob->storage()->set_last_used_stream(stream->id());
+void InstructionsBuilder::SetLastUse(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream) {
+  for (Blob* blob : outputs) blob->storage()->set_last_used_stream(stream->id());
+  for (Blob* blob : inputs) blob->storage()->set_last_used_stream(stream->id());
 }
 
 absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs,
                                        std::shared_ptr<const AttrMap> attrs, Stream* stream) {
+  return CallPtrs(kernel, ToPtrs(inputs), ToPtrs(outputs), std::move(attrs), stream);
+}
+
+absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan inputs,
+                                           BlobPtrSpan outputs,
+                                           std::shared_ptr<const AttrMap> attrs, Stream* stream) {
   if (stream == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("op '", kernel.name(), "': null stream"));
   }
-  for (const BlobRef& blob : inputs) {
+  for (const Blob* blob : inputs) {
     absl::Status usable = CheckUsable(blob);
     if (!usable.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("op '", kernel.name(), "' input: ", usable.message()));
     }
   }
-  for (const BlobRef& blob : outputs) {
+  for (const Blob* blob : outputs) {
     absl::Status usable = CheckUsable(blob);
     if (!usable.ok()) {
       return absl::InvalidArgumentError(
@@ -132,8 +138,8 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobSpan inputs, 
   call->kernel = &kernel;
   call->stream = stream;
   call->attrs = std::move(attrs);
-  call->inputs = ToPtrs(inputs);
-  call->outputs = ToPtrs(outputs);
+  call->inputs.assign(inputs.begin(), inputs.end());
+  call->outputs.assign(outputs.begin(), outputs.end());
   chain.PushBack(call);
   SLUICE_RETURN_IF_ERROR(vm_->SubmitBuffered(&buffer_, std::move(chain), /*open=*/fusion_));
   // Only work that was accepted moves a blob's last use: a refused call leaves the soft-sync
@@ -149,7 +155,7 @@ absl::Status InstructionsBuilder::StreamWait(BlobSpan blobs, Stream* from, Strea
     return absl::InvalidArgumentError(
         absl::StrCat("StreamWait ", from->name(), " -> ", to->name(), ": needs ", kStreamWaitRule));
   }
-  for (const BlobRef& blob : blobs) SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  for (const BlobRef& blob : blobs) SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   Instruction* sync = Allocate();
   sync->kind = InstructionKind::kStreamWait;
   sync->stream = from;
@@ -162,7 +168,7 @@ absl::Status InstructionsBuilder::StreamWait(BlobSpan blobs, Stream* from, Strea
 
 absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
   if (stream == nullptr) return absl::InvalidArgumentError("RecordEvent: null stream");
-  for (const BlobRef& blob : blobs) SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  for (const BlobRef& blob : blobs) SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   Instruction* sync = Allocate();
   sync->kind = InstructionKind::kRecordEvent;
   sync->stream = stream;
@@ -173,7 +179,7 @@ absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
 }
 
 absl::Status InstructionsBuilder::Release(const BlobRef& blob) {
-  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
   if (fusion_ && vm_->fusion() &&
       vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
@@ -198,7 +204,7 @@ absl::Status InstructionsBuilder::Release(const BlobRef& blob) {
 absl::Status InstructionsBuilder::AccessBlob(
     const BlobRef& blob, bool write, BlobCallback callback,
     absl::AnyInvocable<void(const Instruction&)> on_retire) {
-  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
   if (!stream->policy()->host_accessible()) {
     return absl::InvalidArgumentError(
@@ -217,7 +223,7 @@ absl::Status InstructionsBuilder::AccessBlob(
 }
 
 absl::Status InstructionsBuilder::WriteBlob(const BlobRef& blob, absl::Span<const uint8_t> bytes) {
-  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   if (bytes.size() != blob->bytes()) {
     return absl::InvalidArgumentError(absl::StrCat("WriteBlob: ", blob->DebugName(), " holds ",
                                                    blob->bytes(), " bytes, got ", bytes.size()));
@@ -241,7 +247,7 @@ absl::Status InstructionsBuilder::WriteBlob(const BlobRef& blob, absl::Span<cons
 }
 
 absl::StatusOr<std::vector<uint8_t>> InstructionsBuilder::ReadBlob(const BlobRef& blob) {
-  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   std::vector<uint8_t> out(blob->bytes());
   absl::Notification done;
   absl::Status result;

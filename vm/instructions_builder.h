@@ -59,6 +59,9 @@ class InstructionsBuilder {
   // released blob. The kernel's own errors surface at the next sync point.
   absl::Status Call(const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs,
                     std::shared_ptr<const AttrMap> attrs, Stream* stream);
+  // The same over raw pointers (the caller holds the blobs): no reference counting.
+  absl::Status CallPtrs(const OpKernel& kernel, BlobPtrSpan inputs, BlobPtrSpan outputs,
+                        std::shared_ptr<const AttrMap> attrs, Stream* stream);
   absl::Status Call(const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs, AttrMap attrs,
                     Stream* stream) {
     return Call(kernel, inputs, outputs,
@@ -107,15 +110,15 @@ class InstructionsBuilder {
   VirtualMachine* vm() const { return vm_; }
 
  private:
-  absl::Status CheckUsable(const BlobRef& blob) const;
+  absl::Status CheckUsable(const Blob* blob) const;
   absl::StatusOr<Stream*> LastStream(const Blob& blob);
   // Appends the sync instructions `stream` needs before using the operands.
-  absl::Status SoftSync(BlobSpan inputs, BlobSpan outputs, Stream* stream,
+  absl::Status SoftSync(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream,
                         internal::Chain<Instruction>& chain);
   // Records `stream` as the operands' last user (after a successful submit).
-  static void SetLastUse(BlobSpan inputs, BlobSpan outputs, Stream* stream);
+  static void SetLastUse(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream);
   // True when every operand was last used on `stream` (a call then needs no sync).
-  static bool LastUsedOn(BlobSpan inputs, BlobSpan outputs, const Stream& stream);
+  static bool LastUsedOn(BlobPtrSpan inputs, BlobPtrSpan outputs, const Stream& stream);
   Instruction* Allocate();
 
   VirtualMachine* const vm_;

@@ -1,4 +1,4 @@
-// Frees that find StreamOrderedCachingAllocator's lock held are deferred, not waited for:
+// Frees never take StreamOrderedCachingAllocator's lock; they are deferred, not waited for:
 // the next holder of the lock applies them first. A raw allocator that blocks inside
 // Allocate (which runs under the lock) holds the lock for as long as the test wants.
 #include <atomic>

@@ -183,6 +183,9 @@ TEST_F(StreamOrderedCachingAllocatorTest, RecordedBlockIsHeldUntilAllFencesAreDo
   allocator.RecordStream(a, kS1);  // again: one fence is enough
   allocator.RecordStream(a, kS0);  // the owner: stream order covers it
   allocator.Deallocate(a);
+  // A free is applied (and its fences recorded) by the allocator's next call.
+  EXPECT_EQ(fences_.NumRecordsOn(kS1), 0);
+  EXPECT_EQ(allocator.stats().bytes_in_use, 0);
   EXPECT_EQ(fences_.NumRecordsOn(kS0), 0);
   EXPECT_EQ(fences_.NumRecordsOn(kS1), 1);
   EXPECT_EQ(fences_.NumRecordsOn(kS2), 1);
@@ -218,6 +221,7 @@ TEST_F(StreamOrderedCachingAllocatorTest, RecordedBlockGoesBackToItsOwnerWhenFen
   void* a = MustAllocate(allocator, 512, kS1);
   allocator.RecordStream(a, kS0);
   allocator.Deallocate(a);
+  allocator.stats();  // applies the free: its fence on stream 0 is recorded now
   fences_.CompleteAll();
   EXPECT_NE(MustAllocate(allocator, 512, kS0), a);  // stream 0 used it but does not own it
   EXPECT_EQ(MustAllocate(allocator, 512, kS1), a);
@@ -592,11 +596,22 @@ TEST_F(StreamOrderedCachingAllocatorDeathTest, MisuseOfPointersAborts) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   StreamOrderedCachingAllocator allocator(&raw_, &fences_);
   int not_allocated = 0;
-  EXPECT_DEATH(allocator.Deallocate(&not_allocated), "SLUICE_CHECK failed");
+  // A free is checked when it is applied: at the allocator's next call.
+  EXPECT_DEATH(
+      {
+        allocator.Deallocate(&not_allocated);
+        allocator.stats();
+      },
+      "SLUICE_CHECK failed");
   EXPECT_DEATH(allocator.RecordStream(&not_allocated, kS1), "SLUICE_CHECK failed");
   void* a = MustAllocate(allocator, 64, kS0);
   allocator.Deallocate(a);
-  EXPECT_DEATH(allocator.Deallocate(a), "SLUICE_CHECK failed");         // double free
+  EXPECT_DEATH(
+      {
+        allocator.Deallocate(a);  // double free
+        allocator.stats();
+      },
+      "SLUICE_CHECK failed");
   EXPECT_DEATH(allocator.RecordStream(a, kS1), "SLUICE_CHECK failed");  // use after free
 }
 
