@@ -54,10 +54,20 @@ StreamOrderedCachingAllocator::FreeList& StreamOrderedCachingAllocator::FreeList
   return free_lists_[i];
 }
 
+void StreamOrderedCachingAllocator::PutBack(FreeList& list, Block* block) {
+  if (block->spare_node.empty()) {
+    list.emplace(block->size, block);
+    return;
+  }
+  block->spare_node.key() = block->size;
+  block->spare_node.mapped() = block;
+  list.insert(std::move(block->spare_node));
+}
+
 void* StreamOrderedCachingAllocator::TakeBlock(FreeList& list, FreeList::iterator it,
                                                StreamId stream, bool cross) {
   Block* block = it->second;
-  list.erase(it);
+  block->spare_node = list.extract(it);
   block->in_use = true;
   block->owner = stream;
   block->owner_fence.reset();
@@ -181,7 +191,7 @@ void StreamOrderedCachingAllocator::PollPending() {
       continue;
     }
     block->pending.clear();
-    FreeListOf(block->owner).emplace(block->size, block);
+    PutBack(FreeListOf(block->owner), block);
     pending_[i] = pending_.back();
     pending_.pop_back();
   }
@@ -239,7 +249,7 @@ void StreamOrderedCachingAllocator::DeallocateLocked(void* ptr) {
   stats_.bytes_cached += block->size;
   if (block->other_users.empty() || fences_ == nullptr) {
     block->other_users.clear();
-    FreeListOf(block->owner).emplace(block->size, block);
+    PutBack(FreeListOf(block->owner), block);
     return;
   }
   for (StreamId user : block->other_users) {

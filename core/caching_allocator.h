@@ -66,7 +66,12 @@ class StreamOrderedCachingAllocator final : public Allocator {
   absl::Status EmptyCache();
 
  private:
+  struct Block;
+  using FreeList = std::multimap<size_t, Block*>;
   struct Block {
+    // The free-list node this block last sat in, kept while it is in use so that putting
+    // it back allocates nothing (a node per free and per reuse otherwise).
+    FreeList::node_type spare_node;
     void* ptr = nullptr;
     size_t size = 0;
     StreamId owner;
@@ -75,10 +80,11 @@ class StreamOrderedCachingAllocator final : public Allocator {
     std::vector<std::shared_ptr<StreamFence>> pending;  // while held after a free
     std::shared_ptr<StreamFence> owner_fence;           // recorded for cross-stream reuse
   };
-  using FreeList = std::multimap<size_t, Block*>;
 
   size_t RoundUp(size_t bytes) const;
   FreeList& FreeListOf(StreamId stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inserts `block` into `list`, reusing its spare node when it has one.
+  void PutBack(FreeList& list, Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void* TakeBlock(FreeList& list, FreeList::iterator it, StreamId stream, bool cross)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PollPending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
