@@ -36,10 +36,10 @@ class FusedCalls final : public OpKernel {
 
   // Producer. Turns `head` — a filled OpCall or Release of this producer, not yet handed
   // over, whose `fused` already owns this object — into a run whose first step is that
-  // work: `head` becomes an OpCall of this kernel over the union operands. `mark` must be unique
-  // per run (it tags the blobs the run has seen; see Blob::fuse_mark_).
+  // work: `head` becomes an OpCall of this kernel over the union operands. `mark` must be
+  // unique per run (it tags the blobs the run has seen; see Blob::fuse_mark_).
   void Begin(Instruction* head, uint64_t mark);
-  // Producer: appends an OpCall or a Release of `blob` to the run Begin made of `head`.
+  // Producer: append an OpCall, or a Release of `blob`, to the run Begin made of `head`.
   void AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan inputs, BlobPtrSpan outputs,
                std::shared_ptr<const AttrMap> attrs);
   void AddRelease(Instruction* head, Blob* blob);

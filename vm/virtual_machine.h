@@ -50,7 +50,8 @@ struct VmOptions {
     kCallerThread,     // on the threads that submit work or report completions
   };
   Scheduling scheduling = Scheduling::kDedicatedThread;
-  // Submitted, unretired instructions at most; Submit waits beyond (backpressure).
+  // Submitted, unretired instructions at most; Submit waits beyond (backpressure). A fused
+  // run (max_fused_steps) counts as one instruction.
   int64_t max_in_flight = 1 << 16;
   // Check every tensor access against happens-before (vm/sync_checker.h).
   bool check_sync = false;
