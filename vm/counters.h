@@ -23,10 +23,10 @@ struct VmStats {
   int64_t fused_steps = 0;     // calls and releases that ran inside FusedCalls runs
   int64_t events_created = 0;  // pooled events borrowed that had to be created
   int64_t events_reused = 0;   // pooled events borrowed from the idle list
-  int64_t skipped = 0;         // instructions skipped for a poisoned input or cancellation
-  int64_t errors = 0;          // errors reported (the first is surfaced at the next sync)
-  int64_t max_in_flight = 0;   // high-water mark of submitted, unretired instructions
-  int64_t submit_waits = 0;    // submissions that waited for room (backpressure)
+  int64_t skipped = 0;        // calls and other instructions skipped (poisoned input, cancellation)
+  int64_t errors = 0;         // errors reported (the first is surfaced at the next sync)
+  int64_t max_in_flight = 0;  // high-water mark of submitted, unretired instructions
+  int64_t submit_waits = 0;   // submissions that waited for room (backpressure)
   std::string ToString() const;
 };
 

@@ -52,8 +52,9 @@ void Engine::Submit(internal::Chain<Instruction> chain) {
 }
 
 void Engine::Bury(Blob* blob) {
-  graveyard_.Push(blob);
-  if (options_.dedicated_thread) waker_.Notify();
+  // Only the push that makes the graveyard non-empty notifies: until the scheduler takes
+  // it, its wait condition (graveyard non-empty) stays true, so it cannot park past it.
+  if (graveyard_.Push(blob) && options_.dedicated_thread) waker_.Notify();
 }
 
 void Engine::DeleteBuried() {

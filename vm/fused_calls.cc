@@ -15,11 +15,17 @@ constexpr uint8_t kWritten = 2;  // among the run's union outputs
 
 Instruction& FusedCalls::NewStep() {
   if (size_ == steps_.size()) {
-    steps_.emplace_back();
-  } else {
-    steps_[size_].Reset();
+    ++size_;
+    return steps_.emplace_back();
   }
-  return steps_[size_++];
+  // A reused step: clear what steps use (kind and kernel are always set by the caller;
+  // stream and seq by the worker), not a whole instruction.
+  Instruction& step = steps_[size_++];
+  if (!step.inputs.empty()) step.inputs.clear();
+  if (!step.outputs.empty()) step.outputs.clear();
+  if (step.attrs != nullptr) step.attrs.reset();
+  if (!step.status.ok()) step.status = absl::OkStatus();
+  return step;
 }
 
 void FusedCalls::NoteOperands(Instruction* head, const Instruction& step) {

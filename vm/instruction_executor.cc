@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ep/device.h"
+#include "vm/fused_calls.h"
 #include "vm/kernel.h"
 #include "vm/recorder.h"
 #include "vm/stream.h"
@@ -121,7 +122,9 @@ void InstructionExecutor::Fail(Instruction* instruction, const absl::Status& err
 void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cause) {
   instruction->status = cause;
   PoisonOutputs(instruction, cause);
-  VmCounters::Add(counters_->skipped);
+  // A fused run skipped as a whole (cancellation) counts as the calls and releases in it.
+  VmCounters::Add(counters_->skipped,
+                  instruction->fused != nullptr ? instruction->fused->size() : 1);
 }
 
 void InstructionExecutor::PoisonOutputs(Instruction* instruction, const absl::Status& cause) {
