@@ -106,6 +106,22 @@ absl::Status CheckTensors(absl::string_view op, const std::vector<std::vector<Te
 
 }  // namespace
 
+absl::Status Context::CheckOwnInput(absl::string_view op, const Tensor& t) const {
+  if (t.state_->context == state_) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("op '", op, "': an input belongs to another eager context"));
+}
+
+absl::StatusOr<ops::SlotBlobs> Context::Dispatch(absl::string_view op, const ops::SlotBlobs& in,
+                                                 const vm::AttrMap& attrs,
+                                                 std::optional<Device> device, bool single_output) {
+  PlainMutexLock lock(&state_->mu);
+  ops::DispatchOptions options;
+  options.default_device = device.value_or(state_->default_device);
+  options.single_output = single_output;
+  return state_->dispatcher->Call(op, in, attrs, options);
+}
+
 absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
                                                   const std::vector<std::vector<Tensor>>& inputs,
                                                   const vm::AttrMap& attrs,
@@ -113,20 +129,9 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
   ops::SlotBlobs in;
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, inputs, "input", &in));
   for (const std::vector<Tensor>& slot : inputs) {
-    for (const Tensor& t : slot) {
-      if (t.state_->context != state_) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("op '", op, "': an input belongs to another eager context"));
-      }
-    }
+    for (const Tensor& t : slot) SLUICE_RETURN_IF_ERROR(CheckOwnInput(op, t));
   }
-  absl::StatusOr<ops::SlotBlobs> out;
-  {
-    PlainMutexLock lock(&state_->mu);
-    ops::DispatchOptions options;
-    options.default_device = device.value_or(state_->default_device);
-    out = state_->dispatcher->Call(op, in, attrs, options);
-  }
+  absl::StatusOr<ops::SlotBlobs> out = Dispatch(op, in, attrs, device, /*single_output=*/false);
   if (!out.ok()) return out.status();
   std::vector<Tensor> tensors;
   for (vm::BlobList& slot : *out) {
@@ -146,20 +151,10 @@ absl::StatusOr<Tensor> Context::CallSingle(absl::string_view op, absl::Span<cons
       return absl::InvalidArgumentError(
           absl::StrCat("op '", op, "': input ", s, "[0] is an empty Tensor"));
     }
-    if (t.state_->context != state_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op '", op, "': an input belongs to another eager context"));
-    }
+    SLUICE_RETURN_IF_ERROR(CheckOwnInput(op, t));
     in[s].push_back(t.blob());
   }
-  absl::StatusOr<ops::SlotBlobs> out;
-  {
-    PlainMutexLock lock(&state_->mu);
-    ops::DispatchOptions options;
-    options.default_device = device.value_or(state_->default_device);
-    options.single_output = true;
-    out = state_->dispatcher->Call(op, in, attrs, options);
-  }
+  absl::StatusOr<ops::SlotBlobs> out = Dispatch(op, in, attrs, device, /*single_output=*/true);
   if (!out.ok()) return out.status();
   return Tensor(std::make_shared<internal::TensorState>(state_, std::move((*out)[0][0])));
 }

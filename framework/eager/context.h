@@ -88,6 +88,12 @@ class Context {
  private:
   friend class Tensor;
   explicit Context(std::shared_ptr<internal::ContextState> state) : state_(std::move(state)) {}
+  // InvalidArgument naming `op` when `t` (a valid tensor) belongs to another context.
+  absl::Status CheckOwnInput(absl::string_view op, const Tensor& t) const;
+  // Runs `op` through the dispatcher under the context's mutex (Call and CallSingle).
+  absl::StatusOr<ops::SlotBlobs> Dispatch(absl::string_view op, const ops::SlotBlobs& in,
+                                          const vm::AttrMap& attrs, std::optional<Device> device,
+                                          bool single_output);
   std::shared_ptr<internal::ContextState> state_;
 };
 
