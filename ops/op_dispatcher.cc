@@ -160,7 +160,7 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
 }
 
 absl::Status OpDispatcher::Launch(const Plan& plan, const SlotBlobs& inputs,
-                                  const SlotBlobs& outputs) {
+                                  const SlotBlobs& outputs, bool fresh_outputs) {
   // Raw pointers: `inputs` and `outputs` hold the blobs for the call's duration.
   vm::BlobPtrs flat_in, flat_out;
   for (const vm::BlobList& slot : inputs) {
@@ -169,7 +169,8 @@ absl::Status OpDispatcher::Launch(const Plan& plan, const SlotBlobs& inputs,
   for (const vm::BlobList& slot : outputs) {
     for (const vm::BlobRef& blob : slot) flat_out.push_back(blob.get());
   }
-  return builder_->CallPtrs(*plan.kernel, flat_in, flat_out, plan.attrs, plan.stream);
+  return builder_->CallPtrs(*plan.kernel, flat_in, flat_out, plan.attrs, plan.stream,
+                            fresh_outputs);
 }
 
 absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlobs& inputs,
@@ -195,7 +196,7 @@ absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlo
       outputs[s].push_back(std::move(blob));
     }
   }
-  SLUICE_RETURN_IF_ERROR(Launch(plan, inputs, outputs));
+  SLUICE_RETURN_IF_ERROR(Launch(plan, inputs, outputs, /*fresh_outputs=*/true));
   return outputs;
 }
 
@@ -224,7 +225,7 @@ absl::Status OpDispatcher::CallInto(absl::string_view op, const SlotBlobs& input
       }
     }
   }
-  return Launch(plan, inputs, outputs);
+  return Launch(plan, inputs, outputs, /*fresh_outputs=*/false);
 }
 
 }  // namespace sluice::ops

@@ -100,7 +100,10 @@ class OpDispatcher {
   static bool Matches(const CachedPlan& cached, absl::string_view op, const SlotBlobs& inputs,
                       const vm::AttrMap& attrs, const DispatchOptions& options,
                       const std::vector<int>& output_counts);
-  absl::Status Launch(const Plan& plan, const SlotBlobs& inputs, const SlotBlobs& outputs);
+  // `fresh_outputs`: Call allocated `outputs` for this launch (see InstructionsBuilder::
+  // CallPtrs).
+  absl::Status Launch(const Plan& plan, const SlotBlobs& inputs, const SlotBlobs& outputs,
+                      bool fresh_outputs);
   // VirtualMachine::GetStream through a cache of this dispatcher's own (no locks on the
   // per-op path: the VM's lookup by key goes through the Runtime's device registry).
   absl::StatusOr<vm::Stream*> GetStream(const StreamKey& key);

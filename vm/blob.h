@@ -24,6 +24,9 @@
 namespace sluice::vm {
 
 class Instruction;
+namespace internal {
+class BlobReaper;
+}
 
 // Created by VirtualMachine::NewBlob and shared (std::shared_ptr) between the caller and the
 // instructions that touch it; instructions keep it alive until they retire.
@@ -74,6 +77,16 @@ class Blob {
   // Ends the storage (its bytes return to the allocator, stream-ordered); nothing if none.
   void FreeStorage();
 
+  // Run-private blobs (see FusedCalls): the builder, when a fused run that created the blob
+  // also releases it. From then on two holds keep it — the run's and the BlobRef
+  // deleter's — and the engine never sees it.
+  void MakeRunPrivate() {
+    run_private_ = true;
+    private_holds_.store(2, std::memory_order_relaxed);  // published with the run
+  }
+  // Drops one hold; true for the last one (the caller deletes the blob).
+  bool DropPrivateHold() { return private_holds_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+
  public:
   // Poison: the error of the failed or skipped instruction that should have produced the
   // current contents. Readers of a poisoned blob are skipped; a successful write clears it.
@@ -89,6 +102,7 @@ class Blob {
   friend class InstructionExecutor;
   friend class SyncChecker;
   friend class FusedCalls;
+  friend class internal::BlobReaper;
 
   const uint64_t id_;
   const std::string name_;
@@ -105,6 +119,10 @@ class Blob {
 
   // Builder thread: set once a Release has been submitted; later use is an error.
   bool released_ = false;
+  // Builder thread (read by the BlobRef deleter, which runs after the builder's last use):
+  // the blob is run-private (see MakeRunPrivate).
+  bool run_private_ = false;
+  std::atomic<int> private_holds_{0};
   // Builder thread: the FusedCalls run that last counted this blob among its union
   // operands (that run's mark) and as what (FusedCalls' role bits).
   uint8_t fuse_roles_ = 0;

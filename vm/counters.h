@@ -21,6 +21,7 @@ struct VmStats {
   int64_t barriers = 0;
   int64_t access_blobs = 0;
   int64_t fused_steps = 0;     // calls and releases that ran inside FusedCalls runs
+  int64_t private_blobs = 0;   // blobs born and released inside one run (engine never saw)
   int64_t events_created = 0;  // pooled events borrowed that had to be created
   int64_t events_reused = 0;   // pooled events borrowed from the idle list
   int64_t skipped = 0;        // calls and other instructions skipped (poisoned input, cancellation)
@@ -40,6 +41,7 @@ struct VmCounters {
   std::atomic<int64_t> barriers{0};
   std::atomic<int64_t> access_blobs{0};
   std::atomic<int64_t> fused_steps{0};
+  std::atomic<int64_t> private_blobs{0};
   std::atomic<int64_t> events_created{0};
   std::atomic<int64_t> events_reused{0};
   std::atomic<int64_t> skipped{0};

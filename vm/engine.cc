@@ -163,7 +163,10 @@ void Engine::Step() {
       Instruction* next = instruction->next;
       // Reset writes most of an instruction's lines, some last written on other cores.
       if (next != nullptr) PrefetchForWrite(next);
-      if (instruction->fused != nullptr) pool_->RecycleFused(std::move(instruction->fused));
+      if (instruction->fused != nullptr) {
+        for (Blob* blob : instruction->fused->DropPrivateHolds()) blobs_->Delete(blob);
+        pool_->RecycleFused(std::move(instruction->fused));
+      }
       instruction->Reset();
       reset.PushBack(instruction);
       instruction = next;

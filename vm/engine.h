@@ -95,6 +95,9 @@ class Engine {
   void Bury(Blob* blob);
   // After Stop, with nothing in flight: deletes buried blobs.
   void DeleteBuried();
+  // Any thread: deletes a blob no instruction can use any more (a run-private blob whose
+  // last hold was dropped), keeping its memory for new blobs.
+  void DeleteUnused(Blob* blob) { blobs_->Delete(blob); }
 
  private:
   bool DispatchSatisfies(const Instruction& from, const Instruction& to) const;

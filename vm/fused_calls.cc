@@ -10,6 +10,8 @@ namespace {
 // Blob::fuse_roles_ bits, valid while Blob::fuse_mark_ is the run's mark.
 constexpr uint8_t kRead = 1;     // among the run's union inputs
 constexpr uint8_t kWritten = 2;  // among the run's union outputs
+constexpr uint8_t kBorn = 4;     // created for a step of the run (not in the union yet)
+constexpr uint8_t kPrivate = 8;  // born and released in the run: never in the union
 
 }  // namespace
 
@@ -28,14 +30,14 @@ Instruction& FusedCalls::NewStep() {
   return step;
 }
 
-void FusedCalls::NoteOperands(Instruction* head, const Instruction& step) {
+void FusedCalls::NoteOperands(Instruction* head, const Instruction& step, bool fresh_outputs) {
   for (Blob* blob : step.inputs) {
     if (blob->fuse_mark_ != mark_) {
       blob->fuse_mark_ = mark_;
       blob->fuse_roles_ = 0;
     }
-    // A read of what an earlier step wrote is internal to the run.
-    if ((blob->fuse_roles_ & (kRead | kWritten)) != 0) continue;
+    // A read of what an earlier step wrote (or created) is internal to the run.
+    if ((blob->fuse_roles_ & (kRead | kWritten | kBorn)) != 0) continue;
     blob->fuse_roles_ |= kRead;
     head->inputs.push_back(blob);
   }
@@ -43,11 +45,37 @@ void FusedCalls::NoteOperands(Instruction* head, const Instruction& step) {
     if (blob->fuse_mark_ != mark_) {
       blob->fuse_mark_ = mark_;
       blob->fuse_roles_ = 0;
+    } else if ((blob->fuse_roles_ & (kWritten | kBorn)) != 0) {
+      continue;
     }
-    if ((blob->fuse_roles_ & kWritten) != 0) continue;
+    if (fresh_outputs && blob->fuse_roles_ == 0) {
+      // First seen here, created for this step: the union learns of it only if it is
+      // still alive when the run closes.
+      blob->fuse_roles_ = kBorn;
+      born_.push_back(blob);
+      continue;
+    }
     blob->fuse_roles_ |= kWritten;
     head->outputs.push_back(blob);
   }
+}
+
+void FusedCalls::Close(Instruction* head) {
+  for (Blob* blob : born_) {
+    if (blob->fuse_mark_ == mark_ && (blob->fuse_roles_ & kPrivate) != 0) continue;
+    blob->fuse_roles_ = static_cast<uint8_t>((blob->fuse_roles_ & ~kBorn) | kWritten);
+    head->outputs.push_back(blob);
+  }
+  born_.clear();
+}
+
+std::vector<Blob*> FusedCalls::DropPrivateHolds() {
+  std::vector<Blob*> last;
+  for (Blob* blob : private_) {
+    if (blob->DropPrivateHold()) last.push_back(blob);
+  }
+  private_.clear();
+  return last;
 }
 
 void FusedCalls::Begin(Instruction* head, uint64_t mark) {
@@ -55,6 +83,7 @@ void FusedCalls::Begin(Instruction* head, uint64_t mark) {
   size_ = 0;
   op_calls_ = 0;
   mark_ = mark;
+  SLUICE_CHECK(born_.empty() && private_.empty());
   Instruction& first = NewStep();
   first.kind = head->kind;
   first.kernel = head->kernel;
@@ -66,11 +95,13 @@ void FusedCalls::Begin(Instruction* head, uint64_t mark) {
   head->kernel = this;
   head->inputs.clear();
   head->outputs.clear();
-  NoteOperands(head, first);
+  NoteOperands(head, first, head->fresh_outputs);
+  head->fresh_outputs = false;
 }
 
 void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan inputs,
-                         BlobPtrSpan outputs, std::shared_ptr<const AttrMap> attrs) {
+                         BlobPtrSpan outputs, std::shared_ptr<const AttrMap> attrs,
+                         bool fresh_outputs) {
   Instruction& step = NewStep();
   step.kind = InstructionKind::kOpCall;
   step.kernel = &kernel;
@@ -78,14 +109,21 @@ void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan 
   step.outputs.assign(outputs.begin(), outputs.end());
   step.attrs = std::move(attrs);
   ++op_calls_;
-  NoteOperands(head, step);
+  NoteOperands(head, step, fresh_outputs);
 }
 
 void FusedCalls::AddRelease(Instruction* head, Blob* blob) {
   Instruction& step = NewStep();
   step.kind = InstructionKind::kRelease;
   step.outputs.push_back(blob);
-  NoteOperands(head, step);
+  if (blob->fuse_mark_ == mark_ && blob->fuse_roles_ == kBorn) {
+    // Born in this run and released in it: the run's steps are its only users.
+    blob->fuse_roles_ = kBorn | kPrivate;
+    blob->MakeRunPrivate();
+    private_.push_back(blob);
+    return;
+  }
+  NoteOperands(head, step, /*fresh_outputs=*/false);
 }
 
 absl::Status FusedCalls::Launch(KernelContext& ctx) const {

@@ -10,12 +10,22 @@
 // would order its steps, which share a stream and so need no order among themselves beyond
 // their own. The worker runs the steps in order with a lone instruction's rules (poison,
 // errors under the step's op name, Release frees storage), like OpSequence.
+//
+// Run-private blobs. A step's outputs that its caller created for it a moment earlier
+// (`fresh_outputs`: no instruction has named them yet) are *born* in the run. A born blob
+// that a later step of the same run releases never needs the engine: every access to it is
+// a step of this run, in order on one stream. It stays out of the union operands (no
+// dependence state, no graveyard visit on the scheduler) and the run owns one of its two
+// holds: the scheduler drops the run's hold when it recycles the run, the BlobRef deleter
+// the other (internal::BlobReaper); whichever is last deletes the blob. Born blobs still
+// alive when the run stops taking steps (Close) join its union outputs like any write.
 #ifndef SLUICE_VM_FUSED_CALLS_H_
 #define SLUICE_VM_FUSED_CALLS_H_
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -40,9 +50,21 @@ class FusedCalls final : public OpKernel {
   // unique per run (it tags the blobs the run has seen; see Blob::fuse_mark_).
   void Begin(Instruction* head, uint64_t mark);
   // Producer: append an OpCall, or a Release of `blob`, to the run Begin made of `head`.
+  // `fresh_outputs`: the caller created `outputs` for this call and nobody else has used
+  // them (see "Run-private blobs" above).
   void AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan inputs, BlobPtrSpan outputs,
-               std::shared_ptr<const AttrMap> attrs);
+               std::shared_ptr<const AttrMap> attrs, bool fresh_outputs = false);
   void AddRelease(Instruction* head, Blob* blob);
+  // Producer (or whoever hands the run over, under the producer's buffer lock): the run
+  // takes no more steps; born blobs not released in it join `head`'s union outputs. Must
+  // run before the run is handed over or anything is queued behind it. Idempotent.
+  void Close(Instruction* head);
+  // Scheduler, once the run's instruction retired (or a never-submitted run is freed):
+  // drops the run's hold on each run-private blob and returns those it was the last
+  // holder of (the caller deletes them). Leaves the run without private blobs.
+  std::vector<Blob*> DropPrivateHolds();
+  // Run-private blobs of this run (for tests).
+  int private_blobs() const { return static_cast<int>(private_.size()); }
 
   int size() const { return static_cast<int>(size_); }
   int op_calls() const { return op_calls_; }
@@ -58,8 +80,8 @@ class FusedCalls final : public OpKernel {
  private:
   // The next step, reset (steps are reused from run to run).
   Instruction& NewStep();
-  // Adds a step's operands to the union operands in `head`.
-  void NoteOperands(Instruction* head, const Instruction& step);
+  // Adds a step's operands to the union operands in `head`; fresh outputs are born here.
+  void NoteOperands(Instruction* head, const Instruction& step, bool fresh_outputs);
 
   // A deque keeps steps in place as it grows (workers and host work hold pointers to them
   // once the run is handed over); only the first size_ are this run's.
@@ -67,6 +89,8 @@ class FusedCalls final : public OpKernel {
   size_t size_ = 0;
   int op_calls_ = 0;
   uint64_t mark_ = 0;
+  std::vector<Blob*> born_;     // born in this run, in birth order (cleared by Close)
+  std::vector<Blob*> private_;  // born and released in it: the run holds them
 };
 
 }  // namespace sluice::vm

@@ -47,6 +47,7 @@ void Instruction::Reset() {
   precomputed = false;
   opens_batch = false;
   closes_batch = false;
+  fresh_outputs = false;
   state = State::kFree;
   pending = 0;
   next = nullptr;

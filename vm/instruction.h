@@ -63,6 +63,9 @@ class Instruction {
   // SubmitBatchPart): the engine recycles nothing between the two.
   bool opens_batch = false;
   bool closes_batch = false;
+  // OpCall: its caller created `outputs` for it (InstructionsBuilder::CallPtrs'
+  // fresh_outputs); a fused run made of it treats them as born there (FusedCalls).
+  bool fresh_outputs = false;
 
   // --- Engine (scheduler thread only). ---
   enum class State : uint8_t { kFree, kSubmitted, kReceived, kDispatched, kRetired };

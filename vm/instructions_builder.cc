@@ -103,7 +103,8 @@ absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobSpan inputs, 
 
 absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan inputs,
                                            BlobPtrSpan outputs,
-                                           std::shared_ptr<const AttrMap> attrs, Stream* stream) {
+                                           std::shared_ptr<const AttrMap> attrs, Stream* stream,
+                                           bool fresh_outputs) {
   if (stream == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("op '", kernel.name(), "': null stream"));
   }
@@ -123,7 +124,7 @@ absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan i
   }
   if (fusion_ && vm_->fusion() && LastUsedOn(inputs, outputs, *stream) &&
       vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
-        run.AddCall(head, kernel, inputs, outputs, std::move(attrs));
+        run.AddCall(head, kernel, inputs, outputs, std::move(attrs), fresh_outputs);
       })) {
     return absl::OkStatus();  // the operands' last use is `stream` already
   }
@@ -136,6 +137,7 @@ absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan i
   Instruction* call = Allocate();
   call->kind = InstructionKind::kOpCall;
   call->kernel = &kernel;
+  call->fresh_outputs = fresh_outputs;
   call->stream = stream;
   call->attrs = std::move(attrs);
   call->inputs.assign(inputs.begin(), inputs.end());

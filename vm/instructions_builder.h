@@ -60,8 +60,12 @@ class InstructionsBuilder {
   absl::Status Call(const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs,
                     std::shared_ptr<const AttrMap> attrs, Stream* stream);
   // The same over raw pointers (the caller holds the blobs): no reference counting.
+  // `fresh_outputs`: the caller created `outputs` for this call (VirtualMachine::NewBlob)
+  // and has given them to nobody else; a fused run that also releases one keeps it
+  // private (see FusedCalls, "Run-private blobs").
   absl::Status CallPtrs(const OpKernel& kernel, BlobPtrSpan inputs, BlobPtrSpan outputs,
-                        std::shared_ptr<const AttrMap> attrs, Stream* stream);
+                        std::shared_ptr<const AttrMap> attrs, Stream* stream,
+                        bool fresh_outputs = false);
   absl::Status Call(const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs, AttrMap attrs,
                     Stream* stream) {
     return Call(kernel, inputs, outputs,

@@ -215,8 +215,15 @@ void VirtualMachine::TakeAndPublish(internal::SubmitBuffer* buffer) {
   // relies on it before it deletes a buried blob: a held-back instruction may be the last
   // user of a blob whose last reference went away meanwhile, and publishing after the
   // unlock would let the scheduler's hand-over find neither the chain nor the submission.
-  buffer->tail_open = false;
+  CloseOpenRun(buffer);
   if (!buffer->chain.empty()) Publish(std::exchange(buffer->chain, {}));
+}
+
+void VirtualMachine::CloseOpenRun(internal::SubmitBuffer* buffer) {
+  if (buffer->tail_open && buffer->chain.tail->fused != nullptr) {
+    buffer->chain.tail->fused->Close(buffer->chain.tail);
+  }
+  buffer->tail_open = false;
 }
 
 int64_t VirtualMachine::held_back() {
@@ -237,6 +244,7 @@ absl::Status VirtualMachine::SubmitBuffered(internal::SubmitBuffer* buffer,
     return absl::OkStatus();
   }
   PlainMutexLock lock(&buffer->mu);
+  CloseOpenRun(buffer);  // its born blobs join its operands before anything queues behind it
   buffer->chain.Append(std::move(chain));
   buffer->tail_open = open && fusion_;
   // WantsWork after the append (both under the lock): either the scheduler's next look at
@@ -304,6 +312,7 @@ void VirtualMachine::Publish(internal::Chain<Instruction> chain) {
   uint64_t seq = next_seq_.fetch_add(chain.size, std::memory_order_relaxed);
   std::array<int64_t, kInstructionKinds> by_kind{};
   int64_t fused_steps = 0;
+  int64_t private_blobs = 0;
   for (Instruction* i = chain.head; i != nullptr; i = i->next) {
     i->seq = seq++;
     if (checker_ != nullptr) checker_->OnSubmit(i);
@@ -312,11 +321,13 @@ void VirtualMachine::Publish(internal::Chain<Instruction> chain) {
       by_kind[static_cast<int>(InstructionKind::kOpCall)] += i->fused->op_calls();
       by_kind[static_cast<int>(InstructionKind::kRelease)] += i->fused->releases();
       fused_steps += i->fused->size();
+      private_blobs += i->fused->private_blobs();
     } else {
       ++by_kind[static_cast<int>(i->kind)];
     }
   }
   if (fused_steps != 0) VmCounters::Add(counters_.fused_steps, fused_steps);
+  if (private_blobs != 0) VmCounters::Add(counters_.private_blobs, private_blobs);
   // One update per counter and chain: a large batch would otherwise pay an atomic
   // increment per instruction and counter.
   VmCounters::Add(counters_.instructions, static_cast<int64_t>(chain.size));
@@ -408,6 +419,7 @@ VmStats VirtualMachine::stats() {
   s.barriers = get(counters_.barriers);
   s.access_blobs = get(counters_.access_blobs);
   s.fused_steps = get(counters_.fused_steps);
+  s.private_blobs = get(counters_.private_blobs);
   s.events_created = get(counters_.events_created);
   s.events_reused = get(counters_.events_reused);
   s.skipped = get(counters_.skipped);

@@ -204,6 +204,8 @@ class VirtualMachine {
   void HandOver(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffers_mu_);
   // Takes the buffer's chain and publishes it, before the buffer's lock is released.
   void TakeAndPublish(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffer->mu);
+  // The buffer's tail stops taking calls; a fused run there closes (FusedCalls::Close).
+  void CloseOpenRun(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffer->mu);
   absl::Status SubmitInternal(internal::Chain<Instruction> chain, bool after_close);
   // Room reserved: numbers, counts, checks and records the chain, then hands it over.
   void Publish(internal::Chain<Instruction> chain);

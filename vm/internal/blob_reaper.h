@@ -1,6 +1,7 @@
 // BlobReaper: the deleter behind every BlobRef a VM hands out. While the VM runs, a blob
 // whose last reference is dropped goes to the engine, which deletes it once no unretired
-// instruction uses it; after the VM is gone, blobs are deleted directly.
+// instruction uses it; after the VM is gone, blobs are deleted directly. A run-private
+// blob (FusedCalls) bypasses the engine: the last of its two holders deletes it.
 #ifndef SLUICE_VM_INTERNAL_BLOB_REAPER_H_
 #define SLUICE_VM_INTERNAL_BLOB_REAPER_H_
 
@@ -17,7 +18,18 @@ class BlobReaper {
   explicit BlobReaper(Engine* engine) : engine_(engine) {}
 
   void Reap(Blob* blob) {
+    // A run-private blob is the engine's business only through its run: the last of the
+    // two holds deletes it (see FusedCalls, "Run-private blobs").
+    if (blob->run_private_ && !blob->DropPrivateHold()) return;
     PlainMutexLock lock(&mu_);
+    if (blob->run_private_) {
+      if (engine_ != nullptr) {
+        engine_->DeleteUnused(blob);
+      } else {
+        delete blob;
+      }
+      return;
+    }
     if (engine_ != nullptr) {
       engine_->Bury(blob);
     } else {

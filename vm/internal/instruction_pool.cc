@@ -1,6 +1,7 @@
 #include "vm/internal/instruction_pool.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/status.h"
 
 namespace sluice::vm::internal {
 
@@ -35,7 +36,12 @@ void InstructionPool::Free(Chain<Instruction> chain) {
   Chain<Instruction> reset;
   for (Instruction* i = chain.head; i != nullptr;) {
     Instruction* next = i->next;
-    if (i->fused != nullptr) RecycleFused(std::move(i->fused));
+    if (i->fused != nullptr) {
+      // Runs are built in a producer's buffer after their room was reserved and are never
+      // refused, so a run freed here has had no steps that could make blobs private.
+      SLUICE_CHECK(i->fused->private_blobs() == 0);
+      RecycleFused(std::move(i->fused));
+    }
     i->Reset();
     reset.PushBack(i);
     i = next;
