@@ -9,6 +9,11 @@
 namespace sluice {
 
 absl::StatusOr<Shape> Shape::Make(absl::Span<const int64_t> dims) {
+  SLUICE_RETURN_IF_ERROR(Check(dims));
+  return Shape(dims);
+}
+
+absl::Status Shape::Check(absl::Span<const int64_t> dims) {
   int64_t count = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0) {
@@ -22,7 +27,7 @@ absl::StatusOr<Shape> Shape::Make(absl::Span<const int64_t> dims) {
     }
     count *= dims[i];
   }
-  return Shape(dims);
+  return absl::OkStatus();
 }
 
 int64_t Shape::NumElements() const {

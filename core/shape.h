@@ -25,6 +25,8 @@ class Shape {
   // Validating constructor for user input: every dimension must be >= 0 and the element
   // count must fit in int64.
   static absl::StatusOr<Shape> Make(absl::Span<const int64_t> dims);
+  // Make's checks without building a Shape (for callers that already hold one).
+  static absl::Status Check(absl::Span<const int64_t> dims);
 
   int rank() const { return static_cast<int>(dims_.size()); }
   int64_t dim(int i) const { return dims_[i]; }

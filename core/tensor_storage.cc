@@ -13,8 +13,8 @@ namespace sluice {
 namespace {
 
 // The checked shape and byte size of a dtype x shape tensor.
-absl::StatusOr<std::pair<Shape, size_t>> CheckedSize(DataType dtype, const Shape& shape) {
-  SLUICE_ASSIGN_OR_RETURN(Shape checked, Shape::Make(shape.dims()));
+absl::StatusOr<std::pair<Shape, size_t>> CheckedSize(DataType dtype, Shape checked) {
+  SLUICE_RETURN_IF_ERROR(Shape::Check(checked.dims()));
   const size_t element_size = SizeOf(dtype);
   if (static_cast<uint64_t>(checked.NumElements()) >
       std::numeric_limits<size_t>::max() / element_size) {
@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<TensorStorage>> TensorStorage::Allocate(Allocator
                                                                        Device device,
                                                                        DataType dtype, Shape shape,
                                                                        StreamId stream) {
-  SLUICE_ASSIGN_OR_RETURN(auto checked, CheckedSize(dtype, shape));
+  SLUICE_ASSIGN_OR_RETURN(auto checked, CheckedSize(dtype, std::move(shape)));
   SLUICE_ASSIGN_OR_RETURN(void* data, allocator->Allocate(checked.second, stream));
   return std::unique_ptr<TensorStorage>(new TensorStorage(allocator, data, checked.second, device,
                                                           dtype, std::move(checked.first), stream));
@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<TensorStorage>> TensorStorage::Allocate(Allocator
 absl::StatusOr<TensorStorage*> TensorStorage::AllocateAt(void* space, Allocator* allocator,
                                                          Device device, DataType dtype, Shape shape,
                                                          StreamId stream) {
-  SLUICE_ASSIGN_OR_RETURN(auto checked, CheckedSize(dtype, shape));
+  SLUICE_ASSIGN_OR_RETURN(auto checked, CheckedSize(dtype, std::move(shape)));
   SLUICE_ASSIGN_OR_RETURN(void* data, allocator->Allocate(checked.second, stream));
   return new (space) TensorStorage(allocator, data, checked.second, device, dtype,
                                    std::move(checked.first), stream);

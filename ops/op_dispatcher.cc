@@ -1,5 +1,7 @@
 #include "ops/op_dispatcher.h"
 
+#include <algorithm>
+
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -49,21 +51,38 @@ bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, const
 absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
     absl::string_view op, const SlotBlobs& inputs, const vm::AttrMap& attrs,
     const DispatchOptions& options, const std::vector<int>& output_counts) {
+  for (const vm::BlobList& slot : inputs) {
+    for (const vm::BlobRef& blob : slot) {
+      if (blob == nullptr) return Prepare(op, inputs, attrs, options, output_counts).status();
+    }
+  }
+  // Eager loops repeat a few calls: the most recent plans first, without hashing.
+  for (size_t i = 0; i < kRecentPlans; ++i) {
+    CachedPlan* cached = recent_[i];
+    if (cached == nullptr) break;
+    if (Matches(*cached, op, inputs, attrs, options, output_counts)) {
+      if (i != 0) std::rotate(recent_.begin(), recent_.begin() + i, recent_.begin() + i + 1);
+      return &cached->plan;
+    }
+  }
   size_t hash = absl::HashOf(op, attrs.values().size());
   for (const vm::BlobList& slot : inputs) {
     hash = absl::HashOf(hash, slot.size());
     for (const vm::BlobRef& blob : slot) {
-      if (blob == nullptr) return Prepare(op, inputs, attrs, options, output_counts).status();
       hash = absl::HashOf(hash, blob->dtype(), blob->device(), blob->shape().dims());
     }
   }
   std::vector<std::unique_ptr<CachedPlan>>& bucket = plans_[hash];
   for (const std::unique_ptr<CachedPlan>& cached : bucket) {
-    if (Matches(*cached, op, inputs, attrs, options, output_counts)) return &cached->plan;
+    if (Matches(*cached, op, inputs, attrs, options, output_counts)) {
+      NoteRecent(cached.get());
+      return &cached->plan;
+    }
   }
   SLUICE_ASSIGN_OR_RETURN(Plan plan, Prepare(op, inputs, attrs, options, output_counts));
   if (cached_plans_ >= kMaxCachedPlans) {
     plans_.clear();  // a program with this many distinct calls gains little from caching
+    recent_.fill(nullptr);
     cached_plans_ = 0;
   }
   auto entry = std::make_unique<CachedPlan>();
@@ -80,9 +99,15 @@ absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
   entry->output_counts = output_counts;
   entry->plan = std::move(plan);
   const Plan* result = &entry->plan;
+  NoteRecent(entry.get());
   plans_[hash].push_back(std::move(entry));  // `bucket` may be invalid after a clear
   ++cached_plans_;
   return result;
+}
+
+void OpDispatcher::NoteRecent(CachedPlan* plan) {
+  std::copy_backward(recent_.begin(), recent_.end() - 1, recent_.end());
+  recent_[0] = plan;
 }
 
 absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,

@@ -12,6 +12,7 @@
 #ifndef SLUICE_OPS_OP_DISPATCHER_H_
 #define SLUICE_OPS_OP_DISPATCHER_H_
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -115,6 +116,11 @@ class OpDispatcher {
   // Plans by a hash of the call's signature; a bucket holds the plans sharing a hash.
   absl::flat_hash_map<size_t, std::vector<std::unique_ptr<CachedPlan>>> plans_;
   size_t cached_plans_ = 0;
+  // The plans used last, most recent first (entries of plans_; null past the end): looked
+  // at before hashing the call.
+  static constexpr size_t kRecentPlans = 4;
+  std::array<CachedPlan*, kRecentPlans> recent_{};
+  void NoteRecent(CachedPlan* plan);
 };
 
 }  // namespace sluice::ops

@@ -151,9 +151,9 @@ absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, 
                                                 std::string name) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
   SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
-  SLUICE_ASSIGN_OR_RETURN(Shape checked, Shape::Make(shape.dims()));
+  SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
   Blob* raw = blob_pool_.New(next_blob_id_.fetch_add(1, std::memory_order_relaxed),
-                             stream->key().device, dtype, std::move(checked), std::move(name));
+                             stream->key().device, dtype, std::move(shape), std::move(name));
   const absl::Status allocated = raw->AllocateStorage(&device->allocator(), stream->id());
   if (!allocated.ok()) {
     blob_pool_.Delete(raw);
