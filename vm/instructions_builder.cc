@@ -137,7 +137,8 @@ absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan i
   Instruction* call = Allocate();
   call->kind = InstructionKind::kOpCall;
   call->kernel = &kernel;
-  call->fresh_outputs = fresh_outputs;
+  // Outputs a sync instruction names are no longer fresh: the engine has seen them.
+  call->fresh_outputs = fresh_outputs && chain.empty();
   call->stream = stream;
   call->attrs = std::move(attrs);
   call->inputs.assign(inputs.begin(), inputs.end());

@@ -169,3 +169,38 @@ TEST(RunPrivateTest, ErrorsInsideARunStillFreeItsPrivateBlobs) {
 
 }  // namespace
 }  // namespace sluice::vm::testing
+
+namespace sluice::vm::testing {
+namespace {
+
+// An output allocated on another stream of the device needs a sync before the call; the
+// sync names it, so it is not fresh any more even when the call later starts a run: its
+// release in that run stays public and is ordered by the engine like any other.
+TEST(RunPrivateTest, OutputsNamedBySoftSyncAreNotBorn) {
+  VmOptions options;
+  options.check_sync = true;
+  VmHarness h(options);
+  BlobRef one = h.NewF32("sim:0", 1);
+  SLUICE_ASSERT_OK(h.Fill(one, 1.0, "sim:0"));
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  const VmStats before = h.vm->stats();
+  BlobRef last;
+  {
+    SchedulerHold hold(h.builder.get());
+    BlobRef other = h.NewF32("sim:0/compute:1", 1);  // first used on another stream
+    SLUICE_ASSERT_OK(FreshAdd(h, one, one, other, "sim:0"));  // soft sync, then the call
+    BlobRef next = h.NewF32("sim:0", 1);
+    SLUICE_ASSERT_OK(FreshAdd(h, other, one, next, "sim:0"));  // fuses with the call above
+    SLUICE_ASSERT_OK(h.builder->Release(other));
+    last = std::move(next);
+  }
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  const VmStats after = h.vm->stats();
+  EXPECT_GT(after.fused_steps, before.fused_steps) << after.ToString();
+  EXPECT_EQ(after.private_blobs, before.private_blobs) << after.ToString();
+  EXPECT_EQ(h.Read(last).value(), std::vector<float>{3.0f});
+  EXPECT_EQ(h.vm->sync_checker()->violation_count(), 0);
+}
+
+}  // namespace
+}  // namespace sluice::vm::testing
