@@ -187,7 +187,7 @@ TEST(RunPrivateTest, OutputsNamedBySoftSyncAreNotBorn) {
   BlobRef last;
   {
     SchedulerHold hold(h.builder.get());
-    BlobRef other = h.NewF32("sim:0/compute:1", 1);  // first used on another stream
+    BlobRef other = h.NewF32("sim:0/compute:1", 1);           // first used on another stream
     SLUICE_ASSERT_OK(FreshAdd(h, one, one, other, "sim:0"));  // soft sync, then the call
     BlobRef next = h.NewF32("sim:0", 1);
     SLUICE_ASSERT_OK(FreshAdd(h, other, one, next, "sim:0"));  // fuses with the call above
