@@ -123,8 +123,9 @@ class Blob {
   // the blob is run-private (see MakeRunPrivate).
   bool run_private_ = false;
   std::atomic<int> private_holds_{0};
-  // Builder thread: the FusedCalls run that last counted this blob among its union
-  // operands (that run's mark) and as what (FusedCalls' role bits).
+  // Builder's buffer lock (the builder, or whoever closes its run): the FusedCalls run that
+  // last counted this blob among its union operands (that run's mark) and as what
+  // (FusedCalls' role bits).
   uint8_t fuse_roles_ = 0;
   uint64_t fuse_mark_ = 0;
 

@@ -164,7 +164,7 @@ void Engine::Step() {
       // Reset writes most of an instruction's lines, some last written on other cores.
       if (next != nullptr) PrefetchForWrite(next);
       if (instruction->fused != nullptr) {
-        for (Blob* blob : instruction->fused->DropPrivateHolds()) blobs_->Delete(blob);
+        instruction->fused->DropPrivateHolds([this](Blob* blob) { blobs_->Delete(blob); });
         pool_->RecycleFused(std::move(instruction->fused));
       }
       instruction->Reset();

@@ -69,13 +69,11 @@ void FusedCalls::Close(Instruction* head) {
   born_.clear();
 }
 
-std::vector<Blob*> FusedCalls::DropPrivateHolds() {
-  std::vector<Blob*> last;
+void FusedCalls::DropPrivateHolds(absl::FunctionRef<void(Blob*)> last) {
   for (Blob* blob : private_) {
-    if (blob->DropPrivateHold()) last.push_back(blob);
+    if (blob->DropPrivateHold()) last(blob);
   }
   private_.clear();
-  return last;
 }
 
 void FusedCalls::Begin(Instruction* head, uint64_t mark) {

@@ -27,6 +27,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "vm/attrs.h"
@@ -59,10 +60,10 @@ class FusedCalls final : public OpKernel {
   // takes no more steps; born blobs not released in it join `head`'s union outputs. Must
   // run before the run is handed over or anything is queued behind it. Idempotent.
   void Close(Instruction* head);
-  // Scheduler, once the run's instruction retired (or a never-submitted run is freed):
-  // drops the run's hold on each run-private blob and returns those it was the last
-  // holder of (the caller deletes them). Leaves the run without private blobs.
-  std::vector<Blob*> DropPrivateHolds();
+  // Scheduler, once the run's instruction retired: drops the run's hold on each
+  // run-private blob and calls `last` with those it was the last holder of (the caller
+  // deletes them). Leaves the run without private blobs.
+  void DropPrivateHolds(absl::FunctionRef<void(Blob*)> last);
   // Run-private blobs of this run (for tests).
   int private_blobs() const { return static_cast<int>(private_.size()); }
 

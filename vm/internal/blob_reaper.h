@@ -22,18 +22,12 @@ class BlobReaper {
     // two holds deletes it (see FusedCalls, "Run-private blobs").
     if (blob->run_private_ && !blob->DropPrivateHold()) return;
     PlainMutexLock lock(&mu_);
-    if (blob->run_private_) {
-      if (engine_ != nullptr) {
-        engine_->DeleteUnused(blob);
-      } else {
-        delete blob;
-      }
-      return;
-    }
-    if (engine_ != nullptr) {
-      engine_->Bury(blob);
-    } else {
+    if (engine_ == nullptr) {
       delete blob;
+    } else if (blob->run_private_) {
+      engine_->DeleteUnused(blob);
+    } else {
+      engine_->Bury(blob);
     }
   }
   // From now on Reap deletes directly (the VM is shutting down; nothing is in flight).
