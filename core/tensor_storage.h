@@ -40,6 +40,8 @@ class TensorStorage {
   DataType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
 
+  // The stream the bytes were allocated for.
+  StreamId alloc_stream() const { return alloc_stream_; }
   // The stream that most recently used the bytes (the allocating stream at first).
   StreamId last_used_stream() const { return last_used_stream_; }
   // Moves the storage to `stream`; tells the allocator when it is not the allocating stream.

@@ -27,34 +27,38 @@ absl::StatusOr<vm::Stream*> OpDispatcher::GetStream(const StreamKey& key) {
   return stream;
 }
 
-bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, const SlotBlobs& inputs,
+void OpDispatcher::Flatten(const SlotBlobs& slots, FlatBlobs* blobs, SlotSizes* sizes) {
+  for (const vm::BlobList& slot : slots) {
+    sizes->push_back(static_cast<int>(slot.size()));
+    for (const vm::BlobRef& blob : slot) blobs->push_back(blob.get());
+  }
+}
+
+bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, Operands inputs,
                            const vm::AttrMap& attrs, const DispatchOptions& options,
                            const std::vector<int>& output_counts) {
-  if (cached.op != op || cached.slot_sizes.size() != inputs.size() ||
+  if (cached.inputs.size() != inputs.blobs.size() || cached.op != op ||
+      !std::equal(cached.slot_sizes.begin(), cached.slot_sizes.end(), inputs.slot_sizes.begin(),
+                  inputs.slot_sizes.end()) ||
       cached.default_device != options.default_device || cached.stream != options.stream ||
       cached.output_counts != output_counts || !(cached.given_attrs == attrs)) {
     return false;
   }
-  size_t k = 0;
-  for (size_t s = 0; s < inputs.size(); ++s) {
-    if (cached.slot_sizes[s] != static_cast<int>(inputs[s].size())) return false;
-    for (const vm::BlobRef& blob : inputs[s]) {
-      const auto& [meta, device] = cached.inputs[k++];
-      if (blob->dtype() != meta.dtype || blob->device() != device || blob->shape() != meta.shape) {
-        return false;
-      }
+  for (size_t k = 0; k < inputs.blobs.size(); ++k) {
+    const vm::Blob* blob = inputs.blobs[k];
+    const auto& [meta, device] = cached.inputs[k];
+    if (blob->dtype() != meta.dtype || blob->device() != device || blob->shape() != meta.shape) {
+      return false;
     }
   }
   return true;
 }
 
 absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
-    absl::string_view op, const SlotBlobs& inputs, const vm::AttrMap& attrs,
-    const DispatchOptions& options, const std::vector<int>& output_counts) {
-  for (const vm::BlobList& slot : inputs) {
-    for (const vm::BlobRef& blob : slot) {
-      if (blob == nullptr) return Prepare(op, inputs, attrs, options, output_counts).status();
-    }
+    absl::string_view op, Operands inputs, const vm::AttrMap& attrs, const DispatchOptions& options,
+    const std::vector<int>& output_counts) {
+  for (const vm::Blob* blob : inputs.blobs) {
+    if (blob == nullptr) return Prepare(op, inputs, attrs, options, output_counts).status();
   }
   // Eager loops repeat a few calls: the most recent plans first, without hashing.
   for (size_t i = 0; i < kRecentPlans; ++i) {
@@ -66,11 +70,9 @@ absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
     }
   }
   size_t hash = absl::HashOf(op, attrs.values().size());
-  for (const vm::BlobList& slot : inputs) {
-    hash = absl::HashOf(hash, slot.size());
-    for (const vm::BlobRef& blob : slot) {
-      hash = absl::HashOf(hash, blob->dtype(), blob->device(), blob->shape().dims());
-    }
+  for (int size : inputs.slot_sizes) hash = absl::HashOf(hash, size);
+  for (const vm::Blob* blob : inputs.blobs) {
+    hash = absl::HashOf(hash, blob->dtype(), blob->device(), blob->shape().dims());
   }
   std::vector<std::unique_ptr<CachedPlan>>& bucket = plans_[hash];
   for (const std::unique_ptr<CachedPlan>& cached : bucket) {
@@ -87,11 +89,9 @@ absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
   }
   auto entry = std::make_unique<CachedPlan>();
   entry->op = std::string(op);
-  for (const vm::BlobList& slot : inputs) {
-    entry->slot_sizes.push_back(static_cast<int>(slot.size()));
-    for (const vm::BlobRef& blob : slot) {
-      entry->inputs.push_back({TensorMeta{blob->dtype(), blob->shape()}, blob->device()});
-    }
+  entry->slot_sizes.assign(inputs.slot_sizes.begin(), inputs.slot_sizes.end());
+  for (const vm::Blob* blob : inputs.blobs) {
+    entry->inputs.push_back({TensorMeta{blob->dtype(), blob->shape()}, blob->device()});
   }
   entry->given_attrs = attrs;
   entry->default_device = options.default_device;
@@ -110,8 +110,7 @@ void OpDispatcher::NoteRecent(CachedPlan* plan) {
   recent_[0] = plan;
 }
 
-absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
-                                                         const SlotBlobs& inputs,
+absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op, Operands inputs,
                                                          const vm::AttrMap& attrs,
                                                          const DispatchOptions& options,
                                                          std::vector<int> output_counts) {
@@ -125,19 +124,25 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
   static const vm::AttrMap* const kNoAttrs = new vm::AttrMap();
   const vm::AttrMap& plan_attrs = plan.attrs != nullptr ? *plan.attrs : *kNoAttrs;
 
-  std::vector<std::vector<TensorMeta>> metas(inputs.size());
+  auto slot_name = [&](size_t s) -> absl::string_view {
+    return s < schema.inputs().size() ? absl::string_view(schema.inputs()[s].name) : "?";
+  };
+  std::vector<std::vector<TensorMeta>> metas(inputs.slot_sizes.size());
   std::vector<Device> devices;
+  std::vector<size_t> slot_of;  // per flattened input
   const vm::Blob* first = nullptr;
-  for (size_t s = 0; s < inputs.size(); ++s) {
-    for (const vm::BlobRef& blob : inputs[s]) {
+  size_t k = 0;
+  for (size_t s = 0; s < inputs.slot_sizes.size(); ++s) {
+    for (int i = 0; i < inputs.slot_sizes[s]; ++i, ++k) {
+      const vm::Blob* blob = inputs.blobs[k];
       if (blob == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "op '", op, "': input '", s < schema.inputs().size() ? schema.inputs()[s].name : "?",
-            "' is a null tensor"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("op '", op, "': input '", slot_name(s), "' is a null tensor"));
       }
       metas[s].push_back({blob->dtype(), blob->shape()});
       devices.push_back(blob->device());
-      if (first == nullptr) first = blob.get();
+      slot_of.push_back(s);
+      if (first == nullptr) first = blob;
     }
   }
   SLUICE_ASSIGN_OR_RETURN(plan.outputs,
@@ -151,14 +156,13 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
     plan.output_device = placement.output_device;
   } else {
     const Device device = first != nullptr ? first->device() : options.default_device;
-    for (size_t s = 0; s < inputs.size(); ++s) {
-      for (const vm::BlobRef& blob : inputs[s]) {
-        if (blob->device() != device) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "op '", op, "': input '", schema.inputs()[s].name, "' (", blob->DebugName(),
-              ") is on ", blob->device().ToString(), " but ", first->DebugName(), " is on ",
-              device.ToString(), "; copy it first (Tensor::To / memcpy ops)"));
-        }
+    for (size_t j = 0; j < inputs.blobs.size(); ++j) {
+      const vm::Blob* blob = inputs.blobs[j];
+      if (blob->device() != device) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "op '", op, "': input '", slot_name(slot_of[j]), "' (", blob->DebugName(), ") is on ",
+            blob->device().ToString(), " but ", first->DebugName(), " is on ", device.ToString(),
+            "; copy it first (Tensor::To / memcpy ops)"));
       }
     }
     key.device = device;
@@ -184,45 +188,58 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op,
   return plan;
 }
 
-absl::Status OpDispatcher::Launch(const Plan& plan, const SlotBlobs& inputs,
-                                  const SlotBlobs& outputs, bool fresh_outputs) {
-  // Raw pointers: `inputs` and `outputs` hold the blobs for the call's duration.
-  vm::BlobPtrs flat_in, flat_out;
-  for (const vm::BlobList& slot : inputs) {
-    for (const vm::BlobRef& blob : slot) flat_in.push_back(blob.get());
-  }
-  for (const vm::BlobList& slot : outputs) {
-    for (const vm::BlobRef& blob : slot) flat_out.push_back(blob.get());
-  }
-  return builder_->CallPtrs(*plan.kernel, flat_in, flat_out, plan.attrs, plan.stream,
-                            fresh_outputs);
+absl::Status OpDispatcher::CheckSingleOutput(absl::string_view op, const Plan& plan) {
+  if (plan.outputs.size() == 1 && plan.outputs[0].size() == 1) return absl::OkStatus();
+  size_t n = 0;
+  for (const auto& slot : plan.outputs) n += slot.size();
+  return absl::InvalidArgumentError(
+      absl::StrCat("op '", op, "' produces ", n, " outputs; the caller takes exactly one"));
+}
+
+absl::StatusOr<vm::Stream*> OpDispatcher::AllocationStream(const Plan& plan) {
+  if (plan.output_device == plan.stream->key().device) return plan.stream;
+  return GetStream(StreamKey{plan.output_device});
 }
 
 absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlobs& inputs,
                                              const vm::AttrMap& attrs,
                                              const DispatchOptions& options) {
+  FlatBlobs flat_in;
+  SlotSizes sizes;
+  Flatten(inputs, &flat_in, &sizes);
   SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
-                          FindPlan(op, inputs, attrs, options, options.output_counts));
+                          FindPlan(op, {flat_in, sizes}, attrs, options, options.output_counts));
   const Plan& plan = *cached;
-  if (options.single_output && (plan.outputs.size() != 1 || plan.outputs[0].size() != 1)) {
-    size_t n = 0;
-    for (const auto& slot : plan.outputs) n += slot.size();
-    return absl::InvalidArgumentError(
-        absl::StrCat("op '", op, "' produces ", n, " outputs; the caller takes exactly one"));
-  }
-  vm::Stream* alloc_stream = plan.stream;
-  if (plan.output_device != plan.stream->key().device) {
-    SLUICE_ASSIGN_OR_RETURN(alloc_stream, GetStream(StreamKey{plan.output_device}));
-  }
+  if (options.single_output) SLUICE_RETURN_IF_ERROR(CheckSingleOutput(op, plan));
+  SLUICE_ASSIGN_OR_RETURN(vm::Stream * alloc_stream, AllocationStream(plan));
   SlotBlobs outputs(plan.outputs.size());
+  FlatBlobs flat_out;
   for (size_t s = 0; s < plan.outputs.size(); ++s) {
     for (const TensorMeta& meta : plan.outputs[s]) {
       SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob, vm_->NewBlob(alloc_stream, meta.dtype, meta.shape));
+      flat_out.push_back(blob.get());
       outputs[s].push_back(std::move(blob));
     }
   }
-  SLUICE_RETURN_IF_ERROR(Launch(plan, inputs, outputs, /*fresh_outputs=*/true));
+  SLUICE_RETURN_IF_ERROR(Launch(plan, flat_in, flat_out, /*fresh_outputs=*/true));
   return outputs;
+}
+
+absl::StatusOr<vm::BlobRef> OpDispatcher::CallSingle(absl::string_view op,
+                                                     absl::Span<vm::Blob* const> inputs,
+                                                     const vm::AttrMap& attrs,
+                                                     const DispatchOptions& options) {
+  const SlotSizes ones(inputs.size(), 1);
+  SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
+                          FindPlan(op, {inputs, ones}, attrs, options, options.output_counts));
+  const Plan& plan = *cached;
+  SLUICE_RETURN_IF_ERROR(CheckSingleOutput(op, plan));
+  SLUICE_ASSIGN_OR_RETURN(vm::Stream * alloc_stream, AllocationStream(plan));
+  const TensorMeta& meta = plan.outputs[0][0];
+  SLUICE_ASSIGN_OR_RETURN(vm::BlobRef out, vm_->NewBlob(alloc_stream, meta.dtype, meta.shape));
+  vm::Blob* const outs[] = {out.get()};
+  SLUICE_RETURN_IF_ERROR(Launch(plan, inputs, outs, /*fresh_outputs=*/true));
+  return out;
 }
 
 absl::Status OpDispatcher::CallInto(absl::string_view op, const SlotBlobs& inputs,
@@ -230,7 +247,11 @@ absl::Status OpDispatcher::CallInto(absl::string_view op, const SlotBlobs& input
                                     const DispatchOptions& options) {
   std::vector<int> counts;
   for (const vm::BlobList& slot : outputs) counts.push_back(static_cast<int>(slot.size()));
-  SLUICE_ASSIGN_OR_RETURN(const Plan* cached, FindPlan(op, inputs, attrs, options, counts));
+  FlatBlobs flat_in;
+  SlotSizes sizes;
+  Flatten(inputs, &flat_in, &sizes);
+  SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
+                          FindPlan(op, {flat_in, sizes}, attrs, options, counts));
   const Plan& plan = *cached;
   for (size_t s = 0; s < outputs.size(); ++s) {
     for (size_t i = 0; i < outputs[s].size(); ++i) {
@@ -250,7 +271,10 @@ absl::Status OpDispatcher::CallInto(absl::string_view op, const SlotBlobs& input
       }
     }
   }
-  return Launch(plan, inputs, outputs, /*fresh_outputs=*/false);
+  FlatBlobs flat_out;
+  SlotSizes out_sizes;
+  Flatten(outputs, &flat_out, &out_sizes);
+  return Launch(plan, flat_in, flat_out, /*fresh_outputs=*/false);
 }
 
 }  // namespace sluice::ops

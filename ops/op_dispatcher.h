@@ -60,6 +60,14 @@ class OpDispatcher {
   absl::StatusOr<SlotBlobs> Call(absl::string_view op, const SlotBlobs& inputs,
                                  const vm::AttrMap& attrs, const DispatchOptions& options = {});
 
+  // Runs `op` with one blob per input slot (null ones are an error, as in Call) and returns
+  // its single output; InvalidArgument, before anything is enqueued, for an op with another
+  // number of outputs. The eager front end's per-op path: the caller keeps `inputs` alive
+  // for the call, so nothing here counts references.
+  absl::StatusOr<vm::BlobRef> CallSingle(absl::string_view op, absl::Span<vm::Blob* const> inputs,
+                                         const vm::AttrMap& attrs,
+                                         const DispatchOptions& options = {});
+
   // Runs `op` writing into `outputs` the caller allocated (in-place updates such as sgd,
   // whose output is its Param input). Their dtypes and shapes must be what inference says.
   absl::Status CallInto(absl::string_view op, const SlotBlobs& inputs, const SlotBlobs& outputs,
@@ -91,20 +99,37 @@ class OpDispatcher {
     std::vector<int> output_counts;
     Plan plan;
   };
-  absl::StatusOr<Plan> Prepare(absl::string_view op, const SlotBlobs& inputs,
-                               const vm::AttrMap& attrs, const DispatchOptions& options,
-                               std::vector<int> output_counts);
+  // A call's input operands as plans read them: the blobs of every slot in slot order and
+  // how many each slot has. Views the caller's storage.
+  struct Operands {
+    absl::Span<vm::Blob* const> blobs;
+    absl::Span<const int> slot_sizes;
+  };
+  using FlatBlobs = absl::InlinedVector<vm::Blob*, 8>;
+  using SlotSizes = absl::InlinedVector<int, 4>;
+  static void Flatten(const SlotBlobs& slots, FlatBlobs* blobs, SlotSizes* sizes);
+
+  absl::StatusOr<Plan> Prepare(absl::string_view op, Operands inputs, const vm::AttrMap& attrs,
+                               const DispatchOptions& options, std::vector<int> output_counts);
   // The cached plan for this call, prepared on a miss.
-  absl::StatusOr<const Plan*> FindPlan(absl::string_view op, const SlotBlobs& inputs,
+  absl::StatusOr<const Plan*> FindPlan(absl::string_view op, Operands inputs,
                                        const vm::AttrMap& attrs, const DispatchOptions& options,
                                        const std::vector<int>& output_counts);
-  static bool Matches(const CachedPlan& cached, absl::string_view op, const SlotBlobs& inputs,
+  static bool Matches(const CachedPlan& cached, absl::string_view op, Operands inputs,
                       const vm::AttrMap& attrs, const DispatchOptions& options,
                       const std::vector<int>& output_counts);
-  // `fresh_outputs`: Call allocated `outputs` for this launch (see InstructionsBuilder::
-  // CallPtrs).
-  absl::Status Launch(const Plan& plan, const SlotBlobs& inputs, const SlotBlobs& outputs,
-                      bool fresh_outputs);
+  // InvalidArgument unless `plan` has exactly one output.
+  static absl::Status CheckSingleOutput(absl::string_view op, const Plan& plan);
+  // The stream a call's outputs are allocated for (the output device's compute stream when
+  // the op runs on another device's stream, as copies do).
+  absl::StatusOr<vm::Stream*> AllocationStream(const Plan& plan);
+  // `fresh_outputs`: the caller allocated `outputs` for this launch (see
+  // InstructionsBuilder::CallPtrs).
+  absl::Status Launch(const Plan& plan, vm::BlobPtrSpan inputs, vm::BlobPtrSpan outputs,
+                      bool fresh_outputs) {
+    return builder_->CallPtrs(*plan.kernel, inputs, outputs, plan.attrs, plan.stream,
+                              fresh_outputs);
+  }
   // VirtualMachine::GetStream through a cache of this dispatcher's own (no locks on the
   // per-op path: the VM's lookup by key goes through the Runtime's device registry).
   absl::StatusOr<vm::Stream*> GetStream(const StreamKey& key);

@@ -1,5 +1,7 @@
 #include "vm/blob.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 
@@ -22,9 +24,14 @@ absl::Status Blob::AllocateStorage(Allocator* allocator, StreamId stream) {
 }
 
 void Blob::FreeStorage() {
-  if (storage_ == nullptr) return;
-  storage_->~TensorStorage();
-  storage_ = nullptr;
+  if (storage_ != nullptr) {
+    storage_->~TensorStorage();
+    storage_ = nullptr;
+  }
+  if (kept_storage_ != nullptr) {
+    kept_storage_->~TensorStorage();
+    kept_storage_ = nullptr;
+  }
 }
 
 Blob::Blob(uint64_t id, Device device, DataType dtype, Shape shape, Allocator* allocator,
@@ -43,6 +50,18 @@ absl::Status Blob::EnsureStorage(StreamId stream) {
     return absl::FailedPreconditionError(absl::StrCat(DebugName(), " was released"));
   }
   return AllocateStorage(allocator_, stream);
+}
+
+void Blob::Recycle(uint64_t id) {
+  id_ = id;
+  storage_ = std::exchange(kept_storage_, nullptr);
+  released_ = false;
+  run_private_ = false;
+  private_holds_.store(0, std::memory_order_relaxed);
+  fuse_roles_ = 0;
+  fuse_mark_ = 0;
+  retired_clock_.clear();
+  ClearPoison();
 }
 
 std::string Blob::DebugName() const {

@@ -25,14 +25,16 @@ namespace sluice::vm {
 
 class Instruction;
 namespace internal {
+class BlobPool;
 class BlobReaper;
-}
+}  // namespace internal
 
 // Created by VirtualMachine::NewBlob and shared (std::shared_ptr) between the caller and the
 // instructions that touch it; instructions keep it alive until they retire.
 //
 // Thread-safety, per part:
-//  - metadata (id, device, dtype, shape, name): immutable; any thread.
+//  - metadata (id, device, dtype, shape, name): immutable while anyone references the
+//    blob (a parked blob takes a new id when it is recycled); any thread.
 //  - storage(): written only by a Release instruction as it runs; read by kernels, whose
 //    order against the Release the engine guarantees.
 //  - last use (soft sync input) lives in the storage and is touched by one builder thread at
@@ -74,7 +76,8 @@ class Blob {
  private:
   // Allocates the storage from `allocator` for first use on `stream` (it must have none).
   absl::Status AllocateStorage(Allocator* allocator, StreamId stream);
-  // Ends the storage (its bytes return to the allocator, stream-ordered); nothing if none.
+  // Ends the storage, a kept one included (its bytes return to the allocator,
+  // stream-ordered); nothing if none.
   void FreeStorage();
 
   // Run-private blobs (see FusedCalls): the builder, when a fused run that created the blob
@@ -86,8 +89,26 @@ class Blob {
   }
   // Drops one hold; true for the last one (the caller deletes the blob).
   bool DropPrivateHold() { return private_holds_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  // Whether the blob's Release step keeps its storage aside (KeepStorage) instead of freeing
+  // it, so that the blob can be parked with it when it dies (internal::BlobPool): a small,
+  // unnamed, eager, run-private blob. Fixed once the run holding it is handed over.
+  bool ParksStorage() const {
+    return run_private_ && allocator_ == nullptr && bytes_ <= kMaxParkedBytes && name_.empty();
+  }
+  // Worker, in the Release step of a blob that ParksStorage(): storage() becomes null as for
+  // any release, but the storage stays built, waiting for Park; ~Blob still frees it.
+  void KeepStorage() {
+    kept_storage_ = storage_;
+    storage_ = nullptr;
+  }
+  // BlobPool, on a parked blob nobody references: makes it a new blob `id` with the same
+  // metadata and the kept storage (no poison, no fusion or release marks).
+  void Recycle(uint64_t id);
 
  public:
+  // Largest blob (in bytes) whose storage a run-private Release keeps for reuse.
+  static constexpr size_t kMaxParkedBytes = 4096;
+
   // Poison: the error of the failed or skipped instruction that should have produced the
   // current contents. Readers of a poisoned blob are skipped; a successful write clears it.
   bool poisoned() const { return poisoned_.load(std::memory_order_acquire); }
@@ -102,9 +123,10 @@ class Blob {
   friend class InstructionExecutor;
   friend class SyncChecker;
   friend class FusedCalls;
+  friend class internal::BlobPool;
   friend class internal::BlobReaper;
 
-  const uint64_t id_;
+  uint64_t id_;  // changes only in Recycle
   const std::string name_;
   const Device device_;
   const DataType dtype_;
@@ -115,6 +137,9 @@ class Blob {
   // by the producer and its storage freed by a worker, and a heap object per storage would
   // make every freed tensor a free into another thread's malloc arena.
   TensorStorage* storage_ = nullptr;
+  // Set by KeepStorage (then storage_ is null): the released storage, still built, that a
+  // parked blob takes back in Recycle.
+  TensorStorage* kept_storage_ = nullptr;
   alignas(TensorStorage) unsigned char storage_space_[sizeof(TensorStorage)];
 
   // Builder thread: set once a Release has been submitted; later use is an error.

@@ -9,7 +9,8 @@ std::string VmStats::ToString() const {
                       " stream_waits=", stream_waits, " record_events=", record_events,
                       " releases=", releases, " barriers=", barriers,
                       " access_blobs=", access_blobs, " fused_steps=", fused_steps,
-                      " private_blobs=", private_blobs, " events_created=", events_created,
+                      " private_blobs=", private_blobs, " recycled_blobs=", recycled_blobs,
+                      " parked_blobs=", parked_blobs, " events_created=", events_created,
                       " events_reused=", events_reused, " skipped=", skipped, " errors=", errors,
                       " max_in_flight=", max_in_flight, " submit_waits=", submit_waits);
 }

@@ -184,7 +184,15 @@ void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
   step->seq = outer.seq;  // names the step in errors
   // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {
-    for (Blob* blob : step->outputs) blob->FreeStorage();
+    // A small run-private blob keeps its bytes aside: nothing but its run can reach them,
+    // and the blob is parked with them once the run retired (internal::BlobPool).
+    for (Blob* blob : step->outputs) {
+      if (blob->ParksStorage()) {
+        blob->KeepStorage();
+      } else {
+        blob->FreeStorage();
+      }
+    }
     return;
   }
   RunKernel(step);

@@ -150,14 +150,19 @@ std::vector<Stream*> VirtualMachine::streams() const {
 absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, Shape shape,
                                                 std::string name) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
-  SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
-  SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
-  Blob* raw = blob_pool_.New(next_blob_id_.fetch_add(1, std::memory_order_relaxed),
-                             stream->key().device, dtype, std::move(shape), std::move(name));
-  const absl::Status allocated = raw->AllocateStorage(&device->allocator(), stream->id());
-  if (!allocated.ok()) {
-    blob_pool_.Delete(raw);
-    return allocated;
+  const uint64_t id = next_blob_id_.fetch_add(1, std::memory_order_relaxed);
+  // A parked blob of this stream, dtype and shape comes with its storage (its shape was
+  // checked when it was first made).
+  Blob* raw = name.empty() ? blob_pool_.TakeParked(stream->id(), dtype, shape, id) : nullptr;
+  if (raw == nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
+    SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
+    raw = blob_pool_.New(id, stream->key().device, dtype, std::move(shape), std::move(name));
+    const absl::Status allocated = raw->AllocateStorage(&device->allocator(), stream->id());
+    if (!allocated.ok()) {
+      blob_pool_.Delete(raw);
+      return allocated;
+    }
   }
   std::shared_ptr<internal::BlobReaper> reaper = reaper_;
   BlobRef blob(raw, [reaper](Blob* b) { reaper->Reap(b); });
@@ -401,6 +406,7 @@ absl::Status VirtualMachine::Shutdown(ShutdownMode mode) {
   for (Stream* stream : streams()) stream->ep_stream()->Sync().IgnoreError();
   engine_.Stop();
   reaper_->Detach();
+  blob_pool_.DropParked();  // their bytes go back while the runtime's allocators live
   engine_.DeleteBuried();
   absl::MutexLock lock(&streams_mu_);
   for (auto& ctx : thread_ctxs_) ctx->Stop();
@@ -420,6 +426,8 @@ VmStats VirtualMachine::stats() {
   s.access_blobs = get(counters_.access_blobs);
   s.fused_steps = get(counters_.fused_steps);
   s.private_blobs = get(counters_.private_blobs);
+  s.recycled_blobs = blob_pool_.recycled();
+  s.parked_blobs = blob_pool_.parked();
   s.events_created = get(counters_.events_created);
   s.events_reused = get(counters_.events_reused);
   s.skipped = get(counters_.skipped);

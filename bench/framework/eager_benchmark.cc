@@ -62,13 +62,16 @@ void BM_Eager_TinyAdd(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kOps);
   state.SetLabel(absl::StrCat(device.ToString(), state.range(1) == 0 ? " dedicated" : " caller"));
-  // How the VM saw the loop: the share of calls and releases that ran fused, and of the
-  // temporaries that stayed private to their run (both depend on the scheduler's timing).
+  // How the VM saw the loop: the share of calls and releases that ran fused, of the
+  // temporaries that stayed private to their run, and of the outputs that reused a parked
+  // private blob (all depend on the scheduler's timing).
   const vm::VmStats stats = ctx.vm()->stats();
   const double ops = static_cast<double>(stats.op_calls + stats.releases);
   state.counters["fused"] = ops > 0 ? static_cast<double>(stats.fused_steps) / ops : 0;
   state.counters["private"] =
       stats.releases > 0 ? static_cast<double>(stats.private_blobs) / stats.releases : 0;
+  state.counters["recycled"] =
+      stats.op_calls > 0 ? static_cast<double>(stats.recycled_blobs) / stats.op_calls : 0;
 }
 BENCHMARK(BM_Eager_TinyAdd)
     ->ArgNames({"sim", "caller", "no_deadlock_check"})

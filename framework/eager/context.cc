@@ -144,19 +144,36 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
 
 absl::StatusOr<Tensor> Context::CallSingle(absl::string_view op, absl::Span<const Tensor> inputs,
                                            const vm::AttrMap& attrs, std::optional<Device> device) {
-  ops::SlotBlobs in(inputs.size());
+  return CallSingleIn(state_, op, inputs, attrs, device);
+}
+
+absl::StatusOr<Tensor> Context::CallSingleIn(const std::shared_ptr<internal::ContextState>& state,
+                                             absl::string_view op, absl::Span<const Tensor> inputs,
+                                             const vm::AttrMap& attrs,
+                                             std::optional<Device> device) {
+  // Raw pointers: `inputs` keep the blobs alive for the call.
+  absl::InlinedVector<vm::Blob*, 4> in;
   for (size_t s = 0; s < inputs.size(); ++s) {
     const Tensor& t = inputs[s];
     if (!t.valid()) {
       return absl::InvalidArgumentError(
           absl::StrCat("op '", op, "': input ", s, "[0] is an empty Tensor"));
     }
-    SLUICE_RETURN_IF_ERROR(CheckOwnInput(op, t));
-    in[s].push_back(t.blob());
+    if (t.state_->context != state) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op, "': an input belongs to another eager context"));
+    }
+    in.push_back(t.state_->blob.get());
   }
-  absl::StatusOr<ops::SlotBlobs> out = Dispatch(op, in, attrs, device, /*single_output=*/true);
+  absl::StatusOr<vm::BlobRef> out;
+  {
+    PlainMutexLock lock(&state->mu);
+    ops::DispatchOptions options;
+    options.default_device = device.value_or(state->default_device);
+    out = state->dispatcher->CallSingle(op, in, attrs, options);
+  }
   if (!out.ok()) return out.status();
-  return Tensor(std::make_shared<internal::TensorState>(state_, std::move((*out)[0][0])));
+  return Tensor(std::make_shared<internal::TensorState>(state, *std::move(out)));
 }
 
 absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vector<Tensor>>& inputs,

@@ -29,7 +29,8 @@ namespace sluice::eager {
 class Tensor;
 namespace internal {
 struct ContextState;
-}
+struct OpCalls;
+}  // namespace internal
 
 struct ContextOptions {
   ep::RuntimeOptions runtime;
@@ -87,7 +88,14 @@ class Context {
 
  private:
   friend class Tensor;
+  friend struct internal::OpCalls;
   explicit Context(std::shared_ptr<internal::ContextState> state) : state_(std::move(state)) {}
+  // CallSingle in `state` (the functional API reaches it from its first input's state,
+  // without a Context handle).
+  static absl::StatusOr<Tensor> CallSingleIn(const std::shared_ptr<internal::ContextState>& state,
+                                             absl::string_view op, absl::Span<const Tensor> inputs,
+                                             const vm::AttrMap& attrs,
+                                             std::optional<Device> device);
   // InvalidArgument naming `op` when `t` (a valid tensor) belongs to another context.
   absl::Status CheckOwnInput(absl::string_view op, const Tensor& t) const;
   // Runs `op` through the dispatcher under the context's mutex (Call and CallSingle).

@@ -2,8 +2,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "framework/eager/internal/context_state.h"
 
 namespace sluice::eager {
+namespace internal {
+
+// The functional API's way into Context and Tensor internals.
+struct OpCalls {
+  // Context::CallSingle in the context of inputs[0], reached through its state (no Context
+  // handle to copy per op).
+  static absl::StatusOr<Tensor> Single(absl::string_view op, absl::Span<const Tensor> inputs,
+                                       const vm::AttrMap& attrs) {
+    if (inputs.empty() || !inputs[0].valid()) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", op, "': empty Tensor"));
+    }
+    return Context::CallSingleIn(inputs[0].state_->context, op, inputs, attrs, std::nullopt);
+  }
+};
+
+}  // namespace internal
 namespace {
 
 absl::StatusOr<Context> ContextOf(absl::string_view op, const Tensor& t) {
@@ -20,14 +37,12 @@ absl::StatusOr<Tensor> One(absl::StatusOr<std::vector<Tensor>> out) {
 
 absl::StatusOr<Tensor> Unary(absl::string_view op, const Tensor& x,
                              const vm::AttrMap& attrs = vm::AttrMap()) {
-  if (!x.valid()) return absl::InvalidArgumentError(absl::StrCat("op '", op, "': empty Tensor"));
-  return x.context().CallSingle(op, {x}, attrs);
+  return internal::OpCalls::Single(op, {x}, attrs);
 }
 
 absl::StatusOr<Tensor> Binary(absl::string_view op, const Tensor& x, const Tensor& y,
                               const vm::AttrMap& attrs = vm::AttrMap()) {
-  if (!x.valid()) return absl::InvalidArgumentError(absl::StrCat("op '", op, "': empty Tensor"));
-  return x.context().CallSingle(op, {x, y}, attrs);
+  return internal::OpCalls::Single(op, {x, y}, attrs);
 }
 
 absl::StatusOr<Tensor> Variadic(absl::string_view op, const std::vector<Tensor>& xs,

@@ -20,6 +20,7 @@ namespace sluice::eager {
 class Context;
 namespace internal {
 struct ContextState;
+struct OpCalls;
 struct TensorState;
 }  // namespace internal
 
@@ -51,6 +52,7 @@ class Tensor {
 
  private:
   friend class Context;
+  friend struct internal::OpCalls;
   explicit Tensor(std::shared_ptr<internal::TensorState> state) : state_(std::move(state)) {}
   std::shared_ptr<internal::TensorState> state_;
 };

@@ -4,6 +4,15 @@
 // arena's lock against the producer's own allocations (in the eager add loop the producer
 // spent a fifth of its time waking the scheduler out of that lock). Here the scheduler
 // hands the memory back through a lock-free queue and producers build new blobs in it.
+//
+// Parked blobs. A small run-private blob (Blob::ParksStorage) keeps its storage aside in its
+// Release step (Blob::KeepStorage); when it dies it is parked here whole, and the next NewBlob of
+// the same stream, dtype and shape takes it back under a new id — no allocator round trip on the
+// producer (lock, free-list search) nor on the worker (the free). Nothing else can reach a
+// dead blob, and every instruction that used it retired before its last hold dropped, so
+// its bytes are free to reuse on its own stream at once. At most kMaxParked blobs of at
+// most Blob::kMaxParkedBytes each wait here (the oldest goes when one more arrives); their
+// bytes count as in use in their allocator until DropParked.
 #ifndef SLUICE_VM_INTERNAL_BLOB_POOL_H_
 #define SLUICE_VM_INTERNAL_BLOB_POOL_H_
 
@@ -11,9 +20,13 @@
 #include <cstddef>
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "core/data_type.h"
 #include "core/plain_mutex.h"
+#include "core/shape.h"
+#include "core/stream_id.h"
 #include "vm/blob.h"
 #include "vm/internal/intrusive_queue.h"
 
@@ -28,6 +41,7 @@ class BlobPool {
   BlobPool(const BlobPool&) = delete;
   BlobPool& operator=(const BlobPool&) = delete;
   ~BlobPool() {
+    DropParked();
     Chain<Slot> all = freed_.TakeAll();
     all.Append(std::move(cache_));
     for (Slot* slot = all.head; slot != nullptr;) {
@@ -45,9 +59,85 @@ class BlobPool {
     return new (memory) Blob(std::forward<Args>(args)...);
   }
 
-  // Any thread (the scheduler): ends `blob` and keeps its memory for New. Beyond
-  // kMaxCached blobs' worth the memory goes back to the heap instead.
+  // Any thread (the scheduler): ends `blob` and keeps its memory for New — or, for a blob
+  // that kept its storage for it, parks the whole blob (see above). Beyond kMaxCached
+  // blobs' worth the memory goes back to the heap instead.
   void Delete(Blob* blob) {
+    if (blob->kept_storage_ != nullptr && Park(blob)) return;
+    Destroy(blob);
+  }
+
+  // Any thread (a producer): the parked blob of `stream`, `dtype` and `shape`, recycled as
+  // blob `id` (Blob::Recycle); null when none waits.
+  Blob* TakeParked(StreamId stream, DataType dtype, const Shape& shape, uint64_t id) {
+    Blob* found = nullptr;
+    {
+      PlainMutexLock lock(&parked_mu_);
+      // The most recently parked first; a few only (a miss costs a normal allocation).
+      const size_t n = parked_.size();
+      for (size_t k = 0; k < n && k < kParkedScan; ++k) {
+        Blob* blob = parked_[n - 1 - k];
+        if (blob->dtype_ == dtype && blob->kept_storage_->alloc_stream() == stream &&
+            blob->shape_ == shape) {
+          found = blob;
+          parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(n - 1 - k));
+          ++recycled_;
+          break;
+        }
+      }
+    }
+    if (found != nullptr) found->Recycle(id);
+    return found;
+  }
+
+  // Any thread: frees every parked blob (their bytes return to their allocators, which
+  // must still be alive); later dying blobs are not parked. Idempotent.
+  void DropParked() {
+    std::vector<Blob*> parked;
+    {
+      PlainMutexLock lock(&parked_mu_);
+      parking_closed_ = true;
+      parked.swap(parked_);
+    }
+    for (Blob* blob : parked) Destroy(blob);
+  }
+
+  // Blobs TakeParked handed back so far.
+  int64_t recycled() const {
+    PlainMutexLock lock(&parked_mu_);
+    return recycled_;
+  }
+  // Blobs parked now.
+  int64_t parked() const {
+    PlainMutexLock lock(&parked_mu_);
+    return static_cast<int64_t>(parked_.size());
+  }
+  static constexpr size_t kMaxParked = 256;
+
+ private:
+  static constexpr size_t kParkedScan = 8;
+
+  // Parks `blob` (its bytes last used by its allocating stream); false once DropParked ran
+  // or for a blob that moved streams.
+  bool Park(Blob* blob) {
+    const TensorStorage& kept = *blob->kept_storage_;
+    if (kept.last_used_stream() != kept.alloc_stream()) return false;
+    Blob* evicted = nullptr;
+    {
+      PlainMutexLock lock(&parked_mu_);
+      if (parking_closed_) return false;
+      if (parked_.size() >= kMaxParked) {
+        evicted = parked_.front();
+        parked_.erase(parked_.begin());
+      }
+      parked_.push_back(blob);
+    }
+    if (evicted != nullptr) Destroy(evicted);
+    return true;
+  }
+
+  // Ends `blob` (freeing its storage, if any) and keeps its memory.
+  void Destroy(Blob* blob) {
     blob->~Blob();
     if (cached_.load(std::memory_order_relaxed) >= kMaxCached) {
       ::operator delete(static_cast<void*>(blob), kAlign);
@@ -57,7 +147,6 @@ class BlobPool {
     freed_.Push(new (static_cast<void*>(blob)) Slot());
   }
 
- private:
   // What a recycled blob's memory holds while it waits.
   struct Slot {
     Slot* next = nullptr;
@@ -87,6 +176,11 @@ class BlobPool {
   PlainMutex mu_;               // producers' side: a cache taken from `freed_` at once
   Chain<Slot> cache_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> cached_{0};  // approximate: slots in `freed_` and `cache_`
+
+  mutable PlainMutex parked_mu_;
+  std::vector<Blob*> parked_ ABSL_GUARDED_BY(parked_mu_);  // oldest first
+  bool parking_closed_ ABSL_GUARDED_BY(parked_mu_) = false;
+  int64_t recycled_ ABSL_GUARDED_BY(parked_mu_) = 0;
 };
 
 }  // namespace sluice::vm::internal
