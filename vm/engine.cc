@@ -164,12 +164,16 @@ void Engine::Step() {
       // Reset writes most of an instruction's lines, some last written on other cores.
       if (next != nullptr) PrefetchForWrite(next);
       if (instruction->fused != nullptr) {
-        instruction->fused->DropPrivateHolds([this](Blob* blob) { blobs_->Delete(blob); });
+        instruction->fused->DropPrivateHolds([this](Blob* blob) { dead_private_.push_back(blob); });
         pool_->RecycleFused(std::move(instruction->fused));
       }
       instruction->Reset();
       reset.PushBack(instruction);
       instruction = next;
+    }
+    if (!dead_private_.empty()) {
+      blobs_->DeleteAll(dead_private_);  // parked together: one lock for the lot
+      dead_private_.clear();
     }
     pool_->Recycle(std::move(reset));
     recycled_ = internal::Chain<Instruction>();

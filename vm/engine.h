@@ -147,6 +147,7 @@ class Engine {
   std::vector<std::pair<Instruction*, int64_t>> barriers_;  // barrier, earlier unretired
   std::vector<Instruction*> fired_;
   internal::Chain<Instruction> recycled_;
+  std::vector<Blob*> dead_private_;  // run-private blobs the recycled runs held last
   uint64_t received_ = 0;
   int open_batches_ = 0;  // batches whose first part arrived and last part did not
   int64_t unretired_ = 0;

@@ -224,7 +224,9 @@ class VirtualMachine {
   internal::InstructionPool pool_;
   internal::BlobPool blob_pool_;  // eager blobs' memory; outlives the engine that frees them
   Engine engine_;
-  std::shared_ptr<internal::BlobReaper> reaper_;
+  // Read by every NewBlob: on a line of its own, away from the scheduler's state at the
+  // end of engine_ (sharing that line made each new blob a cache miss on the producer).
+  alignas(64) std::shared_ptr<internal::BlobReaper> reaper_;
 
   mutable absl::Mutex streams_mu_;
   // By name ("cpu", "sim", "cuda", "cpu-c1", ...), in creation order.
@@ -245,7 +247,9 @@ class VirtualMachine {
   bool fusion_ = false;  // set once by Create
   std::atomic<uint64_t> next_fuse_mark_{1};
   std::atomic<uint64_t> next_seq_{1};
-  std::atomic<uint64_t> next_blob_id_{1};
+  // Producers only (NewBlob): apart from next_seq_, which a scheduler handing over a
+  // producer's buffer also bumps.
+  alignas(64) std::atomic<uint64_t> next_blob_id_{1};
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 };

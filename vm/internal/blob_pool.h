@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 #include "core/data_type.h"
 #include "core/plain_mutex.h"
 #include "core/shape.h"
@@ -62,9 +64,29 @@ class BlobPool {
   // Any thread (the scheduler): ends `blob` and keeps its memory for New — or, for a blob
   // that kept its storage for it, parks the whole blob (see above). Beyond kMaxCached
   // blobs' worth the memory goes back to the heap instead.
-  void Delete(Blob* blob) {
-    if (blob->kept_storage_ != nullptr && Park(blob)) return;
-    Destroy(blob);
+  void Delete(Blob* blob) { DeleteAll(absl::MakeConstSpan(&blob, 1)); }
+  // Delete for each of `blobs`, parking under one lock (the scheduler frees a retired run's
+  // private blobs together).
+  void DeleteAll(absl::Span<Blob* const> blobs) {
+    absl::InlinedVector<Blob*, 8> destroy;
+    bool any_kept = false;
+    for (Blob* blob : blobs) any_kept = any_kept || blob->kept_storage_ != nullptr;
+    if (!any_kept) {
+      for (Blob* blob : blobs) Destroy(blob);
+      return;
+    }
+    {
+      PlainMutexLock lock(&parked_mu_);
+      for (Blob* blob : blobs) {
+        Blob* evicted = nullptr;
+        if (blob->kept_storage_ == nullptr || !ParkLocked(blob, &evicted)) {
+          destroy.push_back(blob);
+        } else if (evicted != nullptr) {
+          destroy.push_back(evicted);
+        }
+      }
+    }
+    for (Blob* blob : destroy) Destroy(blob);
   }
 
   // Any thread (a producer): the parked blob of `stream`, `dtype` and `shape`, recycled as
@@ -118,21 +140,16 @@ class BlobPool {
   static constexpr size_t kParkedScan = 8;
 
   // Parks `blob` (its bytes last used by its allocating stream); false once DropParked ran
-  // or for a blob that moved streams.
-  bool Park(Blob* blob) {
+  // or for a blob that moved streams. A blob the parked set no longer has room for goes to
+  // `evicted` (the oldest one), for the caller to Destroy outside the lock.
+  bool ParkLocked(Blob* blob, Blob** evicted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
     const TensorStorage& kept = *blob->kept_storage_;
-    if (kept.last_used_stream() != kept.alloc_stream()) return false;
-    Blob* evicted = nullptr;
-    {
-      PlainMutexLock lock(&parked_mu_);
-      if (parking_closed_) return false;
-      if (parked_.size() >= kMaxParked) {
-        evicted = parked_.front();
-        parked_.erase(parked_.begin());
-      }
-      parked_.push_back(blob);
+    if (parking_closed_ || kept.last_used_stream() != kept.alloc_stream()) return false;
+    if (parked_.size() >= kMaxParked) {
+      *evicted = parked_.front();
+      parked_.erase(parked_.begin());
     }
-    if (evicted != nullptr) Destroy(evicted);
+    parked_.push_back(blob);
     return true;
   }
 
