@@ -18,13 +18,6 @@
 namespace sluice::vm::testing {
 namespace {
 
-absl::Status FreshAdd(VmHarness& h, const BlobRef& x, const BlobRef& y, const BlobRef& out,
-                      absl::string_view stream) {
-  Blob* in[] = {x.get(), y.get()};
-  Blob* outs[] = {out.get()};
-  return h.builder->CallPtrs(h.K("add"), in, outs, nullptr, h.S(stream), /*fresh_outputs=*/true);
-}
-
 int64_t BytesInUse(VmHarness& h, const char* device) {
   return h.runtime->GetDevice(device).value()->caching_allocator().stats().bytes_in_use;
 }
@@ -39,7 +32,7 @@ std::vector<const void*> MakePrivateTemporaries(VmHarness& h, absl::string_view 
   for (int i = 0; i < n; ++i) {
     BlobRef t = h.NewF32(stream, 1);
     data.push_back(t->storage()->data());
-    EXPECT_TRUE(FreshAdd(h, one, one, t, stream).ok());
+    EXPECT_TRUE(h.FreshAdd(one, one, t, stream).ok());
     EXPECT_TRUE(h.builder->Release(t).ok());
   }
   return data;
@@ -74,7 +67,7 @@ TEST_P(ParkedBlobTest, NewBlobTakesAParkedBlobWithItsStorage) {
   ASSERT_NE(reused->storage(), nullptr);
   EXPECT_NE(std::find(data.begin(), data.end(), reused->storage()->data()), data.end());
   EXPECT_FALSE(reused->poisoned());
-  SLUICE_ASSERT_OK(FreshAdd(h, one, one, reused, stream));
+  SLUICE_ASSERT_OK(h.FreshAdd(one, one, reused, stream));
   EXPECT_EQ(h.Read(reused).value(), std::vector<float>{2.0f});
 }
 
@@ -128,7 +121,7 @@ TEST(ParkedBlobTest, ReleasedPrivateBlobHasNoStorage) {
   {
     SchedulerHold hold(h.builder.get());
     BlobRef t = h.NewF32("cpu", 1);
-    SLUICE_ASSERT_OK(FreshAdd(h, one, one, t, "cpu"));
+    SLUICE_ASSERT_OK(h.FreshAdd(one, one, t, "cpu"));
     SLUICE_ASSERT_OK(h.builder->Release(t));
     kept = t;
   }
@@ -153,7 +146,7 @@ TEST(ParkedBlobTest, RecycledBlobIsNotPoisoned) {
   {
     SchedulerHold hold(h.builder.get());
     BlobRef bad = h.NewF32("cpu", 1);
-    SLUICE_ASSERT_OK(FreshAdd(h, one, wide, bad, "cpu"));  // fails in the kernel: poisons `bad`
+    SLUICE_ASSERT_OK(h.FreshAdd(one, wide, bad, "cpu"));  // fails in the kernel: poisons `bad`
     SLUICE_ASSERT_OK(h.builder->Release(bad));
   }
   EXPECT_FALSE(h.vm->Sync().ok());

@@ -17,21 +17,13 @@
 namespace sluice::vm::testing {
 namespace {
 
-// next = acc + one as a call whose output was just created for it (what OpDispatcher does).
-absl::Status FreshAdd(VmHarness& h, const BlobRef& acc, const BlobRef& one, const BlobRef& next,
-                      absl::string_view stream) {
-  Blob* in[] = {acc.get(), one.get()};
-  Blob* out[] = {next.get()};
-  return h.builder->CallPtrs(h.K("add"), in, out, nullptr, h.S(stream), /*fresh_outputs=*/true);
-}
-
 // acc <- acc + one, `n` times; each previous result released and dropped at once.
 BlobRef AccumulateFresh(VmHarness& h, absl::string_view stream, int n, const BlobRef& one) {
   BlobRef acc = h.NewF32(stream, 1);
   EXPECT_TRUE(h.Fill(acc, 0.0, stream).ok());
   for (int i = 0; i < n; ++i) {
     BlobRef next = h.NewF32(stream, 1);
-    EXPECT_TRUE(FreshAdd(h, acc, one, next, stream).ok());
+    EXPECT_TRUE(h.FreshAdd(acc, one, next, stream).ok());
     EXPECT_TRUE(h.builder->Release(acc).ok());
     acc = std::move(next);
   }
@@ -102,8 +94,8 @@ TEST(RunPrivateTest, BornBlobUsedElsewhereJoinsTheRunsOperands) {
     SchedulerHold hold(h.builder.get());
     BlobRef a = h.NewF32("sim:0", 1);
     BlobRef b = h.NewF32("sim:0", 1);
-    SLUICE_ASSERT_OK(FreshAdd(h, acc, one, a, "sim:0"));  // a = 3
-    SLUICE_ASSERT_OK(FreshAdd(h, a, one, b, "sim:0"));    // b = 4, same run
+    SLUICE_ASSERT_OK(h.FreshAdd(acc, one, a, "sim:0"));  // a = 3
+    SLUICE_ASSERT_OK(h.FreshAdd(a, one, b, "sim:0"));    // b = 4, same run
     SLUICE_ASSERT_OK(h.builder->Call(h.K("copy"), {b}, {copy}, AttrMap(), h.S("sim:1")));
     SLUICE_ASSERT_OK(h.builder->Release(a));  // a was born in the closed run: public
   }
@@ -125,10 +117,10 @@ TEST(RunPrivateTest, ExtraReferenceOutlivesTheRun) {
   {
     SchedulerHold hold(h.builder.get());
     BlobRef acc = h.NewF32("cpu", 1);
-    SLUICE_ASSERT_OK(FreshAdd(h, one, one, acc, "cpu"));
+    SLUICE_ASSERT_OK(h.FreshAdd(one, one, acc, "cpu"));
     kept = acc;  // a second reference to a blob about to become private
     BlobRef next = h.NewF32("cpu", 1);
-    SLUICE_ASSERT_OK(FreshAdd(h, acc, one, next, "cpu"));
+    SLUICE_ASSERT_OK(h.FreshAdd(acc, one, next, "cpu"));
     SLUICE_ASSERT_OK(h.builder->Release(acc));
     last = std::move(next);
   }
@@ -138,7 +130,7 @@ TEST(RunPrivateTest, ExtraReferenceOutlivesTheRun) {
   // The run retired and dropped its hold; the blob is still here for its reference.
   EXPECT_EQ(kept->shape(), Shape({1}));
   EXPECT_EQ(kept->storage(), nullptr);
-  absl::Status reuse = FreshAdd(h, kept, one, last, "cpu");
+  absl::Status reuse = h.FreshAdd(kept, one, last, "cpu");
   EXPECT_EQ(reuse.code(), absl::StatusCode::kInvalidArgument) << reuse;
   kept.reset();
 }
@@ -156,9 +148,9 @@ TEST(RunPrivateTest, ErrorsInsideARunStillFreeItsPrivateBlobs) {
   {
     SchedulerHold hold(h.builder.get());
     BlobRef a = h.NewF32("cpu", 1);
-    SLUICE_ASSERT_OK(FreshAdd(h, one, wide, a, "cpu"));  // fails in the kernel: 1 vs 3 into 1
+    SLUICE_ASSERT_OK(h.FreshAdd(one, wide, a, "cpu"));  // fails in the kernel: 1 vs 3 into 1
     BlobRef b = h.NewF32("cpu", 1);
-    SLUICE_ASSERT_OK(FreshAdd(h, a, one, b, "cpu"));  // skipped: `a` is poisoned
+    SLUICE_ASSERT_OK(h.FreshAdd(a, one, b, "cpu"));  // skipped: `a` is poisoned
     SLUICE_ASSERT_OK(h.builder->Release(a));
     acc = std::move(b);
   }
@@ -187,10 +179,10 @@ TEST(RunPrivateTest, OutputsNamedBySoftSyncAreNotBorn) {
   BlobRef last;
   {
     SchedulerHold hold(h.builder.get());
-    BlobRef other = h.NewF32("sim:0/compute:1", 1);           // first used on another stream
-    SLUICE_ASSERT_OK(FreshAdd(h, one, one, other, "sim:0"));  // soft sync, then the call
+    BlobRef other = h.NewF32("sim:0/compute:1", 1);          // first used on another stream
+    SLUICE_ASSERT_OK(h.FreshAdd(one, one, other, "sim:0"));  // soft sync, then the call
     BlobRef next = h.NewF32("sim:0", 1);
-    SLUICE_ASSERT_OK(FreshAdd(h, other, one, next, "sim:0"));  // fuses with the call above
+    SLUICE_ASSERT_OK(h.FreshAdd(other, one, next, "sim:0"));  // fuses with the call above
     SLUICE_ASSERT_OK(h.builder->Release(other));
     last = std::move(next);
   }

@@ -84,6 +84,14 @@ struct VmHarness {
   absl::Status Add(const BlobRef& a, const BlobRef& b, const BlobRef& y, absl::string_view stream) {
     return builder->Call(K("add"), {a, b}, {y}, AttrMap(), S(stream));
   }
+  // y = a + b as a call whose output was just created for it (what OpDispatcher does: see
+  // InstructionsBuilder::CallPtrs, `fresh_outputs`).
+  absl::Status FreshAdd(const BlobRef& a, const BlobRef& b, const BlobRef& y,
+                        absl::string_view stream) {
+    Blob* in[] = {a.get(), b.get()};
+    Blob* out[] = {y.get()};
+    return builder->CallPtrs(K("add"), in, out, nullptr, S(stream), /*fresh_outputs=*/true);
+  }
 
   std::unique_ptr<ep::Runtime> runtime;
   std::unique_ptr<VirtualMachine> vm;
