@@ -104,6 +104,9 @@ class BlobPool {
           found = blob;
           parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(n - 1 - k));
           ++recycled_;
+          // The next op most likely takes the next one: start moving its lines (last
+          // written by the worker and the scheduler) to this core now.
+          if (!parked_.empty()) PrefetchForWrite(parked_.back());
           break;
         }
       }
@@ -151,6 +154,11 @@ class BlobPool {
     }
     parked_.push_back(blob);
     return true;
+  }
+
+  static void PrefetchForWrite(const Blob* blob) {
+    const char* bytes = reinterpret_cast<const char*>(blob);
+    for (size_t i = 0; i < sizeof(Blob); i += 64) __builtin_prefetch(bytes + i, 1, 3);
   }
 
   // Ends `blob` (freeing its storage, if any) and keeps its memory.
