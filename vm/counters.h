@@ -24,6 +24,7 @@ struct VmStats {
   int64_t private_blobs = 0;   // blobs born and released inside one run (engine never saw)
   int64_t recycled_blobs = 0;  // new blobs that were parked private blobs, storage included
   int64_t parked_blobs = 0;    // now: dead private blobs parked with their storage for reuse
+  int64_t evicted_blobs = 0;   // parked blobs freed to make room for newer ones
   int64_t events_created = 0;  // pooled events borrowed that had to be created
   int64_t events_reused = 0;   // pooled events borrowed from the idle list
   int64_t skipped = 0;        // calls and other instructions skipped (poisoned input, cancellation)

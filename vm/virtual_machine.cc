@@ -428,6 +428,7 @@ VmStats VirtualMachine::stats() {
   s.private_blobs = get(counters_.private_blobs);
   s.recycled_blobs = blob_pool_.recycled();
   s.parked_blobs = blob_pool_.parked();
+  s.evicted_blobs = blob_pool_.evicted();
   s.events_created = get(counters_.events_created);
   s.events_reused = get(counters_.events_reused);
   s.skipped = get(counters_.skipped);

@@ -132,6 +132,11 @@ class BlobPool {
     PlainMutexLock lock(&parked_mu_);
     return recycled_;
   }
+  // Parked blobs freed to make room for newer ones so far.
+  int64_t evicted() const {
+    PlainMutexLock lock(&parked_mu_);
+    return evicted_;
+  }
   // Blobs parked now.
   int64_t parked() const {
     PlainMutexLock lock(&parked_mu_);
@@ -148,9 +153,17 @@ class BlobPool {
   bool ParkLocked(Blob* blob, Blob** evicted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
     const TensorStorage& kept = *blob->kept_storage_;
     if (parking_closed_ || kept.last_used_stream() != kept.alloc_stream()) return false;
+    // Recycle keeps the engine's fields as they are: only a blob the engine never saw (as
+    // a run-private one, created fresh) may come back. A caller that passed
+    // `fresh_outputs` for a blob already in use gets it deleted instead.
+    if (blob->uses_ != 0 || blob->dead_ || blob->last_writer_ != nullptr ||
+        blob->readers_.size() != blob->readers_head_) {
+      return false;
+    }
     if (parked_.size() >= kMaxParked) {
       *evicted = parked_.front();
       parked_.erase(parked_.begin());
+      ++evicted_;
     }
     parked_.push_back(blob);
     return true;
@@ -206,6 +219,7 @@ class BlobPool {
   std::vector<Blob*> parked_ ABSL_GUARDED_BY(parked_mu_);  // oldest first
   bool parking_closed_ ABSL_GUARDED_BY(parked_mu_) = false;
   int64_t recycled_ ABSL_GUARDED_BY(parked_mu_) = 0;
+  int64_t evicted_ ABSL_GUARDED_BY(parked_mu_) = 0;
 };
 
 }  // namespace sluice::vm::internal
