@@ -106,19 +106,19 @@ absl::Status CheckTensors(absl::string_view op, const std::vector<std::vector<Te
 
 }  // namespace
 
-absl::Status Context::CheckOwnInput(absl::string_view op, const Tensor& t) const {
-  if (t.state_->context == state_) return absl::OkStatus();
+absl::Status Context::CheckOwnInput(const std::shared_ptr<internal::ContextState>& state,
+                                    absl::string_view op, const Tensor& t) {
+  if (t.state_->context == state) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("op '", op, "': an input belongs to another eager context"));
 }
 
 absl::StatusOr<ops::SlotBlobs> Context::Dispatch(absl::string_view op, const ops::SlotBlobs& in,
                                                  const vm::AttrMap& attrs,
-                                                 std::optional<Device> device, bool single_output) {
+                                                 std::optional<Device> device) {
   PlainMutexLock lock(&state_->mu);
   ops::DispatchOptions options;
   options.default_device = device.value_or(state_->default_device);
-  options.single_output = single_output;
   return state_->dispatcher->Call(op, in, attrs, options);
 }
 
@@ -129,9 +129,9 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
   ops::SlotBlobs in;
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, inputs, "input", &in));
   for (const std::vector<Tensor>& slot : inputs) {
-    for (const Tensor& t : slot) SLUICE_RETURN_IF_ERROR(CheckOwnInput(op, t));
+    for (const Tensor& t : slot) SLUICE_RETURN_IF_ERROR(CheckOwnInput(state_, op, t));
   }
-  absl::StatusOr<ops::SlotBlobs> out = Dispatch(op, in, attrs, device, /*single_output=*/false);
+  absl::StatusOr<ops::SlotBlobs> out = Dispatch(op, in, attrs, device);
   if (!out.ok()) return out.status();
   std::vector<Tensor> tensors;
   for (vm::BlobList& slot : *out) {
@@ -159,10 +159,7 @@ absl::StatusOr<Tensor> Context::CallSingleIn(const std::shared_ptr<internal::Con
       return absl::InvalidArgumentError(
           absl::StrCat("op '", op, "': input ", s, "[0] is an empty Tensor"));
     }
-    if (t.state_->context != state) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op '", op, "': an input belongs to another eager context"));
-    }
+    SLUICE_RETURN_IF_ERROR(CheckOwnInput(state, op, t));
     in.push_back(t.state_->blob.get());
   }
   absl::StatusOr<vm::BlobRef> out;

@@ -96,12 +96,14 @@ class Context {
                                              absl::string_view op, absl::Span<const Tensor> inputs,
                                              const vm::AttrMap& attrs,
                                              std::optional<Device> device);
-  // InvalidArgument naming `op` when `t` (a valid tensor) belongs to another context.
-  absl::Status CheckOwnInput(absl::string_view op, const Tensor& t) const;
-  // Runs `op` through the dispatcher under the context's mutex (Call and CallSingle).
+  // InvalidArgument naming `op` when `t` (a valid tensor) belongs to a context other than
+  // `state`'s.
+  static absl::Status CheckOwnInput(const std::shared_ptr<internal::ContextState>& state,
+                                    absl::string_view op, const Tensor& t);
+  // Runs `op` through the dispatcher under the context's mutex (Call; CallSingleIn takes
+  // the dispatcher's single-output path itself).
   absl::StatusOr<ops::SlotBlobs> Dispatch(absl::string_view op, const ops::SlotBlobs& in,
-                                          const vm::AttrMap& attrs, std::optional<Device> device,
-                                          bool single_output);
+                                          const vm::AttrMap& attrs, std::optional<Device> device);
   std::shared_ptr<internal::ContextState> state_;
 };
 
