@@ -60,6 +60,8 @@ void Blob::Recycle(uint64_t id) {
   private_holds_.store(0, std::memory_order_relaxed);
   fuse_roles_ = 0;
   fuse_mark_ = 0;
+  // The engine let go of it (BlobPool::ParkLocked checks): only the death mark remains.
+  dead_ = false;
   retired_clock_.clear();
   ClearPoison();
 }

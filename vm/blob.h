@@ -89,20 +89,30 @@ class Blob {
   }
   // Drops one hold; true for the last one (the caller deletes the blob).
   bool DropPrivateHold() { return private_holds_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
-  // Whether the blob's Release step keeps its storage aside (KeepStorage) instead of freeing
-  // it, so that the blob can be parked with it when it dies (internal::BlobPool): a small,
-  // unnamed, eager, run-private blob. Fixed once the run holding it is handed over.
-  bool ParksStorage() const {
-    return run_private_ && allocator_ == nullptr && bytes_ <= kMaxParkedBytes && name_.empty();
+  // A Release ends the storage: frees it, or for a blob that ParksStorage() keeps it aside
+  // (KeepStorage). Worker thread, in the Release's stream order.
+  void ReleaseStorage() {
+    if (ParksStorage()) {
+      KeepStorage();
+    } else {
+      FreeStorage();
+    }
   }
-  // Worker, in the Release step of a blob that ParksStorage(): storage() becomes null as for
-  // any release, but the storage stays built, waiting for Park; ~Blob still frees it.
+  // Whether the blob's Release keeps its storage aside instead of freeing it, so that the
+  // blob can be parked with it when it dies (internal::BlobPool): a small, unnamed, eager
+  // blob. Fixed for the blob's life.
+  bool ParksStorage() const {
+    return allocator_ == nullptr && bytes_ <= kMaxParkedBytes && name_.empty();
+  }
+  // storage() becomes null as for any release, but the storage stays built, waiting for
+  // Park; ~Blob still frees it.
   void KeepStorage() {
     kept_storage_ = storage_;
     storage_ = nullptr;
   }
-  // BlobPool, on a parked blob nobody references: makes it a new blob `id` with the same
-  // metadata and the kept storage (no poison, no fusion or release marks).
+  // BlobPool, on a parked blob nobody references and no unretired instruction uses: makes
+  // it a new blob `id` with the same metadata and the kept storage (no poison, no fusion,
+  // release or engine marks).
   void Recycle(uint64_t id);
 
  public:

@@ -14,6 +14,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "core/prefetch.h"
 #include "ep/event_pool.h"
 #include "vm/attrs.h"
 #include "vm/blob.h"
@@ -148,8 +149,7 @@ inline constexpr size_t kInstructionLines = (sizeof(Instruction) + 63) / 64;
 // the VM's threads hand instructions to each other, so their lines are usually in another
 // core's cache when the next one touches them.
 inline void PrefetchForWrite(const Instruction* instruction, size_t lines = kInstructionLines) {
-  const char* bytes = reinterpret_cast<const char*>(instruction);
-  for (size_t i = 0; i < lines; ++i) __builtin_prefetch(bytes + 64 * i, /*rw=*/1, /*locality=*/3);
+  PrefetchRangeForWrite(instruction, 64 * lines);
 }
 
 }  // namespace sluice::vm

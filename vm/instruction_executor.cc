@@ -167,7 +167,7 @@ void InstructionExecutor::Run(Instruction* instruction) {
       RunRecordEvent(instruction);
       return;
     case InstructionKind::kRelease:
-      for (Blob* blob : instruction->outputs) blob->FreeStorage();
+      for (Blob* blob : instruction->outputs) blob->ReleaseStorage();
       return;
     case InstructionKind::kAccessBlob:
       RunAccessBlob(instruction);
@@ -184,15 +184,7 @@ void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
   step->seq = outer.seq;  // names the step in errors
   // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {
-    // A small run-private blob keeps its bytes aside: nothing but its run can reach them,
-    // and the blob is parked with them once the run retired (internal::BlobPool).
-    for (Blob* blob : step->outputs) {
-      if (blob->ParksStorage()) {
-        blob->KeepStorage();
-      } else {
-        blob->FreeStorage();
-      }
-    }
+    for (Blob* blob : step->outputs) blob->ReleaseStorage();
     return;
   }
   RunKernel(step);

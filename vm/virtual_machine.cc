@@ -164,8 +164,9 @@ absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, 
       return allocated;
     }
   }
-  std::shared_ptr<internal::BlobReaper> reaper = reaper_;
-  BlobRef blob(raw, [reaper](Blob* b) { reaper->Reap(b); });
+  // One reference count increment for the deleter's copy of the reaper (each is an atomic
+  // read-modify-write on the producer's path).
+  BlobRef blob(raw, [reaper = reaper_](Blob* b) { reaper->Reap(b); });
   if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
   return blob;
 }

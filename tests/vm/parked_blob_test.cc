@@ -1,5 +1,5 @@
-// Parked blobs (vm/internal/blob_pool.h): a small run-private blob keeps its storage aside
-// in its Release step and, once dead, is parked whole; NewBlob of the same stream, dtype and
+// Parked blobs (vm/internal/blob_pool.h): a small eager blob keeps its storage aside in its
+// Release and, once dead, is parked whole; NewBlob of the same stream, dtype and
 // shape takes it back under a new id. These tests check that a released private blob still
 // looks released, that recycling happens only on an exact match and clears what the old
 // blob carried (poison), that the parked set is bounded, and that shutdown returns the
@@ -168,6 +168,39 @@ TEST(ParkedBlobTest, RecycledBlobIsNotPoisoned) {
   EXPECT_FALSE(fresh->poisoned());
   SLUICE_ASSERT_OK(h.Add(one, one, fresh, "cpu"));
   EXPECT_EQ(h.Read(fresh).value(), std::vector<float>{2.0f});
+}
+
+// A blob the engine tracked — released in an instruction of its own, not privately in a
+// fused run — is parked when the engine deletes it, and comes back with no trace of its
+// first life in the engine: using it does not make the engine delete (or park) it while it
+// is referenced.
+TEST(ParkedBlobTest, BlobTheEngineTrackedIsParkedAndComesBackClean) {
+  VmHarness h;
+  h.builder->set_fusion(false);
+  BlobRef one = h.NewF32("cpu", 1);
+  SLUICE_ASSERT_OK(h.Fill(one, 1.0, "cpu"));
+  const void* data = nullptr;
+  {
+    BlobRef t = h.NewF32("cpu", 1);
+    data = t->storage()->data();
+    SLUICE_ASSERT_OK(h.FreshAdd(one, one, t, "cpu"));
+    SLUICE_ASSERT_OK(h.builder->Release(t));
+  }
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  ASSERT_TRUE(WaitParked(h, 1)) << h.vm->stats().ToString();
+  EXPECT_EQ(h.vm->stats().private_blobs, 0);
+
+  BlobRef fresh = h.NewF32("cpu", 1);
+  ASSERT_EQ(h.vm->stats().recycled_blobs, 1);
+  ASSERT_NE(fresh->storage(), nullptr);
+  EXPECT_EQ(fresh->storage()->data(), data);
+  // Written, read and written again: each retirement drops a use of `fresh`; none may
+  // delete it.
+  SLUICE_ASSERT_OK(h.Add(one, one, fresh, "cpu"));
+  SLUICE_ASSERT_OK(h.Add(fresh, one, fresh, "cpu"));
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  EXPECT_EQ(h.vm->stats().parked_blobs, 0) << h.vm->stats().ToString();
+  EXPECT_EQ(h.Read(fresh).value(), std::vector<float>{3.0f});
 }
 
 // Shutdown returns parked bytes to the allocator: nothing stays in use.

@@ -5,14 +5,15 @@
 // spent a fifth of its time waking the scheduler out of that lock). Here the scheduler
 // hands the memory back through a lock-free queue and producers build new blobs in it.
 //
-// Parked blobs. A small run-private blob (Blob::ParksStorage) keeps its storage aside in its
-// Release step (Blob::KeepStorage); when it dies it is parked here whole, and the next NewBlob of
+// Parked blobs. A small eager blob (Blob::ParksStorage) keeps its storage aside in its
+// Release (Blob::KeepStorage); when it dies it is parked here whole, and the next NewBlob of
 // the same stream, dtype and shape takes it back under a new id — no allocator round trip on the
 // producer (lock, free-list search) nor on the worker (the free). Nothing else can reach a
 // dead blob, and every instruction that used it retired before its last hold dropped, so
 // its bytes are free to reuse on its own stream at once. At most kMaxParked blobs of at
 // most Blob::kMaxParkedBytes each wait here (the oldest goes when one more arrives); their
-// bytes count as in use in their allocator until DropParked.
+// bytes count as in use in their allocator until DropParked — as do a released blob's while
+// someone still references it.
 #ifndef SLUICE_VM_INTERNAL_BLOB_POOL_H_
 #define SLUICE_VM_INTERNAL_BLOB_POOL_H_
 
@@ -27,6 +28,7 @@
 #include "absl/types/span.h"
 #include "core/data_type.h"
 #include "core/plain_mutex.h"
+#include "core/prefetch.h"
 #include "core/shape.h"
 #include "core/stream_id.h"
 #include "vm/blob.h"
@@ -106,7 +108,7 @@ class BlobPool {
           ++recycled_;
           // The next op most likely takes the next one: start moving its lines (last
           // written by the worker and the scheduler) to this core now.
-          if (!parked_.empty()) PrefetchForWrite(parked_.back());
+          if (!parked_.empty()) PrefetchRangeForWrite(parked_.back(), sizeof(Blob));
           break;
         }
       }
@@ -153,10 +155,11 @@ class BlobPool {
   bool ParkLocked(Blob* blob, Blob** evicted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
     const TensorStorage& kept = *blob->kept_storage_;
     if (parking_closed_ || kept.last_used_stream() != kept.alloc_stream()) return false;
-    // Recycle keeps the engine's fields as they are: only a blob the engine never saw (as
-    // a run-private one, created fresh) may come back. A caller that passed
+    // Only a blob no unretired instruction uses comes back: the engine deletes its blobs
+    // so (their last writer and readers retired, which cleared them; Recycle clears the
+    // death mark), and a run-private one never met the engine. A caller that passed
     // `fresh_outputs` for a blob already in use gets it deleted instead.
-    if (blob->uses_ != 0 || blob->dead_ || blob->last_writer_ != nullptr ||
+    if (blob->uses_ != 0 || blob->last_writer_ != nullptr ||
         blob->readers_.size() != blob->readers_head_) {
       return false;
     }
@@ -167,11 +170,6 @@ class BlobPool {
     }
     parked_.push_back(blob);
     return true;
-  }
-
-  static void PrefetchForWrite(const Blob* blob) {
-    const char* bytes = reinterpret_cast<const char*>(blob);
-    for (size_t i = 0; i < sizeof(Blob); i += 64) __builtin_prefetch(bytes + i, 1, 3);
   }
 
   // Ends `blob` (freeing its storage, if any) and keeps its memory.
