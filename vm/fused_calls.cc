@@ -1,11 +1,15 @@
 #include "vm/fused_calls.h"
 
+#include <cstddef>
 #include <utility>
 
 #include "core/status.h"
 
 namespace sluice::vm {
 namespace {
+
+// The lines of a step the producer writes: kind to attrs (Instruction's hot group).
+constexpr size_t kStepLines = (offsetof(Instruction, attrs) + sizeof(Instruction::attrs) + 63) / 64;
 
 // Blob::fuse_roles_ bits, valid while Blob::fuse_mark_ is the run's mark.
 constexpr uint8_t kRead = 1;     // among the run's union inputs
@@ -23,6 +27,10 @@ Instruction& FusedCalls::NewStep() {
   // A reused step: clear what steps use (kind and kernel are always set by the caller;
   // stream and seq by the worker), not a whole instruction.
   Instruction& step = steps_[size_++];
+  // The worker ran these steps last (its core holds their lines): start taking the lines
+  // of the step after next, which the op after this one fills, so that the writes there
+  // find them here.
+  if (size_ + 1 < steps_.size()) PrefetchForWrite(&steps_[size_ + 1], kStepLines);
   if (!step.inputs.empty()) step.inputs.clear();
   if (!step.outputs.empty()) step.outputs.clear();
   if (step.attrs != nullptr) step.attrs.reset();

@@ -56,6 +56,10 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runti
     return absl::InvalidArgumentError(
         absl::StrCat("VirtualMachine: negative ", options.spin.count() < 0 ? "spin" : "idle_spin"));
   }
+  if (options.max_parked_blobs < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "VirtualMachine: max_parked_blobs must be >= 0, got ", options.max_parked_blobs));
+  }
   if (options.max_fused_steps < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "VirtualMachine: max_fused_steps must be >= 0, got ", options.max_fused_steps));
@@ -80,6 +84,7 @@ VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
       checker_(options_.check_sync ? std::make_unique<SyncChecker>() : nullptr),
       executor_(&errors_, &counters_, checker_.get(), &cancel_),
       pool_(options_.max_in_flight, options_.spin, &counters_),
+      blob_pool_(static_cast<size_t>(std::max<int64_t>(0, options_.max_parked_blobs))),
       engine_(EngineOptions{options_.scheduling == VmOptions::Scheduling::kDedicatedThread,
                             options_.spin},
               checker_.get(), &pool_, &blob_pool_),

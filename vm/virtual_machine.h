@@ -70,6 +70,10 @@ struct VmOptions {
   // (a recording keeps one line per call) and in caller-thread scheduling (nothing is held
   // back there).
   int max_fused_steps = 64;
+  // Small eager blobs that died with their storage wait for a NewBlob of the same stream,
+  // dtype and shape (parked blobs; see internal::BlobPool): at most this many (each at
+  // most Blob::kMaxParkedBytes; the oldest goes first). 0: none waits.
+  int64_t max_parked_blobs = internal::BlobPool::kDefaultMaxParked;
 };
 
 enum class ShutdownMode {

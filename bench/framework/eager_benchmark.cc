@@ -72,6 +72,8 @@ void BM_Eager_TinyAdd(benchmark::State& state) {
       stats.releases > 0 ? static_cast<double>(stats.private_blobs) / stats.releases : 0;
   state.counters["recycled"] =
       stats.op_calls > 0 ? static_cast<double>(stats.recycled_blobs) / stats.op_calls : 0;
+  state.counters["evicted"] =
+      stats.op_calls > 0 ? static_cast<double>(stats.evicted_blobs) / stats.op_calls : 0;
 }
 BENCHMARK(BM_Eager_TinyAdd)
     ->ArgNames({"sim", "caller", "no_deadlock_check"})

@@ -103,18 +103,41 @@ TEST_P(ParkedBlobTest, OnlyAnExactMatchIsTaken) {
 
 TEST_P(ParkedBlobTest, ParkedSetIsBounded) {
   const char* stream = GetParam();
-  VmHarness h;
+  VmOptions options;
+  options.max_parked_blobs = 256;
+  VmHarness h(options);
   BlobRef one = h.NewF32(stream, 1);
   SLUICE_ASSERT_OK(h.Fill(one, 1.0, stream));
   constexpr int kTemporaries = 400;
   MakePrivateTemporaries(h, stream, kTemporaries, one);
   SLUICE_ASSERT_OK(h.vm->Sync());
-  const int64_t cap = static_cast<int64_t>(internal::BlobPool::kMaxParked);
+  const int64_t cap = options.max_parked_blobs;
   ASSERT_TRUE(WaitAllPrivateDead(h)) << h.vm->stats().ToString();
   const VmStats stats = h.vm->stats();
   ASSERT_GT(stats.private_blobs, cap) << stats.ToString();  // more died than may wait
   EXPECT_EQ(stats.parked_blobs, cap) << stats.ToString();
   EXPECT_EQ(stats.evicted_blobs, stats.private_blobs - cap) << stats.ToString();
+}
+
+TEST_P(ParkedBlobTest, ZeroMaxParkedBlobsParksNothing) {
+  const char* stream = GetParam();
+  VmOptions options;
+  options.max_parked_blobs = 0;
+  VmHarness h(options);
+  BlobRef one = h.NewF32(stream, 1);
+  SLUICE_ASSERT_OK(h.Fill(one, 1.0, stream));
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  const int64_t baseline = BytesInUse(h, stream);  // `one` (streams here are devices')
+  MakePrivateTemporaries(h, stream, 20, one);
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  // Every temporary's bytes go back to the allocator (parked ones would stay in use).
+  ASSERT_TRUE(WaitUntil([&] { return BytesInUse(h, stream) == baseline; }))
+      << BytesInUse(h, stream) << " bytes in use, " << baseline << " expected";
+  BlobRef t = h.NewF32(stream, 1);
+  const VmStats stats = h.vm->stats();
+  EXPECT_GT(stats.private_blobs, 0) << stats.ToString();
+  EXPECT_EQ(stats.parked_blobs, 0) << stats.ToString();
+  EXPECT_EQ(stats.recycled_blobs, 0) << stats.ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(Streams, ParkedBlobTest, ::testing::Values("cpu", "sim:0"),
@@ -201,6 +224,18 @@ TEST(ParkedBlobTest, BlobTheEngineTrackedIsParkedAndComesBackClean) {
   SLUICE_ASSERT_OK(h.vm->Sync());
   EXPECT_EQ(h.vm->stats().parked_blobs, 0) << h.vm->stats().ToString();
   EXPECT_EQ(h.Read(fresh).value(), std::vector<float>{3.0f});
+}
+
+TEST(ParkedBlobTest, NegativeMaxParkedBlobsIsRejected) {
+  VmOptions bad;
+  bad.max_parked_blobs = -1;
+  ep::RuntimeOptions runtime_options;
+  runtime_options.enable_cuda = false;
+  auto runtime = ep::Runtime::Create(runtime_options).value();
+  absl::StatusOr<std::unique_ptr<VirtualMachine>> vm = VirtualMachine::Create(runtime.get(), bad);
+  ASSERT_FALSE(vm.ok());
+  EXPECT_EQ(vm.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(vm.status().message().find("max_parked_blobs"), std::string::npos) << vm.status();
 }
 
 // Shutdown returns parked bytes to the allocator: nothing stays in use.

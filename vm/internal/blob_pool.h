@@ -10,7 +10,7 @@
 // the same stream, dtype and shape takes it back under a new id — no allocator round trip on the
 // producer (lock, free-list search) nor on the worker (the free). Nothing else can reach a
 // dead blob, and every instruction that used it retired before its last hold dropped, so
-// its bytes are free to reuse on its own stream at once. At most kMaxParked blobs of at
+// its bytes are free to reuse on its own stream at once. At most `max_parked` blobs of at
 // most Blob::kMaxParkedBytes each wait here (the oldest goes when one more arrives); their
 // bytes count as in use in their allocator until DropParked — as do a released blob's while
 // someone still references it.
@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
 #include <new>
 #include <utility>
 #include <vector>
@@ -41,7 +42,8 @@ namespace sluice::vm::internal {
 // gone). Destroying the pool frees the memory it holds; blobs still alive are not its.
 class BlobPool {
  public:
-  BlobPool() = default;
+  // `max_parked`: how many parked blobs may wait at most (0: none is parked).
+  explicit BlobPool(size_t max_parked = kDefaultMaxParked) : max_parked_(max_parked) {}
   BlobPool(const BlobPool&) = delete;
   BlobPool& operator=(const BlobPool&) = delete;
   ~BlobPool() {
@@ -120,7 +122,7 @@ class BlobPool {
   // Any thread: frees every parked blob (their bytes return to their allocators, which
   // must still be alive); later dying blobs are not parked. Idempotent.
   void DropParked() {
-    std::vector<Blob*> parked;
+    std::deque<Blob*> parked;
     {
       PlainMutexLock lock(&parked_mu_);
       parking_closed_ = true;
@@ -144,7 +146,11 @@ class BlobPool {
     PlainMutexLock lock(&parked_mu_);
     return static_cast<int64_t>(parked_.size());
   }
-  static constexpr size_t kMaxParked = 256;
+  // Retired runs come back in bursts as large as what a producer issues while the
+  // scheduler waits for a core (a time slice: thousands of small ops on two cores), so the
+  // set must hold a burst, or the blobs it turns away are allocated again meanwhile.
+  static constexpr size_t kDefaultMaxParked = 4096;
+  size_t max_parked() const { return max_parked_; }
 
  private:
   static constexpr size_t kParkedScan = 8;
@@ -163,9 +169,10 @@ class BlobPool {
         blob->readers_.size() != blob->readers_head_) {
       return false;
     }
-    if (parked_.size() >= kMaxParked) {
+    if (max_parked_ == 0) return false;
+    if (parked_.size() >= max_parked_) {
       *evicted = parked_.front();
-      parked_.erase(parked_.begin());
+      parked_.pop_front();
       ++evicted_;
     }
     parked_.push_back(blob);
@@ -213,8 +220,9 @@ class BlobPool {
   Chain<Slot> cache_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> cached_{0};  // approximate: slots in `freed_` and `cache_`
 
+  const size_t max_parked_;
   mutable PlainMutex parked_mu_;
-  std::vector<Blob*> parked_ ABSL_GUARDED_BY(parked_mu_);  // oldest first
+  std::deque<Blob*> parked_ ABSL_GUARDED_BY(parked_mu_);  // oldest first
   bool parking_closed_ ABSL_GUARDED_BY(parked_mu_) = false;
   int64_t recycled_ ABSL_GUARDED_BY(parked_mu_) = 0;
   int64_t evicted_ ABSL_GUARDED_BY(parked_mu_) = 0;
