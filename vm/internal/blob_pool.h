@@ -19,7 +19,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <deque>
 #include <new>
 #include <utility>
 #include <vector>
@@ -43,7 +42,7 @@ namespace sluice::vm::internal {
 class BlobPool {
  public:
   // `max_parked`: how many parked blobs may wait at most (0: none is parked).
-  explicit BlobPool(size_t max_parked = kDefaultMaxParked) : max_parked_(max_parked) {}
+  explicit BlobPool(size_t max_parked = kDefaultMaxParked) : parked_(max_parked) {}
   BlobPool(const BlobPool&) = delete;
   BlobPool& operator=(const BlobPool&) = delete;
   ~BlobPool() {
@@ -102,15 +101,15 @@ class BlobPool {
       // The most recently parked first; a few only (a miss costs a normal allocation).
       const size_t n = parked_.size();
       for (size_t k = 0; k < n && k < kParkedScan; ++k) {
-        Blob* blob = parked_[n - 1 - k];
+        Blob* blob = parked_.FromBack(k);
         if (blob->dtype_ == dtype && blob->kept_storage_->alloc_stream() == stream &&
             blob->shape_ == shape) {
           found = blob;
-          parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(n - 1 - k));
+          parked_.EraseFromBack(k);
           ++recycled_;
           // The next op most likely takes the next one: start moving its lines (last
           // written by the worker and the scheduler) to this core now.
-          if (!parked_.empty()) PrefetchRangeForWrite(parked_.back(), sizeof(Blob));
+          if (parked_.size() != 0) PrefetchRangeForWrite(parked_.FromBack(0), sizeof(Blob));
           break;
         }
       }
@@ -122,11 +121,11 @@ class BlobPool {
   // Any thread: frees every parked blob (their bytes return to their allocators, which
   // must still be alive); later dying blobs are not parked. Idempotent.
   void DropParked() {
-    std::deque<Blob*> parked;
+    std::vector<Blob*> parked;
     {
       PlainMutexLock lock(&parked_mu_);
       parking_closed_ = true;
-      parked.swap(parked_);
+      while (parked_.size() != 0) parked.push_back(parked_.PopFront());
     }
     for (Blob* blob : parked) Destroy(blob);
   }
@@ -150,7 +149,7 @@ class BlobPool {
   // scheduler waits for a core (a time slice: thousands of small ops on two cores), so the
   // set must hold a burst, or the blobs it turns away are allocated again meanwhile.
   static constexpr size_t kDefaultMaxParked = 4096;
-  size_t max_parked() const { return max_parked_; }
+  size_t max_parked() const { return parked_.capacity(); }
 
  private:
   static constexpr size_t kParkedScan = 8;
@@ -169,13 +168,12 @@ class BlobPool {
         blob->readers_.size() != blob->readers_head_) {
       return false;
     }
-    if (max_parked_ == 0) return false;
-    if (parked_.size() >= max_parked_) {
-      *evicted = parked_.front();
-      parked_.pop_front();
+    if (parked_.capacity() == 0) return false;
+    if (parked_.size() == parked_.capacity()) {
+      *evicted = parked_.PopFront();
       ++evicted_;
     }
-    parked_.push_back(blob);
+    parked_.PushBack(blob);
     return true;
   }
 
@@ -220,9 +218,41 @@ class BlobPool {
   Chain<Slot> cache_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> cached_{0};  // approximate: slots in `freed_` and `cache_`
 
-  const size_t max_parked_;
+  // Parked blobs, oldest first, in a ring allocated once (the scheduler parks and
+  // producers take: a node-based container would allocate on one thread and free on the
+  // other).
+  class Ring {
+   public:
+    explicit Ring(size_t capacity) : slots_(capacity) {}
+    size_t capacity() const { return slots_.size(); }
+    size_t size() const { return size_; }
+    // The k-th blob from the newest (k < size()).
+    Blob* FromBack(size_t k) const { return slots_[Index(size_ - 1 - k)]; }
+    // Removes FromBack(k), keeping the order of the rest.
+    void EraseFromBack(size_t k) {
+      for (size_t i = size_ - 1 - k; i + 1 < size_; ++i) slots_[Index(i)] = slots_[Index(i + 1)];
+      --size_;
+    }
+    // Requires size() < capacity().
+    void PushBack(Blob* blob) { slots_[Index(size_++)] = blob; }
+    // Requires size() > 0.
+    Blob* PopFront() {
+      Blob* blob = slots_[first_];
+      first_ = (first_ + 1) % slots_.size();
+      --size_;
+      return blob;
+    }
+
+   private:
+    // The slot of the i-th blob from the oldest.
+    size_t Index(size_t i) const { return (first_ + i) % slots_.size(); }
+
+    std::vector<Blob*> slots_;
+    size_t first_ = 0;
+    size_t size_ = 0;
+  };
   mutable PlainMutex parked_mu_;
-  std::deque<Blob*> parked_ ABSL_GUARDED_BY(parked_mu_);  // oldest first
+  Ring parked_ ABSL_GUARDED_BY(parked_mu_);
   bool parking_closed_ ABSL_GUARDED_BY(parked_mu_) = false;
   int64_t recycled_ ABSL_GUARDED_BY(parked_mu_) = 0;
   int64_t evicted_ ABSL_GUARDED_BY(parked_mu_) = 0;
