@@ -17,6 +17,7 @@
 #ifndef SLUICE_VM_INTERNAL_BLOB_POOL_H_
 #define SLUICE_VM_INTERNAL_BLOB_POOL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <new>
@@ -71,25 +72,37 @@ class BlobPool {
   // Delete for each of `blobs`, parking under one lock (the scheduler frees a retired run's
   // private blobs together).
   void DeleteAll(absl::Span<Blob* const> blobs) {
-    absl::InlinedVector<Blob*, 8> destroy;
-    bool any_kept = false;
-    for (Blob* blob : blobs) any_kept = any_kept || blob->kept_storage_ != nullptr;
-    if (!any_kept) {
-      for (Blob* blob : blobs) Destroy(blob);
-      return;
-    }
-    {
-      PlainMutexLock lock(&parked_mu_);
-      for (Blob* blob : blobs) {
-        Blob* evicted = nullptr;
-        if (blob->kept_storage_ == nullptr || !ParkLocked(blob, &evicted)) {
-          destroy.push_back(blob);
-        } else if (evicted != nullptr) {
-          destroy.push_back(evicted);
-        }
+    // Which blobs may be parked is decided before the lock (their fields are in other
+    // cores' caches, and a producer may be waiting for the lock); under it, only pointers
+    // move, a bounded number per hold.
+    absl::InlinedVector<Blob*, 32> parkable;
+    for (Blob* blob : blobs) {
+      if (Parkable(*blob)) {
+        parkable.push_back(blob);
+      } else {
+        Destroy(blob);
       }
     }
-    for (Blob* blob : destroy) Destroy(blob);
+    absl::InlinedVector<Blob*, kParkPerHold> destroy;
+    for (size_t begin = 0; begin < parkable.size(); begin += kParkPerHold) {
+      const size_t end = std::min(parkable.size(), begin + kParkPerHold);
+      {
+        PlainMutexLock lock(&parked_mu_);
+        for (size_t i = begin; i < end; ++i) {
+          if (parking_closed_ || parked_.capacity() == 0) {
+            destroy.push_back(parkable[i]);
+            continue;
+          }
+          if (parked_.size() == parked_.capacity()) {
+            destroy.push_back(parked_.PopFront());
+            ++evicted_;
+          }
+          parked_.PushBack(parkable[i]);
+        }
+      }
+      for (Blob* blob : destroy) Destroy(blob);
+      destroy.clear();
+    }
   }
 
   // Any thread (a producer): the parked blob of `stream`, `dtype` and `shape`, recycled as
@@ -153,28 +166,19 @@ class BlobPool {
 
  private:
   static constexpr size_t kParkedScan = 8;
+  static constexpr size_t kParkPerHold = 64;
 
-  // Parks `blob` (its bytes last used by its allocating stream); false once DropParked ran
-  // or for a blob that moved streams. A blob the parked set no longer has room for goes to
-  // `evicted` (the oldest one), for the caller to Destroy outside the lock.
-  bool ParkLocked(Blob* blob, Blob** evicted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
-    const TensorStorage& kept = *blob->kept_storage_;
-    if (parking_closed_ || kept.last_used_stream() != kept.alloc_stream()) return false;
-    // Only a blob no unretired instruction uses comes back: the engine deletes its blobs
-    // so (their last writer and readers retired, which cleared them; Recycle clears the
-    // death mark), and a run-private one never met the engine. A caller that passed
-    // `fresh_outputs` for a blob already in use gets it deleted instead.
-    if (blob->uses_ != 0 || blob->last_writer_ != nullptr ||
-        blob->readers_.size() != blob->readers_head_) {
-      return false;
-    }
-    if (parked_.capacity() == 0) return false;
-    if (parked_.size() == parked_.capacity()) {
-      *evicted = parked_.PopFront();
-      ++evicted_;
-    }
-    parked_.PushBack(blob);
-    return true;
+  // Whether a dead `blob` may be parked: it kept its storage (Blob::ParksStorage), whose
+  // bytes were last used by their allocating stream, and no unretired instruction uses it
+  // — the engine deletes its blobs so (their last writer and readers retired, which
+  // cleared them; Recycle clears the death mark), and a run-private one never met the
+  // engine. A caller that passed `fresh_outputs` for a blob already in use gets it
+  // deleted instead.
+  static bool Parkable(const Blob& blob) {
+    if (blob.kept_storage_ == nullptr) return false;
+    const TensorStorage& kept = *blob.kept_storage_;
+    return kept.last_used_stream() == kept.alloc_stream() && blob.uses_ == 0 &&
+           blob.last_writer_ == nullptr && blob.readers_.size() == blob.readers_head_;
   }
 
   // Ends `blob` (freeing its storage, if any) and keeps its memory.

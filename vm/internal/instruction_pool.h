@@ -64,7 +64,12 @@ class InstructionPool {
 
  private:
   static constexpr int kBlockSize = 256;
-  static constexpr size_t kMaxIdleFused = 64;
+  // Runs retire in bursts as large as what a producer issued while the scheduler waited
+  // for a core; a run freed here is a producer's allocation freed on this thread, and the
+  // producer's next run allocates its steps again (one block per step). An idle run holds
+  // at most VmOptions::max_fused_steps steps of an Instruction each: about 32 KiB, so at
+  // most 8 MiB wait here.
+  static constexpr size_t kMaxIdleFused = 256;
 
   const int64_t max_in_flight_;
   const std::chrono::nanoseconds spin_;
