@@ -1,6 +1,7 @@
 #include "ops/op_dispatcher.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
@@ -34,24 +35,38 @@ void OpDispatcher::Flatten(const SlotBlobs& slots, FlatBlobs* blobs, SlotSizes* 
   }
 }
 
+namespace {
+
+// Shape equality without a library call: eager calls compare a few small shapes per op.
+bool SameDims(absl::Span<const int64_t> a, absl::Span<const int64_t> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, Operands inputs,
                            const vm::AttrMap& attrs, const DispatchOptions& options,
                            const std::vector<int>& output_counts) {
-  if (cached.inputs.size() != inputs.blobs.size() || cached.op != op ||
-      !std::equal(cached.slot_sizes.begin(), cached.slot_sizes.end(), inputs.slot_sizes.begin(),
-                  inputs.slot_sizes.end()) ||
-      cached.default_device != options.default_device || cached.stream != options.stream ||
-      cached.output_counts != output_counts || !(cached.given_attrs == attrs)) {
-    return false;
-  }
+  // The operands first (what differs between an eager loop's calls, when anything does),
+  // then the call's constant parts.
+  if (cached.inputs.size() != inputs.blobs.size()) return false;
   for (size_t k = 0; k < inputs.blobs.size(); ++k) {
     const vm::Blob* blob = inputs.blobs[k];
     const auto& [meta, device] = cached.inputs[k];
-    if (blob->dtype() != meta.dtype || blob->device() != device || blob->shape() != meta.shape) {
+    if (blob->dtype() != meta.dtype || blob->device() != device ||
+        !SameDims(blob->shape().dims(), meta.shape.dims())) {
       return false;
     }
   }
-  return true;
+  return cached.op == op &&
+         std::equal(cached.slot_sizes.begin(), cached.slot_sizes.end(), inputs.slot_sizes.begin(),
+                    inputs.slot_sizes.end()) &&
+         cached.default_device == options.default_device && cached.stream == options.stream &&
+         cached.output_counts == output_counts && cached.given_attrs == attrs;
 }
 
 absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
@@ -225,18 +240,26 @@ absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlo
   return outputs;
 }
 
-absl::StatusOr<vm::BlobRef> OpDispatcher::CallSingle(absl::string_view op,
-                                                     absl::Span<vm::Blob* const> inputs,
-                                                     const vm::AttrMap& attrs,
-                                                     const DispatchOptions& options) {
-  const SlotSizes ones(inputs.size(), 1);
+absl::StatusOr<vm::OwnedBlob> OpDispatcher::CallSingle(absl::string_view op,
+                                                       absl::Span<vm::Blob* const> inputs,
+                                                       const vm::AttrMap& attrs,
+                                                       const DispatchOptions& options) {
+  // One blob per slot.
+  static constexpr int kOnes[] = {1, 1, 1, 1, 1, 1, 1, 1};
+  SlotSizes many;
+  absl::Span<const int> ones(kOnes, std::min(inputs.size(), std::size(kOnes)));
+  if (inputs.size() > ones.size()) {
+    many.assign(inputs.size(), 1);
+    ones = many;
+  }
   SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
                           FindPlan(op, {inputs, ones}, attrs, options, options.output_counts));
   const Plan& plan = *cached;
   SLUICE_RETURN_IF_ERROR(CheckSingleOutput(op, plan));
   SLUICE_ASSIGN_OR_RETURN(vm::Stream * alloc_stream, AllocationStream(plan));
   const TensorMeta& meta = plan.outputs[0][0];
-  SLUICE_ASSIGN_OR_RETURN(vm::BlobRef out, vm_->NewBlob(alloc_stream, meta.dtype, meta.shape));
+  SLUICE_ASSIGN_OR_RETURN(vm::OwnedBlob out,
+                          vm_->NewOwnedBlob(alloc_stream, meta.dtype, meta.shape));
   vm::Blob* const outs[] = {out.get()};
   SLUICE_RETURN_IF_ERROR(Launch(plan, inputs, outs, /*fresh_outputs=*/true));
   return out;

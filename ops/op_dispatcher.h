@@ -28,6 +28,7 @@
 #include "vm/attrs.h"
 #include "vm/blob.h"
 #include "vm/instructions_builder.h"
+#include "vm/owned_blob.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::ops {
@@ -63,10 +64,10 @@ class OpDispatcher {
   // Runs `op` with one blob per input slot (null ones are an error, as in Call) and returns
   // its single output; InvalidArgument, before anything is enqueued, for an op with another
   // number of outputs. The eager front end's per-op path: the caller keeps `inputs` alive
-  // for the call, so nothing here counts references.
-  absl::StatusOr<vm::BlobRef> CallSingle(absl::string_view op, absl::Span<vm::Blob* const> inputs,
-                                         const vm::AttrMap& attrs,
-                                         const DispatchOptions& options = {});
+  // for the call, and the output comes as an OwnedBlob, so nothing here counts references.
+  absl::StatusOr<vm::OwnedBlob> CallSingle(absl::string_view op, absl::Span<vm::Blob* const> inputs,
+                                           const vm::AttrMap& attrs,
+                                           const DispatchOptions& options = {});
 
   // Runs `op` writing into `outputs` the caller allocated (in-place updates such as sgd,
   // whose output is its Param input). Their dtypes and shapes must be what inference says.

@@ -181,12 +181,12 @@ absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
   return vm_->Submit(std::move(chain));
 }
 
-absl::Status InstructionsBuilder::Release(const BlobRef& blob) {
-  SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
+absl::Status InstructionsBuilder::Release(Blob* blob) {
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
   if (fusion_ && vm_->fusion() &&
       vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
-        run.AddRelease(head, blob.get());
+        run.AddRelease(head, blob);
       })) {
     blob->released_ = true;
     return absl::OkStatus();
@@ -194,7 +194,7 @@ absl::Status InstructionsBuilder::Release(const BlobRef& blob) {
   Instruction* release = Allocate();
   release->kind = InstructionKind::kRelease;
   release->stream = stream;
-  release->outputs.push_back(blob.get());
+  release->outputs.push_back(blob);
   internal::Chain<Instruction> chain;
   chain.PushBack(release);
   // Held back like a call (a freed tensor's storage returns a little later): the engine

@@ -81,7 +81,9 @@ class InstructionsBuilder {
 
   // Frees the blob's storage in the order of its last stream, after its last use. Using the
   // blob afterwards is InvalidArgument.
-  absl::Status Release(const BlobRef& blob);
+  absl::Status Release(const BlobRef& blob) { return Release(blob.get()); }
+  // The same for a blob the caller keeps alive by other means (an OwnedBlob).
+  absl::Status Release(Blob* blob);
 
   // Host code on the blob's bytes, run in the order of the blob's last stream (so it needs
   // no sync). `write` makes it a write. `on_retire` (optional) runs once it is complete.

@@ -152,8 +152,8 @@ std::vector<Stream*> VirtualMachine::streams() const {
   return result;
 }
 
-absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, Shape shape,
-                                                std::string name) {
+absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype, Shape shape,
+                                                 std::string name) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
   const uint64_t id = next_blob_id_.fetch_add(1, std::memory_order_relaxed);
   // A parked blob of this stream, dtype and shape comes with its storage (its shape was
@@ -169,11 +169,28 @@ absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, 
       return allocated;
     }
   }
+  return raw;
+}
+
+absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, Shape shape,
+                                                std::string name) {
+  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, std::move(shape), std::move(name)));
   // One reference count increment for the deleter's copy of the reaper (each is an atomic
   // read-modify-write on the producer's path).
   BlobRef blob(raw, [reaper = reaper_](Blob* b) { reaper->Reap(b); });
   if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
   return blob;
+}
+
+absl::StatusOr<OwnedBlob> VirtualMachine::NewOwnedBlob(Stream* stream, DataType dtype,
+                                                       Shape shape) {
+  if (recorder_ != nullptr) {
+    // The recorder follows blobs through weak references: give it a shared one.
+    SLUICE_ASSIGN_OR_RETURN(BlobRef shared, NewBlob(stream, dtype, std::move(shape)));
+    return OwnedBlob(std::move(shared));
+  }
+  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, std::move(shape), ""));
+  return OwnedBlob(raw, reaper_.get());
 }
 
 absl::StatusOr<BlobRef> VirtualMachine::NewLazyBlob(Stream* stream, DataType dtype, Shape shape,

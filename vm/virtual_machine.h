@@ -35,6 +35,7 @@
 #include "vm/internal/blob_reaper.h"
 #include "vm/internal/instruction_pool.h"
 #include "vm/internal/submit_buffer.h"
+#include "vm/owned_blob.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 #include "vm/sync_checker.h"
@@ -104,6 +105,10 @@ class VirtualMachine {
   // `stream` (which must be on the blob's device). Contents are uninitialized.
   absl::StatusOr<BlobRef> NewBlob(Stream* stream, DataType dtype, Shape shape,
                                   std::string name = "");
+
+  // NewBlob (unnamed) held by an OwnedBlob instead of a BlobRef: no reference counting,
+  // no heap control block. The OwnedBlob must not outlive this VM.
+  absl::StatusOr<OwnedBlob> NewOwnedBlob(Stream* stream, DataType dtype, Shape shape);
 
   // A lazy blob on `stream`'s device (see Blob): storage is allocated by its first writer,
   // for the writer's stream, and freed by a Release; the blob stays usable after it.
@@ -200,6 +205,8 @@ class VirtualMachine {
   // stream but the first gets a worker of its own (cpu streams run their kernels on their
   // worker, so streams sharing one could never run side by side; see docs/design.md).
   ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
+  // NewBlob's blob before anyone holds it (the caller makes the first hold).
+  absl::StatusOr<Blob*> NewBlobRaw(Stream* stream, DataType dtype, Shape shape, std::string name);
   // Waits for room for `n` instructions in the pool (see InstructionPool::Reserve).
   absl::Status Reserve(int64_t n, bool after_close);
   // Reserve for the whole chain; on error frees its instructions (and empties it).

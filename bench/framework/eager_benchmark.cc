@@ -7,6 +7,7 @@
 //                      a read of the result; items = ops.
 // Arguments: device (0 cpu, 1 sim:0), scheduling (0 dedicated thread, 1 caller threads);
 // TinyAdd also: 1 = abseil's Mutex deadlock detection off.
+#include <chrono>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -52,10 +53,17 @@ void BM_Eager_TinyAdd(benchmark::State& state) {
   Context ctx = NewContext(state);
   const Device device = DeviceArg(state);
   Tensor one = ctx.FromVector(std::vector<float>{1.0f}, Shape({1}), device).value();
+  double issue_seconds = 0;  // in the loop, before the sync
+  double sync_seconds = 0;   // in the final sync: how far the VM is behind the caller
   for (auto _ : state) {
     Tensor acc = one;
+    const auto begin = std::chrono::steady_clock::now();
     for (int i = 0; i < kOps; ++i) acc = Add(acc, one).value();
+    const auto issued = std::chrono::steady_clock::now();
     SLUICE_CHECK(ctx.Sync().ok());
+    issue_seconds += std::chrono::duration<double>(issued - begin).count();
+    sync_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - issued).count();
     state.PauseTiming();
     SLUICE_CHECK(acc.ToVector<float>().value()[0] == kOps + 1.0f);
     state.ResumeTiming();
@@ -72,6 +80,7 @@ void BM_Eager_TinyAdd(benchmark::State& state) {
       stats.releases > 0 ? static_cast<double>(stats.private_blobs) / stats.releases : 0;
   state.counters["recycled"] =
       stats.op_calls > 0 ? static_cast<double>(stats.recycled_blobs) / stats.op_calls : 0;
+  state.counters["sync_share"] = sync_seconds / (issue_seconds + sync_seconds);
   state.counters["evicted"] =
       stats.op_calls > 0 ? static_cast<double>(stats.evicted_blobs) / stats.op_calls : 0;
 }

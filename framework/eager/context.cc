@@ -21,10 +21,10 @@ ContextState::~ContextState() {
 }
 
 TensorState::~TensorState() {
-  if (blob == nullptr || blob->storage() == nullptr) return;
+  if (!blob || blob->storage() == nullptr) return;
   PlainMutexLock lock(&context->mu);
   // Fails only once the VM is shut down; the storage then goes with the blob.
-  context->builder->Release(blob).IgnoreError();
+  context->builder->Release(blob.get()).IgnoreError();
 }
 
 }  // namespace internal
@@ -144,17 +144,20 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
 
 absl::StatusOr<Tensor> Context::CallSingle(absl::string_view op, absl::Span<const Tensor> inputs,
                                            const vm::AttrMap& attrs, std::optional<Device> device) {
-  return CallSingleIn(state_, op, inputs, attrs, device);
+  absl::InlinedVector<const Tensor*, 4> pointers;
+  for (const Tensor& t : inputs) pointers.push_back(&t);
+  return CallSingleIn(state_, op, pointers, attrs, device);
 }
 
 absl::StatusOr<Tensor> Context::CallSingleIn(const std::shared_ptr<internal::ContextState>& state,
-                                             absl::string_view op, absl::Span<const Tensor> inputs,
+                                             absl::string_view op,
+                                             absl::Span<const Tensor* const> inputs,
                                              const vm::AttrMap& attrs,
                                              std::optional<Device> device) {
   // Raw pointers: `inputs` keep the blobs alive for the call.
   absl::InlinedVector<vm::Blob*, 4> in;
   for (size_t s = 0; s < inputs.size(); ++s) {
-    const Tensor& t = inputs[s];
+    const Tensor& t = *inputs[s];
     if (!t.valid()) {
       return absl::InvalidArgumentError(
           absl::StrCat("op '", op, "': input ", s, "[0] is an empty Tensor"));
@@ -162,7 +165,7 @@ absl::StatusOr<Tensor> Context::CallSingleIn(const std::shared_ptr<internal::Con
     SLUICE_RETURN_IF_ERROR(CheckOwnInput(state, op, t));
     in.push_back(t.state_->blob.get());
   }
-  absl::StatusOr<vm::BlobRef> out;
+  absl::StatusOr<vm::OwnedBlob> out;
   {
     PlainMutexLock lock(&state->mu);
     ops::DispatchOptions options;

@@ -92,8 +92,11 @@ class Context {
   explicit Context(std::shared_ptr<internal::ContextState> state) : state_(std::move(state)) {}
   // CallSingle in `state` (the functional API reaches it from its first input's state,
   // without a Context handle).
+  // `inputs` point to the caller's handles: a braced list of Tensor values would copy each
+  // handle (two atomic reference count updates per input and op).
   static absl::StatusOr<Tensor> CallSingleIn(const std::shared_ptr<internal::ContextState>& state,
-                                             absl::string_view op, absl::Span<const Tensor> inputs,
+                                             absl::string_view op,
+                                             absl::Span<const Tensor* const> inputs,
                                              const vm::AttrMap& attrs,
                                              std::optional<Device> device);
   // InvalidArgument naming `op` when `t` (a valid tensor) belongs to a context other than

@@ -11,12 +11,13 @@ namespace internal {
 struct OpCalls {
   // Context::CallSingle in the context of inputs[0], reached through its state (no Context
   // handle to copy per op).
-  static absl::StatusOr<Tensor> Single(absl::string_view op, absl::Span<const Tensor> inputs,
+  // `inputs` point to the caller's handles (copying a handle costs two atomic updates).
+  static absl::StatusOr<Tensor> Single(absl::string_view op, absl::Span<const Tensor* const> inputs,
                                        const vm::AttrMap& attrs) {
-    if (inputs.empty() || !inputs[0].valid()) {
+    if (inputs.empty() || !inputs[0]->valid()) {
       return absl::InvalidArgumentError(absl::StrCat("op '", op, "': empty Tensor"));
     }
-    return Context::CallSingleIn(inputs[0].state_->context, op, inputs, attrs, std::nullopt);
+    return Context::CallSingleIn(inputs[0]->state_->context, op, inputs, attrs, std::nullopt);
   }
 };
 
@@ -37,12 +38,14 @@ absl::StatusOr<Tensor> One(absl::StatusOr<std::vector<Tensor>> out) {
 
 absl::StatusOr<Tensor> Unary(absl::string_view op, const Tensor& x,
                              const vm::AttrMap& attrs = vm::AttrMap()) {
-  return internal::OpCalls::Single(op, {x}, attrs);
+  const Tensor* const inputs[] = {&x};
+  return internal::OpCalls::Single(op, inputs, attrs);
 }
 
 absl::StatusOr<Tensor> Binary(absl::string_view op, const Tensor& x, const Tensor& y,
                               const vm::AttrMap& attrs = vm::AttrMap()) {
-  return internal::OpCalls::Single(op, {x, y}, attrs);
+  const Tensor* const inputs[] = {&x, &y};
+  return internal::OpCalls::Single(op, inputs, attrs);
 }
 
 absl::StatusOr<Tensor> Variadic(absl::string_view op, const std::vector<Tensor>& xs,

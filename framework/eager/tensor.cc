@@ -11,7 +11,7 @@ namespace sluice::eager {
 Device Tensor::device() const { return state_->blob->device(); }
 DataType Tensor::dtype() const { return state_->blob->dtype(); }
 const Shape& Tensor::shape() const { return state_->blob->shape(); }
-const vm::BlobRef& Tensor::blob() const { return state_->blob; }
+vm::BlobRef Tensor::blob() const { return state_->blob.Share(state_); }
 Context Tensor::context() const { return Context(state_->context); }
 
 absl::StatusOr<Tensor> Tensor::To(Device device) const {
@@ -46,7 +46,7 @@ absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
     // Submit under the lock, wait outside it: other threads keep issuing ops meanwhile.
     PlainMutexLock lock(&ctx.mu);
     SLUICE_RETURN_IF_ERROR(ctx.builder->AccessBlob(
-        state_->blob, /*write=*/false,
+        blob(), /*write=*/false,
         [&out](void* data, size_t n) {
           if (n > 0) std::memcpy(out.data(), data, n);
           return absl::OkStatus();

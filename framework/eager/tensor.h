@@ -48,7 +48,9 @@ class Tensor {
 
   // The context the tensor lives in (a new handle to it).
   Context context() const;
-  const vm::BlobRef& blob() const;
+  // The tensor's blob. The reference keeps the tensor's storage alive: its Release is
+  // submitted once the last handle and the last such reference are gone.
+  vm::BlobRef blob() const;
 
  private:
   friend class Context;

@@ -2,6 +2,7 @@
 // devices gives the same numbers; a scripted sequence emits exactly the syncs soft sync
 // requires; dropping the last handle releases storage without blocking; bad input comes
 // back as a Status naming the op, with nothing enqueued.
+#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -259,6 +260,37 @@ TEST(EagerTest, SgdStepUpdatesInPlace) {
   EXPECT_FLOAT_EQ(got[0], 0.9f);
   EXPECT_FLOAT_EQ(got[1], 1.9f);
   EXPECT_FLOAT_EQ(got[2], 3.2f);
+}
+
+}  // namespace
+}  // namespace sluice::eager
+
+namespace sluice::eager {
+namespace {
+
+// Tensor::blob() keeps the tensor's storage alive: with the last handle gone, the Release
+// waits for the last blob reference too; then the blob is released (and parked).
+TEST(EagerTest, BlobReferenceKeepsTheTensorsStorage) {
+  Context ctx = NewContext();
+  Tensor one = ctx.FromVector(std::vector<float>{1.0f}, Shape({1}), Device()).value();
+  vm::BlobRef ref;
+  {
+    Tensor t = Add(one, one).value();
+    ref = t.blob();
+  }
+  ASSERT_TRUE(ctx.Sync().ok());
+  ASSERT_NE(ref->storage(), nullptr);
+  EXPECT_FALSE(ref->poisoned());
+  const int64_t parked = ctx.vm()->stats().parked_blobs;
+  ref.reset();
+  ASSERT_TRUE(ctx.Sync().ok());
+  // The blob dies once its Release retired (the scheduler recycles runs lazily): wait.
+  bool released = false;
+  for (int i = 0; i < 10000 && !released; ++i) {
+    released = ctx.vm()->stats().parked_blobs > parked;
+    if (!released) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(released) << ctx.vm()->stats().ToString();
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "ops/op_registry.h"
 #include "vm/blob.h"
 #include "vm/instructions_builder.h"
+#include "vm/owned_blob.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::eager::internal {
@@ -35,16 +36,21 @@ struct ContextState {
 };
 
 // One tensor: its blob and the context that keeps the VM alive for it. Destroying it
-// submits a Release of the blob's storage.
+// submits a Release of the blob's storage, then drops the blob. The blob is held without
+// reference counting (vm::OwnedBlob); Tensor::blob() hands out BlobRefs that keep this
+// state, and so the blob's storage, alive.
 struct TensorState {
+  TensorState(std::shared_ptr<ContextState> context, vm::OwnedBlob blob)
+      : context(std::move(context)), blob(std::move(blob)) {}
   TensorState(std::shared_ptr<ContextState> context, vm::BlobRef blob)
       : context(std::move(context)), blob(std::move(blob)) {}
   ~TensorState();
   TensorState(const TensorState&) = delete;
   TensorState& operator=(const TensorState&) = delete;
 
+  // Declared first, destroyed last: the blob's hold goes back through the context's VM.
   const std::shared_ptr<ContextState> context;
-  const vm::BlobRef blob;
+  const vm::OwnedBlob blob;
 };
 
 }  // namespace sluice::eager::internal
