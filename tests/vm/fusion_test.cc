@@ -170,12 +170,9 @@ TEST(FusionTest, OffWhenDisabledOrRecording) {
   }
   VmOptions bad;
   bad.max_fused_steps = -1;
-  ep::RuntimeOptions runtime_options;
-  runtime_options.enable_cuda = false;
-  auto runtime = ep::Runtime::Create(runtime_options).value();
-  absl::StatusOr<std::unique_ptr<VirtualMachine>> vm = VirtualMachine::Create(runtime.get(), bad);
-  ASSERT_FALSE(vm.ok());
-  EXPECT_NE(vm.status().message().find("max_fused_steps"), std::string::npos) << vm.status();
+  const absl::Status status = CreateStatus(bad);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("max_fused_steps"), std::string::npos) << status;
 }
 
 // A failing step is reported under its own name; steps reading its output are skipped (and

@@ -101,10 +101,15 @@ TEST_P(ParkedBlobTest, OnlyAnExactMatchIsTaken) {
   EXPECT_EQ(h.vm->stats().recycled_blobs, recycled + 1) << h.vm->stats().ToString();
 }
 
+VmOptions WithMaxParked(int64_t n) {
+  VmOptions options;
+  options.max_parked_blobs = n;
+  return options;
+}
+
 TEST_P(ParkedBlobTest, ParkedSetIsBounded) {
   const char* stream = GetParam();
-  VmOptions options;
-  options.max_parked_blobs = 256;
+  const VmOptions options = WithMaxParked(256);
   VmHarness h(options);
   BlobRef one = h.NewF32(stream, 1);
   SLUICE_ASSERT_OK(h.Fill(one, 1.0, stream));
@@ -121,9 +126,7 @@ TEST_P(ParkedBlobTest, ParkedSetIsBounded) {
 
 TEST_P(ParkedBlobTest, ZeroMaxParkedBlobsParksNothing) {
   const char* stream = GetParam();
-  VmOptions options;
-  options.max_parked_blobs = 0;
-  VmHarness h(options);
+  VmHarness h(WithMaxParked(0));
   BlobRef one = h.NewF32(stream, 1);
   SLUICE_ASSERT_OK(h.Fill(one, 1.0, stream));
   SLUICE_ASSERT_OK(h.vm->Sync());
@@ -229,13 +232,9 @@ TEST(ParkedBlobTest, BlobTheEngineTrackedIsParkedAndComesBackClean) {
 TEST(ParkedBlobTest, NegativeMaxParkedBlobsIsRejected) {
   VmOptions bad;
   bad.max_parked_blobs = -1;
-  ep::RuntimeOptions runtime_options;
-  runtime_options.enable_cuda = false;
-  auto runtime = ep::Runtime::Create(runtime_options).value();
-  absl::StatusOr<std::unique_ptr<VirtualMachine>> vm = VirtualMachine::Create(runtime.get(), bad);
-  ASSERT_FALSE(vm.ok());
-  EXPECT_EQ(vm.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(vm.status().message().find("max_parked_blobs"), std::string::npos) << vm.status();
+  const absl::Status status = CreateStatus(bad);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("max_parked_blobs"), std::string::npos) << status;
 }
 
 // Shutdown returns parked bytes to the allocator: nothing stays in use.

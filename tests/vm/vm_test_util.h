@@ -47,6 +47,14 @@ class SchedulerHold {
   Gate gate_;
 };
 
+// What VirtualMachine::Create says of `options` on a cpu-only runtime (option checks).
+inline absl::Status CreateStatus(VmOptions options) {
+  ep::RuntimeOptions runtime_options;
+  runtime_options.enable_cuda = false;
+  auto runtime = ep::Runtime::Create(runtime_options).value();
+  return VirtualMachine::Create(runtime.get(), std::move(options)).status();
+}
+
 struct VmHarness {
   explicit VmHarness(VmOptions options = {}, ep::RuntimeOptions runtime_options = {}) {
     runtime_options.enable_cuda = false;
