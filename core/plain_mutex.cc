@@ -5,7 +5,7 @@
 namespace sluice {
 
 void PlainMutex::LockSlow() {
-  for (int polls = 0;; ++polls) {
+  for (int polls = 0;; polls = polls < kSpins + kYields ? polls + 1 : polls) {
     // Test before test-and-set: waiting reads share the line instead of taking it from
     // the holder at every poll.
     if (!locked_.load(std::memory_order_relaxed) &&

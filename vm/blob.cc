@@ -56,11 +56,12 @@ void Blob::Recycle(uint64_t id) {
   id_ = id;
   storage_ = std::exchange(kept_storage_, nullptr);
   released_ = false;
+  released_dying_ = false;
   run_private_ = false;
   private_holds_.store(0, std::memory_order_relaxed);
   fuse_roles_ = 0;
   fuse_mark_ = 0;
-  // The engine let go of it (BlobPool::ParkLocked checks): only the death mark remains.
+  // The engine let go of it (BlobPool::Parkable checks): only the death mark remains.
   dead_ = false;
   retired_clock_.clear();
   ClearPoison();

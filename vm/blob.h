@@ -90,8 +90,10 @@ class Blob {
   // Drops one hold; true for the last one (the caller deletes the blob).
   bool DropPrivateHold() { return private_holds_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
   // A Release ends the storage: frees it, or for a blob that ParksStorage() keeps it aside
-  // (KeepStorage). Worker thread, in the Release's stream order.
+  // (KeepStorage). Worker thread, in the Release's stream order. Nothing for a blob
+  // without storage (a second Release of it, as a resubmitted batch may run).
   void ReleaseStorage() {
+    if (storage_ == nullptr) return;
     if (ParksStorage()) {
       KeepStorage();
     } else {
@@ -100,9 +102,14 @@ class Blob {
   }
   // Whether the blob's Release keeps its storage aside instead of freeing it, so that the
   // blob can be parked with it when it dies (internal::BlobPool): a small, unnamed, eager
-  // blob. Fixed for the blob's life.
+  // blob whose Release is the end of it — run-private, or released by a caller that drops
+  // its last hold right after (InstructionsBuilder::Release's `dying`). A blob someone
+  // keeps after its Release gets its storage freed as before: kept bytes would otherwise
+  // live as long as the reference, possibly past the allocator. Fixed once the Release is
+  // submitted.
   bool ParksStorage() const {
-    return allocator_ == nullptr && bytes_ <= kMaxParkedBytes && name_.empty();
+    return (run_private_ || released_dying_) && allocator_ == nullptr &&
+           bytes_ <= kMaxParkedBytes && name_.empty();
   }
   // storage() becomes null as for any release, but the storage stays built, waiting for
   // Park; ~Blob still frees it.
@@ -116,7 +123,7 @@ class Blob {
   void Recycle(uint64_t id);
 
  public:
-  // Largest blob (in bytes) whose storage a run-private Release keeps for reuse.
+  // Largest blob (in bytes) whose storage a Release may keep for reuse (ParksStorage).
   static constexpr size_t kMaxParkedBytes = 4096;
 
   // Poison: the error of the failed or skipped instruction that should have produced the
@@ -154,6 +161,9 @@ class Blob {
 
   // Builder thread: set once a Release has been submitted; later use is an error.
   bool released_ = false;
+  // Builder thread, before the Release is submitted (read by the worker that runs it):
+  // the releaser drops its last hold right after (see ParksStorage).
+  bool released_dying_ = false;
   // Builder thread (read by the BlobRef deleter, which runs after the builder's last use):
   // the blob is run-private (see MakeRunPrivate).
   bool run_private_ = false;

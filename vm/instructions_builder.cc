@@ -181,9 +181,12 @@ absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
   return vm_->Submit(std::move(chain));
 }
 
-absl::Status InstructionsBuilder::Release(Blob* blob) {
+absl::Status InstructionsBuilder::Release(Blob* blob, bool dying) {
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
+  // Written before the Release is handed over (which publishes it to the worker); a
+  // refused Release leaves the blob usable, so the mark is harmless there.
+  blob->released_dying_ = dying;
   if (fusion_ && vm_->fusion() &&
       vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
         run.AddRelease(head, blob);

@@ -81,9 +81,16 @@ class InstructionsBuilder {
 
   // Frees the blob's storage in the order of its last stream, after its last use. Using the
   // blob afterwards is InvalidArgument.
-  absl::Status Release(const BlobRef& blob) { return Release(blob.get()); }
+  // `dying`: the caller drops its last hold on the blob right after (its OwnedBlob, or the
+  // last BlobRef): a small unnamed eager blob then keeps its storage to be parked and
+  // recycled when it dies (see Blob::ParksStorage), instead of returning it to the
+  // allocator. A caller that keeps the blob must pass false: its bytes would stay in use
+  // as long as the blob.
+  absl::Status Release(const BlobRef& blob, bool dying = false) {
+    return Release(blob.get(), dying);
+  }
   // The same for a blob the caller keeps alive by other means (an OwnedBlob).
-  absl::Status Release(Blob* blob);
+  absl::Status Release(Blob* blob, bool dying = false);
 
   // Host code on the blob's bytes, run in the order of the blob's last stream (so it needs
   // no sync). `write` makes it a write. `on_retire` (optional) runs once it is complete.

@@ -43,6 +43,9 @@ std::atomic<int64_t>& CounterOf(VmCounters& counters, InstructionKind kind) {
   return counters.op_calls;
 }
 
+// The largest VmOptions::max_parked_blobs (the parked set's ring is allocated up front).
+constexpr int64_t kMaxParkedBlobsLimit = int64_t{1} << 20;
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runtime* runtime,
@@ -56,9 +59,10 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runti
     return absl::InvalidArgumentError(
         absl::StrCat("VirtualMachine: negative ", options.spin.count() < 0 ? "spin" : "idle_spin"));
   }
-  if (options.max_parked_blobs < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "VirtualMachine: max_parked_blobs must be >= 0, got ", options.max_parked_blobs));
+  if (options.max_parked_blobs < 0 || options.max_parked_blobs > kMaxParkedBlobsLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VirtualMachine: max_parked_blobs must be in [0, ", kMaxParkedBlobsLimit,
+                     "], got ", options.max_parked_blobs));
   }
   if (options.max_fused_steps < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

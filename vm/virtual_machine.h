@@ -73,7 +73,7 @@ struct VmOptions {
   int max_fused_steps = 64;
   // Small eager blobs that died with their storage wait for a NewBlob of the same stream,
   // dtype and shape (parked blobs; see internal::BlobPool): at most this many (each at
-  // most Blob::kMaxParkedBytes; the oldest goes first). 0: none waits.
+  // most Blob::kMaxParkedBytes; the oldest goes first). 0: none waits; at most 2^20.
   int64_t max_parked_blobs = internal::BlobPool::kDefaultMaxParked;
 };
 

@@ -24,7 +24,9 @@ TensorState::~TensorState() {
   if (!blob || blob->storage() == nullptr) return;
   PlainMutexLock lock(&context->mu);
   // Fails only once the VM is shut down; the storage then goes with the blob.
-  context->builder->Release(blob.get()).IgnoreError();
+  // The blob's only hold is ours and goes right after (Tensor::blob() references keep
+  // this state alive), so its storage may wait to be recycled.
+  context->builder->Release(blob.get(), /*dying=*/true).IgnoreError();
 }
 
 }  // namespace internal

@@ -42,11 +42,14 @@ absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
   absl::Notification done;
   absl::Status result;
   vm::VirtualMachine* machine = ctx.vm.get();
+  // Taken before the lock: were it the tensor's last reference, dropping it would
+  // release the tensor, which takes the lock.
+  const vm::BlobRef ref = blob();
   {
     // Submit under the lock, wait outside it: other threads keep issuing ops meanwhile.
     PlainMutexLock lock(&ctx.mu);
     SLUICE_RETURN_IF_ERROR(ctx.builder->AccessBlob(
-        blob(), /*write=*/false,
+        ref, /*write=*/false,
         [&out](void* data, size_t n) {
           if (n > 0) std::memcpy(out.data(), data, n);
           return absl::OkStatus();

@@ -48,8 +48,9 @@ class Tensor {
 
   // The context the tensor lives in (a new handle to it).
   Context context() const;
-  // The tensor's blob. The reference keeps the tensor's storage alive: its Release is
-  // submitted once the last handle and the last such reference are gone.
+  // The tensor's blob. The reference keeps the tensor — its storage, and its context
+  // with the VM — alive: the Release is submitted once the last handle and the last such
+  // reference are gone.
   vm::BlobRef blob() const;
 
  private:

@@ -43,7 +43,7 @@ TEST(OwnedBlobTest, DroppedHoldGoesThroughTheEngine) {
     ASSERT_TRUE(t);
     data = t->storage()->data();
     SLUICE_ASSERT_OK(FillRaw(h, t.get(), 2.0));
-    SLUICE_ASSERT_OK(h.builder->Release(t.get()));
+    SLUICE_ASSERT_OK(h.builder->Release(t.get(), /*dying=*/true));
     t.Reset();  // the fill and the release are still held back
     EXPECT_FALSE(t);
   }
@@ -64,7 +64,7 @@ TEST(OwnedBlobTest, MovesTransferTheHoldOnce) {
   OwnedBlob b = NewOwnedF32(h, 1);
   Blob* const b_blob = b.get();
   SLUICE_ASSERT_OK(FillRaw(h, a.get(), 1.0));
-  SLUICE_ASSERT_OK(h.builder->Release(a.get()));
+  SLUICE_ASSERT_OK(h.builder->Release(a.get(), /*dying=*/true));
   a = std::move(b);
   EXPECT_EQ(a.get(), b_blob);
   EXPECT_FALSE(b);

@@ -210,7 +210,7 @@ TEST(ParkedBlobTest, BlobTheEngineTrackedIsParkedAndComesBackClean) {
     BlobRef t = h.NewF32("cpu", 1);
     data = t->storage()->data();
     SLUICE_ASSERT_OK(h.FreshAdd(one, one, t, "cpu"));
-    SLUICE_ASSERT_OK(h.builder->Release(t));
+    SLUICE_ASSERT_OK(h.builder->Release(t, /*dying=*/true));
   }
   SLUICE_ASSERT_OK(h.vm->Sync());
   ASSERT_TRUE(WaitParked(h, 1)) << h.vm->stats().ToString();
@@ -229,12 +229,37 @@ TEST(ParkedBlobTest, BlobTheEngineTrackedIsParkedAndComesBackClean) {
   EXPECT_EQ(h.Read(fresh).value(), std::vector<float>{3.0f});
 }
 
-TEST(ParkedBlobTest, NegativeMaxParkedBlobsIsRejected) {
-  VmOptions bad;
-  bad.max_parked_blobs = -1;
-  const absl::Status status = CreateStatus(bad);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("max_parked_blobs"), std::string::npos) << status;
+// A blob its releaser keeps (Release without `dying`) gets its storage freed by the
+// Release, as before parking: kept bytes would live as long as the reference — possibly
+// past the allocator — and nothing is parked when it dies.
+TEST(ParkedBlobTest, ReleaseOfAKeptBlobFreesItsStorage) {
+  VmHarness h;
+  h.builder->set_fusion(false);  // a lone Release: not run-private
+  BlobRef one = h.NewF32("cpu", 1);
+  SLUICE_ASSERT_OK(h.Fill(one, 1.0, "cpu"));
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  const int64_t baseline = BytesInUse(h, "cpu");
+  BlobRef t = h.NewF32("cpu", 1);
+  SLUICE_ASSERT_OK(h.Add(one, one, t, "cpu"));
+  SLUICE_ASSERT_OK(h.builder->Release(t));
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  EXPECT_EQ(t->storage(), nullptr);
+  EXPECT_EQ(BytesInUse(h, "cpu"), baseline);  // freed while `t` is still held
+  t.reset();
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  BlobRef fresh = h.NewF32("cpu", 1);
+  const VmStats stats = h.vm->stats();
+  EXPECT_EQ(stats.parked_blobs + stats.recycled_blobs, 0) << stats.ToString();
+}
+
+TEST(ParkedBlobTest, OutOfRangeMaxParkedBlobsIsRejected) {
+  for (int64_t bad_value : {int64_t{-1}, int64_t{1} << 40}) {
+    VmOptions bad;
+    bad.max_parked_blobs = bad_value;
+    const absl::Status status = CreateStatus(bad);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad_value;
+    EXPECT_NE(status.message().find("max_parked_blobs"), std::string::npos) << status;
+  }
 }
 
 // Shutdown returns parked bytes to the allocator: nothing stays in use.

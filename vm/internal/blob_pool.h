@@ -5,15 +5,14 @@
 // spent a fifth of its time waking the scheduler out of that lock). Here the scheduler
 // hands the memory back through a lock-free queue and producers build new blobs in it.
 //
-// Parked blobs. A small eager blob (Blob::ParksStorage) keeps its storage aside in its
-// Release (Blob::KeepStorage); when it dies it is parked here whole, and the next NewBlob of
-// the same stream, dtype and shape takes it back under a new id — no allocator round trip on the
-// producer (lock, free-list search) nor on the worker (the free). Nothing else can reach a
-// dead blob, and every instruction that used it retired before its last hold dropped, so
-// its bytes are free to reuse on its own stream at once. At most `max_parked` blobs of at
-// most Blob::kMaxParkedBytes each wait here (the oldest goes when one more arrives); their
-// bytes count as in use in their allocator until DropParked — as do a released blob's while
-// someone still references it.
+// Parked blobs. A small eager blob released at the end of its life (Blob::ParksStorage)
+// keeps its storage aside in its Release (Blob::KeepStorage); when it dies it is parked here whole,
+// and the next NewBlob of the same stream, dtype and shape takes it back under a new id — no
+// allocator round trip on the producer (lock, free-list search) nor on the worker (the free).
+// Nothing else can reach a dead blob, and every instruction that used it retired before its last
+// hold dropped, so its bytes are free to reuse on its own stream at once. At most `max_parked`
+// blobs of at most Blob::kMaxParkedBytes each wait here (the oldest goes when one more arrives);
+// their bytes count as in use in their allocator until DropParked.
 #ifndef SLUICE_VM_INTERNAL_BLOB_POOL_H_
 #define SLUICE_VM_INTERNAL_BLOB_POOL_H_
 
