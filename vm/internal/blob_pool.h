@@ -161,7 +161,6 @@ class BlobPool {
   // scheduler waits for a core (a time slice: thousands of small ops on two cores), so the
   // set must hold a burst, or the blobs it turns away are allocated again meanwhile.
   static constexpr size_t kDefaultMaxParked = 4096;
-  size_t max_parked() const { return parked_.capacity(); }
 
  private:
   static constexpr size_t kParkedScan = 8;
