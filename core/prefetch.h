@@ -1,4 +1,4 @@
-// Prefetching lines that another core last wrote, before this core writes them.
+// Prefetching lines that another core last wrote, before this core writes (or reads) them.
 //
 // __builtin_prefetch(p, /*rw=*/1) emits PREFETCHW only when the target enables it
 // (-mprfchw, or an -march that has it); for baseline x86-64 GCC emits PREFETCHT0, which
@@ -22,6 +22,11 @@ inline void PrefetchForWrite(const void* address) {
 }
 
 // PrefetchForWrite for every line of [address, address + bytes).
+// Starts moving the line of `address` into this core's caches for reading.
+inline void PrefetchForRead(const void* address) {
+  __builtin_prefetch(address, /*rw=*/0, /*locality=*/3);
+}
+
 inline void PrefetchRangeForWrite(const void* address, size_t bytes) {
   const char* begin = static_cast<const char*>(address);
   for (size_t offset = 0; offset < bytes; offset += 64) PrefetchForWrite(begin + offset);

@@ -27,7 +27,7 @@ absl::Status CheckF32(const Blob* blob, absl::string_view role) {
                                                    DataTypeName(blob->dtype()),
                                                    "; only f32 is supported"));
   }
-  if (blob->storage() == nullptr) {
+  if (blob->raw_storage() == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat(role, " ", blob->DebugName(), " was released"));
   }
@@ -43,7 +43,7 @@ absl::Status CheckSameShape(const Blob* a, const Blob* b) {
   return absl::OkStatus();
 }
 
-float* F32(const Blob* blob) { return static_cast<float*>(blob->storage()->data()); }
+float* F32(const Blob* blob) { return static_cast<float*>(blob->raw_storage()->data()); }
 int64_t Count(const Blob* blob) { return static_cast<int64_t>(blob->bytes() / sizeof(float)); }
 
 class NoopKernel final : public vm::OpKernel {
@@ -144,8 +144,8 @@ class CopyKernel final : public vm::OpKernel {
     if (x->device().type() == DeviceType::kCuda || y->device().type() == DeviceType::kCuda) {
       return absl::UnimplementedError("copy: cuda memory is not host-addressable");
     }
-    const void* src = x->storage()->data();
-    void* dst = y->storage()->data();
+    const void* src = x->raw_storage()->data();
+    void* dst = y->raw_storage()->data();
     const size_t bytes = y->bytes();
     return ctx.LaunchHostWork([src, dst, bytes]() {
       if (src != dst) std::memmove(dst, src, bytes);

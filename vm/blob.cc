@@ -8,12 +8,7 @@
 namespace sluice::vm {
 
 Blob::Blob(uint64_t id, Device device, DataType dtype, Shape shape, std::string name)
-    : id_(id),
-      name_(std::move(name)),
-      device_(device),
-      dtype_(dtype),
-      shape_(std::move(shape)),
-      bytes_(static_cast<size_t>(shape_.NumElements()) * SizeOf(dtype)) {}
+    : Blob(id, device, dtype, std::move(shape), nullptr, std::move(name)) {}
 
 Blob::~Blob() { FreeStorage(); }
 
@@ -28,20 +23,18 @@ void Blob::FreeStorage() {
     storage_->~TensorStorage();
     storage_ = nullptr;
   }
-  if (kept_storage_ != nullptr) {
-    kept_storage_->~TensorStorage();
-    kept_storage_ = nullptr;
-  }
+  kept_.store(false, std::memory_order_relaxed);
 }
 
 Blob::Blob(uint64_t id, Device device, DataType dtype, Shape shape, Allocator* allocator,
            std::string name)
     : id_(id),
-      name_(std::move(name)),
-      device_(device),
+      // Declared before shape_ (see the layout in blob.h): computed from the argument.
+      bytes_(static_cast<size_t>(shape.NumElements()) * SizeOf(dtype)),
       dtype_(dtype),
+      device_(device),
       shape_(std::move(shape)),
-      bytes_(static_cast<size_t>(shape_.NumElements()) * SizeOf(dtype)),
+      name_(std::move(name)),
       allocator_(allocator) {}
 
 absl::Status Blob::EnsureStorage(StreamId stream) {
@@ -52,19 +45,22 @@ absl::Status Blob::EnsureStorage(StreamId stream) {
   return AllocateStorage(allocator_, stream);
 }
 
+void Blob::Park() {
+  kept_.store(false, std::memory_order_relaxed);
+  dead_ = false;
+  if (!retired_clock_.empty()) retired_clock_.clear();
+  ClearPoison();
+}
+
 void Blob::Recycle(uint64_t id) {
+  // Only the producer's line: Park cleared the rest.
   id_ = id;
-  storage_ = std::exchange(kept_storage_, nullptr);
+  private_holds_.store(0, std::memory_order_relaxed);
   released_ = false;
   released_dying_ = false;
   run_private_ = false;
-  private_holds_.store(0, std::memory_order_relaxed);
   fuse_roles_ = 0;
   fuse_mark_ = 0;
-  // The engine let go of it (BlobPool::Parkable checks): only the death mark remains.
-  dead_ = false;
-  retired_clock_.clear();
-  ClearPoison();
 }
 
 std::string Blob::DebugName() const {

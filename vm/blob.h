@@ -17,6 +17,7 @@
 #include "absl/types/span.h"
 #include "core/data_type.h"
 #include "core/device.h"
+#include "core/prefetch.h"
 #include "core/shape.h"
 #include "core/tensor_storage.h"
 #include "vm/internal/intrusive_queue.h"
@@ -65,8 +66,17 @@ class Blob {
   // "blob #7" or "blob #7 'weights'": how errors and the sync checker name it.
   std::string DebugName() const;
 
-  // Null once a Release instruction has run (and, for a lazy blob, before its first write).
-  TensorStorage* storage() const { return storage_; }
+  // Null once a Release instruction has run — a run-private blob's, once its fused run
+  // retired (see FusedCalls) — and, for a lazy blob, before its first write.
+  // Not for kernels (see raw_storage()).
+  TensorStorage* storage() const {
+    return kept_.load(std::memory_order_relaxed) ? nullptr : storage_;
+  }
+  // The storage as kernels and builders see it: storage(), except that a blob whose Release kept
+  // its storage for parking (ParksStorage) still shows it — no kernel runs on a blob after its
+  // Release, so the difference is invisible to them, and this reads only the blob's
+  // immutable cache lines (storage() reads the engine's, which the scheduler writes).
+  TensorStorage* raw_storage() const { return storage_; }
   bool lazy() const { return allocator_ != nullptr; }
   // Worker thread of a writer: allocates a lazy blob's storage for `stream` when it has
   // none. OK for a blob that has storage; FailedPrecondition naming the blob for a released
@@ -89,13 +99,14 @@ class Blob {
   }
   // Drops one hold; true for the last one (the caller deletes the blob).
   bool DropPrivateHold() { return private_holds_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
-  // A Release ends the storage: frees it, or for a blob that ParksStorage() keeps it aside
-  // (KeepStorage). Worker thread, in the Release's stream order. Nothing for a blob
-  // without storage (a second Release of it, as a resubmitted batch may run).
-  void ReleaseStorage() {
-    if (storage_ == nullptr) return;
-    if (ParksStorage()) {
-      KeepStorage();
+  // A Release ends the storage: frees it, or — `keep`: the Release's producer found that
+  // ParksStorage() — keeps it aside. Worker thread, in the Release's stream order. Nothing
+  // for a blob without storage (a second Release of it, as a resubmitted batch may run).
+  void ReleaseStorage(bool keep) {
+    if (storage_ == nullptr || kept_.load(std::memory_order_relaxed)) return;
+    if (keep) {
+      kept_.store(true, std::memory_order_relaxed);  // storage() becomes null; the storage stays
+                                                     // built, waiting for Park
     } else {
       FreeStorage();
     }
@@ -105,18 +116,16 @@ class Blob {
   // blob whose Release is the end of it — run-private, or released by a caller that drops
   // its last hold right after (InstructionsBuilder::Release's `dying`). A blob someone
   // keeps after its Release gets its storage freed as before: kept bytes would otherwise
-  // live as long as the reference, possibly past the allocator. Fixed once the Release is
-  // submitted.
+  // live as long as the reference, possibly past the allocator. Decided by the builder
+  // when it submits the Release (Instruction::keeps_storage carries it to the worker).
   bool ParksStorage() const {
     return (run_private_ || released_dying_) && allocator_ == nullptr &&
            bytes_ <= kMaxParkedBytes && name_.empty();
   }
-  // storage() becomes null as for any release, but the storage stays built, waiting for
-  // Park; ~Blob still frees it.
-  void KeepStorage() {
-    kept_storage_ = storage_;
-    storage_ = nullptr;
-  }
+  // BlobPool, parking a dead blob whose Release kept its storage: clears the marks the
+  // engine and the worker left (death, kept storage, checker clock, poison), so that the
+  // producer that recycles it writes only its own line.
+  void Park();
   // BlobPool, on a parked blob nobody references and no unretired instruction uses: makes
   // it a new blob `id` with the same metadata and the kept storage (no poison, no fusion,
   // release or engine marks).
@@ -143,50 +152,73 @@ class Blob {
   friend class internal::BlobPool;
   friend class internal::BlobReaper;
 
-  uint64_t id_;  // changes only in Recycle
-  const std::string name_;
-  const Device device_;
-  const DataType dtype_;
-  const Shape shape_;
-  const size_t bytes_;
-  Allocator* const allocator_ = nullptr;  // set for lazy blobs only
-  // The storage lives in storage_space_ (built there, ended in place): a blob is created
-  // by the producer and its storage freed by a worker, and a heap object per storage would
-  // make every freed tensor a free into another thread's malloc arena.
-  TensorStorage* storage_ = nullptr;
-  // Set by KeepStorage (then storage_ is null): the released storage, still built, that a
-  // parked blob takes back in Recycle.
-  TensorStorage* kept_storage_ = nullptr;
-  alignas(TensorStorage) unsigned char storage_space_[sizeof(TensorStorage)];
+  // Fields are grouped by the thread that writes them, so that an eager op's producer, the
+  // worker that runs it and the scheduler that retires it do not pass lines back and
+  // forth: the producer writes the first line (recycling, fusion marks, release); nobody
+  // normally writes the next ones, which hold what a kernel reads (the second line: storage,
+  // size, dtype, poison flag, device and a small shape's dims; the third: the storage's
+  // data pointer); the scheduler writes the engine's, last.
 
+  // --- Producer. ---
+  alignas(64) uint64_t id_;  // changes only in Recycle
+  // Builder thread (read by the BlobRef deleter, which runs after the builder's last use,
+  // and by the scheduler once the blob's run retired): run-private holds (see
+  // MakeRunPrivate).
+  std::atomic<int> private_holds_{0};
   // Builder thread: set once a Release has been submitted; later use is an error.
   bool released_ = false;
-  // Builder thread, before the Release is submitted (read by the worker that runs it):
-  // the releaser drops its last hold right after (see ParksStorage).
+  // Builder thread, before the Release is submitted: the releaser drops its last hold
+  // right after (see ParksStorage).
   bool released_dying_ = false;
-  // Builder thread (read by the BlobRef deleter, which runs after the builder's last use):
-  // the blob is run-private (see MakeRunPrivate).
+  // Builder thread: the blob is run-private (see MakeRunPrivate).
   bool run_private_ = false;
-  std::atomic<int> private_holds_{0};
   // Builder's buffer lock (the builder, or whoever closes its run): the FusedCalls run that
   // last counted this blob among its union operands (that run's mark) and as what
   // (FusedCalls' role bits).
   uint8_t fuse_roles_ = 0;
   uint64_t fuse_mark_ = 0;
 
-  // Scheduler only: the last writer and the readers since it, among unretired instructions.
+  // --- What kernels read; immutable while the blob lives (but a lazy blob's storage_,
+  // and poison, which changes only when ops fail). ---
+  // The storage lives in storage_space_ (built there, ended in place): a blob is created
+  // by the producer and its storage freed by a worker, and a heap object per storage would
+  // make every freed tensor a free into another thread's malloc arena. Set at creation for
+  // an eager blob and kept until the blob ends or a Release frees it (a kept one stays:
+  // see kept_); a lazy blob's comes and goes with its writers and Releases.
+  alignas(64) TensorStorage* storage_ = nullptr;
+  const size_t bytes_;
+  const DataType dtype_;
+  // Mirrors `!poison_.ok()` for a lock-free check on every instruction: release on
+  // Poison/ClearPoison, acquire in poisoned().
+  std::atomic<bool> poisoned_{false};
+  const Device device_;
+  const Shape shape_;
+  alignas(TensorStorage) unsigned char storage_space_[sizeof(TensorStorage)];
+  const std::string name_;
+  Allocator* const allocator_ = nullptr;  // set for lazy blobs only
+  mutable absl::Mutex poison_mu_;
+  absl::Status poison_ ABSL_GUARDED_BY(poison_mu_);
+
+  // --- Scheduler. ---
+  // The last writer and the readers since it, among unretired instructions.
   // Readers live in [readers_head_, size); retired ones become null. Retirement is mostly
   // in arrival order, so the head advances instead of erasing from the front.
-  // On its own cache line: the scheduler writes these for every instruction while the
-  // producer reads the fields above (storage, released_) for the next call.
   alignas(64) Instruction* last_writer_ = nullptr;
   absl::InlinedVector<Instruction*, 4> readers_;
   size_t readers_head_ = 0;
-  // Scheduler only: unretired instructions using the blob (counted per operand), whether
-  // its last reference is gone (then it is deleted when `uses_` drops to zero), and the
-  // engine's graveyard link.
+  // Unretired instructions using the blob (counted per operand), whether its last
+  // reference is gone (then it is deleted when `uses_` drops to zero), and the engine's
+  // graveyard link.
   int64_t uses_ = 0;
   bool dead_ = false;
+  // Set by the worker that ran the blob's Release when it kept the storage (storage_ stays
+  // set, storage() turns null), or by the scheduler for a run-private blob's stepless
+  // Release (FusedCalls::MarkKept); read by the scheduler when the blob dies (the Release
+  // retired before), cleared by Park. Here rather than on a kernel's lines: only the
+  // Release and the scheduler touch it.
+  // Atomic: storage() may read it on any thread while the scheduler sets it for a
+  // run-private blob (FusedCalls::MarkKept); the storage it guards does not change.
+  std::atomic<bool> kept_{false};
   Blob* next = nullptr;
   internal::QueuedChainHeader<Blob> queue_header;
   template <typename T>
@@ -198,11 +230,23 @@ class Blob {
   // SyncChecker::OnRetire). Scheduler only.
   std::vector<uint32_t> retired_clock_;
 
-  // `poisoned_` mirrors `!poison_.ok()` for a lock-free check on every instruction:
-  // release on Poison/ClearPoison, acquire in poisoned().
-  std::atomic<bool> poisoned_{false};
-  mutable absl::Mutex poison_mu_;
-  absl::Status poison_ ABSL_GUARDED_BY(poison_mu_);
+ public:
+  // Worker thread, ahead of a kernel on this blob: starts moving the lines a kernel reads
+  // (see the layout above) to this core.
+  void PrefetchForKernel() const {
+    PrefetchForRead(&storage_);
+    PrefetchForRead(storage_space_ + sizeof(void*));
+  }
+  // Producer, ahead of taking this parked blob back (internal::BlobPool): the line
+  // Recycle writes, for writing; what the match reads (dtype, shape, the storage's
+  // stream), for reading. Not the rest: a kernel's lines taken for writing would have to
+  // come back to the worker.
+  void PrefetchForRecycle() const {
+    PrefetchForWrite(&id_);
+    PrefetchForRead(&storage_);
+    PrefetchForRead(storage_space_);
+    PrefetchForRead(storage_space_ + sizeof(storage_space_) - 1);
+  }
 };
 
 // What callers hold. The VM creates blobs with a deleter that hands them to its engine,

@@ -308,6 +308,7 @@ void Engine::DispatchReady() {
 
 void Engine::Retire(Instruction* instruction) {
   instruction->state = Instruction::State::kRetired;
+  if (instruction->fused != nullptr) instruction->fused->MarkKept();
   for (Instruction* successor : instruction->done_successors) {
     if (checker_ != nullptr) SyncChecker::OnDoneEdge(*instruction, successor);
     if (--successor->pending == 0) MakeReady(successor);

@@ -10,6 +10,7 @@ namespace {
 
 // The lines of a step the producer writes: kind to attrs (Instruction's hot group).
 constexpr size_t kStepLines = (offsetof(Instruction, attrs) + sizeof(Instruction::attrs) + 63) / 64;
+static_assert(kStepLines == 2, "a step's producer-written fields should fill two lines");
 
 // Blob::fuse_roles_ bits, valid while Blob::fuse_mark_ is the run's mark.
 constexpr uint8_t kRead = 1;     // among the run's union inputs
@@ -19,10 +20,24 @@ constexpr uint8_t kPrivate = 8;  // born and released in the run: never in the u
 
 }  // namespace
 
-Instruction& FusedCalls::NewStep() {
+void FusedCalls::PrefetchStep(const Instruction& step) {
+  for (size_t line = 0; line < kStepLines; ++line) {
+    PrefetchForRead(reinterpret_cast<const char*>(&step) + 64 * line);
+  }
+}
+
+void FusedCalls::PrefetchOperands(const Instruction& step) {
+  for (const Blob* blob : step.inputs) blob->PrefetchForKernel();
+  for (const Blob* blob : step.outputs) blob->PrefetchForKernel();
+}
+
+Instruction& FusedCalls::NewStep(const Instruction* head) {
   if (size_ == steps_.size()) {
     ++size_;
-    return steps_.emplace_back();
+    Instruction& step = steps_.emplace_back();
+    step.outer = head;
+    step.stream = head->stream;
+    return step;
   }
   // A reused step: clear what steps use (kind and kernel are always set by the caller;
   // stream and seq by the worker), not a whole instruction.
@@ -35,6 +50,8 @@ Instruction& FusedCalls::NewStep() {
   if (!step.outputs.empty()) step.outputs.clear();
   if (step.attrs != nullptr) step.attrs.reset();
   if (!step.status.ok()) step.status = absl::OkStatus();
+  if (step.outer != head) step.outer = head;
+  if (step.stream != head->stream) step.stream = head->stream;
   return step;
 }
 
@@ -88,17 +105,20 @@ void FusedCalls::Begin(Instruction* head, uint64_t mark) {
   SLUICE_CHECK(head->kind == InstructionKind::kOpCall || head->kind == InstructionKind::kRelease);
   size_ = 0;
   op_calls_ = 0;
+  stepless_releases_ = 0;
   mark_ = mark;
   SLUICE_CHECK(born_.empty() && private_.empty());
-  Instruction& first = NewStep();
+  Instruction& first = NewStep(head);
   first.kind = head->kind;
   first.kernel = head->kernel;
   first.inputs = std::move(head->inputs);
   first.outputs = std::move(head->outputs);
   first.attrs = std::move(head->attrs);
+  first.keeps_storage = head->keeps_storage;
   if (first.kind == InstructionKind::kOpCall) ++op_calls_;
   head->kind = InstructionKind::kOpCall;
   head->kernel = this;
+  head->keeps_storage = false;
   head->inputs.clear();
   head->outputs.clear();
   NoteOperands(head, first, head->fresh_outputs);
@@ -108,7 +128,7 @@ void FusedCalls::Begin(Instruction* head, uint64_t mark) {
 void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan inputs,
                          BlobPtrSpan outputs, std::shared_ptr<const AttrMap> attrs,
                          bool fresh_outputs) {
-  Instruction& step = NewStep();
+  Instruction& step = NewStep(head);
   step.kind = InstructionKind::kOpCall;
   step.kernel = &kernel;
   step.inputs.assign(inputs.begin(), inputs.end());
@@ -119,21 +139,44 @@ void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan 
 }
 
 void FusedCalls::AddRelease(Instruction* head, Blob* blob) {
-  Instruction& step = NewStep();
-  step.kind = InstructionKind::kRelease;
-  step.outputs.push_back(blob);
   if (blob->fuse_mark_ == mark_ && blob->fuse_roles_ == kBorn) {
     // Born in this run and released in it: the run's steps are its only users.
     blob->fuse_roles_ = kBorn | kPrivate;
     blob->MakeRunPrivate();
     private_.push_back(blob);
+    if (blob->ParksStorage()) {
+      // The Release would only mark the storage kept: MarkKept does that as the run
+      // retires, and the worker has no step to run.
+      ++stepless_releases_;
+      return;
+    }
+    Instruction& step = NewStep(head);
+    step.kind = InstructionKind::kRelease;
+    step.outputs.push_back(blob);
+    step.keeps_storage = false;
     return;
   }
+  Instruction& step = NewStep(head);
+  step.kind = InstructionKind::kRelease;
+  step.outputs.push_back(blob);
+  step.keeps_storage = blob->ParksStorage();
   NoteOperands(head, step, /*fresh_outputs=*/false);
 }
 
+void FusedCalls::MarkKept() {
+  for (Blob* blob : private_) {
+    if (blob->ParksStorage()) blob->kept_.store(true, std::memory_order_relaxed);
+  }
+}
+
 absl::Status FusedCalls::Launch(KernelContext& ctx) const {
+  // Every step and most operands were last written on the producer's core (steps live in
+  // separate deque blocks, out of the hardware prefetcher's reach): start moving the lines
+  // of the step after next and the operands of the next step while this one runs.
+  for (size_t i = 0; i < size_ && i < 2; ++i) PrefetchStep(steps_[i]);
   for (size_t i = 0; i < size_; ++i) {
+    if (i + 2 < size_) PrefetchStep(steps_[i + 2]);
+    if (i + 1 < size_) PrefetchOperands(steps_[i + 1]);
     // const_cast: steps are this run's scratch (the worker fills stream and seq); the
     // kernel interface is const because kernels are shared.
     ctx.RunStep(const_cast<Instruction*>(&steps_[i]));

@@ -19,6 +19,10 @@
 // holds: the scheduler drops the run's hold when it recycles the run, the BlobRef deleter
 // the other (internal::BlobReaper); whichever is last deletes the blob. Born blobs still
 // alive when the run stops taking steps (Close) join its union outputs like any write.
+// The Release of a run-private blob that keeps its storage for parking (Blob::
+// ParksStorage) has no step: it would free nothing, only mark the storage kept, which the
+// scheduler does when the run retires (MarkKept) — a step fewer to write for the producer
+// and to run for the worker per eager temporary.
 #ifndef SLUICE_VM_FUSED_CALLS_H_
 #define SLUICE_VM_FUSED_CALLS_H_
 
@@ -67,10 +71,18 @@ class FusedCalls final : public OpKernel {
   // Run-private blobs of this run (for tests).
   int private_blobs() const { return static_cast<int>(private_.size()); }
 
-  int size() const { return static_cast<int>(size_); }
+  // Scheduler, as the run's instruction retires (before anyone can learn that it did):
+  // what the Releases of its run-private blobs that kept their storage would have done
+  // (see "Run-private blobs": such a Release has no step).
+  void MarkKept();
+
+  // Calls and releases fused, stepless releases included.
+  int size() const { return static_cast<int>(size_) + stepless_releases_; }
   int op_calls() const { return op_calls_; }
-  int releases() const { return static_cast<int>(size_) - op_calls_; }
-  // Step `i` (0 <= i < size()): an OpCall or Release instruction, for the recorder.
+  int releases() const { return size() - op_calls_; }
+  // Steps the worker runs: size() without the stepless releases.
+  int steps() const { return static_cast<int>(size_); }
+  // Step `i` (0 <= i < steps()): an OpCall or Release instruction, for tests.
   const Instruction& step(int i) const { return steps_[static_cast<size_t>(i)]; }
 
   absl::string_view name() const override { return "fused_calls"; }
@@ -79,8 +91,13 @@ class FusedCalls final : public OpKernel {
   bool handles_poison() const override { return true; }
 
  private:
-  // The next step, reset (steps are reused from run to run).
-  Instruction& NewStep();
+  // The next step, reset (steps are reused from run to run) and pointed at `head` and its
+  // stream.
+  Instruction& NewStep(const Instruction* head);
+  // Worker, ahead of a step: start moving its lines (the producer's) to this core; then
+  // its operands' lines (which needs the step's).
+  static void PrefetchStep(const Instruction& step);
+  static void PrefetchOperands(const Instruction& step);
   // Adds a step's operands to the union operands in `head`; fresh outputs are born here.
   void NoteOperands(Instruction* head, const Instruction& step, bool fresh_outputs);
 
@@ -89,6 +106,7 @@ class FusedCalls final : public OpKernel {
   std::deque<Instruction> steps_;
   size_t size_ = 0;
   int op_calls_ = 0;
+  int stepless_releases_ = 0;
   uint64_t mark_ = 0;
   std::vector<Blob*> born_;     // born in this run, in birth order (cleared by Close)
   std::vector<Blob*> private_;  // born and released in it: the run holds them

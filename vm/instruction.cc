@@ -36,7 +36,7 @@ absl::string_view Instruction::name() const {
 std::string Instruction::DebugString() const {
   std::string text =
       kind == InstructionKind::kOpCall ? absl::StrCat("op '", name(), "'") : std::string(name());
-  absl::StrAppend(&text, " #", seq);
+  absl::StrAppend(&text, " #", outer != nullptr ? outer->seq : seq);
   if (stream != nullptr) absl::StrAppend(&text, " on ", stream->name());
   if (wait_target != nullptr) absl::StrAppend(&text, " -> ", wait_target->name());
   return text;
@@ -48,6 +48,7 @@ void Instruction::Reset() {
   opens_batch = false;
   closes_batch = false;
   fresh_outputs = false;
+  keeps_storage = false;
   state = State::kFree;
   pending = 0;
   next = nullptr;
@@ -56,6 +57,7 @@ void Instruction::Reset() {
   stream = nullptr;
   wait_target = nullptr;
   kernel = nullptr;
+  outer = nullptr;
   if (!inputs.empty()) inputs.clear();
   if (!outputs.empty()) outputs.clear();
   if (attrs != nullptr) attrs.reset();

@@ -52,8 +52,11 @@ class Instruction {
   Instruction(const Instruction&) = delete;
   Instruction& operator=(const Instruction&) = delete;
 
-  // Fields are grouped hot first: the first cache lines hold what every instruction touches
-  // on its way through the engine; callbacks, events and checker clocks come last.
+  // Fields are grouped hot first. The first two cache lines hold what the producer fills
+  // for an op call or a release — also a fused run's step (FusedCalls), which the worker
+  // then only reads: a step's lines move from the producer's core to the worker's and
+  // nothing on them is written back. Engine bookkeeping starts on the third line;
+  // callbacks, events and checker clocks come last.
 
   // --- Filled by the producer; read-only after Submit. ---
   InstructionKind kind = InstructionKind::kOpCall;
@@ -67,27 +70,34 @@ class Instruction {
   // OpCall: its caller created `outputs` for it (InstructionsBuilder::CallPtrs'
   // fresh_outputs); a fused run made of it treats them as born there (FusedCalls).
   bool fresh_outputs = false;
-
-  // --- Engine (scheduler thread only). ---
+  // Release: keep the storage for parking instead of freeing it (the builder decided with
+  // Blob::ParksStorage when it submitted the Release).
+  bool keeps_storage = false;
+  // Engine (scheduler thread only); here to fill the line's first word.
   enum class State : uint8_t { kFree, kSubmitted, kReceived, kDispatched, kRetired };
   State state = State::kFree;
-  int32_t pending = 0;                                    // unsatisfied incoming edges
-  Instruction* next = nullptr;                            // link in IntrusiveQueue / Chain
-  internal::QueuedChainHeader<Instruction> queue_header;  // see IntrusiveQueue
-  uint64_t received = 0;  // receive order (Barrier: what "earlier" means)
 
-  // --- Filled by the producer (continued). ---
-  // Submission order, unique per VM (assigned at Submit).
-  uint64_t seq = 0;
-  Stream* stream = nullptr;          // where it runs (Barrier: none)
-  Stream* wait_target = nullptr;     // StreamWait only
   const OpKernel* kernel = nullptr;  // OpCall only
   // Operands. Reads in `inputs`, writes in `outputs` (a blob in both is read-modify-write).
   // StreamWait and RecordEvent list the blobs they order in `outputs`: they act as writes on
   // those blobs' dependence state, so that later users order after the sync.
   BlobPtrs inputs;
+  // A fused run's step: the instruction that runs the run (its `seq` and `stream` name the
+  // step); null otherwise.
+  const Instruction* outer = nullptr;
   BlobPtrs outputs;
   std::shared_ptr<const AttrMap> attrs;
+  // Submission order, unique per VM (assigned at Submit).
+  uint64_t seq = 0;
+
+  Stream* stream = nullptr;       // where it runs (Barrier: none)
+  Stream* wait_target = nullptr;  // StreamWait only
+
+  // --- Engine (scheduler thread only). ---
+  int32_t pending = 0;                                    // unsatisfied incoming edges
+  Instruction* next = nullptr;                            // link in IntrusiveQueue / Chain
+  internal::QueuedChainHeader<Instruction> queue_header;  // see IntrusiveQueue
+  uint64_t received = 0;  // receive order (Barrier: what "earlier" means)
 
   // --- Engine (continued). Successors whose edge from this instruction is satisfied once it
   // is dispatched (its ThreadCtx launches in order) or once it is done.

@@ -167,7 +167,7 @@ void InstructionExecutor::Run(Instruction* instruction) {
       RunRecordEvent(instruction);
       return;
     case InstructionKind::kRelease:
-      for (Blob* blob : instruction->outputs) blob->ReleaseStorage();
+      for (Blob* blob : instruction->outputs) blob->ReleaseStorage(instruction->keeps_storage);
       return;
     case InstructionKind::kAccessBlob:
       RunAccessBlob(instruction);
@@ -178,13 +178,16 @@ void InstructionExecutor::Run(Instruction* instruction) {
 }
 
 void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
-  // Steps are reused every run: write only what changed, so an unchanged step's cache
-  // lines stay clean.
-  if (step->stream != outer.stream) step->stream = outer.stream;
-  step->seq = outer.seq;  // names the step in errors
+  // A fused run's producer points its steps at the run's instruction and stream (the
+  // worker writes nothing on them: their lines go back to the producer clean). Another
+  // sequence's steps are reused every run: write only what changed.
+  if (step->outer != &outer) {
+    if (step->stream != outer.stream) step->stream = outer.stream;
+    step->seq = outer.seq;  // names the step in errors
+  }
   // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {
-    for (Blob* blob : step->outputs) blob->ReleaseStorage();
+    for (Blob* blob : step->outputs) blob->ReleaseStorage(step->keeps_storage);
     return;
   }
   RunKernel(step);
@@ -306,7 +309,7 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
         return absl::OkStatus();
       }
     }
-    TensorStorage* storage = blob->storage();
+    TensorStorage* storage = blob->raw_storage();
     absl::Status status;
     if (storage == nullptr) {
       status = absl::FailedPreconditionError(absl::StrCat(blob->DebugName(), " was released"));

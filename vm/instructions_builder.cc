@@ -38,7 +38,7 @@ absl::Status InstructionsBuilder::CheckUsable(const Blob* blob) const {
 }
 
 absl::StatusOr<Stream*> InstructionsBuilder::LastStream(const Blob& blob) {
-  return vm_->GetStream(blob.storage()->last_used_stream());
+  return vm_->GetStream(blob.raw_storage()->last_used_stream());
 }
 
 absl::Status InstructionsBuilder::SoftSync(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream,
@@ -47,7 +47,7 @@ absl::Status InstructionsBuilder::SoftSync(BlobPtrSpan inputs, BlobPtrSpan outpu
     // Group blobs by last stream: one sync per (last stream -> this stream) pair.
     absl::InlinedVector<std::pair<StreamId, BlobPtrs>, 2> groups;
     auto add = [&](Blob* blob) {
-      const StreamId last = blob->storage()->last_used_stream();
+      const StreamId last = blob->raw_storage()->last_used_stream();
       if (last == stream->id()) return;
       for (auto& [id, blobs] : groups) {
         if (id != last) continue;
@@ -83,17 +83,17 @@ bool InstructionsBuilder::LastUsedOn(BlobPtrSpan inputs, BlobPtrSpan outputs,
                                      const Stream& stream) {
   const StreamId id = stream.id();
   for (const Blob* blob : inputs) {
-    if (blob->storage()->last_used_stream() != id) return false;
+    if (blob->raw_storage()->last_used_stream() != id) return false;
   }
   for (const Blob* blob : outputs) {
-    if (blob->storage()->last_used_stream() != id) return false;
+    if (blob->raw_storage()->last_used_stream() != id) return false;
   }
   return true;
 }
 
 void InstructionsBuilder::SetLastUse(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream) {
-  for (Blob* blob : outputs) blob->storage()->set_last_used_stream(stream->id());
-  for (Blob* blob : inputs) blob->storage()->set_last_used_stream(stream->id());
+  for (Blob* blob : outputs) blob->raw_storage()->set_last_used_stream(stream->id());
+  for (Blob* blob : inputs) blob->raw_storage()->set_last_used_stream(stream->id());
 }
 
 absl::Status InstructionsBuilder::Call(const OpKernel& kernel, BlobSpan inputs, BlobSpan outputs,
@@ -184,8 +184,8 @@ absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
 absl::Status InstructionsBuilder::Release(Blob* blob, bool dying) {
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
-  // Written before the Release is handed over (which publishes it to the worker); a
-  // refused Release leaves the blob usable, so the mark is harmless there.
+  // Read by ParksStorage as the Release is built (the Release carries the decision to the
+  // worker); a refused Release leaves the blob usable, so the mark is harmless there.
   blob->released_dying_ = dying;
   if (fusion_ && vm_->fusion() &&
       vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
@@ -198,6 +198,7 @@ absl::Status InstructionsBuilder::Release(Blob* blob, bool dying) {
   release->kind = InstructionKind::kRelease;
   release->stream = stream;
   release->outputs.push_back(blob);
+  release->keeps_storage = blob->ParksStorage();
   internal::Chain<Instruction> chain;
   chain.PushBack(release);
   // Held back like a call (a freed tensor's storage returns a little later): the engine

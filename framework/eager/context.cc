@@ -21,7 +21,9 @@ ContextState::~ContextState() {
 }
 
 TensorState::~TensorState() {
-  if (!blob || blob->storage() == nullptr) return;
+  // raw_storage(): the blob's Release is this one, so nothing kept its storage yet, and
+  // storage() would read the scheduler's line of the blob.
+  if (!blob || blob->raw_storage() == nullptr) return;
   PlainMutexLock lock(&context->mu);
   // Fails only once the VM is shut down; the storage then goes with the blob.
   // The blob's only hold is ours and goes right after (Tensor::blob() references keep

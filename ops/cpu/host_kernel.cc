@@ -7,12 +7,12 @@
 namespace sluice::ops {
 absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role, int index,
                                     absl::string_view op) {
-  if (blob->storage() == nullptr) {
+  if (blob->raw_storage() == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("op '", op, "' ", role, " ", index, ": ", blob->DebugName(), " was released"));
   }
   HostTensor t;
-  t.data = blob->storage()->data();
+  t.data = blob->raw_storage()->data();
   t.dtype = blob->dtype();
   t.shape = &blob->shape();
   t.size = static_cast<int64_t>(blob->bytes() / SizeOf(blob->dtype()));

@@ -6,8 +6,8 @@
 // hands the memory back through a lock-free queue and producers build new blobs in it.
 //
 // Parked blobs. A small eager blob released at the end of its life (Blob::ParksStorage)
-// keeps its storage aside in its Release (Blob::KeepStorage); when it dies it is parked here whole,
-// and the next NewBlob of the same stream, dtype and shape takes it back under a new id — no
+// keeps its storage aside in its Release (Blob::ReleaseStorage); when it dies it is parked here
+// whole, and the next NewBlob of the same stream, dtype and shape takes it back under a new id — no
 // allocator round trip on the producer (lock, free-list search) nor on the worker (the free).
 // Nothing else can reach a dead blob, and every instruction that used it retired before its last
 // hold dropped, so its bytes are free to reuse on its own stream at once. At most `max_parked`
@@ -77,6 +77,7 @@ class BlobPool {
     absl::InlinedVector<Blob*, 32> parkable;
     for (Blob* blob : blobs) {
       if (Parkable(*blob)) {
+        blob->Park();
         parkable.push_back(blob);
       } else {
         Destroy(blob);
@@ -114,14 +115,14 @@ class BlobPool {
       const size_t n = parked_.size();
       for (size_t k = 0; k < n && k < kParkedScan; ++k) {
         Blob* blob = parked_.FromBack(k);
-        if (blob->dtype_ == dtype && blob->kept_storage_->alloc_stream() == stream &&
+        if (blob->dtype_ == dtype && blob->storage_->alloc_stream() == stream &&
             blob->shape_ == shape) {
           found = blob;
           parked_.EraseFromBack(k);
           ++recycled_;
-          // The next op most likely takes the next one: start moving its lines (last
-          // written by the worker and the scheduler) to this core now.
-          if (parked_.size() != 0) PrefetchRangeForWrite(parked_.FromBack(0), sizeof(Blob));
+          // The next op most likely takes the next one: start moving the lines it reads
+          // and writes here now.
+          if (parked_.size() != 0) parked_.FromBack(0)->PrefetchForRecycle();
           break;
         }
       }
@@ -173,8 +174,8 @@ class BlobPool {
   // engine. A caller that passed `fresh_outputs` for a blob already in use gets it
   // deleted instead.
   static bool Parkable(const Blob& blob) {
-    if (blob.kept_storage_ == nullptr) return false;
-    const TensorStorage& kept = *blob.kept_storage_;
+    if (!blob.kept_.load(std::memory_order_relaxed)) return false;
+    const TensorStorage& kept = *blob.storage_;
     return kept.last_used_stream() == kept.alloc_stream() && blob.uses_ == 0 &&
            blob.last_writer_ == nullptr && blob.readers_.size() == blob.readers_head_;
   }
