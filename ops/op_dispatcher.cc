@@ -46,6 +46,15 @@ bool SameDims(absl::Span<const int64_t> a, absl::Span<const int64_t> b) {
   return true;
 }
 
+// String equality without a library call, for op names (a few characters).
+bool SameName(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, Operands inputs,
@@ -62,11 +71,12 @@ bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, Opera
       return false;
     }
   }
-  return cached.op == op &&
+  return SameName(cached.op, op) &&
          std::equal(cached.slot_sizes.begin(), cached.slot_sizes.end(), inputs.slot_sizes.begin(),
                     inputs.slot_sizes.end()) &&
          cached.default_device == options.default_device && cached.stream == options.stream &&
-         cached.output_counts == output_counts && cached.given_attrs == attrs;
+         cached.output_counts == output_counts &&
+         (attrs.empty() ? cached.given_attrs.empty() : cached.given_attrs == attrs);
 }
 
 absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(

@@ -20,13 +20,14 @@ struct VmStats {
   int64_t releases = 0;
   int64_t barriers = 0;
   int64_t access_blobs = 0;
-  int64_t fused_steps = 0;     // calls and releases that ran inside FusedCalls runs
-  int64_t private_blobs = 0;   // blobs born and released inside one run (engine never saw)
-  int64_t recycled_blobs = 0;  // new blobs that were parked private blobs, storage included
-  int64_t parked_blobs = 0;    // now: dead private blobs parked with their storage for reuse
-  int64_t evicted_blobs = 0;   // parked blobs freed to make room for newer ones
-  int64_t events_created = 0;  // pooled events borrowed that had to be created
-  int64_t events_reused = 0;   // pooled events borrowed from the idle list
+  int64_t fused_steps = 0;        // calls and releases that ran inside FusedCalls runs
+  int64_t private_blobs = 0;      // blobs born and released inside one run (engine never saw)
+  int64_t stepless_releases = 0;  // their Releases that kept the storage: no step to run
+  int64_t recycled_blobs = 0;     // new blobs that were parked private blobs, storage included
+  int64_t parked_blobs = 0;       // now: dead private blobs parked with their storage for reuse
+  int64_t evicted_blobs = 0;      // parked blobs freed to make room for newer ones
+  int64_t events_created = 0;     // pooled events borrowed that had to be created
+  int64_t events_reused = 0;      // pooled events borrowed from the idle list
   int64_t skipped = 0;        // calls and other instructions skipped (poisoned input, cancellation)
   int64_t errors = 0;         // errors reported (the first is surfaced at the next sync)
   int64_t max_in_flight = 0;  // high-water mark of submitted, unretired instructions
@@ -45,6 +46,7 @@ struct VmCounters {
   std::atomic<int64_t> access_blobs{0};
   std::atomic<int64_t> fused_steps{0};
   std::atomic<int64_t> private_blobs{0};
+  std::atomic<int64_t> stepless_releases{0};
   std::atomic<int64_t> events_created{0};
   std::atomic<int64_t> events_reused{0};
   std::atomic<int64_t> skipped{0};

@@ -131,8 +131,9 @@ void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan 
   Instruction& step = NewStep(head);
   step.kind = InstructionKind::kOpCall;
   step.kernel = &kernel;
-  step.inputs.assign(inputs.begin(), inputs.end());
-  step.outputs.assign(outputs.begin(), outputs.end());
+  // NewStep left both empty: appending stays on InlinedVector's inline fast path.
+  for (Blob* blob : inputs) step.inputs.push_back(blob);
+  for (Blob* blob : outputs) step.outputs.push_back(blob);
   step.attrs = std::move(attrs);
   ++op_calls_;
   NoteOperands(head, step, fresh_outputs);

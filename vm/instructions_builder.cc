@@ -109,18 +109,14 @@ absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan i
     return absl::InvalidArgumentError(absl::StrCat("op '", kernel.name(), "': null stream"));
   }
   for (const Blob* blob : inputs) {
-    absl::Status usable = CheckUsable(blob);
-    if (!usable.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op '", kernel.name(), "' input: ", usable.message()));
-    }
+    if (Usable(blob)) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", kernel.name(), "' input: ", CheckUsable(blob).message()));
   }
   for (const Blob* blob : outputs) {
-    absl::Status usable = CheckUsable(blob);
-    if (!usable.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op '", kernel.name(), "' output: ", usable.message()));
-    }
+    if (Usable(blob)) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", kernel.name(), "' output: ", CheckUsable(blob).message()));
   }
   if (fusion_ && vm_->fusion() && LastUsedOn(inputs, outputs, *stream) &&
       vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
@@ -182,7 +178,7 @@ absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
 }
 
 absl::Status InstructionsBuilder::Release(Blob* blob, bool dying) {
-  SLUICE_RETURN_IF_ERROR(CheckUsable(blob));
+  if (!Usable(blob)) return CheckUsable(blob);
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
   // Read by ParksStorage as the Release is built (the Release carries the decision to the
   // worker); a refused Release leaves the blob usable, so the mark is harmless there.

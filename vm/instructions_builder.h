@@ -124,6 +124,10 @@ class InstructionsBuilder {
 
  private:
   absl::Status CheckUsable(const Blob* blob) const;
+  // What CheckUsable accepts, without building a Status (the per-op path).
+  static bool Usable(const Blob* blob) {
+    return blob != nullptr && !blob->released_ && !blob->lazy();
+  }
   absl::StatusOr<Stream*> LastStream(const Blob& blob);
   // Appends the sync instructions `stream` needs before using the operands.
   absl::Status SoftSync(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream,

@@ -156,22 +156,34 @@ std::vector<Stream*> VirtualMachine::streams() const {
   return result;
 }
 
+Blob* VirtualMachine::TakeParkedBlob(Stream* stream, DataType dtype, const Shape& shape) {
+  if (stream == nullptr) return nullptr;
+  // A parked blob of this stream, dtype and shape comes with its storage (its shape was
+  // checked when it was first made). The id is taken only on a hit.
+  return blob_pool_.TakeParked(stream->id(), dtype, shape, [this] {
+    return next_blob_id_.fetch_add(1, std::memory_order_relaxed);
+  });
+}
+
 absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype, Shape shape,
                                                  std::string name) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
+  if (name.empty()) {
+    if (Blob* parked = TakeParkedBlob(stream, dtype, shape)) return parked;
+  }
+  return NewFreshBlob(stream, dtype, std::move(shape), std::move(name));
+}
+
+absl::StatusOr<Blob*> VirtualMachine::NewFreshBlob(Stream* stream, DataType dtype, Shape shape,
+                                                   std::string name) {
+  SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
+  SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
   const uint64_t id = next_blob_id_.fetch_add(1, std::memory_order_relaxed);
-  // A parked blob of this stream, dtype and shape comes with its storage (its shape was
-  // checked when it was first made).
-  Blob* raw = name.empty() ? blob_pool_.TakeParked(stream->id(), dtype, shape, id) : nullptr;
-  if (raw == nullptr) {
-    SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
-    SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
-    raw = blob_pool_.New(id, stream->key().device, dtype, std::move(shape), std::move(name));
-    const absl::Status allocated = raw->AllocateStorage(&device->allocator(), stream->id());
-    if (!allocated.ok()) {
-      blob_pool_.Delete(raw);
-      return allocated;
-    }
+  Blob* raw = blob_pool_.New(id, stream->key().device, dtype, std::move(shape), std::move(name));
+  const absl::Status allocated = raw->AllocateStorage(&device->allocator(), stream->id());
+  if (!allocated.ok()) {
+    blob_pool_.Delete(raw);
+    return allocated;
   }
   return raw;
 }
@@ -187,13 +199,16 @@ absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, 
 }
 
 absl::StatusOr<OwnedBlob> VirtualMachine::NewOwnedBlob(Stream* stream, DataType dtype,
-                                                       Shape shape) {
+                                                       const Shape& shape) {
   if (recorder_ != nullptr) {
     // The recorder follows blobs through weak references: give it a shared one.
-    SLUICE_ASSIGN_OR_RETURN(BlobRef shared, NewBlob(stream, dtype, std::move(shape)));
+    SLUICE_ASSIGN_OR_RETURN(BlobRef shared, NewBlob(stream, dtype, shape));
     return OwnedBlob(std::move(shared));
   }
-  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, std::move(shape), ""));
+  // Most eager outputs take a parked blob: no copy of the shape, no name to build.
+  if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
+  if (Blob* parked = TakeParkedBlob(stream, dtype, shape)) return OwnedBlob(parked, reaper_.get());
+  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewFreshBlob(stream, dtype, shape, ""));
   return OwnedBlob(raw, reaper_.get());
 }
 
@@ -345,6 +360,7 @@ void VirtualMachine::Publish(internal::Chain<Instruction> chain) {
   std::array<int64_t, kInstructionKinds> by_kind{};
   int64_t fused_steps = 0;
   int64_t private_blobs = 0;
+  int64_t stepless_releases = 0;
   for (Instruction* i = chain.head; i != nullptr; i = i->next) {
     i->seq = seq++;
     if (checker_ != nullptr) checker_->OnSubmit(i);
@@ -354,12 +370,14 @@ void VirtualMachine::Publish(internal::Chain<Instruction> chain) {
       by_kind[static_cast<int>(InstructionKind::kRelease)] += i->fused->releases();
       fused_steps += i->fused->size();
       private_blobs += i->fused->private_blobs();
+      stepless_releases += i->fused->size() - i->fused->steps();
     } else {
       ++by_kind[static_cast<int>(i->kind)];
     }
   }
   if (fused_steps != 0) VmCounters::Add(counters_.fused_steps, fused_steps);
   if (private_blobs != 0) VmCounters::Add(counters_.private_blobs, private_blobs);
+  if (stepless_releases != 0) VmCounters::Add(counters_.stepless_releases, stepless_releases);
   // One update per counter and chain: a large batch would otherwise pay an atomic
   // increment per instruction and counter.
   VmCounters::Add(counters_.instructions, static_cast<int64_t>(chain.size));
@@ -453,6 +471,7 @@ VmStats VirtualMachine::stats() {
   s.access_blobs = get(counters_.access_blobs);
   s.fused_steps = get(counters_.fused_steps);
   s.private_blobs = get(counters_.private_blobs);
+  s.stepless_releases = get(counters_.stepless_releases);
   s.recycled_blobs = blob_pool_.recycled();
   s.parked_blobs = blob_pool_.parked();
   s.evicted_blobs = blob_pool_.evicted();

@@ -108,7 +108,7 @@ class VirtualMachine {
 
   // NewBlob (unnamed) held by an OwnedBlob instead of a BlobRef: no reference counting,
   // no heap control block. The OwnedBlob must not outlive this VM.
-  absl::StatusOr<OwnedBlob> NewOwnedBlob(Stream* stream, DataType dtype, Shape shape);
+  absl::StatusOr<OwnedBlob> NewOwnedBlob(Stream* stream, DataType dtype, const Shape& shape);
 
   // A lazy blob on `stream`'s device (see Blob): storage is allocated by its first writer,
   // for the writer's stream, and freed by a Release; the blob stays usable after it.
@@ -207,6 +207,11 @@ class VirtualMachine {
   ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
   // NewBlob's blob before anyone holds it (the caller makes the first hold).
   absl::StatusOr<Blob*> NewBlobRaw(Stream* stream, DataType dtype, Shape shape, std::string name);
+  // NewBlobRaw without looking for a parked blob (`stream` must not be null).
+  absl::StatusOr<Blob*> NewFreshBlob(Stream* stream, DataType dtype, Shape shape, std::string name);
+  // A parked blob of `stream`, `dtype` and `shape` recycled under a new id; null when none
+  // waits (or `stream` is null).
+  Blob* TakeParkedBlob(Stream* stream, DataType dtype, const Shape& shape);
   // Waits for room for `n` instructions in the pool (see InstructionPool::Reserve).
   absl::Status Reserve(int64_t n, bool after_close);
   // Reserve for the whole chain; on error frees its instructions (and empties it).

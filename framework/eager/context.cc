@@ -166,7 +166,7 @@ absl::StatusOr<Tensor> Context::CallSingleIn(const std::shared_ptr<internal::Con
       return absl::InvalidArgumentError(
           absl::StrCat("op '", op, "': input ", s, "[0] is an empty Tensor"));
     }
-    SLUICE_RETURN_IF_ERROR(CheckOwnInput(state, op, t));
+    if (t.state_->context != state) SLUICE_RETURN_IF_ERROR(CheckOwnInput(state, op, t));
     in.push_back(t.state_->blob.get());
   }
   absl::StatusOr<vm::OwnedBlob> out;

@@ -194,5 +194,69 @@ TEST(RunPrivateTest, OutputsNamedBySoftSyncAreNotBorn) {
   EXPECT_EQ(h.vm->sync_checker()->violation_count(), 0);
 }
 
+// One run: t = one + one, out = t + one, Release(t), with t of `n` floats. Returns the
+// stats' change and, in `kept`, a reference to t.
+VmStats PrivateTemporary(VmHarness& h, int64_t n, BlobRef* kept, BlobRef* out) {
+  BlobRef one = h.NewF32("cpu", n);
+  EXPECT_TRUE(h.Fill(one, 1.0, "cpu").ok());
+  EXPECT_TRUE(h.vm->Sync().ok());
+  const VmStats before = h.vm->stats();
+  {
+    SchedulerHold hold(h.builder.get());
+    BlobRef t = h.NewF32("cpu", n);
+    EXPECT_TRUE(h.FreshAdd(one, one, t, "cpu").ok());
+    *out = h.NewF32("cpu", n);
+    EXPECT_TRUE(h.FreshAdd(t, one, *out, "cpu").ok());
+    EXPECT_TRUE(h.builder->Release(t).ok());
+    *kept = std::move(t);
+  }
+  EXPECT_TRUE(h.vm->Sync().ok());
+  VmStats after = h.vm->stats();
+  after.private_blobs -= before.private_blobs;
+  after.stepless_releases -= before.stepless_releases;
+  after.fused_steps -= before.fused_steps;
+  after.releases -= before.releases;
+  return after;
+}
+
+// A small private temporary's Release only keeps its storage for parking: it has no step
+// (counted as a release and a fused step all the same), the blob reads as released once
+// its run retired, and its storage comes back with the next blob of its shape.
+TEST(RunPrivateTest, KeepingReleaseHasNoStep) {
+  VmHarness h;
+  BlobRef kept, out;
+  const VmStats change = PrivateTemporary(h, 4, &kept, &out);
+  EXPECT_EQ(change.private_blobs, 1) << change.ToString();
+  EXPECT_EQ(change.stepless_releases, 1) << change.ToString();
+  EXPECT_EQ(change.releases, 1) << change.ToString();
+  EXPECT_EQ(change.fused_steps, 3) << change.ToString();
+  EXPECT_EQ(h.Read(out).value(), std::vector<float>(4, 3.0f));
+  EXPECT_EQ(kept->storage(), nullptr);
+  ASSERT_NE(kept->raw_storage(), nullptr);
+  const void* data = kept->raw_storage()->data();
+  kept.reset();  // the last hold: parked with its storage
+  EXPECT_EQ(h.vm->stats().parked_blobs, 1);
+  BlobRef again = h.NewF32("cpu", 4);
+  ASSERT_NE(again->storage(), nullptr);
+  EXPECT_EQ(again->storage()->data(), data);
+}
+
+// A private temporary too large to park keeps its step: the worker frees the storage in
+// stream order, and nothing is parked.
+TEST(RunPrivateTest, FreeingReleaseKeepsItsStep) {
+  VmHarness h;
+  const int64_t n = static_cast<int64_t>(Blob::kMaxParkedBytes / sizeof(float)) + 1;
+  BlobRef kept, out;
+  const VmStats change = PrivateTemporary(h, n, &kept, &out);
+  EXPECT_EQ(change.private_blobs, 1) << change.ToString();
+  EXPECT_EQ(change.stepless_releases, 0) << change.ToString();
+  EXPECT_EQ(change.releases, 1) << change.ToString();
+  EXPECT_EQ(h.Read(out).value(), std::vector<float>(static_cast<size_t>(n), 3.0f));
+  EXPECT_EQ(kept->storage(), nullptr);
+  EXPECT_EQ(kept->raw_storage(), nullptr);  // freed, not kept
+  kept.reset();
+  EXPECT_EQ(h.vm->stats().parked_blobs, 0);
+}
+
 }  // namespace
 }  // namespace sluice::vm::testing

@@ -106,8 +106,9 @@ class BlobPool {
   }
 
   // Any thread (a producer): the parked blob of `stream`, `dtype` and `shape`, recycled as
-  // blob `id` (Blob::Recycle); null when none waits.
-  Blob* TakeParked(StreamId stream, DataType dtype, const Shape& shape, uint64_t id) {
+  // blob `new_id()` (Blob::Recycle; called only when one is found); null when none waits.
+  template <typename NewId>
+  Blob* TakeParked(StreamId stream, DataType dtype, const Shape& shape, NewId new_id) {
     Blob* found = nullptr;
     {
       PlainMutexLock lock(&parked_mu_);
@@ -127,7 +128,7 @@ class BlobPool {
         }
       }
     }
-    if (found != nullptr) found->Recycle(id);
+    if (found != nullptr) found->Recycle(new_id());
     return found;
   }
 
