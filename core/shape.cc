@@ -30,12 +30,6 @@ absl::Status Shape::Check(absl::Span<const int64_t> dims) {
   return absl::OkStatus();
 }
 
-int64_t Shape::NumElements() const {
-  int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
-}
-
 Shape::Dims Shape::Strides() const {
   Dims strides(dims_.size());
   int64_t s = 1;

@@ -31,12 +31,24 @@ class Shape {
   int rank() const { return static_cast<int>(dims_.size()); }
   int64_t dim(int i) const { return dims_[i]; }
   absl::Span<const int64_t> dims() const { return dims_; }
-  int64_t NumElements() const;
+  int64_t NumElements() const {
+    int64_t n = 1;
+    for (int64_t d : dims_) n *= d;
+    return n;
+  }
   // Row-major strides in elements.
   Dims Strides() const;
 
   std::string ToString() const;  // "[2, 3]"
-  friend bool operator==(const Shape& a, const Shape& b) { return a.dims_ == b.dims_; }
+  // Element by element: shapes are short, and a library memcmp costs more than the loop.
+  friend bool operator==(const Shape& a, const Shape& b) {
+    const absl::Span<const int64_t> x = a.dims_, y = b.dims_;
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] != y[i]) return false;
+    }
+    return true;
+  }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
 
  private:

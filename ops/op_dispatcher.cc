@@ -66,26 +66,31 @@ bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, Opera
   for (size_t k = 0; k < inputs.blobs.size(); ++k) {
     const vm::Blob* blob = inputs.blobs[k];
     const auto& [meta, device] = cached.inputs[k];
+    if (blob == nullptr) return false;  // FindPlan's miss path reports it
     if (blob->dtype() != meta.dtype || blob->device() != device ||
         !SameDims(blob->shape().dims(), meta.shape.dims())) {
       return false;
     }
   }
-  return SameName(cached.op, op) &&
-         std::equal(cached.slot_sizes.begin(), cached.slot_sizes.end(), inputs.slot_sizes.begin(),
-                    inputs.slot_sizes.end()) &&
-         cached.default_device == options.default_device && cached.stream == options.stream &&
-         cached.output_counts == output_counts &&
-         (attrs.empty() ? cached.given_attrs.empty() : cached.given_attrs == attrs);
+  if (!SameName(cached.op, op) || cached.slot_sizes.size() != inputs.slot_sizes.size() ||
+      cached.default_device != options.default_device ||
+      cached.stream.has_value() != options.stream.has_value() ||
+      cached.output_counts.size() != output_counts.size()) {
+    return false;
+  }
+  for (size_t s = 0; s < inputs.slot_sizes.size(); ++s) {
+    if (cached.slot_sizes[s] != inputs.slot_sizes[s]) return false;
+  }
+  if (options.stream.has_value() && !(*cached.stream == *options.stream)) return false;
+  if (!output_counts.empty() && cached.output_counts != output_counts) return false;
+  return attrs.empty() ? cached.given_attrs.empty() : cached.given_attrs == attrs;
 }
 
 absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
     absl::string_view op, Operands inputs, const vm::AttrMap& attrs, const DispatchOptions& options,
     const std::vector<int>& output_counts) {
-  for (const vm::Blob* blob : inputs.blobs) {
-    if (blob == nullptr) return Prepare(op, inputs, attrs, options, output_counts).status();
-  }
-  // Eager loops repeat a few calls: the most recent plans first, without hashing.
+  // Eager loops repeat a few calls: the most recent plans first, without hashing (a null
+  // input matches no plan).
   for (size_t i = 0; i < kRecentPlans; ++i) {
     CachedPlan* cached = recent_[i];
     if (cached == nullptr) break;
@@ -93,6 +98,9 @@ absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
       if (i != 0) std::rotate(recent_.begin(), recent_.begin() + i, recent_.begin() + i + 1);
       return &cached->plan;
     }
+  }
+  for (const vm::Blob* blob : inputs.blobs) {
+    if (blob == nullptr) return Prepare(op, inputs, attrs, options, output_counts).status();
   }
   size_t hash = absl::HashOf(op, attrs.values().size());
   for (int size : inputs.slot_sizes) hash = absl::HashOf(hash, size);
@@ -123,6 +131,9 @@ absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
   entry->stream = options.stream;
   entry->output_counts = output_counts;
   entry->plan = std::move(plan);
+  if (entry->plan.outputs.size() == 1 && entry->plan.outputs[0].size() == 1) {
+    entry->plan.single_output = &entry->plan.outputs[0][0];
+  }
   const Plan* result = &entry->plan;
   NoteRecent(entry.get());
   plans_[hash].push_back(std::move(entry));  // `bucket` may be invalid after a clear
@@ -210,6 +221,7 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op, O
     key_dtype = plan.outputs[0][0].dtype;
   }
   SLUICE_ASSIGN_OR_RETURN(plan.kernel, registry_->FindKernel(op, key.device.type(), key_dtype));
+  SLUICE_ASSIGN_OR_RETURN(plan.alloc_stream, AllocationStream(plan));
   return plan;
 }
 
@@ -236,7 +248,7 @@ absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlo
                           FindPlan(op, {flat_in, sizes}, attrs, options, options.output_counts));
   const Plan& plan = *cached;
   if (options.single_output) SLUICE_RETURN_IF_ERROR(CheckSingleOutput(op, plan));
-  SLUICE_ASSIGN_OR_RETURN(vm::Stream * alloc_stream, AllocationStream(plan));
+  vm::Stream* const alloc_stream = plan.alloc_stream;
   SlotBlobs outputs(plan.outputs.size());
   FlatBlobs flat_out;
   for (size_t s = 0; s < plan.outputs.size(); ++s) {
@@ -265,11 +277,10 @@ absl::StatusOr<vm::OwnedBlob> OpDispatcher::CallSingle(absl::string_view op,
   SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
                           FindPlan(op, {inputs, ones}, attrs, options, options.output_counts));
   const Plan& plan = *cached;
-  SLUICE_RETURN_IF_ERROR(CheckSingleOutput(op, plan));
-  SLUICE_ASSIGN_OR_RETURN(vm::Stream * alloc_stream, AllocationStream(plan));
-  const TensorMeta& meta = plan.outputs[0][0];
+  if (plan.single_output == nullptr) return CheckSingleOutput(op, plan);
+  const TensorMeta& meta = *plan.single_output;
   SLUICE_ASSIGN_OR_RETURN(vm::OwnedBlob out,
-                          vm_->NewOwnedBlob(alloc_stream, meta.dtype, meta.shape));
+                          vm_->NewOwnedBlob(plan.alloc_stream, meta.dtype, meta.shape));
   vm::Blob* const outs[] = {out.get()};
   SLUICE_RETURN_IF_ERROR(Launch(plan, inputs, outs, /*fresh_outputs=*/true));
   return out;

@@ -89,6 +89,10 @@ class OpDispatcher {
     vm::Stream* stream = nullptr;
     Device output_device;
     const vm::OpKernel* kernel = nullptr;
+    // Where the outputs are allocated (AllocationStream) and the single output's meta when
+    // there is exactly one: decided once, read per call.
+    vm::Stream* alloc_stream = nullptr;
+    const TensorMeta* single_output = nullptr;
   };
   struct CachedPlan {
     std::string op;

@@ -25,9 +25,61 @@ const AttrMap& KernelContext::attrs() const {
 
 namespace {
 
-// Host work of one op: re-checks poison when it runs, and turns its error into the op's.
-// Lives in the HostTask; the instruction outlives it (it retires only after the stream
-// passed the completion point that follows this work).
+// True when an input of `instruction` is poisoned (then InstructionExecutor::InputPoison
+// says with what): a load per input, no Status built.
+bool AnyInputPoisoned(const Instruction& instruction) {
+  for (const Blob* blob : instruction.inputs) {
+    if (blob->poisoned()) return true;
+  }
+  return false;
+}
+
+// Host work of one op, run now: re-checks poison, and turns its error into the op's.
+// `work` null: only settle the outputs' poison.
+absl::Status SettleHostWork(Instruction* instruction, ErrorSink* errors,
+                            std::atomic<int64_t>* skipped, Tracer* tracer,
+                            const absl::FunctionRef<absl::Status()>* work) {
+  if (AnyInputPoisoned(*instruction)) {
+    absl::Status poison = InstructionExecutor::InputPoison(*instruction);
+    if (!poison.ok()) {
+      for (Blob* blob : instruction->outputs) blob->Poison(poison);
+      instruction->status = poison;
+      if (skipped != nullptr) VmCounters::Add(*skipped);
+      return absl::OkStatus();
+    }
+  }
+  if (work == nullptr) {
+    for (Blob* blob : instruction->outputs) blob->ClearPoison();
+    return absl::OkStatus();
+  }
+  absl::Status status;
+  const int64_t begin = tracer != nullptr ? Tracer::NowNs() : 0;
+  try {
+    status = (*work)();
+  } catch (const std::exception& e) {
+    status = absl::InternalError(absl::StrCat("exception: ", e.what()));
+  } catch (...) {
+    status = absl::InternalError("unknown exception");
+  }
+  if (tracer != nullptr) {
+    tracer->Add({instruction->stream, instruction->name(), begin, Tracer::NowNs()});
+  }
+  if (status.ok()) {
+    for (Blob* blob : instruction->outputs) blob->ClearPoison();
+    return absl::OkStatus();
+  }
+  const absl::Status error(status.code(),
+                           absl::StrCat(instruction->DebugString(), ": ", status.message()));
+  for (Blob* blob : instruction->outputs) blob->Poison(error);
+  instruction->status = error;
+  errors->Report(error);
+  // Reported here with the op's name; the stream itself need not remember it.
+  return absl::OkStatus();
+}
+
+// Host work of one op, enqueued: settles as above when the stream runs it. Lives in the
+// HostTask; the instruction outlives it (it retires only after the stream passed the
+// completion point that follows this work).
 struct HostWork {
   Instruction* instruction;
   ErrorSink* errors;
@@ -36,40 +88,10 @@ struct HostWork {
   Tracer* tracer = nullptr;                 // times `work` when set
 
   absl::Status operator()() {
-    absl::Status poison = InstructionExecutor::InputPoison(*instruction);
-    if (!poison.ok()) {
-      for (Blob* blob : instruction->outputs) blob->Poison(poison);
-      instruction->status = poison;
-      if (skipped != nullptr) VmCounters::Add(*skipped);
-      return absl::OkStatus();
-    }
-    if (work == nullptr) {
-      for (Blob* blob : instruction->outputs) blob->ClearPoison();
-      return absl::OkStatus();
-    }
-    absl::Status status;
-    const int64_t begin = tracer != nullptr ? Tracer::NowNs() : 0;
-    try {
-      status = work();
-    } catch (const std::exception& e) {
-      status = absl::InternalError(absl::StrCat("exception: ", e.what()));
-    } catch (...) {
-      status = absl::InternalError("unknown exception");
-    }
-    if (tracer != nullptr) {
-      tracer->Add({instruction->stream, instruction->name(), begin, Tracer::NowNs()});
-    }
-    if (status.ok()) {
-      for (Blob* blob : instruction->outputs) blob->ClearPoison();
-      return absl::OkStatus();
-    }
-    const absl::Status error(status.code(),
-                             absl::StrCat(instruction->DebugString(), ": ", status.message()));
-    for (Blob* blob : instruction->outputs) blob->Poison(error);
-    instruction->status = error;
-    errors->Report(error);
-    // Reported here with the op's name; the stream itself need not remember it.
-    return absl::OkStatus();
+    if (work == nullptr) return SettleHostWork(instruction, errors, skipped, tracer, nullptr);
+    auto call = [this] { return work(); };
+    const absl::FunctionRef<absl::Status()> ref(call);
+    return SettleHostWork(instruction, errors, skipped, tracer, &ref);
   }
 };
 
@@ -83,6 +105,16 @@ absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> wo
   // does not fit a HostTask's inline storage, so that would cost an allocation per op).
   if (!stream_->IsAsync()) return host_work();
   return stream_->Launch(std::move(host_work));
+}
+
+bool KernelContext::host_work_runs_now() const {
+  return !stream_->IsAsync() && (executor_ == nullptr || executor_->tracer() == nullptr);
+}
+
+absl::Status KernelContext::RunHostWorkNow(absl::FunctionRef<absl::Status()> work) {
+  ran_host_work_ = true;
+  return SettleHostWork(instruction_, errors_, skipped_,
+                        executor_ != nullptr ? executor_->tracer() : nullptr, &work);
 }
 
 void KernelContext::RunStep(Instruction* step) { executor_->RunStep(step, *instruction_); }
@@ -211,7 +243,7 @@ void InstructionExecutor::RunKernel(Instruction* instruction) {
   // (sim: the host work re-checks inputs when it runs, after every earlier write on the
   // stream). On cpu, launch order is execution order; on cuda only launch order is known.
   const bool stream_ordered = instruction->stream->poison_in_stream_order();
-  if (!stream_ordered) {
+  if (!stream_ordered && AnyInputPoisoned(*instruction)) {
     absl::Status poison = InputPoison(*instruction);
     if (!poison.ok()) {
       Skip(instruction, poison);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -33,6 +34,8 @@ class KernelContext {
         skipped_(skipped),
         executor_(executor) {}
 
+  // The operands. A kernel reads their bytes through Blob::raw_storage() (storage() also
+  // works, but reads a line the scheduler writes).
   absl::Span<Blob* const> inputs() const;
   absl::Span<Blob* const> outputs() const;
   const AttrMap& attrs() const;
@@ -44,6 +47,12 @@ class KernelContext {
   // poisons the outputs and is reported as this op's error. Use it for kernels whose
   // memory the host can address (cpu, sim).
   absl::Status LaunchHostWork(absl::AnyInvocable<absl::Status()> work);
+  // True when LaunchHostWork would run the work at once on this thread (a synchronous
+  // stream, no tracer): a kernel may then hand it to RunHostWorkNow by reference instead of
+  // building an AnyInvocable (which allocates for captures over two pointers).
+  bool host_work_runs_now() const;
+  // LaunchHostWork where host_work_runs_now(): runs `work` now under the same rules.
+  absl::Status RunHostWorkNow(absl::FunctionRef<absl::Status()> work);
 
   // True once LaunchHostWork was called (the work then settles the outputs' poison).
   bool ran_host_work() const { return ran_host_work_; }

@@ -275,6 +275,17 @@ class BinaryKernel final : public ElementwiseKernel<T> {
       return absl::OkStatus();
     });
   }
+  absl::Status RunNow(const HostArgs& a) const override {
+    SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 2, 1));
+    if (*a.inputs[0].shape == *a.outputs[0].shape && *a.inputs[1].shape == *a.outputs[0].shape) {
+      // As Prepare's common case, done here: no work object to build.
+      elementwise::RunBinarySameShape(a.inputs[0].template as<const T>(),
+                                      a.inputs[1].template as<const T>(),
+                                      a.outputs[0].template as<T>(), a.outputs[0].size, Fn{});
+      return absl::OkStatus();
+    }
+    return HostKernel::RunNow(a);
+  }
 };
 
 // X, Y, OutGrad -> XGrad, YGrad.

@@ -15,7 +15,7 @@ absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role
   t.data = blob->raw_storage()->data();
   t.dtype = blob->dtype();
   t.shape = &blob->shape();
-  t.size = static_cast<int64_t>(blob->bytes() / SizeOf(blob->dtype()));
+  t.size = blob->shape().NumElements();
   t.blob = blob;
   return t;
 }
@@ -32,37 +32,54 @@ std::string HostTensor::Describe(absl::string_view role, int index) const {
 absl::Status HostKernel::Launch(vm::KernelContext& ctx) const {
   HostArgs args;
   args.attrs = &ctx.attrs();
+  // ViewBlob's work without its StatusOr for the usual operand with storage.
+  auto view = [](const vm::Blob* blob) {
+    HostTensor t;
+    t.data = blob->raw_storage()->data();
+    t.dtype = blob->dtype();
+    t.shape = &blob->shape();
+    t.size = blob->shape().NumElements();
+    t.blob = blob;
+    return t;
+  };
   int i = 0;
   for (const vm::Blob* blob : ctx.inputs()) {
-    SLUICE_ASSIGN_OR_RETURN(HostTensor t, ViewBlob(blob, "input", i++, op_));
-    args.inputs.push_back(t);
+    if (blob->raw_storage() == nullptr) return ViewBlob(blob, "input", i, op_).status();
+    args.inputs.push_back(view(blob));
+    ++i;
   }
   i = 0;
   for (const vm::Blob* blob : ctx.outputs()) {
-    SLUICE_ASSIGN_OR_RETURN(HostTensor t, ViewBlob(blob, "output", i++, op_));
-    args.outputs.push_back(t);
+    if (blob->raw_storage() == nullptr) return ViewBlob(blob, "output", i, op_).status();
+    args.outputs.push_back(view(blob));
+    ++i;
+  }
+  if (ctx.host_work_runs_now()) {
+    return ctx.RunHostWorkNow([this, &args] { return RunNow(args); });
   }
   SLUICE_ASSIGN_OR_RETURN(HostWork work, Prepare(args));
   if (work == nullptr) return absl::OkStatus();
   return ctx.LaunchHostWork(std::move(work));
 }
 
+absl::Status HostKernel::RunNow(const HostArgs& args) const {
+  SLUICE_ASSIGN_OR_RETURN(HostWork work, Prepare(args));
+  if (work == nullptr) return absl::OkStatus();
+  return work();
+}
+
 absl::Status HostKernel::Error(absl::string_view message) const { return OpError(op_, message); }
 
-absl::Status HostKernel::CheckArity(const HostArgs& args, int inputs, int outputs) const {
+absl::Status HostKernel::ArityError(const HostArgs& args, int inputs, int outputs) const {
   const int n_in = static_cast<int>(args.inputs.size());
   const int n_out = static_cast<int>(args.outputs.size());
-  const bool in_ok = inputs < 0 ? n_in >= 1 : n_in == inputs;
-  const bool out_ok = outputs < 0 ? n_out >= 1 : n_out == outputs;
-  if (in_ok && out_ok) return absl::OkStatus();
   auto want = [](int n) { return n < 0 ? std::string("one or more") : absl::StrCat(n); };
   return Error(absl::StrCat("takes ", want(inputs), " input(s) and ", want(outputs),
                             " output(s), got ", n_in, " and ", n_out));
 }
 
-absl::Status HostKernel::CheckDtype(const HostTensor& t, DataType dtype, absl::string_view role,
+absl::Status HostKernel::DtypeError(const HostTensor& t, DataType dtype, absl::string_view role,
                                     int index) const {
-  if (t.dtype == dtype) return absl::OkStatus();
   return Error(absl::StrCat(t.Describe(role, index), " must be ", DataTypeName(dtype)));
 }
 

@@ -64,23 +64,43 @@ class HostKernel : public vm::OpKernel {
   explicit HostKernel(std::string op) : op_(std::move(op)) {}
   absl::string_view name() const final { return op_; }
   // Builds HostArgs (FailedPrecondition for a released operand), calls Prepare, enqueues
-  // the work it returns (none: nothing to enqueue, e.g. an empty tensor).
+  // the work it returns (none: nothing to enqueue, e.g. an empty tensor) — or, where the
+  // stream runs host work at once, calls RunNow under the same rules.
   absl::Status Launch(vm::KernelContext& ctx) const final;
 
  protected:
   // Worker thread. Validates operand counts, dtypes and shapes against the op's contract
   // (InvalidArgument naming the operand) and returns the work, or nullptr for none.
   virtual absl::StatusOr<HostWork> Prepare(const HostArgs& args) const = 0;
+  // Worker thread, on a stream that runs host work at once (cpu): validates and does the
+  // work now. By default Prepare, then its work; a kernel may do both without building
+  // the work (the eager per-op path on cpu).
+  virtual absl::Status RunNow(const HostArgs& args) const;
 
   // InvalidArgument "op 'add': <message>".
   absl::Status Error(absl::string_view message) const;
   // Checks operand counts (-1: any number >= 1).
-  absl::Status CheckArity(const HostArgs& args, int inputs, int outputs) const;
+  absl::Status CheckArity(const HostArgs& args, int inputs, int outputs) const {
+    const int n_in = static_cast<int>(args.inputs.size());
+    const int n_out = static_cast<int>(args.outputs.size());
+    if ((inputs < 0 ? n_in >= 1 : n_in == inputs) &&
+        (outputs < 0 ? n_out >= 1 : n_out == outputs)) {
+      return absl::OkStatus();
+    }
+    return ArityError(args, inputs, outputs);
+  }
   // Checks a tensor's dtype.
   absl::Status CheckDtype(const HostTensor& t, DataType dtype, absl::string_view role,
-                          int index) const;
+                          int index) const {
+    if (t.dtype == dtype) return absl::OkStatus();
+    return DtypeError(t, dtype, role, index);
+  }
 
  private:
+  absl::Status ArityError(const HostArgs& args, int inputs, int outputs) const;
+  absl::Status DtypeError(const HostTensor& t, DataType dtype, absl::string_view role,
+                          int index) const;
+
   const std::string op_;
 };
 
