@@ -92,10 +92,11 @@ class Blob {
 
   // Run-private blobs (see FusedCalls): the builder, when a fused run that created the blob
   // also releases it. From then on two holds keep it — the run's and the BlobRef
-  // deleter's — and the engine never sees it.
-  void MakeRunPrivate() {
+  // deleter's — and the engine never sees it; or only the run's, when the releaser gave
+  // its hold up with the Release (`holds` 1: InstructionsBuilder::Release's `hold_taken`).
+  void MakeRunPrivate(int holds) {
     run_private_ = true;
-    private_holds_.store(2, std::memory_order_relaxed);  // published with the run
+    private_holds_.store(holds, std::memory_order_relaxed);  // published with the run
   }
   // Drops one hold; true for the last one (the caller deletes the blob).
   bool DropPrivateHold() { return private_holds_.fetch_sub(1, std::memory_order_acq_rel) == 1; }

@@ -139,29 +139,30 @@ void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan 
   NoteOperands(head, step, fresh_outputs);
 }
 
-void FusedCalls::AddRelease(Instruction* head, Blob* blob) {
+bool FusedCalls::AddRelease(Instruction* head, Blob* blob, bool take_hold) {
   if (blob->fuse_mark_ == mark_ && blob->fuse_roles_ == kBorn) {
     // Born in this run and released in it: the run's steps are its only users.
     blob->fuse_roles_ = kBorn | kPrivate;
-    blob->MakeRunPrivate();
+    blob->MakeRunPrivate(take_hold ? 1 : 2);
     private_.push_back(blob);
     if (blob->ParksStorage()) {
       // The Release would only mark the storage kept: MarkKept does that as the run
       // retires, and the worker has no step to run.
       ++stepless_releases_;
-      return;
+      return take_hold;
     }
     Instruction& step = NewStep(head);
     step.kind = InstructionKind::kRelease;
     step.outputs.push_back(blob);
     step.keeps_storage = false;
-    return;
+    return take_hold;
   }
   Instruction& step = NewStep(head);
   step.kind = InstructionKind::kRelease;
   step.outputs.push_back(blob);
   step.keeps_storage = blob->ParksStorage();
   NoteOperands(head, step, /*fresh_outputs=*/false);
+  return false;
 }
 
 void FusedCalls::MarkKept() {

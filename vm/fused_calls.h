@@ -59,7 +59,9 @@ class FusedCalls final : public OpKernel {
   // them (see "Run-private blobs" above).
   void AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan inputs, BlobPtrSpan outputs,
                std::shared_ptr<const AttrMap> attrs, bool fresh_outputs = false);
-  void AddRelease(Instruction* head, Blob* blob);
+  // `take_hold`: the releaser gives its hold on `blob` up if the blob becomes run-private
+  // (then the run's hold is the only one); returns whether it did.
+  bool AddRelease(Instruction* head, Blob* blob, bool take_hold = false);
   // Producer (or whoever hands the run over, under the producer's buffer lock): the run
   // takes no more steps; born blobs not released in it join `head`'s union outputs. Must
   // run before the run is handed over or anything is queued behind it. Idempotent.

@@ -177,7 +177,8 @@ absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
   return vm_->Submit(std::move(chain));
 }
 
-absl::Status InstructionsBuilder::Release(Blob* blob, bool dying) {
+absl::Status InstructionsBuilder::Release(Blob* blob, bool dying, bool* hold_taken) {
+  if (hold_taken != nullptr) *hold_taken = false;
   if (!Usable(blob)) return CheckUsable(blob);
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
   // Read by ParksStorage as the Release is built (the Release carries the decision to the
@@ -185,7 +186,8 @@ absl::Status InstructionsBuilder::Release(Blob* blob, bool dying) {
   blob->released_dying_ = dying;
   if (fusion_ && vm_->fusion() &&
       vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
-        run.AddRelease(head, blob);
+        const bool taken = run.AddRelease(head, blob, dying && hold_taken != nullptr);
+        if (hold_taken != nullptr) *hold_taken = taken;
       })) {
     blob->released_ = true;
     return absl::OkStatus();

@@ -90,7 +90,12 @@ class InstructionsBuilder {
     return Release(blob.get(), dying);
   }
   // The same for a blob the caller keeps alive by other means (an OwnedBlob).
-  absl::Status Release(Blob* blob, bool dying = false);
+  // `hold_taken` (only with `dying`, for a hold the VM's reaper would drop, as a
+  // non-adopted OwnedBlob's): set to true when the Release took that hold over — the blob
+  // became private to a fused run, which now holds it alone — and the caller must then let
+  // go of it without dropping it (OwnedBlob::Abandon). Saves the caller an atomic update
+  // on a line the scheduler writes.
+  absl::Status Release(Blob* blob, bool dying = false, bool* hold_taken = nullptr);
 
   // Host code on the blob's bytes, run in the order of the blob's last stream (so it needs
   // no sync). `write` makes it a write. `on_retire` (optional) runs once it is complete.

@@ -59,6 +59,14 @@ class OwnedBlob {
 
   // Drops the hold now (nothing if empty).
   void Reset();
+  // Lets go of the hold without dropping it: for a hold someone else took over
+  // (InstructionsBuilder::Release's `hold_taken`). Not for an adopted BlobRef.
+  void Abandon() {
+    blob_ = nullptr;
+    reaper_ = nullptr;
+  }
+  // Whether this holds an adopted BlobRef (whose hold the VM cannot take over).
+  bool adopted() const { return shared_ != nullptr; }
 
  private:
   friend class VirtualMachine;

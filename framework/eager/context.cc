@@ -28,7 +28,11 @@ TensorState::~TensorState() {
   // Fails only once the VM is shut down; the storage then goes with the blob.
   // The blob's only hold is ours and goes right after (Tensor::blob() references keep
   // this state alive), so its storage may wait to be recycled.
-  context->builder->Release(blob.get(), /*dying=*/true).IgnoreError();
+  // A private blob's run takes our hold over: then there is nothing to drop.
+  bool taken = false;
+  context->builder->Release(blob.get(), /*dying=*/true, blob.adopted() ? nullptr : &taken)
+      .IgnoreError();
+  if (taken) blob.Abandon();
 }
 
 }  // namespace internal

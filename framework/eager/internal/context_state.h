@@ -50,7 +50,7 @@ struct TensorState {
 
   // Declared first, destroyed last: the blob's hold goes back through the context's VM.
   const std::shared_ptr<ContextState> context;
-  const vm::OwnedBlob blob;
+  vm::OwnedBlob blob;  // not reassigned (the destructor may abandon it)
 };
 
 }  // namespace sluice::eager::internal
