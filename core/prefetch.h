@@ -21,12 +21,12 @@ inline void PrefetchForWrite(const void* address) {
 #endif
 }
 
-// PrefetchForWrite for every line of [address, address + bytes).
 // Starts moving the line of `address` into this core's caches for reading.
 inline void PrefetchForRead(const void* address) {
   __builtin_prefetch(address, /*rw=*/0, /*locality=*/3);
 }
 
+// PrefetchForWrite for every line of [address, address + bytes).
 inline void PrefetchRangeForWrite(const void* address, size_t bytes) {
   const char* begin = static_cast<const char*>(address);
   for (size_t offset = 0; offset < bytes; offset += 64) PrefetchForWrite(begin + offset);

@@ -277,7 +277,12 @@ absl::StatusOr<vm::OwnedBlob> OpDispatcher::CallSingle(absl::string_view op,
   SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
                           FindPlan(op, {inputs, ones}, attrs, options, options.output_counts));
   const Plan& plan = *cached;
-  if (plan.single_output == nullptr) return CheckSingleOutput(op, plan);
+  if (plan.single_output == nullptr) {
+    absl::Status single = CheckSingleOutput(op, plan);
+    if (single.ok())
+      single = absl::InternalError(absl::StrCat("op '", op, "': plan without its output"));
+    return single;
+  }
   const TensorMeta& meta = *plan.single_output;
   SLUICE_ASSIGN_OR_RETURN(vm::OwnedBlob out,
                           vm_->NewOwnedBlob(plan.alloc_stream, meta.dtype, meta.shape));

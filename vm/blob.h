@@ -36,8 +36,10 @@ class BlobReaper;
 // Thread-safety, per part:
 //  - metadata (id, device, dtype, shape, name): immutable while anyone references the
 //    blob (a parked blob takes a new id when it is recycled); any thread.
-//  - storage(): written only by a Release instruction as it runs; read by kernels, whose
-//    order against the Release the engine guarantees.
+//  - storage: set at creation (a lazy blob's by its writers); freed, or marked kept
+//    (kept_), by a Release as it runs — or, for a run-private blob's stepless Release, by
+//    the scheduler as the run retires. Kernels read raw_storage(), whose order against the
+//    Release the engine guarantees; storage() reads the kept mark.
 //  - last use (soft sync input) lives in the storage and is touched by one builder thread at
 //    a time (the caller's contract, as for any tensor handle).
 //  - dependence state: the engine's scheduler only.
@@ -67,15 +69,18 @@ class Blob {
   std::string DebugName() const;
 
   // Null once a Release instruction has run — a run-private blob's, once its fused run
-  // retired (see FusedCalls) — and, for a lazy blob, before its first write.
+  // retired (see FusedCalls; so after a Sync or a barrier behind the run, not necessarily
+  // as soon as the worker passed the run) — and, for a lazy blob, before its first write.
   // Not for kernels (see raw_storage()).
   TensorStorage* storage() const {
     return kept_.load(std::memory_order_relaxed) ? nullptr : storage_;
   }
-  // The storage as kernels and builders see it: storage(), except that a blob whose Release kept
-  // its storage for parking (ParksStorage) still shows it — no kernel runs on a blob after its
-  // Release, so the difference is invisible to them, and this reads only the blob's
-  // immutable cache lines (storage() reads the engine's, which the scheduler writes).
+  // The storage as kernels and builders see it: storage(), except that a blob whose Release
+  // kept its storage for parking (ParksStorage) still shows it. The builder rejects any
+  // use of a blob after its Release, so its kernels never see the difference; this reads
+  // only the blob's immutable cache lines (storage() reads the engine's, which the
+  // scheduler writes). A batch or sequence that names a released blob anyway runs on the
+  // kept bytes.
   TensorStorage* raw_storage() const { return storage_; }
   bool lazy() const { return allocator_ != nullptr; }
   // Worker thread of a writer: allocates a lazy blob's storage for `stream` when it has
@@ -162,9 +167,9 @@ class Blob {
 
   // --- Producer. ---
   alignas(64) uint64_t id_;  // changes only in Recycle
-  // Builder thread (read by the BlobRef deleter, which runs after the builder's last use,
-  // and by the scheduler once the blob's run retired): run-private holds (see
-  // MakeRunPrivate).
+  // Run-private holds (see MakeRunPrivate): set by the builder thread; dropped by the
+  // BlobRef deleter (after the builder's last use) and by the scheduler once the blob's
+  // run retired, each with an atomic decrement.
   std::atomic<int> private_holds_{0};
   // Builder thread: set once a Release has been submitted; later use is an error.
   bool released_ = false;

@@ -13,10 +13,11 @@ constexpr size_t kStepLines = (offsetof(Instruction, attrs) + sizeof(Instruction
 static_assert(kStepLines == 2, "a step's producer-written fields should fill two lines");
 
 // Blob::fuse_roles_ bits, valid while Blob::fuse_mark_ is the run's mark.
-constexpr uint8_t kRead = 1;     // among the run's union inputs
-constexpr uint8_t kWritten = 2;  // among the run's union outputs
-constexpr uint8_t kBorn = 4;     // created for a step of the run (not in the union yet)
-constexpr uint8_t kPrivate = 8;  // born and released in the run: never in the union
+constexpr uint8_t kRead = 1;       // among the run's union inputs
+constexpr uint8_t kWritten = 2;    // among the run's union outputs
+constexpr uint8_t kBorn = 4;       // created for a step of the run (not in the union yet)
+constexpr uint8_t kPrivate = 8;    // born and released in the run: never in the union
+constexpr uint8_t kStepless = 16;  // private, and its Release has no step (MarkKept keeps it)
 
 }  // namespace
 
@@ -40,11 +41,11 @@ Instruction& FusedCalls::NewStep(const Instruction* head) {
     return step;
   }
   // A reused step: clear what steps use (kind and kernel are always set by the caller;
-  // stream and seq by the worker), not a whole instruction.
+  // outer and stream below; a fused step has no seq of its own), not a whole instruction.
   Instruction& step = steps_[size_++];
-  // The worker ran these steps last (its core holds their lines): start taking the lines
-  // of the step after next, which the op after this one fills, so that the writes there
-  // find them here.
+  // The worker read these steps last (its core shares their lines): start taking the
+  // lines of the step after next, which the op after this one fills, so that the writes
+  // there find them here.
   if (size_ + 1 < steps_.size()) PrefetchForWrite(&steps_[size_ + 1], kStepLines);
   if (!step.inputs.empty()) step.inputs.clear();
   if (!step.outputs.empty()) step.outputs.clear();
@@ -148,6 +149,7 @@ bool FusedCalls::AddRelease(Instruction* head, Blob* blob, bool take_hold) {
     if (blob->ParksStorage()) {
       // The Release would only mark the storage kept: MarkKept does that as the run
       // retires, and the worker has no step to run.
+      blob->fuse_roles_ |= kStepless;
       ++stepless_releases_;
       return take_hold;
     }
@@ -167,7 +169,12 @@ bool FusedCalls::AddRelease(Instruction* head, Blob* blob, bool take_hold) {
 
 void FusedCalls::MarkKept() {
   for (Blob* blob : private_) {
-    if (blob->ParksStorage()) blob->kept_.store(true, std::memory_order_relaxed);
+    // A released blob's roles stay as its run left them (nobody may name it again). No
+    // storage: something outside the builder released it again (a batch naming a released
+    // blob), and the storage is gone.
+    if ((blob->fuse_roles_ & kStepless) != 0 && blob->storage_ != nullptr) {
+      blob->kept_.store(true, std::memory_order_relaxed);
+    }
   }
 }
 
@@ -179,8 +186,8 @@ absl::Status FusedCalls::Launch(KernelContext& ctx) const {
   for (size_t i = 0; i < size_; ++i) {
     if (i + 2 < size_) PrefetchStep(steps_[i + 2]);
     if (i + 1 < size_) PrefetchOperands(steps_[i + 1]);
-    // const_cast: steps are this run's scratch (the worker fills stream and seq); the
-    // kernel interface is const because kernels are shared.
+    // const_cast: RunStep takes the step as a lone instruction (on failure it writes the
+    // step's status); the kernel interface is const because kernels are shared.
     ctx.RunStep(const_cast<Instruction*>(&steps_[i]));
   }
   return absl::OkStatus();

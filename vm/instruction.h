@@ -29,9 +29,9 @@ enum class InstructionKind : uint8_t {
   kOpCall,       // run `kernel` on `stream` with inputs, outputs, attrs
   kStreamWait,   // record an event on `stream`, make `wait_target` wait for it on the device
   kRecordEvent,  // record a pooled event on `stream`: a point the host can wait for
-  kRelease,      // free the storage of outputs[0] in `stream` order
-  kBarrier,      // host callback once every instruction submitted before it is done
-  kAccessBlob,   // host code on the bytes of inputs[0] (read) or outputs[0] (write)
+  kRelease,  // free (or, `keeps_storage`, keep for parking) outputs[0]'s storage, in `stream` order
+  kBarrier,  // host callback once every instruction submitted before it is done
+  kAccessBlob,  // host code on the bytes of inputs[0] (read) or outputs[0] (write)
 };
 // How many kinds there are (they are numbered from 0; kAccessBlob is the last).
 inline constexpr int kInstructionKinds = static_cast<int>(InstructionKind::kAccessBlob) + 1;

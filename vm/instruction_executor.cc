@@ -215,7 +215,9 @@ void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
   // sequence's steps are reused every run: write only what changed.
   if (step->outer != &outer) {
     if (step->stream != outer.stream) step->stream = outer.stream;
-    step->seq = outer.seq;  // names the step in errors
+    // Names the step in errors; a fused step (an OpSequence run as one) has no number of
+    // its own: its run's.
+    step->seq = outer.outer != nullptr ? outer.outer->seq : outer.seq;
   }
   // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {

@@ -2,7 +2,9 @@
 // cpu device and the sim devices share them (sim memory is host memory; the work runs on
 // the sim stream's thread, in stream order). A kernel validates its operands on the VM
 // worker (Prepare) and returns the work; the base enqueues it with LaunchHostWork, which
-// re-checks poison when it runs and turns a returned error into the op's error.
+// re-checks poison when it runs and turns a returned error into the op's error. Where the
+// stream runs host work at once (cpu), the base calls RunNow instead (validate and work in
+// one call, under the same rules: KernelContext::RunHostWorkNow).
 #ifndef SLUICE_OPS_CPU_HOST_KERNEL_H_
 #define SLUICE_OPS_CPU_HOST_KERNEL_H_
 
@@ -46,7 +48,9 @@ struct HostTensor {
 absl::Status OpError(absl::string_view op, absl::string_view message);
 
 // A view of `blob` (operand `index` in `role` of `op`); FailedPrecondition naming them when
-// the blob's storage was released.
+// the blob has no storage (freed by a Release, or a lazy blob never written). A blob whose
+// Release kept its storage for parking still shows it: the builder rejects any use after a
+// Release; a batch or sequence that names a released blob anyway runs on those bytes.
 absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role, int index,
                                     absl::string_view op);
 

@@ -6,7 +6,8 @@
 // hands the memory back through a lock-free queue and producers build new blobs in it.
 //
 // Parked blobs. A small eager blob released at the end of its life (Blob::ParksStorage)
-// keeps its storage aside in its Release (Blob::ReleaseStorage); when it dies it is parked here
+// keeps its storage in its Release (Blob::ReleaseStorage, or FusedCalls::MarkKept for a
+// run-private blob's stepless Release); when it dies it is parked here
 // whole, and the next NewBlob of the same stream, dtype and shape takes it back under a new id — no
 // allocator round trip on the producer (lock, free-list search) nor on the worker (the free).
 // Nothing else can reach a dead blob, and every instruction that used it retired before its last
@@ -171,11 +172,11 @@ class BlobPool {
   // Whether a dead `blob` may be parked: it kept its storage (Blob::ParksStorage), whose
   // bytes were last used by their allocating stream, and no unretired instruction uses it
   // — the engine deletes its blobs so (their last writer and readers retired, which
-  // cleared them; Recycle clears the death mark), and a run-private one never met the
+  // cleared them; Blob::Park clears the death mark), and a run-private one never met the
   // engine. A caller that passed `fresh_outputs` for a blob already in use gets it
   // deleted instead.
   static bool Parkable(const Blob& blob) {
-    if (!blob.kept_.load(std::memory_order_relaxed)) return false;
+    if (!blob.kept_.load(std::memory_order_relaxed) || blob.storage_ == nullptr) return false;
     const TensorStorage& kept = *blob.storage_;
     return kept.last_used_stream() == kept.alloc_stream() && blob.uses_ == 0 &&
            blob.last_writer_ == nullptr && blob.readers_.size() == blob.readers_head_;
