@@ -5,12 +5,10 @@
 #include "core/tensor_storage.h"
 
 namespace sluice::ops {
-absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role, int index,
-                                    absl::string_view op) {
-  if (blob->raw_storage() == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("op '", op, "' ", role, " ", index, ": ", blob->DebugName(), " was released"));
-  }
+namespace {
+
+// The view of a blob that has storage.
+HostTensor ViewOf(const vm::Blob* blob) {
   HostTensor t;
   t.data = blob->raw_storage()->data();
   t.dtype = blob->dtype();
@@ -18,6 +16,17 @@ absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role
   t.size = blob->shape().NumElements();
   t.blob = blob;
   return t;
+}
+
+}  // namespace
+
+absl::StatusOr<HostTensor> ViewBlob(const vm::Blob* blob, absl::string_view role, int index,
+                                    absl::string_view op) {
+  if (blob->raw_storage() == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("op '", op, "' ", role, " ", index, ": ", blob->DebugName(), " was released"));
+  }
+  return ViewOf(blob);
 }
 
 absl::Status OpError(absl::string_view op, absl::string_view message) {
@@ -32,26 +41,17 @@ std::string HostTensor::Describe(absl::string_view role, int index) const {
 absl::Status HostKernel::Launch(vm::KernelContext& ctx) const {
   HostArgs args;
   args.attrs = &ctx.attrs();
-  // ViewBlob's work without its StatusOr for the usual operand with storage.
-  auto view = [](const vm::Blob* blob) {
-    HostTensor t;
-    t.data = blob->raw_storage()->data();
-    t.dtype = blob->dtype();
-    t.shape = &blob->shape();
-    t.size = blob->shape().NumElements();
-    t.blob = blob;
-    return t;
-  };
+  // ViewBlob without its StatusOr for the usual operand, which has storage.
   int i = 0;
   for (const vm::Blob* blob : ctx.inputs()) {
     if (blob->raw_storage() == nullptr) return ViewBlob(blob, "input", i, op_).status();
-    args.inputs.push_back(view(blob));
+    args.inputs.push_back(ViewOf(blob));
     ++i;
   }
   i = 0;
   for (const vm::Blob* blob : ctx.outputs()) {
     if (blob->raw_storage() == nullptr) return ViewBlob(blob, "output", i, op_).status();
-    args.outputs.push_back(view(blob));
+    args.outputs.push_back(ViewOf(blob));
     ++i;
   }
   if (ctx.host_work_runs_now()) {
