@@ -37,15 +37,6 @@ void OpDispatcher::Flatten(const SlotBlobs& slots, FlatBlobs* blobs, SlotSizes* 
 
 namespace {
 
-// Shape equality without a library call: eager calls compare a few small shapes per op.
-bool SameDims(absl::Span<const int64_t> a, absl::Span<const int64_t> b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-
 // String equality without a library call, for op names (a few characters).
 bool SameName(absl::string_view a, absl::string_view b) {
   if (a.size() != b.size()) return false;
@@ -67,8 +58,7 @@ bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, Opera
     const vm::Blob* blob = inputs.blobs[k];
     const auto& [meta, device] = cached.inputs[k];
     if (blob == nullptr) return false;  // FindPlan's miss path reports it
-    if (blob->dtype() != meta.dtype || blob->device() != device ||
-        !SameDims(blob->shape().dims(), meta.shape.dims())) {
+    if (blob->dtype() != meta.dtype || blob->device() != device || blob->shape() != meta.shape) {
       return false;
     }
   }
@@ -225,8 +215,7 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op, O
   return plan;
 }
 
-absl::Status OpDispatcher::CheckSingleOutput(absl::string_view op, const Plan& plan) {
-  if (plan.outputs.size() == 1 && plan.outputs[0].size() == 1) return absl::OkStatus();
+absl::Status OpDispatcher::SingleOutputError(absl::string_view op, const Plan& plan) {
   size_t n = 0;
   for (const auto& slot : plan.outputs) n += slot.size();
   return absl::InvalidArgumentError(
@@ -247,7 +236,9 @@ absl::StatusOr<SlotBlobs> OpDispatcher::Call(absl::string_view op, const SlotBlo
   SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
                           FindPlan(op, {flat_in, sizes}, attrs, options, options.output_counts));
   const Plan& plan = *cached;
-  if (options.single_output) SLUICE_RETURN_IF_ERROR(CheckSingleOutput(op, plan));
+  if (options.single_output && plan.single_output == nullptr) {
+    return SingleOutputError(op, plan);
+  }
   vm::Stream* const alloc_stream = plan.alloc_stream;
   SlotBlobs outputs(plan.outputs.size());
   FlatBlobs flat_out;
@@ -277,12 +268,7 @@ absl::StatusOr<vm::OwnedBlob> OpDispatcher::CallSingle(absl::string_view op,
   SLUICE_ASSIGN_OR_RETURN(const Plan* cached,
                           FindPlan(op, {inputs, ones}, attrs, options, options.output_counts));
   const Plan& plan = *cached;
-  if (plan.single_output == nullptr) {
-    absl::Status single = CheckSingleOutput(op, plan);
-    if (single.ok())
-      single = absl::InternalError(absl::StrCat("op '", op, "': plan without its output"));
-    return single;
-  }
+  if (plan.single_output == nullptr) return SingleOutputError(op, plan);
   const TensorMeta& meta = *plan.single_output;
   SLUICE_ASSIGN_OR_RETURN(vm::OwnedBlob out,
                           vm_->NewOwnedBlob(plan.alloc_stream, meta.dtype, meta.shape));

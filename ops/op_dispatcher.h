@@ -90,7 +90,8 @@ class OpDispatcher {
     Device output_device;
     const vm::OpKernel* kernel = nullptr;
     // Where the outputs are allocated (AllocationStream) and the single output's meta when
-    // there is exactly one: decided once, read per call.
+    // there is exactly one (null otherwise; set as the plan is cached, pointing into its
+    // own `outputs`): decided once, read per call.
     vm::Stream* alloc_stream = nullptr;
     const TensorMeta* single_output = nullptr;
   };
@@ -123,8 +124,8 @@ class OpDispatcher {
   static bool Matches(const CachedPlan& cached, absl::string_view op, Operands inputs,
                       const vm::AttrMap& attrs, const DispatchOptions& options,
                       const std::vector<int>& output_counts);
-  // InvalidArgument unless `plan` has exactly one output.
-  static absl::Status CheckSingleOutput(absl::string_view op, const Plan& plan);
+  // InvalidArgument for a caller taking one output of `plan`, which has another number.
+  static absl::Status SingleOutputError(absl::string_view op, const Plan& plan);
   // The stream a call's outputs are allocated for (the output device's compute stream when
   // the op runs on another device's stream, as copies do).
   absl::StatusOr<vm::Stream*> AllocationStream(const Plan& plan);

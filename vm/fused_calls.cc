@@ -141,8 +141,9 @@ void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan 
 }
 
 bool FusedCalls::AddRelease(Instruction* head, Blob* blob, bool take_hold) {
-  if (blob->fuse_mark_ == mark_ && blob->fuse_roles_ == kBorn) {
-    // Born in this run and released in it: the run's steps are its only users.
+  // Born in this run and released in it: the run's steps are its only users.
+  const bool becomes_private = blob->fuse_mark_ == mark_ && blob->fuse_roles_ == kBorn;
+  if (becomes_private) {
     blob->fuse_roles_ = kBorn | kPrivate;
     blob->MakeRunPrivate(take_hold ? 1 : 2);
     private_.push_back(blob);
@@ -153,18 +154,13 @@ bool FusedCalls::AddRelease(Instruction* head, Blob* blob, bool take_hold) {
       ++stepless_releases_;
       return take_hold;
     }
-    Instruction& step = NewStep(head);
-    step.kind = InstructionKind::kRelease;
-    step.outputs.push_back(blob);
-    step.keeps_storage = false;
-    return take_hold;
   }
   Instruction& step = NewStep(head);
   step.kind = InstructionKind::kRelease;
   step.outputs.push_back(blob);
   step.keeps_storage = blob->ParksStorage();
-  NoteOperands(head, step, /*fresh_outputs=*/false);
-  return false;
+  if (!becomes_private) NoteOperands(head, step, /*fresh_outputs=*/false);
+  return becomes_private && take_hold;
 }
 
 void FusedCalls::MarkKept() {

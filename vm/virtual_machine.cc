@@ -156,30 +156,22 @@ std::vector<Stream*> VirtualMachine::streams() const {
   return result;
 }
 
-Blob* VirtualMachine::TakeParkedBlob(Stream* stream, DataType dtype, const Shape& shape) {
-  if (stream == nullptr) return nullptr;
-  // A parked blob of this stream, dtype and shape comes with its storage (its shape was
-  // checked when it was first made). The id is taken only on a hit.
-  return blob_pool_.TakeParked(stream->id(), dtype, shape, [this] {
-    return next_blob_id_.fetch_add(1, std::memory_order_relaxed);
-  });
-}
-
-absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype, Shape shape,
+absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype, const Shape& shape,
                                                  std::string name) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
+  // A parked blob of this stream, dtype and shape comes with its storage (its shape was
+  // checked when it was first made): most eager outputs take one, with no copy of the
+  // shape; the id is drawn only on a hit.
   if (name.empty()) {
-    if (Blob* parked = TakeParkedBlob(stream, dtype, shape)) return parked;
+    Blob* parked = blob_pool_.TakeParked(stream->id(), dtype, shape, [this] {
+      return next_blob_id_.fetch_add(1, std::memory_order_relaxed);
+    });
+    if (parked != nullptr) return parked;
   }
-  return NewFreshBlob(stream, dtype, std::move(shape), std::move(name));
-}
-
-absl::StatusOr<Blob*> VirtualMachine::NewFreshBlob(Stream* stream, DataType dtype, Shape shape,
-                                                   std::string name) {
   SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
   SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
   const uint64_t id = next_blob_id_.fetch_add(1, std::memory_order_relaxed);
-  Blob* raw = blob_pool_.New(id, stream->key().device, dtype, std::move(shape), std::move(name));
+  Blob* raw = blob_pool_.New(id, stream->key().device, dtype, shape, std::move(name));
   const absl::Status allocated = raw->AllocateStorage(&device->allocator(), stream->id());
   if (!allocated.ok()) {
     blob_pool_.Delete(raw);
@@ -190,7 +182,7 @@ absl::StatusOr<Blob*> VirtualMachine::NewFreshBlob(Stream* stream, DataType dtyp
 
 absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, Shape shape,
                                                 std::string name) {
-  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, std::move(shape), std::move(name)));
+  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, shape, std::move(name)));
   // One reference count increment for the deleter's copy of the reaper (each is an atomic
   // read-modify-write on the producer's path).
   BlobRef blob(raw, [reaper = reaper_](Blob* b) { reaper->Reap(b); });
@@ -205,10 +197,7 @@ absl::StatusOr<OwnedBlob> VirtualMachine::NewOwnedBlob(Stream* stream, DataType 
     SLUICE_ASSIGN_OR_RETURN(BlobRef shared, NewBlob(stream, dtype, shape));
     return OwnedBlob(std::move(shared));
   }
-  // Most eager outputs take a parked blob: no copy of the shape, no name to build.
-  if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
-  if (Blob* parked = TakeParkedBlob(stream, dtype, shape)) return OwnedBlob(parked, reaper_.get());
-  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewFreshBlob(stream, dtype, shape, ""));
+  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, shape, std::string()));
   return OwnedBlob(raw, reaper_.get());
 }
 

@@ -206,12 +206,8 @@ class VirtualMachine {
   // worker, so streams sharing one could never run side by side; see docs/design.md).
   ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
   // NewBlob's blob before anyone holds it (the caller makes the first hold).
-  absl::StatusOr<Blob*> NewBlobRaw(Stream* stream, DataType dtype, Shape shape, std::string name);
-  // NewBlobRaw without looking for a parked blob (`stream` must not be null).
-  absl::StatusOr<Blob*> NewFreshBlob(Stream* stream, DataType dtype, Shape shape, std::string name);
-  // A parked blob of `stream`, `dtype` and `shape` recycled under a new id; null when none
-  // waits (or `stream` is null).
-  Blob* TakeParkedBlob(Stream* stream, DataType dtype, const Shape& shape);
+  absl::StatusOr<Blob*> NewBlobRaw(Stream* stream, DataType dtype, const Shape& shape,
+                                   std::string name);
   // Waits for room for `n` instructions in the pool (see InstructionPool::Reserve).
   absl::Status Reserve(int64_t n, bool after_close);
   // Reserve for the whole chain; on error frees its instructions (and empties it).

@@ -162,12 +162,8 @@ absl::StatusOr<Tensor> Context::CallSingleIn(const std::shared_ptr<internal::Con
                                              absl::Span<const Tensor* const> inputs,
                                              const vm::AttrMap& attrs,
                                              std::optional<Device> device) {
-  // Raw pointers: `inputs` keep the blobs alive for the call. On the stack for the usual
-  // few inputs.
-  constexpr size_t kFew = 4;
-  vm::Blob* few[kFew];
-  std::vector<vm::Blob*> many(inputs.size() > kFew ? inputs.size() : 0);
-  vm::Blob** in = inputs.size() > kFew ? many.data() : few;
+  // Raw pointers: `inputs` keep the blobs alive for the call.
+  absl::InlinedVector<vm::Blob*, 4> in;
   for (size_t s = 0; s < inputs.size(); ++s) {
     const Tensor& t = *inputs[s];
     if (!t.valid()) {
@@ -175,14 +171,14 @@ absl::StatusOr<Tensor> Context::CallSingleIn(const std::shared_ptr<internal::Con
           absl::StrCat("op '", op, "': input ", s, "[0] is an empty Tensor"));
     }
     if (t.state_->context != state) SLUICE_RETURN_IF_ERROR(CheckOwnInput(state, op, t));
-    in[s] = t.state_->blob.get();
+    in.push_back(t.state_->blob.get());
   }
   absl::StatusOr<vm::OwnedBlob> out;
   {
     PlainMutexLock lock(&state->mu);
     ops::DispatchOptions options;
     options.default_device = device.value_or(state->default_device);
-    out = state->dispatcher->CallSingle(op, absl::MakeConstSpan(in, inputs.size()), attrs, options);
+    out = state->dispatcher->CallSingle(op, in, attrs, options);
   }
   if (!out.ok()) return out.status();
   return Tensor(std::make_shared<internal::TensorState>(state, *std::move(out)));
