@@ -1,5 +1,8 @@
 #include "framework/eager/context.h"
 
+#include <new>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/eager/internal/context_state.h"
@@ -10,29 +13,71 @@ namespace sluice::eager {
 namespace internal {
 
 ContextState::~ContextState() {
+  // No tensor is alive (each keeps the state alive through `self`).
   {
     PlainMutexLock lock(&mu);
     dispatcher.reset();
     builder.reset();
+    while (free_tensors != nullptr) {
+      ::operator delete(static_cast<void*>(std::exchange(free_tensors, free_tensors->next)));
+    }
   }
   if (vm != nullptr) vm->Shutdown().IgnoreError();  // nobody is left to report it to
   vm.reset();
   runtime.reset();
 }
 
-TensorState::~TensorState() {
-  // raw_storage(): the blob's Release is this one, so nothing kept its storage yet, and
-  // storage() would read the scheduler's line of the blob.
-  if (!blob || blob->raw_storage() == nullptr) return;
-  PlainMutexLock lock(&context->mu);
-  // Fails only once the VM is shut down; the storage then goes with the blob.
-  // The blob's only hold is ours and goes right after (Tensor::blob() references keep
-  // this state alive), so its storage may wait to be recycled.
-  // A private blob's run takes our hold over: then there is nothing to drop.
-  bool taken = false;
-  context->builder->Release(blob.get(), /*dying=*/true, blob.adopted() ? nullptr : &taken)
-      .IgnoreError();
-  if (taken) blob.Abandon();
+static_assert(sizeof(TensorState) >= sizeof(ContextState::FreeBlock));
+
+TensorState* TensorState::New(ContextState* ctx, vm::OwnedBlob blob) {
+  PlainMutexLock lock(&ctx->mu);
+  return NewLocked(ctx, std::move(blob));
+}
+
+TensorState* TensorState::NewLocked(ContextState* ctx, vm::OwnedBlob blob) {
+  void* memory;
+  if (ctx->free_tensors != nullptr) {
+    memory = std::exchange(ctx->free_tensors, ctx->free_tensors->next);
+    --ctx->free_tensor_count;
+  } else {
+    memory = ::operator new(sizeof(TensorState));
+  }
+  if (ctx->live_tensors++ == 0) ctx->self = ctx->shared_from_this();
+  return new (memory) TensorState(ctx, std::move(blob));
+}
+
+void TensorState::Die() {
+  ContextState* const ctx = context_;
+  // Both go after the unlock, the hold first: the blob's hold goes back through the VM's
+  // reaper (not under our lock), and the context's self-reference may be its last one
+  // (its destructor takes the lock and ends the VM).
+  std::shared_ptr<ContextState> last;
+  vm::OwnedBlob hold;
+  {
+    PlainMutexLock lock(&ctx->mu);
+    // raw_storage(): the blob's Release is this one, so nothing kept its storage yet, and
+    // storage() would read the scheduler's line of the blob.
+    if (blob_ && blob_->raw_storage() != nullptr) {
+      // Fails only once the VM is shut down; the storage then goes with the blob.
+      // The blob's only hold is ours and goes right after (Tensor::blob() references hold
+      // this state), so its storage may wait to be recycled. A private blob's run takes
+      // our hold over: then there is nothing to drop.
+      bool taken = false;
+      ctx->builder->Release(blob_.get(), /*dying=*/true, blob_.adopted() ? nullptr : &taken)
+          .IgnoreError();
+      if (taken) blob_.Abandon();
+    }
+    hold = std::move(blob_);
+    this->~TensorState();
+    if (ctx->free_tensor_count < ContextState::kMaxFreeTensors) {
+      auto* block = new (static_cast<void*>(this)) ContextState::FreeBlock{ctx->free_tensors};
+      ctx->free_tensors = block;
+      ++ctx->free_tensor_count;
+    } else {
+      ::operator delete(static_cast<void*>(this));
+    }
+    if (--ctx->live_tensors == 0) last = std::move(ctx->self);
+  }
 }
 
 }  // namespace internal
@@ -91,7 +136,7 @@ absl::StatusOr<Tensor> Context::FromBytes(DataType dtype, const Shape& shape,
     PlainMutexLock lock(&state_->mu);
     SLUICE_RETURN_IF_ERROR(state_->builder->WriteBlob(blob, bytes));
   }
-  return Tensor(std::make_shared<internal::TensorState>(state_, std::move(blob)));
+  return Tensor(internal::TensorState::New(state_.get(), vm::OwnedBlob(std::move(blob))));
 }
 
 namespace {
@@ -114,9 +159,9 @@ absl::Status CheckTensors(absl::string_view op, const std::vector<std::vector<Te
 
 }  // namespace
 
-absl::Status Context::CheckOwnInput(const std::shared_ptr<internal::ContextState>& state,
-                                    absl::string_view op, const Tensor& t) {
-  if (t.state_->context == state) return absl::OkStatus();
+absl::Status Context::CheckOwnInput(const internal::ContextState* state, absl::string_view op,
+                                    const Tensor& t) {
+  if (t.state_->context() == state) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("op '", op, "': an input belongs to another eager context"));
 }
@@ -137,14 +182,16 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
   ops::SlotBlobs in;
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, inputs, "input", &in));
   for (const std::vector<Tensor>& slot : inputs) {
-    for (const Tensor& t : slot) SLUICE_RETURN_IF_ERROR(CheckOwnInput(state_, op, t));
+    for (const Tensor& t : slot) SLUICE_RETURN_IF_ERROR(CheckOwnInput(state_.get(), op, t));
   }
   absl::StatusOr<ops::SlotBlobs> out = Dispatch(op, in, attrs, device);
   if (!out.ok()) return out.status();
   std::vector<Tensor> tensors;
+  PlainMutexLock lock(&state_->mu);
   for (vm::BlobList& slot : *out) {
     for (vm::BlobRef& blob : slot) {
-      tensors.push_back(Tensor(std::make_shared<internal::TensorState>(state_, std::move(blob))));
+      tensors.push_back(
+          Tensor(internal::TensorState::NewLocked(state_.get(), vm::OwnedBlob(std::move(blob)))));
     }
   }
   return tensors;
@@ -154,11 +201,10 @@ absl::StatusOr<Tensor> Context::CallSingle(absl::string_view op, absl::Span<cons
                                            const vm::AttrMap& attrs, std::optional<Device> device) {
   absl::InlinedVector<const Tensor*, 4> pointers;
   for (const Tensor& t : inputs) pointers.push_back(&t);
-  return CallSingleIn(state_, op, pointers, attrs, device);
+  return CallSingleIn(state_.get(), op, pointers, attrs, device);
 }
 
-absl::StatusOr<Tensor> Context::CallSingleIn(const std::shared_ptr<internal::ContextState>& state,
-                                             absl::string_view op,
+absl::StatusOr<Tensor> Context::CallSingleIn(internal::ContextState* state, absl::string_view op,
                                              absl::Span<const Tensor* const> inputs,
                                              const vm::AttrMap& attrs,
                                              std::optional<Device> device) {
@@ -170,18 +216,16 @@ absl::StatusOr<Tensor> Context::CallSingleIn(const std::shared_ptr<internal::Con
       return absl::InvalidArgumentError(
           absl::StrCat("op '", op, "': input ", s, "[0] is an empty Tensor"));
     }
-    if (t.state_->context != state) SLUICE_RETURN_IF_ERROR(CheckOwnInput(state, op, t));
-    in.push_back(t.state_->blob.get());
+    if (t.state_->context() != state) SLUICE_RETURN_IF_ERROR(CheckOwnInput(state, op, t));
+    in.push_back(t.state_->blob().get());
   }
-  absl::StatusOr<vm::OwnedBlob> out;
-  {
-    PlainMutexLock lock(&state->mu);
-    ops::DispatchOptions options;
-    options.default_device = device.value_or(state->default_device);
-    out = state->dispatcher->CallSingle(op, in, attrs, options);
-  }
+  // The output's tensor state is made under the same hold as the call.
+  PlainMutexLock lock(&state->mu);
+  ops::DispatchOptions options;
+  options.default_device = device.value_or(state->default_device);
+  absl::StatusOr<vm::OwnedBlob> out = state->dispatcher->CallSingle(op, in, attrs, options);
   if (!out.ok()) return out.status();
-  return Tensor(std::make_shared<internal::TensorState>(state, *std::move(out)));
+  return Tensor(internal::TensorState::NewLocked(state, *std::move(out)));
 }
 
 absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vector<Tensor>>& inputs,

@@ -94,15 +94,14 @@ class Context {
   // without a Context handle).
   // `inputs` point to the caller's handles: a braced list of Tensor values would copy each
   // handle (two atomic reference count updates per input and op).
-  static absl::StatusOr<Tensor> CallSingleIn(const std::shared_ptr<internal::ContextState>& state,
-                                             absl::string_view op,
+  static absl::StatusOr<Tensor> CallSingleIn(internal::ContextState* state, absl::string_view op,
                                              absl::Span<const Tensor* const> inputs,
                                              const vm::AttrMap& attrs,
                                              std::optional<Device> device);
   // InvalidArgument naming `op` when `t` (a valid tensor) belongs to a context other than
   // `state`'s.
-  static absl::Status CheckOwnInput(const std::shared_ptr<internal::ContextState>& state,
-                                    absl::string_view op, const Tensor& t);
+  static absl::Status CheckOwnInput(const internal::ContextState* state, absl::string_view op,
+                                    const Tensor& t);
   // Runs `op` through the dispatcher under the context's mutex (Call; CallSingleIn takes
   // the dispatcher's single-output path itself).
   absl::StatusOr<ops::SlotBlobs> Dispatch(absl::string_view op, const ops::SlotBlobs& in,

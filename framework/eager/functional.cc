@@ -17,7 +17,7 @@ struct OpCalls {
     if (inputs.empty() || !inputs[0]->valid()) {
       return absl::InvalidArgumentError(absl::StrCat("op '", op, "': empty Tensor"));
     }
-    return Context::CallSingleIn(inputs[0]->state_->context, op, inputs, attrs, std::nullopt);
+    return Context::CallSingleIn(inputs[0]->state_->context(), op, inputs, attrs, std::nullopt);
   }
 };
 

@@ -8,11 +8,21 @@
 
 namespace sluice::eager {
 
-Device Tensor::device() const { return state_->blob->device(); }
-DataType Tensor::dtype() const { return state_->blob->dtype(); }
-const Shape& Tensor::shape() const { return state_->blob->shape(); }
-vm::BlobRef Tensor::blob() const { return state_->blob.Share(state_); }
-Context Tensor::context() const { return Context(state_->context); }
+void Tensor::Hold(internal::TensorState* state) { state->Ref(); }
+void Tensor::Drop(internal::TensorState* state) { state->Unref(); }
+
+Device Tensor::device() const { return state_->blob()->device(); }
+DataType Tensor::dtype() const { return state_->blob()->dtype(); }
+const Shape& Tensor::shape() const { return state_->blob()->shape(); }
+
+vm::BlobRef Tensor::blob() const {
+  // The reference holds the tensor (and so its storage): its deleter drops that hold.
+  internal::TensorState* state = state_;
+  state->Ref();
+  return vm::BlobRef(state->blob().get(), [state](vm::Blob*) { state->Unref(); });
+}
+
+Context Tensor::context() const { return Context(state_->context()->shared_from_this()); }
 
 absl::StatusOr<Tensor> Tensor::To(Device device) const {
   if (!valid()) return absl::InvalidArgumentError("To: empty Tensor");
@@ -32,13 +42,13 @@ absl::StatusOr<Tensor> Tensor::To(Device device) const {
 
 absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
   if (!valid()) return absl::InvalidArgumentError("ToBytes: empty Tensor");
-  internal::ContextState& ctx = *state_->context;
+  internal::ContextState& ctx = *state_->context();
   SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, ctx.vm->GetStream(StreamKey{device()}));
   if (!home->policy()->host_accessible()) {
     SLUICE_ASSIGN_OR_RETURN(Tensor host, To(Device()));
     return host.ToBytes();
   }
-  std::vector<uint8_t> out(state_->blob->bytes());
+  std::vector<uint8_t> out(state_->blob()->bytes());
   absl::Notification done;
   absl::Status result;
   vm::VirtualMachine* machine = ctx.vm.get();

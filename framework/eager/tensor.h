@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,14 +22,33 @@ class Context;
 namespace internal {
 struct ContextState;
 struct OpCalls;
-struct TensorState;
+class TensorState;
 }  // namespace internal
 
-// Value type (a shared handle). Thread-compatible per handle; several threads may hold
-// handles to one tensor and read it concurrently.
+// Value type (a shared handle: copies count references to one internal::TensorState).
+// Thread-compatible per handle; several threads may hold handles to one tensor and read it
+// concurrently.
 class Tensor {
  public:
   Tensor() = default;  // an empty handle; every accessor but valid() requires a tensor
+  ~Tensor() {
+    if (state_ != nullptr) Drop(state_);
+  }
+  Tensor(const Tensor& other) : state_(other.state_) {
+    if (state_ != nullptr) Hold(state_);
+  }
+  Tensor(Tensor&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  Tensor& operator=(const Tensor& other) {
+    if (other.state_ != nullptr) Hold(other.state_);
+    internal::TensorState* old = std::exchange(state_, other.state_);
+    if (old != nullptr) Drop(old);
+    return *this;
+  }
+  Tensor& operator=(Tensor&& other) noexcept {
+    internal::TensorState* old = std::exchange(state_, std::exchange(other.state_, nullptr));
+    if (old != nullptr) Drop(old);  // after the exchange: `other` may have been a copy of us
+    return *this;
+  }
 
   bool valid() const { return state_ != nullptr; }
   Device device() const;
@@ -56,8 +76,11 @@ class Tensor {
  private:
   friend class Context;
   friend struct internal::OpCalls;
-  explicit Tensor(std::shared_ptr<internal::TensorState> state) : state_(std::move(state)) {}
-  std::shared_ptr<internal::TensorState> state_;
+  // Adopts one reference of `state`.
+  explicit Tensor(internal::TensorState* state) : state_(state) {}
+  static void Hold(internal::TensorState* state);
+  static void Drop(internal::TensorState* state);  // may end the tensor (a Release)
+  internal::TensorState* state_ = nullptr;
 };
 
 template <typename T>

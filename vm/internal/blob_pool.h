@@ -14,6 +14,14 @@
 // hold dropped, so its bytes are free to reuse on its own stream at once. At most `max_parked`
 // blobs of at most Blob::kMaxParkedBytes each wait here (the oldest goes when one more arrives);
 // their bytes count as in use in their allocator until DropParked.
+//
+// Two sides, two locks. The scheduler parks into an inbox (`inbox_mu_`); producers take
+// from a ring of their own (`parked_mu_`) and move the inbox into it only when the ring has
+// no match. So the lock a producer takes per op is one the scheduler never touches: with
+// one lock for both, the producer's per-op take spun (and yielded, and napped) behind the
+// scheduler's bursts of parking whenever the scheduler lost its core inside one, and the
+// lock's line moved between the two cores on every op. Only an overfull set (evictions)
+// makes the scheduler take the producers' lock.
 #ifndef SLUICE_VM_INTERNAL_BLOB_POOL_H_
 #define SLUICE_VM_INTERNAL_BLOB_POOL_H_
 
@@ -43,7 +51,8 @@ namespace sluice::vm::internal {
 class BlobPool {
  public:
   // `max_parked`: how many parked blobs may wait at most (0: none is parked).
-  explicit BlobPool(size_t max_parked = kDefaultMaxParked) : parked_(max_parked) {}
+  explicit BlobPool(size_t max_parked = kDefaultMaxParked)
+      : capacity_(max_parked), parked_(max_parked) {}
   BlobPool(const BlobPool&) = delete;
   BlobPool& operator=(const BlobPool&) = delete;
   ~BlobPool() {
@@ -73,8 +82,7 @@ class BlobPool {
   // private blobs together).
   void DeleteAll(absl::Span<Blob* const> blobs) {
     // Which blobs may be parked is decided before the lock (their fields are in other
-    // cores' caches, and a producer may be waiting for the lock); under it, only pointers
-    // move, a bounded number per hold.
+    // cores' caches); under the inbox's lock, only pointers move.
     absl::InlinedVector<Blob*, 32> parkable;
     for (Blob* blob : blobs) {
       if (Parkable(*blob)) {
@@ -84,26 +92,21 @@ class BlobPool {
         Destroy(blob);
       }
     }
-    absl::InlinedVector<Blob*, kParkPerHold> destroy;
-    for (size_t begin = 0; begin < parkable.size(); begin += kParkPerHold) {
-      const size_t end = std::min(parkable.size(), begin + kParkPerHold);
-      {
-        PlainMutexLock lock(&parked_mu_);
-        for (size_t i = begin; i < end; ++i) {
-          if (parking_closed_ || parked_.capacity() == 0) {
-            destroy.push_back(parkable[i]);
-            continue;
-          }
-          if (parked_.size() == parked_.capacity()) {
-            destroy.push_back(parked_.PopFront());
-            ++evicted_;
-          }
-          parked_.PushBack(parkable[i]);
-        }
+    if (parkable.empty()) return;
+    absl::InlinedVector<Blob*, 32> destroy;
+    bool overfull = false;
+    {
+      PlainMutexLock lock(&inbox_mu_);
+      if (parking_closed_ || capacity_ == 0) {
+        destroy.assign(parkable.begin(), parkable.end());
+      } else {
+        inbox_.insert(inbox_.end(), parkable.begin(), parkable.end());
+        inbox_size_.store(inbox_.size(), std::memory_order_release);
+        overfull = inbox_.size() + ring_size_.load(std::memory_order_relaxed) > capacity_;
       }
-      for (Blob* blob : destroy) Destroy(blob);
-      destroy.clear();
     }
+    for (Blob* blob : destroy) Destroy(blob);
+    if (overfull) EvictOverflow();
   }
 
   // Any thread (a producer): the parked blob of `stream`, `dtype` and `shape`, recycled as
@@ -113,20 +116,10 @@ class BlobPool {
     Blob* found = nullptr;
     {
       PlainMutexLock lock(&parked_mu_);
-      // The most recently parked first; a few only (a miss costs a normal allocation).
-      const size_t n = parked_.size();
-      for (size_t k = 0; k < n && k < kParkedScan; ++k) {
-        Blob* blob = parked_.FromBack(k);
-        if (blob->dtype_ == dtype && blob->storage_->alloc_stream() == stream &&
-            blob->shape_ == shape) {
-          found = blob;
-          parked_.EraseFromBack(k);
-          ++recycled_;
-          // The next op most likely takes the next one: start moving the lines it reads
-          // and writes here now.
-          if (parked_.size() != 0) parked_.FromBack(0)->PrefetchForRecycle();
-          break;
-        }
+      found = FindParkedLocked(stream, dtype, shape);
+      if (found == nullptr && inbox_size_.load(std::memory_order_acquire) != 0) {
+        MoveInboxLocked();
+        found = FindParkedLocked(stream, dtype, shape);
       }
     }
     if (found != nullptr) found->Recycle(new_id());
@@ -139,8 +132,13 @@ class BlobPool {
     std::vector<Blob*> parked;
     {
       PlainMutexLock lock(&parked_mu_);
+      PlainMutexLock inbox_lock(&inbox_mu_);
       parking_closed_ = true;
       while (parked_.size() != 0) parked.push_back(parked_.PopFront());
+      ring_size_.store(0, std::memory_order_relaxed);
+      parked.insert(parked.end(), inbox_.begin(), inbox_.end());
+      inbox_.clear();
+      inbox_size_.store(0, std::memory_order_relaxed);
     }
     for (Blob* blob : parked) Destroy(blob);
   }
@@ -151,14 +149,12 @@ class BlobPool {
     return recycled_;
   }
   // Parked blobs freed to make room for newer ones so far.
-  int64_t evicted() const {
-    PlainMutexLock lock(&parked_mu_);
-    return evicted_;
-  }
+  int64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
   // Blobs parked now.
   int64_t parked() const {
     PlainMutexLock lock(&parked_mu_);
-    return static_cast<int64_t>(parked_.size());
+    PlainMutexLock inbox_lock(&inbox_mu_);
+    return static_cast<int64_t>(parked_.size() + inbox_.size());
   }
   // Retired runs come back in bursts as large as what a producer issues while the
   // scheduler waits for a core (a time slice: thousands of small ops on two cores), so the
@@ -167,7 +163,73 @@ class BlobPool {
 
  private:
   static constexpr size_t kParkedScan = 8;
-  static constexpr size_t kParkPerHold = 64;
+
+  // The parked blob TakeParked looks for, removed from the ring; null when none of the
+  // newest kParkedScan matches.
+  Blob* FindParkedLocked(StreamId stream, DataType dtype, const Shape& shape)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
+    // The most recently parked first; a few only (a miss costs a normal allocation).
+    const size_t n = parked_.size();
+    for (size_t k = 0; k < n && k < kParkedScan; ++k) {
+      Blob* blob = parked_.FromBack(k);
+      if (blob->dtype_ == dtype && blob->storage_->alloc_stream() == stream &&
+          blob->shape_ == shape) {
+        parked_.EraseFromBack(k);
+        ring_size_.store(parked_.size(), std::memory_order_relaxed);
+        ++recycled_;
+        // The next op most likely takes the next one: start moving the lines it reads
+        // and writes here now.
+        if (parked_.size() != 0) parked_.FromBack(0)->PrefetchForRecycle();
+        return blob;
+      }
+    }
+    return nullptr;
+  }
+
+  // Moves the inbox, oldest first, behind the ring's newest; beyond the capacity the
+  // oldest go (destroyed after the locks: their storage goes back to its allocator).
+  void MoveInboxLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
+    std::vector<Blob*> evicted;
+    {
+      PlainMutexLock inbox_lock(&inbox_mu_);
+      for (Blob* blob : inbox_) {
+        if (parked_.size() == parked_.capacity()) {
+          evicted.push_back(parked_.PopFront());
+        }
+        parked_.PushBack(blob);
+      }
+      inbox_.clear();
+      inbox_size_.store(0, std::memory_order_relaxed);
+      ring_size_.store(parked_.size(), std::memory_order_relaxed);
+    }
+    if (!evicted.empty()) {
+      evicted_.fetch_add(static_cast<int64_t>(evicted.size()), std::memory_order_relaxed);
+      for (Blob* blob : evicted) Destroy(blob);
+    }
+  }
+
+  // The scheduler, when ring and inbox together hold more than the capacity: frees the
+  // oldest until they do not.
+  void EvictOverflow() {
+    std::vector<Blob*> evicted;
+    {
+      PlainMutexLock lock(&parked_mu_);
+      PlainMutexLock inbox_lock(&inbox_mu_);
+      size_t inbox_first = 0;
+      while (parked_.size() + (inbox_.size() - inbox_first) > capacity_) {
+        if (parked_.size() != 0) {
+          evicted.push_back(parked_.PopFront());
+        } else {
+          evicted.push_back(inbox_[inbox_first++]);
+        }
+      }
+      inbox_.erase(inbox_.begin(), inbox_.begin() + static_cast<ptrdiff_t>(inbox_first));
+      inbox_size_.store(inbox_.size(), std::memory_order_relaxed);
+      ring_size_.store(parked_.size(), std::memory_order_relaxed);
+    }
+    evicted_.fetch_add(static_cast<int64_t>(evicted.size()), std::memory_order_relaxed);
+    for (Blob* blob : evicted) Destroy(blob);
+  }
 
   // Whether a dead `blob` may be parked: it kept its storage (Blob::ParksStorage), whose
   // bytes were last used by their allocating stream, and no unretired instruction uses it
@@ -223,9 +285,8 @@ class BlobPool {
   Chain<Slot> cache_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> cached_{0};  // approximate: slots in `freed_` and `cache_`
 
-  // Parked blobs, oldest first, in a ring allocated once (the scheduler parks and
-  // producers take: a node-based container would allocate on one thread and free on the
-  // other).
+  // The producers' parked blobs, oldest first, in a ring allocated once (a node-based
+  // container would allocate on one thread and free on another).
   class Ring {
    public:
     explicit Ring(size_t capacity) : slots_(capacity) {}
@@ -256,11 +317,21 @@ class BlobPool {
     size_t first_ = 0;
     size_t size_ = 0;
   };
+  const size_t capacity_;
+  // Producers' side. Lock order: parked_mu_ before inbox_mu_.
   mutable PlainMutex parked_mu_;
   Ring parked_ ABSL_GUARDED_BY(parked_mu_);
-  bool parking_closed_ ABSL_GUARDED_BY(parked_mu_) = false;
   int64_t recycled_ ABSL_GUARDED_BY(parked_mu_) = 0;
-  int64_t evicted_ ABSL_GUARDED_BY(parked_mu_) = 0;
+  // The scheduler's side: blobs parked since producers last looked, oldest first.
+  alignas(64) mutable PlainMutex inbox_mu_;
+  std::vector<Blob*> inbox_ ABSL_GUARDED_BY(inbox_mu_);
+  bool parking_closed_ ABSL_GUARDED_BY(inbox_mu_) = false;
+  // Sizes readable without the other side's lock (each written under its own side's
+  // lock): a producer looks at the inbox only when it holds something, the scheduler
+  // evicts only when the two together exceed the capacity.
+  std::atomic<size_t> inbox_size_{0};
+  alignas(64) std::atomic<size_t> ring_size_{0};
+  std::atomic<int64_t> evicted_{0};
 };
 
 }  // namespace sluice::vm::internal

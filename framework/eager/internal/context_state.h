@@ -1,8 +1,19 @@
-// The state behind eager::Context and eager::Tensor handles (shared by both).
+// The state behind eager::Context and eager::Tensor handles.
+//
+// Ownership. Context handles share a ContextState through std::shared_ptr. Tensors do not
+// hold that count: each TensorState is counted among the context's `live_tensors` (under
+// `mu`, which every op call and every tensor death takes anyway), and while any is alive
+// the state holds a shared_ptr to itself (`self`), so the Runtime and the VM outlive every
+// tensor as before. A TensorState is one object with one atomic count of its own (the
+// Tensor handles and the BlobRefs Tensor::blob() hands out); its memory comes from and
+// returns to a free list of the context's, under the same lock that creates or releases
+// it. Per eager op that is one allocation, one context count update and one lock less
+// than a std::make_shared state holding a shared_ptr to its context.
 #ifndef SLUICE_FRAMEWORK_EAGER_INTERNAL_CONTEXT_STATE_H_
 #define SLUICE_FRAMEWORK_EAGER_INTERNAL_CONTEXT_STATE_H_
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
@@ -18,9 +29,11 @@
 
 namespace sluice::eager::internal {
 
-// Thread-safe: `mu` guards the builder and dispatcher (one producer at a time), the rest is
-// immutable after creation or atomic.
-struct ContextState {
+class TensorState;
+
+// Thread-safe: `mu` guards the builder and dispatcher (one producer at a time) and the
+// tensor bookkeeping; the rest is immutable after creation or atomic.
+struct ContextState : std::enable_shared_from_this<ContextState> {
   ~ContextState();
 
   std::unique_ptr<ep::Runtime> runtime;
@@ -33,24 +46,57 @@ struct ContextState {
   std::unique_ptr<vm::InstructionsBuilder> builder ABSL_GUARDED_BY(mu);
   std::unique_ptr<ops::OpDispatcher> dispatcher ABSL_GUARDED_BY(mu);
   Device default_device ABSL_GUARDED_BY(mu);
+
+  // Tensor states alive in this context, and the reference that keeps the context alive
+  // for them (set while live_tensors > 0).
+  int64_t live_tensors ABSL_GUARDED_BY(mu) = 0;
+  std::shared_ptr<ContextState> self ABSL_GUARDED_BY(mu);
+  // Memory of dead tensor states, for the next ones (a singly linked list through the
+  // blocks; at most kMaxFreeTensors).
+  struct FreeBlock {
+    FreeBlock* next;
+  };
+  FreeBlock* free_tensors ABSL_GUARDED_BY(mu) = nullptr;
+  int free_tensor_count ABSL_GUARDED_BY(mu) = 0;
+  static constexpr int kMaxFreeTensors = 4096;
 };
 
-// One tensor: its blob and the context that keeps the VM alive for it. Destroying it
-// submits a Release of the blob's storage, then drops the blob. The blob is held without
-// reference counting (vm::OwnedBlob); Tensor::blob() hands out BlobRefs that keep this
-// state, and so the blob's storage, alive.
-struct TensorState {
-  TensorState(std::shared_ptr<ContextState> context, vm::OwnedBlob blob)
-      : context(std::move(context)), blob(std::move(blob)) {}
-  TensorState(std::shared_ptr<ContextState> context, vm::BlobRef blob)
-      : context(std::move(context)), blob(std::move(blob)) {}
-  ~TensorState();
+// One tensor: its blob and the context it lives in. Created by TensorState::New, counted
+// by the Tensor handles and BlobRefs that refer to it (Ref/Unref); the last Unref submits
+// a Release of the blob's storage on its last used stream, drops the blob and returns the
+// memory to the context — all under the context's lock, once. The blob is held without
+// reference counting (vm::OwnedBlob).
+//
+// Thread-safe: Ref and Unref from any thread; the rest is immutable while referenced.
+class TensorState {
+ public:
+  // A state with one reference, counted among `ctx`'s live tensors. `ctx` must be alive
+  // (the caller holds a Context handle or a tensor of it).
+  static TensorState* New(ContextState* ctx, vm::OwnedBlob blob) ABSL_LOCKS_EXCLUDED(ctx->mu);
+  // The same, for a caller that holds `ctx->mu`.
+  static TensorState* NewLocked(ContextState* ctx, vm::OwnedBlob blob)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ctx->mu);
+
   TensorState(const TensorState&) = delete;
   TensorState& operator=(const TensorState&) = delete;
 
-  // Declared first, destroyed last: the blob's hold goes back through the context's VM.
-  const std::shared_ptr<ContextState> context;
-  vm::OwnedBlob blob;  // not reassigned (the destructor may abandon it)
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // Drops a reference; the last one ends the tensor (see above).
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) Die();
+  }
+
+  ContextState* context() const { return context_; }
+  const vm::OwnedBlob& blob() const { return blob_; }
+
+ private:
+  TensorState(ContextState* ctx, vm::OwnedBlob blob) : context_(ctx), blob_(std::move(blob)) {}
+  ~TensorState() = default;
+  void Die();
+
+  std::atomic<int32_t> refs_{1};
+  ContextState* const context_;
+  vm::OwnedBlob blob_;  // not reassigned (Die may abandon it)
 };
 
 }  // namespace sluice::eager::internal
