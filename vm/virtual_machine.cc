@@ -163,9 +163,7 @@ absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype,
   // checked when it was first made): most eager outputs take one, with no copy of the
   // shape; the id is drawn only on a hit.
   if (name.empty()) {
-    Blob* parked = blob_pool_.TakeParked(stream->id(), dtype, shape, [this] {
-      return next_blob_id_.fetch_add(1, std::memory_order_relaxed);
-    });
+    Blob* parked = blob_pool_.TakeParked(stream->id(), dtype, shape, next_blob_id_);
     if (parked != nullptr) return parked;
   }
   SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));

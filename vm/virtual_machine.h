@@ -196,8 +196,6 @@ class VirtualMachine {
   // A host thread waited for `instruction`'s completion (for the sync checker).
   void NoteHostWaited(const Instruction& instruction);
   ErrorSink& errors() { return errors_; }
-  // The id the next NewBlob gets (the replayer maps recorded ids onto new ones).
-  uint64_t next_blob_id() const { return next_blob_id_.load(std::memory_order_relaxed); }
 
  private:
   VirtualMachine(ep::Runtime* runtime, VmOptions options);

@@ -109,11 +109,15 @@ class BlobPool {
     if (overfull) EvictOverflow();
   }
 
-  // Any thread (a producer): the parked blob of `stream`, `dtype` and `shape`, recycled as
-  // blob `new_id()` (Blob::Recycle; called only when one is found); null when none waits.
-  template <typename NewId>
-  Blob* TakeParked(StreamId stream, DataType dtype, const Shape& shape, NewId new_id) {
+  // Any thread (a producer): the parked blob of `stream`, `dtype` and `shape`, recycled
+  // under a new id (Blob::Recycle); null when none waits. Ids come from `ids`, the VM's
+  // blob id counter, kIdBlock at a time (so a recycled blob's id is unique but not in
+  // creation order with blobs made meanwhile; an atomic increment per op was a locked
+  // instruction on the producer's per-op path).
+  Blob* TakeParked(StreamId stream, DataType dtype, const Shape& shape,
+                   std::atomic<uint64_t>& ids) {
     Blob* found = nullptr;
+    uint64_t id = 0;
     {
       PlainMutexLock lock(&parked_mu_);
       found = FindParkedLocked(stream, dtype, shape);
@@ -121,8 +125,14 @@ class BlobPool {
         MoveInboxLocked();
         found = FindParkedLocked(stream, dtype, shape);
       }
+      if (found == nullptr) return nullptr;
+      if (next_id_ == end_id_) {
+        next_id_ = ids.fetch_add(kIdBlock, std::memory_order_relaxed);
+        end_id_ = next_id_ + kIdBlock;
+      }
+      id = next_id_++;
     }
-    if (found != nullptr) found->Recycle(new_id());
+    found->Recycle(id);
     return found;
   }
 
@@ -163,6 +173,7 @@ class BlobPool {
 
  private:
   static constexpr size_t kParkedScan = 8;
+  static constexpr uint64_t kIdBlock = 64;
 
   // The parked blob TakeParked looks for, removed from the ring; null when none of the
   // newest kParkedScan matches.
@@ -322,6 +333,8 @@ class BlobPool {
   mutable PlainMutex parked_mu_;
   Ring parked_ ABSL_GUARDED_BY(parked_mu_);
   int64_t recycled_ ABSL_GUARDED_BY(parked_mu_) = 0;
+  uint64_t next_id_ ABSL_GUARDED_BY(parked_mu_) = 0;  // ids [next_id_, end_id_) are ours
+  uint64_t end_id_ ABSL_GUARDED_BY(parked_mu_) = 0;
   // The scheduler's side: blobs parked since producers last looked, oldest first.
   alignas(64) mutable PlainMutex inbox_mu_;
   std::vector<Blob*> inbox_ ABSL_GUARDED_BY(inbox_mu_);

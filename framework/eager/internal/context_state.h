@@ -81,9 +81,15 @@ class TensorState {
   TensorState& operator=(const TensorState&) = delete;
 
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
-  // Drops a reference; the last one ends the tensor (see above).
+  // Drops a reference; the last one ends the tensor (see above). A sole holder sees a count
+  // of 1 and nobody can add to it (a new reference is made from an existing one), so it
+  // skips the atomic decrement — a locked instruction per eager temporary; the acquire
+  // load orders this end after what earlier holders did before dropping theirs.
   void Unref() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) Die();
+    if (refs_.load(std::memory_order_acquire) == 1 ||
+        refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      Die();
+    }
   }
 
   ContextState* context() const { return context_; }
