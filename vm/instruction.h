@@ -45,7 +45,12 @@ using BarrierCallback = absl::AnyInvocable<void()>;
 // Thread-safety follows the lifecycle: the producer owns an instruction until Submit; then
 // the scheduler owns the engine fields and the ThreadCtx worker the execution fields; an
 // instruction is recycled only after it retired.
-class Instruction {
+//
+// Cache-line aligned: the field groups below are laid out by line, and prefetches cover
+// whole lines from the start. Unaligned (malloc's 16 bytes), a step's two producer-written
+// lines straddled three and the third was never prefetched: a miss per step that the
+// producer's next locked instruction waited for (docs/benchmarks.md, 2026-11-25 evening).
+class alignas(64) Instruction {
  public:
   Instruction();
   ~Instruction();
