@@ -38,7 +38,12 @@ absl::Status InstructionsBuilder::CheckUsable(const Blob* blob) const {
 }
 
 absl::StatusOr<Stream*> InstructionsBuilder::LastStream(const Blob& blob) {
-  return vm_->GetStream(blob.raw_storage()->last_used_stream());
+  const StreamId id = blob.raw_storage()->last_used_stream();
+  if (id == last_stream_id_ && last_stream_ != nullptr) return last_stream_;
+  SLUICE_ASSIGN_OR_RETURN(Stream * stream, vm_->GetStream(id));
+  last_stream_id_ = id;
+  last_stream_ = stream;
+  return stream;
 }
 
 absl::Status InstructionsBuilder::SoftSync(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream,

@@ -144,6 +144,10 @@ class InstructionsBuilder {
   Instruction* Allocate();
 
   VirtualMachine* const vm_;
+  // LastStream's most recent answer (streams live as long as the VM): the eager release
+  // path asks for the same stream op after op.
+  StreamId last_stream_id_;
+  Stream* last_stream_ = nullptr;
   bool soft_sync_ = true;
   bool fusion_ = true;
   internal::Chain<Instruction> cache_;

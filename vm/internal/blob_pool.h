@@ -186,7 +186,9 @@ class BlobPool {
       if (blob->dtype_ == dtype && blob->storage_->alloc_stream() == stream &&
           blob->shape_ == shape) {
         parked_.EraseFromBack(k);
-        ring_size_.store(parked_.size(), std::memory_order_relaxed);
+        // ring_size_ may stay high (the scheduler then checks exactly, under the locks,
+        // in EvictOverflow); stored per take, its line left the producer's core each time
+        // the scheduler read it.
         ++recycled_;
         // The next op most likely takes the next one: start moving the lines it reads
         // and writes here now.
@@ -341,7 +343,8 @@ class BlobPool {
   bool parking_closed_ ABSL_GUARDED_BY(inbox_mu_) = false;
   // Sizes readable without the other side's lock (each written under its own side's
   // lock): a producer looks at the inbox only when it holds something, the scheduler
-  // evicts only when the two together exceed the capacity.
+  // evicts only when the two together may exceed the capacity (ring_size_ is at least the
+  // ring's size: takes do not lower it).
   std::atomic<size_t> inbox_size_{0};
   alignas(64) std::atomic<size_t> ring_size_{0};
   std::atomic<int64_t> evicted_{0};
