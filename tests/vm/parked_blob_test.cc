@@ -281,3 +281,56 @@ TEST(ParkedBlobTest, ShutdownFreesParkedStorage) {
 
 }  // namespace
 }  // namespace sluice::vm::testing
+
+namespace sluice::vm::testing {
+namespace {
+
+// Recycled blobs draw their ids in blocks (BlobPool::TakeParked): every blob, recycled or
+// fresh, still gets an id no other blob of the VM had.
+TEST(ParkedBlobIdsTest, RecycledAndFreshBlobsGetDistinctIds) {
+  VmHarness h;
+  BlobRef one = h.NewF32("cpu", 1);
+  SLUICE_ASSERT_OK(h.Fill(one, 1.0, "cpu"));
+  std::vector<uint64_t> ids;
+  for (int round = 0; round < 20; ++round) {
+    MakePrivateTemporaries(h, "cpu", 50, one);
+    SLUICE_ASSERT_OK(h.vm->Sync());
+    ASSERT_TRUE(WaitAllPrivateDead(h)) << h.vm->stats().ToString();
+    // Some of these take parked blobs, the rest are fresh (a named one never is parked).
+    for (int i = 0; i < 60; ++i) ids.push_back(h.NewF32("cpu", 1)->id());
+    ids.push_back(h.NewF32("cpu", 1, "named")->id());
+  }
+  EXPECT_GT(h.vm->stats().recycled_blobs, 0) << h.vm->stats().ToString();
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end()) << "a blob id came twice";
+}
+
+// The scheduler parks into an inbox while the producer takes from its ring, and evicts
+// whenever the two hold more than the bound: with a small bound both happen all the time.
+// The counts must add up and the bound must hold (ThreadSanitizer in CI checks the rest).
+TEST(ParkedBlobIdsTest, ParkingTakingAndEvictingConcurrently) {
+  VmOptions options;
+  options.max_parked_blobs = 16;
+  VmHarness h(options);
+  BlobRef one = h.NewF32("cpu", 1);
+  SLUICE_ASSERT_OK(h.Fill(one, 1.0, "cpu"));
+  for (int round = 0; round < 50; ++round) {
+    // 40 temporaries die together once the hold ends: more than the bound, so some go.
+    MakePrivateTemporaries(h, "cpu", 40, one);
+    // No hold: runs retire (and their blobs park) while this loop takes parked ones.
+    for (int i = 0; i < 200; ++i) {
+      BlobRef t = h.NewF32("cpu", 1);
+      SLUICE_ASSERT_OK(h.FreshAdd(one, one, t, "cpu"));
+      SLUICE_ASSERT_OK(h.builder->Release(t));
+    }
+  }
+  SLUICE_ASSERT_OK(h.vm->Sync());
+  ASSERT_TRUE(WaitAllPrivateDead(h)) << h.vm->stats().ToString();
+  const VmStats stats = h.vm->stats();
+  EXPECT_LE(stats.parked_blobs, 16) << stats.ToString();
+  EXPECT_GT(stats.recycled_blobs, 0) << stats.ToString();
+  EXPECT_GT(stats.evicted_blobs, 0) << stats.ToString();
+}
+
+}  // namespace
+}  // namespace sluice::vm::testing
