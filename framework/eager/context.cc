@@ -48,11 +48,9 @@ TensorState* TensorState::NewLocked(ContextState* ctx, vm::OwnedBlob blob) {
 
 void TensorState::Die() {
   ContextState* const ctx = context_;
-  // Both go after the unlock, the hold first: the blob's hold goes back through the VM's
-  // reaper (not under our lock), and the context's self-reference may be its last one
-  // (its destructor takes the lock and ends the VM).
+  // Dropped after the unlock: it may be the context's last reference (its destructor takes
+  // the lock and ends the VM).
   std::shared_ptr<ContextState> last;
-  vm::OwnedBlob hold;
   {
     PlainMutexLock lock(&ctx->mu);
     // raw_storage(): the blob's Release is this one, so nothing kept its storage yet, and
@@ -67,7 +65,9 @@ void TensorState::Die() {
           .IgnoreError();
       if (taken) blob_.Abandon();
     }
-    hold = std::move(blob_);
+    // Drops the blob's hold (through the VM's reaper) under the lock: this tensor's count
+    // among live_tensors is what keeps the VM alive, and once it is given up below,
+    // another thread's last tensor may end the context and the VM at once.
     this->~TensorState();
     if (ctx->free_tensor_count < ContextState::kMaxFreeTensors) {
       auto* block = new (static_cast<void*>(this)) ContextState::FreeBlock{ctx->free_tensors};
@@ -187,6 +187,9 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
   absl::StatusOr<ops::SlotBlobs> out = Dispatch(op, in, attrs, device);
   if (!out.ok()) return out.status();
   std::vector<Tensor> tensors;
+  size_t n = 0;
+  for (const vm::BlobList& slot : *out) n += slot.size();
+  tensors.reserve(n);  // nothing below allocates for the vector under the lock
   PlainMutexLock lock(&state_->mu);
   for (vm::BlobList& slot : *out) {
     for (vm::BlobRef& blob : slot) {

@@ -102,6 +102,35 @@ TEST(EagerTensorStateTest, ContextLivesAsLongAsItsLastHandleOrTensor) {
   EXPECT_TRUE(again.Sync().ok());
 }
 
+// The last tensors of a context whose handles are all gone die on two threads at once:
+// whichever ends the context (and the VM), the other's blob holds must already be back
+// (each death drops its hold under the context's lock; dropped after it, a hold reached a
+// reaper the other thread had just destroyed — AddressSanitizer in CI reports that).
+TEST(EagerTensorStateTest, LastTensorsDyingOnTwoThreadsEndTheContextOnce) {
+  for (int round = 0; round < 30; ++round) {
+    std::vector<Tensor> mine, theirs;
+    {
+      Context ctx = NewContext();
+      for (int i = 0; i < 50; ++i) {
+        mine.push_back(FillConstant(ctx, Shape({4}), i, DataType::kF32, kCpu).value());
+        theirs.push_back(FillConstant(ctx, Shape({4}), i, DataType::kF32, kSim0).value());
+      }
+      ASSERT_TRUE(ctx.Sync().ok());
+    }
+    std::atomic<int> ready{0};
+    auto drop = [&ready](std::vector<Tensor>* tensors) {
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+      tensors->clear();
+    };
+    std::thread a(drop, &mine);
+    std::thread b(drop, &theirs);
+    a.join();
+    b.join();
+  }
+}
+
 // Tensor churn across two contexts used from two threads: every result right (tensor
 // state memory is reused per context and never crosses between them).
 TEST(EagerTensorStateTest, TwoContextsOnTwoThreads) {

@@ -17,11 +17,12 @@
 //
 // Two sides, two locks. The scheduler parks into an inbox (`inbox_mu_`); producers take
 // from a ring of their own (`parked_mu_`) and move the inbox into it only when the ring has
-// no match. So the lock a producer takes per op is one the scheduler never touches: with
-// one lock for both, the producer's per-op take spun (and yielded, and napped) behind the
+// no match (so "most recently parked first" holds within the ring: the inbox waits for a
+// miss). The lock a producer takes per op is one the scheduler rarely touches: with one
+// lock for both, the producer's per-op take spun (and yielded, and napped) behind the
 // scheduler's bursts of parking whenever the scheduler lost its core inside one, and the
-// lock's line moved between the two cores on every op. Only an overfull set (evictions)
-// makes the scheduler take the producers' lock.
+// lock's line moved between the two cores on every op. The scheduler takes the producers'
+// lock only when a burst may not fit (ParkEvicting), to park and evict in one step.
 #ifndef SLUICE_VM_INTERNAL_BLOB_POOL_H_
 #define SLUICE_VM_INTERNAL_BLOB_POOL_H_
 
@@ -93,20 +94,22 @@ class BlobPool {
       }
     }
     if (parkable.empty()) return;
-    absl::InlinedVector<Blob*, 32> destroy;
-    bool overfull = false;
+    std::vector<Blob*> destroy;
     {
       PlainMutexLock lock(&inbox_mu_);
       if (parking_closed_ || capacity_ == 0) {
         destroy.assign(parkable.begin(), parkable.end());
-      } else {
+      } else if (inbox_.size() + parkable.size() + ring_size_.load(std::memory_order_relaxed) <=
+                 capacity_) {
         inbox_.insert(inbox_.end(), parkable.begin(), parkable.end());
         inbox_size_.store(inbox_.size(), std::memory_order_release);
-        overfull = inbox_.size() + ring_size_.load(std::memory_order_relaxed) > capacity_;
+        return;
       }
     }
+    // Closed, or the set may overflow: the ring's lock too, so that parking and evicting
+    // are one step (nobody sees more than the bound parked).
+    if (destroy.empty()) destroy = ParkEvicting(parkable);
     for (Blob* blob : destroy) Destroy(blob);
-    if (overfull) EvictOverflow();
   }
 
   // Any thread (a producer): the parked blob of `stream`, `dtype` and `shape`, recycled
@@ -118,21 +121,24 @@ class BlobPool {
                    std::atomic<uint64_t>& ids) {
     Blob* found = nullptr;
     uint64_t id = 0;
+    std::vector<Blob*> evicted;  // by the inbox's move; destroyed after the lock
     {
       PlainMutexLock lock(&parked_mu_);
       found = FindParkedLocked(stream, dtype, shape);
       if (found == nullptr && inbox_size_.load(std::memory_order_acquire) != 0) {
-        MoveInboxLocked();
+        MoveInboxLocked(evicted);
         found = FindParkedLocked(stream, dtype, shape);
       }
-      if (found == nullptr) return nullptr;
-      if (next_id_ == end_id_) {
-        next_id_ = ids.fetch_add(kIdBlock, std::memory_order_relaxed);
-        end_id_ = next_id_ + kIdBlock;
+      if (found != nullptr) {
+        if (next_id_ == end_id_) {
+          next_id_ = ids.fetch_add(kIdBlock, std::memory_order_relaxed);
+          end_id_ = next_id_ + kIdBlock;
+        }
+        id = next_id_++;
       }
-      id = next_id_++;
     }
-    found->Recycle(id);
+    for (Blob* blob : evicted) Destroy(blob);
+    if (found != nullptr) found->Recycle(id);
     return found;
   }
 
@@ -187,7 +193,7 @@ class BlobPool {
           blob->shape_ == shape) {
         parked_.EraseFromBack(k);
         // ring_size_ may stay high (the scheduler then checks exactly, under the locks,
-        // in EvictOverflow); stored per take, its line left the producer's core each time
+        // in ParkEvicting); stored per take, its line left the producer's core each time
         // the scheduler read it.
         ++recycled_;
         // The next op most likely takes the next one: start moving the lines it reads
@@ -200,48 +206,45 @@ class BlobPool {
   }
 
   // Moves the inbox, oldest first, behind the ring's newest; beyond the capacity the
-  // oldest go (destroyed after the locks: their storage goes back to its allocator).
-  void MoveInboxLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
-    std::vector<Blob*> evicted;
-    {
-      PlainMutexLock inbox_lock(&inbox_mu_);
-      for (Blob* blob : inbox_) {
-        if (parked_.size() == parked_.capacity()) {
-          evicted.push_back(parked_.PopFront());
-        }
-        parked_.PushBack(blob);
-      }
-      inbox_.clear();
-      inbox_size_.store(0, std::memory_order_relaxed);
-      ring_size_.store(parked_.size(), std::memory_order_relaxed);
+  // oldest go into `evicted` (for the caller to destroy after the locks: their storage
+  // goes back to its allocator).
+  void MoveInboxLocked(std::vector<Blob*>& evicted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
+    PlainMutexLock inbox_lock(&inbox_mu_);
+    for (Blob* blob : inbox_) {
+      if (parked_.size() == parked_.capacity()) evicted.push_back(parked_.PopFront());
+      parked_.PushBack(blob);
     }
+    inbox_.clear();
+    inbox_size_.store(0, std::memory_order_relaxed);
+    ring_size_.store(parked_.size(), std::memory_order_relaxed);
     if (!evicted.empty()) {
       evicted_.fetch_add(static_cast<int64_t>(evicted.size()), std::memory_order_relaxed);
-      for (Blob* blob : evicted) Destroy(blob);
     }
   }
 
-  // The scheduler, when ring and inbox together hold more than the capacity: frees the
-  // oldest until they do not.
-  void EvictOverflow() {
+  // The scheduler, when `blobs` may not fit: under both locks, parks them and frees the
+  // oldest (of ring, then inbox) until ring and inbox together hold at most the capacity.
+  // Returns what to destroy (after the locks): the evicted, or all of `blobs` once
+  // parking is closed.
+  std::vector<Blob*> ParkEvicting(absl::Span<Blob* const> blobs) {
     std::vector<Blob*> evicted;
-    {
-      PlainMutexLock lock(&parked_mu_);
-      PlainMutexLock inbox_lock(&inbox_mu_);
-      size_t inbox_first = 0;
-      while (parked_.size() + (inbox_.size() - inbox_first) > capacity_) {
-        if (parked_.size() != 0) {
-          evicted.push_back(parked_.PopFront());
-        } else {
-          evicted.push_back(inbox_[inbox_first++]);
-        }
+    PlainMutexLock lock(&parked_mu_);
+    PlainMutexLock inbox_lock(&inbox_mu_);
+    if (parking_closed_) return std::vector<Blob*>(blobs.begin(), blobs.end());
+    inbox_.insert(inbox_.end(), blobs.begin(), blobs.end());
+    size_t inbox_first = 0;
+    while (parked_.size() + (inbox_.size() - inbox_first) > capacity_) {
+      if (parked_.size() != 0) {
+        evicted.push_back(parked_.PopFront());
+      } else {
+        evicted.push_back(inbox_[inbox_first++]);
       }
-      inbox_.erase(inbox_.begin(), inbox_.begin() + static_cast<ptrdiff_t>(inbox_first));
-      inbox_size_.store(inbox_.size(), std::memory_order_relaxed);
-      ring_size_.store(parked_.size(), std::memory_order_relaxed);
     }
+    inbox_.erase(inbox_.begin(), inbox_.begin() + static_cast<ptrdiff_t>(inbox_first));
+    inbox_size_.store(inbox_.size(), std::memory_order_release);
+    ring_size_.store(parked_.size(), std::memory_order_relaxed);
     evicted_.fetch_add(static_cast<int64_t>(evicted.size()), std::memory_order_relaxed);
-    for (Blob* blob : evicted) Destroy(blob);
+    return evicted;
   }
 
   // Whether a dead `blob` may be parked: it kept its storage (Blob::ParksStorage), whose
@@ -342,9 +345,10 @@ class BlobPool {
   std::vector<Blob*> inbox_ ABSL_GUARDED_BY(inbox_mu_);
   bool parking_closed_ ABSL_GUARDED_BY(inbox_mu_) = false;
   // Sizes readable without the other side's lock (each written under its own side's
-  // lock): a producer looks at the inbox only when it holds something, the scheduler
-  // evicts only when the two together may exceed the capacity (ring_size_ is at least the
-  // ring's size: takes do not lower it).
+  // lock): a producer looks at the inbox only when it holds something; the scheduler
+  // takes the producers' lock only when the two together may exceed the capacity
+  // (ring_size_ is at least the ring's size: takes do not lower it; ParkEvicting, which
+  // counts exactly, refreshes it).
   std::atomic<size_t> inbox_size_{0};
   alignas(64) std::atomic<size_t> ring_size_{0};
   std::atomic<int64_t> evicted_{0};

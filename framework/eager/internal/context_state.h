@@ -63,9 +63,11 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
 
 // One tensor: its blob and the context it lives in. Created by TensorState::New, counted
 // by the Tensor handles and BlobRefs that refer to it (Ref/Unref); the last Unref submits
-// a Release of the blob's storage on its last used stream, drops the blob and returns the
-// memory to the context — all under the context's lock, once. The blob is held without
-// reference counting (vm::OwnedBlob).
+// a Release of the blob's storage on its last used stream, drops the blob's hold and
+// returns the memory to the context, under one hold of the context's lock (the context's
+// self-reference, when this was its last tensor, goes after the unlock). The blob is held
+// without reference counting (vm::OwnedBlob). A reference is only ever made from another
+// one (Ref on a state someone holds), never from a bare pointer: Unref relies on it.
 //
 // Thread-safe: Ref and Unref from any thread; the rest is immutable while referenced.
 class TensorState {
