@@ -309,9 +309,7 @@ TEST(ParkedBlobIdsTest, RecycledAndFreshBlobsGetDistinctIds) {
 // whenever the two hold more than the bound: with a small bound both happen all the time.
 // The counts must add up and the bound must hold (ThreadSanitizer in CI checks the rest).
 TEST(ParkedBlobIdsTest, ParkingTakingAndEvictingConcurrently) {
-  VmOptions options;
-  options.max_parked_blobs = 16;
-  VmHarness h(options);
+  VmHarness h(WithMaxParked(16));
   BlobRef one = h.NewF32("cpu", 1);
   SLUICE_ASSERT_OK(h.Fill(one, 1.0, "cpu"));
   for (int round = 0; round < 50; ++round) {
