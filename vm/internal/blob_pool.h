@@ -40,6 +40,7 @@
 #include "core/plain_mutex.h"
 #include "core/prefetch.h"
 #include "core/shape.h"
+#include "core/status.h"
 #include "core/stream_id.h"
 #include "vm/blob.h"
 #include "vm/internal/intrusive_queue.h"
@@ -99,8 +100,7 @@ class BlobPool {
       PlainMutexLock lock(&inbox_mu_);
       if (parking_closed_ || capacity_ == 0) {
         destroy.assign(parkable.begin(), parkable.end());
-      } else if (inbox_.size() + parkable.size() + ring_size_.load(std::memory_order_relaxed) <=
-                 capacity_) {
+      } else if (inbox_.size() + parkable.size() + ring_bound_ <= capacity_) {
         inbox_.insert(inbox_.end(), parkable.begin(), parkable.end());
         inbox_size_.store(inbox_.size(), std::memory_order_release);
         return;
@@ -121,12 +121,11 @@ class BlobPool {
                    std::atomic<uint64_t>& ids) {
     Blob* found = nullptr;
     uint64_t id = 0;
-    std::vector<Blob*> evicted;  // by the inbox's move; destroyed after the lock
     {
       PlainMutexLock lock(&parked_mu_);
       found = FindParkedLocked(stream, dtype, shape);
       if (found == nullptr && inbox_size_.load(std::memory_order_acquire) != 0) {
-        MoveInboxLocked(evicted);
+        MoveInboxLocked();
         found = FindParkedLocked(stream, dtype, shape);
       }
       if (found != nullptr) {
@@ -137,7 +136,6 @@ class BlobPool {
         id = next_id_++;
       }
     }
-    for (Blob* blob : evicted) Destroy(blob);
     if (found != nullptr) found->Recycle(id);
     return found;
   }
@@ -151,7 +149,7 @@ class BlobPool {
       PlainMutexLock inbox_lock(&inbox_mu_);
       parking_closed_ = true;
       while (parked_.size() != 0) parked.push_back(parked_.PopFront());
-      ring_size_.store(0, std::memory_order_relaxed);
+      ring_bound_ = 0;
       parked.insert(parked.end(), inbox_.begin(), inbox_.end());
       inbox_.clear();
       inbox_size_.store(0, std::memory_order_relaxed);
@@ -192,9 +190,8 @@ class BlobPool {
       if (blob->dtype_ == dtype && blob->storage_->alloc_stream() == stream &&
           blob->shape_ == shape) {
         parked_.EraseFromBack(k);
-        // ring_size_ may stay high (the scheduler then checks exactly, under the locks,
-        // in ParkEvicting); stored per take, its line left the producer's core each time
-        // the scheduler read it.
+        // ring_bound_ stays as it was (see there): a take writes nothing the scheduler
+        // reads.
         ++recycled_;
         // The next op most likely takes the next one: start moving the lines it reads
         // and writes here now.
@@ -205,21 +202,16 @@ class BlobPool {
     return nullptr;
   }
 
-  // Moves the inbox, oldest first, behind the ring's newest; beyond the capacity the
-  // oldest go into `evicted` (for the caller to destroy after the locks: their storage
-  // goes back to its allocator).
-  void MoveInboxLocked(std::vector<Blob*>& evicted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
+  // Moves the inbox, oldest first, behind the ring's newest. Ring and inbox together never
+  // hold more than the capacity (DeleteAll parks into the inbox only below it, else
+  // ParkEvicting evicts), and the ring's capacity is that: everything fits.
+  void MoveInboxLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(parked_mu_) {
     PlainMutexLock inbox_lock(&inbox_mu_);
-    for (Blob* blob : inbox_) {
-      if (parked_.size() == parked_.capacity()) evicted.push_back(parked_.PopFront());
-      parked_.PushBack(blob);
-    }
+    SLUICE_CHECK(parked_.size() + inbox_.size() <= parked_.capacity());
+    for (Blob* blob : inbox_) parked_.PushBack(blob);
     inbox_.clear();
     inbox_size_.store(0, std::memory_order_relaxed);
-    ring_size_.store(parked_.size(), std::memory_order_relaxed);
-    if (!evicted.empty()) {
-      evicted_.fetch_add(static_cast<int64_t>(evicted.size()), std::memory_order_relaxed);
-    }
+    ring_bound_ = parked_.size();
   }
 
   // The scheduler, when `blobs` may not fit: under both locks, parks them and frees the
@@ -242,7 +234,7 @@ class BlobPool {
     }
     inbox_.erase(inbox_.begin(), inbox_.begin() + static_cast<ptrdiff_t>(inbox_first));
     inbox_size_.store(inbox_.size(), std::memory_order_release);
-    ring_size_.store(parked_.size(), std::memory_order_relaxed);
+    ring_bound_ = parked_.size();
     evicted_.fetch_add(static_cast<int64_t>(evicted.size()), std::memory_order_relaxed);
     return evicted;
   }
@@ -344,13 +336,14 @@ class BlobPool {
   alignas(64) mutable PlainMutex inbox_mu_;
   std::vector<Blob*> inbox_ ABSL_GUARDED_BY(inbox_mu_);
   bool parking_closed_ ABSL_GUARDED_BY(inbox_mu_) = false;
-  // Sizes readable without the other side's lock (each written under its own side's
-  // lock): a producer looks at the inbox only when it holds something; the scheduler
-  // takes the producers' lock only when the two together may exceed the capacity
-  // (ring_size_ is at least the ring's size: takes do not lower it; ParkEvicting, which
-  // counts exactly, refreshes it).
+  // At least the ring's size, for the scheduler's "does it fit" without the producers'
+  // lock: the ring grows only under inbox_mu_ (MoveInboxLocked), which sets it; takes
+  // shrink the ring and leave it (a store per take moved its line away from the producer
+  // whenever the scheduler read it), so it may be high; ParkEvicting counts exactly.
+  size_t ring_bound_ ABSL_GUARDED_BY(inbox_mu_) = 0;
+  // The inbox's size, for a producer to look at the inbox only when it holds something
+  // (written under inbox_mu_, read without it).
   std::atomic<size_t> inbox_size_{0};
-  alignas(64) std::atomic<size_t> ring_size_{0};
   std::atomic<int64_t> evicted_{0};
 };
 

@@ -7,8 +7,8 @@
 // tensor as before. A TensorState is one object with one atomic count of its own (the
 // Tensor handles and the BlobRefs Tensor::blob() hands out); its memory comes from and
 // returns to a free list of the context's, under the same lock that creates or releases
-// it. Per eager op that is one allocation, one context count update and one lock less
-// than a std::make_shared state holding a shared_ptr to its context.
+// it. Per eager op that is one allocation and free and two atomic count updates less than a
+// std::make_shared state holding a shared_ptr to its context.
 #ifndef SLUICE_FRAMEWORK_EAGER_INTERNAL_CONTEXT_STATE_H_
 #define SLUICE_FRAMEWORK_EAGER_INTERNAL_CONTEXT_STATE_H_
 
