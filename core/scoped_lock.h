@@ -1,5 +1,5 @@
 // ScopedLock: holds any lock with Lock()/Unlock() (and abseil's capability annotations) for
-// its scope — the one guard behind PlainMutexLock and ep's SpinLockHolder.
+// its scope — the one guard behind PlainMutexLock and SpinLockHolder.
 #ifndef SLUICE_CORE_SCOPED_LOCK_H_
 #define SLUICE_CORE_SCOPED_LOCK_H_
 

@@ -23,7 +23,7 @@ EventPool::EventPool(Factory factory) : factory_(std::move(factory)) {}
 absl::StatusOr<PooledEvent> EventPool::Borrow() {
   std::unique_ptr<Event> event;
   {
-    internal::SpinLockHolder lock(&idle_lock_);
+    SpinLockHolder lock(&idle_lock_);
     if (!idle_.empty()) {
       event = std::move(idle_.back());
       idle_.pop_back();
@@ -40,12 +40,12 @@ absl::StatusOr<PooledEvent> EventPool::Borrow() {
 }
 
 void EventPool::Return(std::unique_ptr<Event> event) {
-  internal::SpinLockHolder lock(&idle_lock_);
+  SpinLockHolder lock(&idle_lock_);
   idle_.push_back(std::move(event));
 }
 
 size_t EventPool::idle() const {
-  internal::SpinLockHolder lock(&idle_lock_);
+  SpinLockHolder lock(&idle_lock_);
   return idle_.size();
 }
 

@@ -13,8 +13,8 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "core/spin_lock.h"
 #include "ep/event.h"
-#include "ep/internal/spin_lock.h"
 
 namespace sluice::ep {
 
@@ -73,7 +73,7 @@ class EventPool {
   Factory factory_ ABSL_GUARDED_BY(factory_mu_);
   absl::Mutex factory_mu_;  // the factory runs outside idle_lock_: Return never waits on it
   // Borrow and Return are on the VM's hot path and hold the lock for one vector operation.
-  mutable internal::SpinLock idle_lock_;
+  mutable SpinLock idle_lock_;
   std::vector<std::unique_ptr<Event>> idle_ ABSL_GUARDED_BY(idle_lock_);
   // Statistics only: relaxed ordering, no other memory is published through them.
   std::atomic<int64_t> created_{0};

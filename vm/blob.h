@@ -17,10 +17,10 @@
 #include "absl/types/span.h"
 #include "core/data_type.h"
 #include "core/device.h"
+#include "core/intrusive_queue.h"
 #include "core/prefetch.h"
 #include "core/shape.h"
 #include "core/tensor_storage.h"
-#include "vm/internal/intrusive_queue.h"
 
 namespace sluice::vm {
 
@@ -226,11 +226,11 @@ class Blob {
   // run-private blob (FusedCalls::MarkKept); the storage it guards does not change.
   std::atomic<bool> kept_{false};
   Blob* next = nullptr;
-  internal::QueuedChainHeader<Blob> queue_header;
+  QueuedChainHeader<Blob> queue_header;
   template <typename T>
-  friend class internal::IntrusiveQueue;
+  friend class ::sluice::IntrusiveQueue;
   template <typename T>
-  friend struct internal::Chain;
+  friend struct ::sluice::Chain;
 
   // Sync checker only: what retired accesses of this blob certify (see
   // SyncChecker::OnRetire). Scheduler only.

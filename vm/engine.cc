@@ -4,12 +4,16 @@
 
 #include "core/status.h"
 #include "core/thread_name.h"
+#include "vm/internal/blob_pool.h"
+#include "vm/internal/instruction_pool.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 #include "vm/sync_checker.h"
 #include "vm/thread_ctx.h"
 
 namespace sluice::vm {
+
+void Engine::DeleteUnused(Blob* blob) { blobs_->Delete(blob); }
 namespace {
 
 // Heap order for ready instructions: the earliest received on top.
@@ -39,7 +43,7 @@ void Engine::Stop() {
   thread_.join();
 }
 
-void Engine::Submit(internal::Chain<Instruction> chain) {
+void Engine::Submit(Chain<Instruction> chain) {
   Stream* target = chain.tail->stream;
   incoming_.Push(chain);
   // Caller-thread mode: when the last instruction's worker is busy, its end-of-batch kick
@@ -58,7 +62,7 @@ void Engine::Bury(Blob* blob) {
 }
 
 void Engine::DeleteBuried() {
-  internal::Chain<Blob> buried = graveyard_.TakeAll();
+  Chain<Blob> buried = graveyard_.TakeAll();
   for (Blob* blob = buried.head; blob != nullptr;) {
     Blob* next = blob->next;
     SLUICE_CHECK(blob->uses_ == 0);
@@ -67,7 +71,7 @@ void Engine::DeleteBuried() {
   }
 }
 
-void Engine::Complete(internal::Chain<Instruction> chain) {
+void Engine::Complete(Chain<Instruction> chain) {
   completed_.Push(chain);
   Kick();
 }
@@ -97,7 +101,7 @@ void Engine::SchedulerLoop() {
       // microseconds: wait that long for it without touching their buffers (looking would
       // pull each buffer's line away from its producer, the very transfer buffering saves).
       auto work = [this] { return !incoming_.empty() || !completed_.empty(); };
-      if (!internal::Waker::SpinWithBackoff(work, kHoldBackWindow)) {
+      if (!Waker::SpinWithBackoff(work, kHoldBackWindow)) {
         // Still nothing: from here producers hand over at once, and what they held back
         // before, hand_over_ submits now. In that order: a producer whose append missed this
         // look sees the flag (its buffer's lock orders the two).
@@ -125,8 +129,8 @@ void Engine::Step() {
   // Taken first: every instruction using a buried blob was accepted before the blob's last
   // reference went away, so it is received in this pass at the latest (held-back ones
   // once hand_over_ ran).
-  internal::Chain<Blob> buried = graveyard_.TakeAll();
-  internal::Chain<Instruction> done = completed_.TakeAll();
+  Chain<Blob> buried = graveyard_.TakeAll();
+  Chain<Instruction> done = completed_.TakeAll();
   for (Instruction* instruction = done.head; instruction != nullptr;) {
     Instruction* next = instruction->next;
     Retire(instruction);
@@ -158,7 +162,7 @@ void Engine::Step() {
   // A batch still arriving in parts may name any retired instruction as a predecessor:
   // keep them (retired, not reused) until its last part is in.
   if (open_batches_ == 0 && !recycled_.empty()) {
-    internal::Chain<Instruction> reset;
+    Chain<Instruction> reset;
     for (Instruction* instruction = recycled_.head; instruction != nullptr;) {
       Instruction* next = instruction->next;
       // Reset writes most of an instruction's lines, some last written on other cores.
@@ -176,12 +180,12 @@ void Engine::Step() {
       dead_private_.clear();
     }
     pool_->Recycle(std::move(reset));
-    recycled_ = internal::Chain<Instruction>();
+    recycled_ = Chain<Instruction>();
   }
 }
 
 void Engine::ReceiveIncoming() {
-  internal::Chain<Instruction> incoming = incoming_.TakeAll();
+  Chain<Instruction> incoming = incoming_.TakeAll();
   for (Instruction* instruction = incoming.head; instruction != nullptr;) {
     Instruction* next = instruction->next;
     // Each instruction's lines were last written on the producer's core: start moving the
@@ -294,7 +298,7 @@ void Engine::DispatchReady() {
     auto it = std::find_if(outgoing_.begin(), outgoing_.end(),
                            [ctx](const auto& entry) { return entry.first == ctx; });
     if (it == outgoing_.end()) {
-      outgoing_.emplace_back(ctx, internal::Chain<Instruction>());
+      outgoing_.emplace_back(ctx, Chain<Instruction>());
       it = outgoing_.end() - 1;
     }
     it->second.PushBack(instruction);
@@ -302,7 +306,7 @@ void Engine::DispatchReady() {
   // From here on each instruction belongs to its worker until it comes back completed.
   for (auto& [ctx, chain] : outgoing_) {
     if (!chain.empty()) ctx->Dispatch(std::move(chain));
-    chain = internal::Chain<Instruction>();
+    chain = Chain<Instruction>();
   }
 }
 

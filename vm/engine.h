@@ -41,16 +41,18 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "core/intrusive_queue.h"
+#include "core/waker.h"
 #include "vm/instruction.h"
-#include "vm/internal/blob_pool.h"
-#include "vm/internal/instruction_pool.h"
-#include "vm/internal/intrusive_queue.h"
-#include "vm/internal/waker.h"
 
 namespace sluice::vm {
 
 class SyncChecker;
 class ThreadCtx;
+namespace internal {
+class BlobPool;
+class InstructionPool;
+}  // namespace internal
 
 struct EngineOptions {
   bool dedicated_thread = true;
@@ -80,9 +82,9 @@ class Engine {
     return !options_.dedicated_thread || wants_work_.load(std::memory_order_seq_cst);
   }
   // Any thread: submitted instructions, in order (room reserved in the pool).
-  void Submit(internal::Chain<Instruction> chain);
+  void Submit(Chain<Instruction> chain);
   // ThreadCtx workers: completed instructions.
-  void Complete(internal::Chain<Instruction> chain);
+  void Complete(Chain<Instruction> chain);
   // Any thread, once every instruction retired: stops the scheduler thread.
   void Stop();
   // Any thread: wakes the scheduler thread, or (caller-thread mode) schedules now unless
@@ -97,7 +99,7 @@ class Engine {
   void DeleteBuried();
   // Any thread: deletes a blob no instruction can use any more (a run-private blob whose
   // last hold was dropped), keeping its memory for new blobs.
-  void DeleteUnused(Blob* blob) { blobs_->Delete(blob); }
+  void DeleteUnused(Blob* blob);
 
  private:
   bool DispatchSatisfies(const Instruction& from, const Instruction& to) const;
@@ -128,14 +130,14 @@ class Engine {
   internal::InstructionPool* const pool_;
   internal::BlobPool* const blobs_;
 
-  internal::IntrusiveQueue<Instruction> incoming_;
-  internal::IntrusiveQueue<Instruction> completed_;
-  internal::IntrusiveQueue<Blob> graveyard_;
+  IntrusiveQueue<Instruction> incoming_;
+  IntrusiveQueue<Instruction> completed_;
+  IntrusiveQueue<Blob> graveyard_;
 
   // Caller-thread mode: kicks not yet served; the thread that raises it from 0 schedules.
   std::atomic<int64_t> requests_{0};
   // Dedicated mode.
-  internal::Waker waker_;
+  Waker waker_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> wants_work_{true};
   absl::AnyInvocable<void()> hand_over_;
@@ -143,10 +145,10 @@ class Engine {
 
   // Scheduler state (Step only).
   std::vector<Instruction*> ready_;
-  std::vector<std::pair<ThreadCtx*, internal::Chain<Instruction>>> outgoing_;
+  std::vector<std::pair<ThreadCtx*, Chain<Instruction>>> outgoing_;
   std::vector<std::pair<Instruction*, int64_t>> barriers_;  // barrier, earlier unretired
   std::vector<Instruction*> fired_;
-  internal::Chain<Instruction> recycled_;
+  Chain<Instruction> recycled_;
   std::vector<Blob*> dead_private_;  // run-private blobs the recycled runs held last
   uint64_t received_ = 0;
   int open_batches_ = 0;  // batches whose first part arrived and last part did not

@@ -99,10 +99,10 @@ class alignas(64) Instruction {
   Stream* wait_target = nullptr;  // StreamWait only
 
   // --- Engine (scheduler thread only). ---
-  int32_t pending = 0;                                    // unsatisfied incoming edges
-  Instruction* next = nullptr;                            // link in IntrusiveQueue / Chain
-  internal::QueuedChainHeader<Instruction> queue_header;  // see IntrusiveQueue
-  uint64_t received = 0;  // receive order (Barrier: what "earlier" means)
+  int32_t pending = 0;                          // unsatisfied incoming edges
+  Instruction* next = nullptr;                  // link in IntrusiveQueue / Chain
+  QueuedChainHeader<Instruction> queue_header;  // see IntrusiveQueue
+  uint64_t received = 0;                        // receive order (Barrier: what "earlier" means)
 
   // --- Engine (continued). Successors whose edge from this instruction is satisfied once it
   // is dispatched (its ThreadCtx launches in order) or once it is done.

@@ -4,25 +4,27 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "core/status.h"
+#include "vm/blob_access_waiter.h"
+#include "vm/internal/submit_buffer.h"
 #include "vm/stream.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::vm {
 
-InstructionsBuilder::InstructionsBuilder(VirtualMachine* vm) : vm_(vm) {
-  vm_->AttachBuffer(&buffer_);
+InstructionsBuilder::InstructionsBuilder(VirtualMachine* vm)
+    : vm_(vm), port_(vm), buffer_(std::make_unique<internal::SubmitBuffer>()) {
+  port_.AttachBuffer(buffer_.get());
 }
 
 InstructionsBuilder::~InstructionsBuilder() {
-  vm_->DetachBuffer(&buffer_);
-  vm_->ReturnUnusedInstructions(std::move(cache_));
+  port_.DetachBuffer(buffer_.get());
+  port_.ReturnUnused(std::move(cache_));
 }
 
-void InstructionsBuilder::Flush() { vm_->HandOverBuffers(); }
+void InstructionsBuilder::Flush() { port_.HandOverBuffers(); }
 
-Instruction* InstructionsBuilder::Allocate() { return vm_->AllocateInstruction(cache_); }
+Instruction* InstructionsBuilder::Allocate() { return port_.Allocate(cache_); }
 
 absl::Status InstructionsBuilder::CheckUsable(const Blob* blob) const {
   if (blob == nullptr) return absl::InvalidArgumentError("null blob");
@@ -47,7 +49,7 @@ absl::StatusOr<Stream*> InstructionsBuilder::LastStream(const Blob& blob) {
 }
 
 absl::Status InstructionsBuilder::SoftSync(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream,
-                                           internal::Chain<Instruction>& chain) {
+                                           Chain<Instruction>& chain) {
   if (soft_sync_) {
     // Group blobs by last stream: one sync per (last stream -> this stream) pair.
     absl::InlinedVector<std::pair<StreamId, BlobPtrs>, 2> groups;
@@ -124,15 +126,15 @@ absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan i
         absl::StrCat("op '", kernel.name(), "' output: ", CheckUsable(blob).message()));
   }
   if (fusion_ && vm_->fusion() && LastUsedOn(inputs, outputs, *stream) &&
-      vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
+      port_.AppendToOpenRun(buffer_.get(), stream, [&](FusedCalls& run, Instruction* head) {
         run.AddCall(head, kernel, inputs, outputs, std::move(attrs), fresh_outputs);
       })) {
     return absl::OkStatus();  // the operands' last use is `stream` already
   }
-  internal::Chain<Instruction> chain;
+  Chain<Instruction> chain;
   absl::Status synced = SoftSync(inputs, outputs, stream, chain);
   if (!synced.ok()) {
-    vm_->FreeInstructions(std::move(chain));
+    port_.Free(std::move(chain));
     return synced;
   }
   Instruction* call = Allocate();
@@ -145,7 +147,7 @@ absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan i
   call->inputs.assign(inputs.begin(), inputs.end());
   call->outputs.assign(outputs.begin(), outputs.end());
   chain.PushBack(call);
-  SLUICE_RETURN_IF_ERROR(vm_->SubmitBuffered(&buffer_, std::move(chain), /*open=*/fusion_));
+  SLUICE_RETURN_IF_ERROR(port_.SubmitBuffered(buffer_.get(), std::move(chain), /*open=*/fusion_));
   // Only work that was accepted moves a blob's last use: a refused call leaves the soft-sync
   // state as it was, so the next call still syncs against the real last user.
   SetLastUse(inputs, outputs, stream);
@@ -165,9 +167,9 @@ absl::Status InstructionsBuilder::StreamWait(BlobSpan blobs, Stream* from, Strea
   sync->stream = from;
   sync->wait_target = to;
   sync->outputs = ToPtrs(blobs);
-  internal::Chain<Instruction> chain;
+  Chain<Instruction> chain;
   chain.PushBack(sync);
-  return vm_->Submit(std::move(chain));
+  return port_.Submit(std::move(chain));
 }
 
 absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
@@ -177,9 +179,9 @@ absl::Status InstructionsBuilder::RecordEvent(BlobSpan blobs, Stream* stream) {
   sync->kind = InstructionKind::kRecordEvent;
   sync->stream = stream;
   sync->outputs = ToPtrs(blobs);
-  internal::Chain<Instruction> chain;
+  Chain<Instruction> chain;
   chain.PushBack(sync);
-  return vm_->Submit(std::move(chain));
+  return port_.Submit(std::move(chain));
 }
 
 absl::Status InstructionsBuilder::Release(Blob* blob, bool dying, bool* hold_taken) {
@@ -190,7 +192,7 @@ absl::Status InstructionsBuilder::Release(Blob* blob, bool dying, bool* hold_tak
   // worker); a refused Release leaves the blob usable, so the mark is harmless there.
   blob->released_dying_ = dying;
   if (fusion_ && vm_->fusion() &&
-      vm_->AppendToOpenRun(&buffer_, stream, [&](FusedCalls& run, Instruction* head) {
+      port_.AppendToOpenRun(buffer_.get(), stream, [&](FusedCalls& run, Instruction* head) {
         const bool taken = run.AddRelease(head, blob, dying && hold_taken != nullptr);
         if (hold_taken != nullptr) *hold_taken = taken;
       })) {
@@ -202,11 +204,11 @@ absl::Status InstructionsBuilder::Release(Blob* blob, bool dying, bool* hold_tak
   release->stream = stream;
   release->outputs.push_back(blob);
   release->keeps_storage = blob->ParksStorage();
-  internal::Chain<Instruction> chain;
+  Chain<Instruction> chain;
   chain.PushBack(release);
   // Held back like a call (a freed tensor's storage returns a little later): the engine
   // receives this builder's instructions in the order it issued them either way.
-  SLUICE_RETURN_IF_ERROR(vm_->SubmitBuffered(&buffer_, std::move(chain), /*open=*/fusion_));
+  SLUICE_RETURN_IF_ERROR(port_.SubmitBuffered(buffer_.get(), std::move(chain), /*open=*/fusion_));
   blob->released_ = true;  // only once the release was accepted
   return absl::OkStatus();
 }
@@ -227,9 +229,9 @@ absl::Status InstructionsBuilder::AccessBlob(
   (write ? access->outputs : access->inputs).push_back(blob.get());
   access->blob_callback = std::move(callback);
   access->on_retire = std::move(on_retire);
-  internal::Chain<Instruction> chain;
+  Chain<Instruction> chain;
   chain.PushBack(access);
-  return vm_->Submit(std::move(chain));
+  return port_.Submit(std::move(chain));
 }
 
 absl::Status InstructionsBuilder::WriteBlob(const BlobRef& blob, absl::Span<const uint8_t> bytes) {
@@ -238,43 +240,29 @@ absl::Status InstructionsBuilder::WriteBlob(const BlobRef& blob, absl::Span<cons
     return absl::InvalidArgumentError(absl::StrCat("WriteBlob: ", blob->DebugName(), " holds ",
                                                    blob->bytes(), " bytes, got ", bytes.size()));
   }
-  absl::Notification done;
-  absl::Status result;
-  VirtualMachine* vm = vm_;
+  BlobAccessWaiter waiter(vm_);
   SLUICE_RETURN_IF_ERROR(AccessBlob(
       blob, /*write=*/true,
       [bytes](void* data, size_t n) {
         if (n > 0) std::memcpy(data, bytes.data(), n);
         return absl::OkStatus();
       },
-      [&](const Instruction& i) {
-        result = i.status;
-        vm->NoteHostWaited(i);
-        done.Notify();
-      }));
-  done.WaitForNotification();
-  return result;
+      waiter.OnRetire()));
+  return waiter.Wait();
 }
 
 absl::StatusOr<std::vector<uint8_t>> InstructionsBuilder::ReadBlob(const BlobRef& blob) {
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   std::vector<uint8_t> out(blob->bytes());
-  absl::Notification done;
-  absl::Status result;
-  VirtualMachine* vm = vm_;
+  BlobAccessWaiter waiter(vm_);
   SLUICE_RETURN_IF_ERROR(AccessBlob(
       blob, /*write=*/false,
       [&out](void* data, size_t n) {
         if (n > 0) std::memcpy(out.data(), data, n);
         return absl::OkStatus();
       },
-      [&](const Instruction& i) {
-        result = i.status;
-        vm->NoteHostWaited(i);
-        done.Notify();
-      }));
-  done.WaitForNotification();
-  if (!result.ok()) return result;
+      waiter.OnRetire()));
+  SLUICE_RETURN_IF_ERROR(waiter.Wait());
   return out;
 }
 
@@ -282,9 +270,9 @@ absl::Status InstructionsBuilder::Barrier(BarrierCallback callback) {
   Instruction* barrier = Allocate();
   barrier->kind = InstructionKind::kBarrier;
   barrier->barrier_callback = std::move(callback);
-  internal::Chain<Instruction> chain;
+  Chain<Instruction> chain;
   chain.PushBack(barrier);
-  return vm_->Submit(std::move(chain));
+  return port_.Submit(std::move(chain));
 }
 
 }  // namespace sluice::vm

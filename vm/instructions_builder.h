@@ -29,13 +29,13 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/intrusive_queue.h"
 #include "vm/attrs.h"
 #include "vm/blob.h"
 #include "vm/fused_calls.h"
 #include "vm/instruction.h"
-#include "vm/internal/intrusive_queue.h"
-#include "vm/internal/submit_buffer.h"
 #include "vm/kernel.h"
+#include "vm/producer_port.h"
 #include "vm/stream.h"
 
 namespace sluice::vm {
@@ -136,7 +136,7 @@ class InstructionsBuilder {
   absl::StatusOr<Stream*> LastStream(const Blob& blob);
   // Appends the sync instructions `stream` needs before using the operands.
   absl::Status SoftSync(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream,
-                        internal::Chain<Instruction>& chain);
+                        Chain<Instruction>& chain);
   // Records `stream` as the operands' last user (after a successful submit).
   static void SetLastUse(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream);
   // True when every operand was last used on `stream` (a call then needs no sync).
@@ -144,16 +144,17 @@ class InstructionsBuilder {
   Instruction* Allocate();
 
   VirtualMachine* const vm_;
+  ProducerPort port_;
   // LastStream's most recent answer (streams live as long as the VM): the eager release
   // path asks for the same stream op after op.
   StreamId last_stream_id_;
   Stream* last_stream_ = nullptr;
   bool soft_sync_ = true;
   bool fusion_ = true;
-  internal::Chain<Instruction> cache_;
+  Chain<Instruction> cache_;
   // What Call submitted but the VM holds back while its scheduler is busy
-  // (VirtualMachine::SubmitBuffered: up to max_buffered() instructions).
-  internal::SubmitBuffer buffer_;
+  // (ProducerPort::SubmitBuffered: up to max_buffered() instructions).
+  const std::unique_ptr<internal::SubmitBuffer> buffer_;
 };
 
 }  // namespace sluice::vm

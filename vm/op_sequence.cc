@@ -60,7 +60,7 @@ bool OpSequence::Await(const Wait& wait, uint64_t run_tag, KernelContext& ctx) c
     return (progress & ~uint64_t{0xFFFFFFFF}) == run_tag &&
            static_cast<uint32_t>(progress) >= steps;
   };
-  if (internal::Waker::SpinWithBackoff(passed, kWaitSpin)) return true;
+  if (Waker::SpinWithBackoff(passed, kWaitSpin)) return true;
   while (!source.progress_waker_.WaitFor(passed, kCancelPoll)) {
     if (ctx.vm_cancelling()) return false;
   }

@@ -24,10 +24,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "core/waker.h"
 #include "vm/attrs.h"
 #include "vm/blob.h"
 #include "vm/instruction.h"
-#include "vm/internal/waker.h"
 #include "vm/kernel.h"
 
 namespace sluice::vm {
@@ -106,7 +106,7 @@ class OpSequence final : public OpKernel {
   const std::atomic<uint32_t>* run_ = nullptr;
   // (run number << 32) | steps passed, announced after steps others wait for.
   mutable std::atomic<uint64_t> progress_{0};
-  mutable internal::Waker progress_waker_;
+  mutable Waker progress_waker_;
   int op_calls_ = 0;
   const std::atomic<bool>* cancel_ = nullptr;
   std::atomic<int64_t>* ops_run_ = nullptr;

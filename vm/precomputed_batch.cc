@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "vm/producer_port.h"
 #include "vm/stream.h"
 #include "vm/virtual_machine.h"
 
@@ -88,13 +89,14 @@ absl::Status PrecomputedBatch::Submit(VirtualMachine* vm) {
     validated_ = nodes_.size();
   }
   if (nodes_.empty()) return absl::OkStatus();
-  SLUICE_RETURN_IF_ERROR(vm->ReserveBatch(static_cast<int64_t>(nodes_.size())));
+  ProducerPort port(vm);
+  SLUICE_RETURN_IF_ERROR(port.ReserveBatch(static_cast<int64_t>(nodes_.size())));
   instructions_.resize(nodes_.size());
-  internal::Chain<Instruction> part;
+  Chain<Instruction> part;
   bool first = true;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
-    Instruction* instruction = vm->AllocateInstruction(cache_);
+    Instruction* instruction = port.Allocate(cache_);
     instruction->kind = node.kind;
     instruction->stream = node.stream;
     instruction->wait_target = node.wait_target;
@@ -108,14 +110,14 @@ absl::Status PrecomputedBatch::Submit(VirtualMachine* vm) {
     part.PushBack(instruction);
     const bool last = i + 1 == nodes_.size();
     if (part.size == kPartSize || last) {
-      vm->SubmitBatchPart(std::move(part), first, last);
-      part = internal::Chain<Instruction>();
+      port.SubmitBatchPart(std::move(part), first, last);
+      part = Chain<Instruction>();
       first = false;
     }
   }
   // Give unused cached instructions back so the batch never holds VM memory between runs.
-  vm->ReturnUnusedInstructions(std::move(cache_));
-  cache_ = internal::Chain<Instruction>();
+  port.ReturnUnused(std::move(cache_));
+  cache_ = Chain<Instruction>();
   return absl::OkStatus();
 }
 

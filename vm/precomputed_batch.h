@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/intrusive_queue.h"
 #include "vm/attrs.h"
 #include "vm/blob.h"
 #include "vm/instruction.h"
-#include "vm/internal/intrusive_queue.h"
 #include "vm/kernel.h"
 #include "vm/stream.h"
 
@@ -65,7 +65,7 @@ class PrecomputedBatch {
   size_t validated_ = 0;                    // nodes_[0, validated_) passed Validate
   std::vector<Instruction*> instructions_;  // Submit's scratch: node index -> instruction
   int64_t edges_ = 0;
-  internal::Chain<Instruction> cache_;  // must be empty when the VM goes away
+  Chain<Instruction> cache_;  // must be empty when the VM goes away
 };
 
 }  // namespace sluice::vm

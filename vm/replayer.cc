@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
+#include "vm/producer_port.h"
 #include "vm/recorder.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
@@ -145,8 +146,8 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
   ReplayResult result;
   std::vector<BlobRef> blobs(program.blobs.size());
   std::vector<int> drop;  // blobs whose last use is in the chain being built
-  internal::Chain<Instruction> cache;
-  internal::Chain<Instruction> chain;
+  Chain<Instruction> cache;
+  Chain<Instruction> chain;
 
   auto blob = [&](int b) -> absl::StatusOr<Blob*> {
     if (blobs[b] == nullptr) {
@@ -158,8 +159,8 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
     return blobs[b].get();
   };
   auto flush = [&]() -> absl::Status {
-    absl::Status status = vm_->Submit(std::move(chain));
-    chain = internal::Chain<Instruction>();
+    absl::Status status = ProducerPort(vm_).Submit(std::move(chain));
+    chain = Chain<Instruction>();
     // The engine keeps submitted blobs alive; the replay's own references can go.
     for (int b : drop) blobs[b].reset();
     drop.clear();
@@ -170,8 +171,8 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
     if (result.op_error.ok()) result.op_error = status;
   };
   auto finish = [&](absl::Status status) -> absl::Status {
-    if (!chain.empty()) vm_->FreeInstructions(std::move(chain));
-    vm_->ReturnUnusedInstructions(std::move(cache));
+    if (!chain.empty()) ProducerPort(vm_).Free(std::move(chain));
+    ProducerPort(vm_).ReturnUnused(std::move(cache));
     return status;
   };
 
@@ -197,7 +198,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
     for (; i < end; ++i) {
       const RecordedInstruction& r = program.instructions[i];
       const Resolved& where = resolved_[i];
-      Instruction* instruction = vm_->AllocateInstruction(cache);
+      Instruction* instruction = ProducerPort(vm_).Allocate(cache);
       chain.PushBack(instruction);
       instruction->kind = r.kind;
       instruction->stream = where.stream;

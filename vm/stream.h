@@ -10,8 +10,8 @@
 #include <string>
 
 #include "core/stream_id.h"
+#include "core/waker.h"
 #include "ep/stream.h"
-#include "vm/internal/waker.h"
 
 namespace sluice::vm {
 
@@ -64,7 +64,7 @@ class Stream {
   // streams only): written by the worker (seq_cst, then `progress.Notify()`), read by
   // workers of other ThreadCtxs waiting for it.
   alignas(64) std::atomic<uint64_t> ran_seq{0};
-  internal::Waker progress;
+  Waker progress;
 
  private:
   ep::Stream* const ep_stream_;

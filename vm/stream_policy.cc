@@ -32,11 +32,11 @@ class HostStreamPolicy final : public StreamPolicy {
  public:
   bool synchronous() const override { return true; }
   bool host_accessible() const override { return true; }
-  void OnLaunched(Stream&, Instruction* instruction, internal::Chain<Instruction>& done) override {
+  void OnLaunched(Stream&, Instruction* instruction, Chain<Instruction>& done) override {
     done.PushBack(instruction);
   }
-  void Flush(Stream&, ThreadCtx&, internal::Chain<Instruction>&) override {}
-  void Collect(Stream&, internal::Chain<Instruction>&) override {}
+  void Flush(Stream&, ThreadCtx&, Chain<Instruction>&) override {}
+  void Collect(Stream&, Chain<Instruction>&) override {}
   bool HasUnretired(const Stream&) const override { return false; }
 };
 
@@ -47,13 +47,12 @@ class AsyncStreamPolicy final : public StreamPolicy {
   bool synchronous() const override { return false; }
   bool host_accessible() const override { return host_accessible_; }
 
-  void OnLaunched(Stream& stream, Instruction* instruction,
-                  internal::Chain<Instruction>&) override {
+  void OnLaunched(Stream& stream, Instruction* instruction, Chain<Instruction>&) override {
     stream.unretired.push_back(instruction);
     ++stream.since_point;
   }
 
-  void Flush(Stream& stream, ThreadCtx& ctx, internal::Chain<Instruction>& done) override {
+  void Flush(Stream& stream, ThreadCtx& ctx, Chain<Instruction>& done) override {
     if (stream.since_point == 0) return;
     // Two pointers: fits the HostTask's inline storage, so a completion point never
     // allocates.
@@ -79,7 +78,7 @@ class AsyncStreamPolicy final : public StreamPolicy {
     stream.since_point = 0;
   }
 
-  void Collect(Stream& stream, internal::Chain<Instruction>& done) override {
+  void Collect(Stream& stream, Chain<Instruction>& done) override {
     const uint64_t reached = stream.points_reached.load(std::memory_order_acquire);
     while (stream.points_seen < reached && !stream.point_sizes.empty()) {
       size_t n = stream.point_sizes.front();

@@ -13,9 +13,9 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "core/intrusive_queue.h"
 #include "ep/stream.h"
 #include "vm/instruction.h"
-#include "vm/internal/intrusive_queue.h"
 #include "vm/stream.h"
 
 namespace sluice::vm {
@@ -35,13 +35,12 @@ class StreamPolicy {
 
   // `instruction` was just launched on `stream`: append it to `done` if it is complete,
   // or track it until it is.
-  virtual void OnLaunched(Stream& stream, Instruction* instruction,
-                          internal::Chain<Instruction>& done) = 0;
+  virtual void OnLaunched(Stream& stream, Instruction* instruction, Chain<Instruction>& done) = 0;
   // After a batch: arrange for everything launched on `stream` to be reported complete
   // eventually (the ThreadCtx is poked when that may have happened).
-  virtual void Flush(Stream& stream, ThreadCtx& ctx, internal::Chain<Instruction>& done) = 0;
+  virtual void Flush(Stream& stream, ThreadCtx& ctx, Chain<Instruction>& done) = 0;
   // Appends instructions of `stream` known complete since the last call.
-  virtual void Collect(Stream& stream, internal::Chain<Instruction>& done) = 0;
+  virtual void Collect(Stream& stream, Chain<Instruction>& done) = 0;
   // True when `stream` has launched instructions not yet reported complete.
   virtual bool HasUnretired(const Stream& stream) const = 0;
 };

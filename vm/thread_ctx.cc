@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "core/spin_wait.h"
 #include "core/status.h"
 #include "core/thread_name.h"
-#include "ep/internal/spin_wait.h"
 #include "vm/engine.h"
 #include "vm/instruction_executor.h"
 #include "vm/stream.h"
@@ -29,7 +29,7 @@ void ThreadCtx::Start() {
   });
 }
 
-void ThreadCtx::Dispatch(internal::Chain<Instruction> chain) {
+void ThreadCtx::Dispatch(Chain<Instruction> chain) {
   if (queue_.Push(chain)) waker_.Notify();
 }
 
@@ -65,7 +65,7 @@ void ThreadCtx::AwaitRan(const Instruction::HostWait& wait) const {
   if (ran()) return;
   // The other worker is usually one op away: spin (yielding the core after a moment, in
   // case that worker is waiting for it), then park until it announces progress.
-  if (ep::internal::SpinFor(ran, spin_)) return;
+  if (SpinFor(ran, spin_)) return;
   stream->progress.Wait(ran, std::chrono::nanoseconds(0));
 }
 
@@ -73,12 +73,12 @@ void ThreadCtx::Loop() {
   std::vector<Stream*> touched;
   while (true) {
     waker_.Wait([this] { return HasWork(); }, idle_spin_);
-    internal::Chain<Instruction> done;
+    Chain<Instruction> done;
     if (poked_.exchange(false, std::memory_order_seq_cst)) {
       for (Stream* stream : async_streams_) stream->policy()->Collect(*stream, done);
     }
     busy_.store(true, std::memory_order_seq_cst);
-    internal::Chain<Instruction> batch = queue_.TakeAll();
+    Chain<Instruction> batch = queue_.TakeAll();
     for (Instruction* instruction = batch.head; instruction != nullptr;) {
       // Read the link first: once reported done, the instruction belongs to the scheduler.
       Instruction* next = instruction->next;

@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/intrusive_queue.h"
+#include "core/waker.h"
 #include "vm/instruction.h"
-#include "vm/internal/intrusive_queue.h"
-#include "vm/internal/waker.h"
 
 namespace sluice::vm {
 
@@ -42,7 +42,7 @@ class ThreadCtx {
   const std::string& name() const { return name_; }
   void Start();
   // Scheduler: instructions to launch, in order.
-  void Dispatch(internal::Chain<Instruction> chain);
+  void Dispatch(Chain<Instruction> chain);
   // Any thread (an ep stream reaching a completion point): look for completed work.
   void Poke();
   // Any thread, once no more work will be dispatched and all of it retired: ends the loop
@@ -69,7 +69,7 @@ class ThreadCtx {
   const std::chrono::nanoseconds spin_;
   const std::chrono::nanoseconds idle_spin_;
 
-  internal::IntrusiveQueue<Instruction> queue_;
+  IntrusiveQueue<Instruction> queue_;
   // Set by Poke (seq_cst, see Waker), cleared by the worker before it collects.
   std::atomic<bool> poked_{false};
   std::atomic<bool> stop_{false};
@@ -78,7 +78,7 @@ class ThreadCtx {
   // its flag, then loads the other's), so a deferred kick is never lost.
   std::atomic<bool> busy_{false};
   std::atomic<bool> kick_requested_{false};
-  internal::Waker waker_;
+  Waker waker_;
   // Asynchronous streams this worker has launched on. Worker only.
   std::vector<Stream*> async_streams_;
   std::thread thread_;

@@ -7,6 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "core/status.h"
+#include "vm/internal/blob_pool.h"
+#include "vm/internal/blob_reaper.h"
+#include "vm/internal/instruction_pool.h"
+#include "vm/internal/submit_buffer.h"
 #include "vm/recorder.h"
 
 namespace sluice::vm {
@@ -44,6 +48,8 @@ std::atomic<int64_t>& CounterOf(VmCounters& counters, InstructionKind kind) {
 }
 
 // The largest VmOptions::max_parked_blobs (the parked set's ring is allocated up front).
+static_assert(VmOptions::kDefaultMaxParkedBlobs == internal::BlobPool::kDefaultMaxParked,
+              "VmOptions' default parked-blob bound is the pool's");
 constexpr int64_t kMaxParkedBlobsLimit = int64_t{1} << 20;
 
 }  // namespace
@@ -87,11 +93,13 @@ VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
       options_(std::move(options)),
       checker_(options_.check_sync ? std::make_unique<SyncChecker>() : nullptr),
       executor_(&errors_, &counters_, checker_.get(), &cancel_),
-      pool_(options_.max_in_flight, options_.spin, &counters_),
-      blob_pool_(static_cast<size_t>(std::max<int64_t>(0, options_.max_parked_blobs))),
+      pool_(std::make_unique<internal::InstructionPool>(options_.max_in_flight, options_.spin,
+                                                        &counters_)),
+      blob_pool_(std::make_unique<internal::BlobPool>(
+          static_cast<size_t>(std::max<int64_t>(0, options_.max_parked_blobs)))),
       engine_(EngineOptions{options_.scheduling == VmOptions::Scheduling::kDedicatedThread,
                             options_.spin},
-              checker_.get(), &pool_, &blob_pool_),
+              checker_.get(), pool_.get(), blob_pool_.get()),
       reaper_(std::make_shared<internal::BlobReaper>(&engine_)),
       by_id_(new std::atomic<Stream*>[StreamIdTable::kCapacity]),
       max_buffered_(
@@ -102,6 +110,10 @@ VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
 }
 
 VirtualMachine::~VirtualMachine() { Shutdown(ShutdownMode::kFinish).IgnoreError(); }
+
+Instruction* VirtualMachine::AllocateInstruction(Chain<Instruction>& cache) {
+  return pool_->Allocate(cache);
+}
 
 ThreadCtx* VirtualMachine::ThreadCtxFor(const StreamKey& key) {
   std::string name = ThreadCtxName(key.device.type());
@@ -163,16 +175,16 @@ absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype,
   // checked when it was first made): most eager outputs take one, with no copy of the
   // shape; the id is drawn only on a hit.
   if (name.empty()) {
-    Blob* parked = blob_pool_.TakeParked(stream->id(), dtype, shape, next_blob_id_);
+    Blob* parked = blob_pool_->TakeParked(stream->id(), dtype, shape, next_blob_id_);
     if (parked != nullptr) return parked;
   }
   SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
   SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
   const uint64_t id = next_blob_id_.fetch_add(1, std::memory_order_relaxed);
-  Blob* raw = blob_pool_.New(id, stream->key().device, dtype, shape, std::move(name));
+  Blob* raw = blob_pool_->New(id, stream->key().device, dtype, shape, std::move(name));
   const absl::Status allocated = raw->AllocateStorage(&device->allocator(), stream->id());
   if (!allocated.ok()) {
-    blob_pool_.Delete(raw);
+    blob_pool_->Delete(raw);
     return allocated;
   }
   return raw;
@@ -271,7 +283,7 @@ int64_t VirtualMachine::held_back() {
 }
 
 absl::Status VirtualMachine::SubmitBuffered(internal::SubmitBuffer* buffer,
-                                            internal::Chain<Instruction> chain, bool open) {
+                                            Chain<Instruction> chain, bool open) {
   SLUICE_RETURN_IF_ERROR(ReserveOrFree(chain, /*after_close=*/false));
   if (max_buffered_ <= 1) {
     Publish(std::move(chain));
@@ -296,7 +308,7 @@ bool VirtualMachine::AppendToOpenRun(
   if (!buffer->tail_open || buffer->chain.tail->stream != stream) return false;
   Instruction* head = buffer->chain.tail;
   if (head->fused == nullptr) {
-    head->fused = pool_.TakeFused();
+    head->fused = pool_->TakeFused();
     head->fused->Begin(head, next_fuse_mark_.fetch_add(1, std::memory_order_relaxed));
   }
   add(*head->fused, head);
@@ -308,7 +320,7 @@ bool VirtualMachine::AppendToOpenRun(
   return true;
 }
 
-absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain, bool after_close) {
+absl::Status VirtualMachine::SubmitInternal(Chain<Instruction> chain, bool after_close) {
   if (chain.empty()) return absl::OkStatus();
   // What this thread holds back in a builder was submitted before this chain.
   HandOverBuffers();
@@ -320,7 +332,7 @@ absl::Status VirtualMachine::SubmitInternal(internal::Chain<Instruction> chain, 
 absl::Status VirtualMachine::Reserve(int64_t n, bool after_close) {
   // The kick lets the scheduler make progress while this thread waits for room, also when
   // scheduling runs on producer threads.
-  return pool_.Reserve(
+  return pool_->Reserve(
       n,
       [this] {
         HandOverBuffers();  // room held back in buffers frees only once it runs
@@ -329,20 +341,20 @@ absl::Status VirtualMachine::Reserve(int64_t n, bool after_close) {
       after_close);
 }
 
-absl::Status VirtualMachine::ReserveOrFree(internal::Chain<Instruction>& chain, bool after_close) {
+absl::Status VirtualMachine::ReserveOrFree(Chain<Instruction>& chain, bool after_close) {
   const absl::Status reserved = Reserve(static_cast<int64_t>(chain.size), after_close);
-  if (!reserved.ok()) pool_.Free(std::exchange(chain, {}));
+  if (!reserved.ok()) pool_->Free(std::exchange(chain, {}));
   return reserved;
 }
 
-void VirtualMachine::SubmitBatchPart(internal::Chain<Instruction> part, bool first, bool last) {
+void VirtualMachine::SubmitBatchPart(Chain<Instruction> part, bool first, bool last) {
   if (part.empty()) return;
   part.head->opens_batch = first;
   part.tail->closes_batch = last;
   Publish(std::move(part));
 }
 
-void VirtualMachine::Publish(internal::Chain<Instruction> chain) {
+void VirtualMachine::Publish(Chain<Instruction> chain) {
   uint64_t seq = next_seq_.fetch_add(chain.size, std::memory_order_relaxed);
   std::array<int64_t, kInstructionKinds> by_kind{};
   int64_t fused_steps = 0;
@@ -392,13 +404,13 @@ absl::Status VirtualMachine::Sync() {
 }
 
 absl::Status VirtualMachine::WaitBarrier(bool after_close) {
-  internal::Chain<Instruction> cache;
-  Instruction* barrier = pool_.Allocate(cache);
-  pool_.ReturnUnused(std::move(cache));
+  Chain<Instruction> cache;
+  Instruction* barrier = pool_->Allocate(cache);
+  pool_->ReturnUnused(std::move(cache));
   absl::Notification done;
   barrier->kind = InstructionKind::kBarrier;
   barrier->barrier_callback = [&done] { done.Notify(); };
-  internal::Chain<Instruction> chain;
+  Chain<Instruction> chain;
   chain.PushBack(barrier);
   SLUICE_RETURN_IF_ERROR(SubmitInternal(std::move(chain), after_close));
   done.WaitForNotification();
@@ -412,10 +424,10 @@ absl::Status VirtualMachine::Shutdown(ShutdownMode mode) {
     shut_down_ = true;
   }
   // New submissions fail from here on; those that already reserved room still land.
-  pool_.Close();
+  pool_->Close();
   if (mode == ShutdownMode::kCancel) cancel_.store(true, std::memory_order_release);
   absl::Status status = WaitBarrier(/*after_close=*/true);
-  pool_.WaitIdle();
+  pool_->WaitIdle();
   for (Stream* stream : streams()) {
     if (!stream->policy()->synchronous()) errors_.Report(stream->ep_stream()->Sync());
   }
@@ -438,7 +450,7 @@ absl::Status VirtualMachine::Shutdown(ShutdownMode mode) {
   for (Stream* stream : streams()) stream->ep_stream()->Sync().IgnoreError();
   engine_.Stop();
   reaper_->Detach();
-  blob_pool_.DropParked();  // their bytes go back while the runtime's allocators live
+  blob_pool_->DropParked();  // their bytes go back while the runtime's allocators live
   engine_.DeleteBuried();
   absl::MutexLock lock(&streams_mu_);
   for (auto& ctx : thread_ctxs_) ctx->Stop();
@@ -459,9 +471,9 @@ VmStats VirtualMachine::stats() {
   s.fused_steps = get(counters_.fused_steps);
   s.private_blobs = get(counters_.private_blobs);
   s.stepless_releases = get(counters_.stepless_releases);
-  s.recycled_blobs = blob_pool_.recycled();
-  s.parked_blobs = blob_pool_.parked();
-  s.evicted_blobs = blob_pool_.evicted();
+  s.recycled_blobs = blob_pool_->recycled();
+  s.parked_blobs = blob_pool_->parked();
+  s.evicted_blobs = blob_pool_->evicted();
   s.events_created = get(counters_.events_created);
   s.events_reused = get(counters_.events_reused);
   s.skipped = get(counters_.skipped);

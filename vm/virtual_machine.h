@@ -1,8 +1,10 @@
 // VirtualMachine: the instruction VM over an ep::Runtime — the front door for everything
 // above it. It owns the vm::Streams, ThreadCtx workers, the engine, the instruction pool,
-// the error sink and, when enabled, the sync checker and the recorder. Producers hand it
-// instructions through an InstructionsBuilder (eager, with soft sync) or a PrecomputedBatch
-// (interpreter, with precomputed edges).
+// the error sink and, when enabled, the sync checker and the recorder. Users create blobs,
+// sync and shut down here; instructions come in through an InstructionsBuilder (eager,
+// with soft sync) or a PrecomputedBatch (interpreter, with precomputed edges), which reach
+// the pool and the engine through a ProducerPort (vm/producer_port.h), not through this
+// class.
 #ifndef SLUICE_VM_VIRTUAL_MACHINE_H_
 #define SLUICE_VM_VIRTUAL_MACHINE_H_
 
@@ -20,6 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/data_type.h"
+#include "core/intrusive_queue.h"
 #include "core/plain_mutex.h"
 #include "core/shape.h"
 #include "core/stream_id.h"
@@ -31,10 +34,6 @@
 #include "vm/fused_calls.h"
 #include "vm/instruction.h"
 #include "vm/instruction_executor.h"
-#include "vm/internal/blob_pool.h"
-#include "vm/internal/blob_reaper.h"
-#include "vm/internal/instruction_pool.h"
-#include "vm/internal/submit_buffer.h"
 #include "vm/owned_blob.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
@@ -43,7 +42,14 @@
 
 namespace sluice::vm {
 
+class ProducerPort;
 class Recorder;
+namespace internal {
+class BlobPool;
+class BlobReaper;
+class InstructionPool;
+struct SubmitBuffer;
+}  // namespace internal
 
 struct VmOptions {
   enum class Scheduling {
@@ -74,7 +80,8 @@ struct VmOptions {
   // Small eager blobs that died with their storage wait for a NewBlob of the same stream,
   // dtype and shape (parked blobs; see internal::BlobPool): at most this many (each at
   // most Blob::kMaxParkedBytes; the oldest goes first). 0: none waits; at most 2^20.
-  int64_t max_parked_blobs = internal::BlobPool::kDefaultMaxParked;
+  static constexpr int64_t kDefaultMaxParkedBlobs = 4096;
+  int64_t max_parked_blobs = kDefaultMaxParkedBlobs;
 };
 
 enum class ShutdownMode {
@@ -137,68 +144,32 @@ class VirtualMachine {
   // Every vm::Stream created so far, in creation order.
   std::vector<Stream*> streams() const;
 
-  // --- For producers (InstructionsBuilder, PrecomputedBatch, the replayer). ---
-  // A free instruction from the producer's private cache.
-  Instruction* AllocateInstruction(internal::Chain<Instruction>& cache) {
-    return pool_.Allocate(cache);
-  }
-  void FreeInstructions(internal::Chain<Instruction> chain) { pool_.Free(std::move(chain)); }
-  void ReturnUnusedInstructions(internal::Chain<Instruction> cache) {
-    pool_.ReturnUnused(std::move(cache));
-  }
-  // Submits a chain of filled instructions as one unit, in order: assigns their seq,
-  // records them, waits for room. On error the instructions are freed.
-  absl::Status Submit(internal::Chain<Instruction> chain) {
+  // Whether producers fuse (see VmOptions::max_fused_steps).
+  bool fusion() const { return fusion_; }
+  ErrorSink& errors() { return errors_; }
+
+ private:
+  friend class ProducerPort;  // the producers' side: see vm/producer_port.h
+
+  VirtualMachine(ep::Runtime* runtime, VmOptions options);
+  // The producers' side, reached through ProducerPort (which documents each).
+  Instruction* AllocateInstruction(Chain<Instruction>& cache);
+  absl::Status Submit(Chain<Instruction> chain) {
     return SubmitInternal(std::move(chain), /*after_close=*/false);
   }
-  // A large batch, handed over in pieces so that the scheduler and the workers start on
-  // its head while the producer still fills its tail: ReserveBatch(n) waits for room for
-  // all n instructions at once (the same errors as Submit; nothing is reserved on error);
-  // then SubmitBatchPart hands over each piece in order, `last` on the final one, which
-  // must bring the total to exactly n. Instructions may name earlier pieces' instructions
-  // as predecessors: the engine recycles nothing while a batch is partly received.
   absl::Status ReserveBatch(int64_t n) {
     HandOverBuffers();  // what this thread holds back was submitted before the batch
     return Reserve(n, /*after_close=*/false);
   }
-  void SubmitBatchPart(internal::Chain<Instruction> part, bool first, bool last);
-  // Held-back submission (InstructionsBuilder; see internal::SubmitBuffer). A producer
-  // attaches its buffer once and detaches it (which hands it over) before it goes away.
+  void SubmitBatchPart(Chain<Instruction> part, bool first, bool last);
   void AttachBuffer(internal::SubmitBuffer* buffer);
   void DetachBuffer(internal::SubmitBuffer* buffer);
-  // Like Submit — room is reserved now, with the same errors, and on error the chain is
-  // freed — but the chain may wait in `buffer` behind earlier ones. It is handed over when
-  // the buffer reaches max_buffered() or when the scheduler is out of work; the scheduler also
-  // takes every buffer itself whenever it runs out of work or a blob's last reference goes away,
-  // and Sync, stats(), barriers and every other submit path hand all buffers over first.
-  // `open`: the chain's last instruction (an OpCall or Release) may take later calls of
-  // this producer on its stream while it is held back (AppendToOpenRun).
-  absl::Status SubmitBuffered(internal::SubmitBuffer* buffer, internal::Chain<Instruction> chain,
-                              bool open = false);
-  // Eager fusion. When the last instruction held back in `buffer` is open (see
-  // SubmitBuffered) and runs on `stream`, makes it a FusedCalls run if it is not one yet,
-  // calls `add(run, head)` to append a step, and returns true; otherwise does nothing and
-  // returns false. The caller must have checked that the step needs no sync before it and
-  // that fusion() is on. A run that reaches max_fused_steps is handed over at once.
+  absl::Status SubmitBuffered(internal::SubmitBuffer* buffer, Chain<Instruction> chain, bool open);
   bool AppendToOpenRun(internal::SubmitBuffer* buffer, const Stream* stream,
                        absl::FunctionRef<void(FusedCalls& run, Instruction* head)> add);
-  // Whether producers fuse (see VmOptions::max_fused_steps).
-  bool fusion() const { return fusion_; }
-  // Hands every attached buffer over. Any thread.
   void HandOverBuffers();
-  // Instructions accepted but still held back in buffers: a snapshot, for tests and
-  // diagnostics.
   int64_t held_back();
-  // The most instructions a buffer holds back (1: none; so in caller-thread mode, where no
-  // scheduler thread would come for them).
-  int64_t max_buffered() const { return max_buffered_; }
-
-  // A host thread waited for `instruction`'s completion (for the sync checker).
   void NoteHostWaited(const Instruction& instruction);
-  ErrorSink& errors() { return errors_; }
-
- private:
-  VirtualMachine(ep::Runtime* runtime, VmOptions options);
   // Which ThreadCtx runs a stream: one per device type, except that every cpu compute
   // stream but the first gets a worker of its own (cpu streams run their kernels on their
   // worker, so streams sharing one could never run side by side; see docs/design.md).
@@ -209,16 +180,16 @@ class VirtualMachine {
   // Waits for room for `n` instructions in the pool (see InstructionPool::Reserve).
   absl::Status Reserve(int64_t n, bool after_close);
   // Reserve for the whole chain; on error frees its instructions (and empties it).
-  absl::Status ReserveOrFree(internal::Chain<Instruction>& chain, bool after_close);
+  absl::Status ReserveOrFree(Chain<Instruction>& chain, bool after_close);
   // Hands one attached buffer over. Requires buffers_mu_ (lock order: see buffers_mu_).
   void HandOver(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffers_mu_);
   // Takes the buffer's chain and publishes it, before the buffer's lock is released.
   void TakeAndPublish(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffer->mu);
   // The buffer's tail stops taking calls; a fused run there closes (FusedCalls::Close).
   void CloseOpenRun(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffer->mu);
-  absl::Status SubmitInternal(internal::Chain<Instruction> chain, bool after_close);
+  absl::Status SubmitInternal(Chain<Instruction> chain, bool after_close);
   // Room reserved: numbers, counts, checks and records the chain, then hands it over.
-  void Publish(internal::Chain<Instruction> chain);
+  void Publish(Chain<Instruction> chain);
   // Submits a Barrier and waits for it.
   absl::Status WaitBarrier(bool after_close);
 
@@ -231,8 +202,10 @@ class VirtualMachine {
   std::unique_ptr<Recorder> recorder_;
   std::atomic<bool> cancel_{false};
   InstructionExecutor executor_;
-  internal::InstructionPool pool_;
-  internal::BlobPool blob_pool_;  // eager blobs' memory; outlives the engine that frees them
+  // Held by pointer so that this header needs no internal/ one (one more load per access).
+  const std::unique_ptr<internal::InstructionPool> pool_;
+  // Eager blobs' memory; outlives the engine that frees them.
+  const std::unique_ptr<internal::BlobPool> blob_pool_;
   Engine engine_;
   // Read by every NewBlob: on a line of its own, away from the scheduler's state at the
   // end of engine_ (sharing that line made each new blob a cache miss on the producer).

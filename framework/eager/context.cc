@@ -1,5 +1,6 @@
 #include "framework/eager/context.h"
 
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -7,6 +8,7 @@
 #include "core/status.h"
 #include "framework/eager/internal/context_state.h"
 #include "ops/standard_ops.h"
+#include "vm/blob_access_waiter.h"
 #include "vm/stream.h"
 
 namespace sluice::eager {
@@ -130,12 +132,25 @@ absl::StatusOr<Tensor> Context::FromBytes(DataType dtype, const Shape& shape,
     return host.To(device);
   }
   SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob, state_->vm->NewBlob(stream, dtype, shape));
-  {
-    // WriteBlob blocks until the copy ran, so other threads' calls wait for it; the copy is
-    // ordered only after this blob's (nonexistent) earlier users, so it runs at once.
-    PlainMutexLock lock(&state_->mu);
-    SLUICE_RETURN_IF_ERROR(state_->builder->WriteBlob(blob, bytes));
+  if (bytes.size() != blob->bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("FromBytes: ", DataTypeName(dtype), " ",
+                                                   shape.ToString(), " needs ", blob->bytes(),
+                                                   " bytes, got ", bytes.size()));
   }
+  vm::BlobAccessWaiter waiter(state_->vm.get());
+  {
+    // Submit under the lock (the builder's order), wait outside it: other threads keep
+    // issuing ops meanwhile. `bytes` outlives the copy, which Wait waits for.
+    PlainMutexLock lock(&state_->mu);
+    SLUICE_RETURN_IF_ERROR(state_->builder->AccessBlob(
+        blob, /*write=*/true,
+        [bytes](void* data, size_t n) {
+          if (n > 0) std::memcpy(data, bytes.data(), n);
+          return absl::OkStatus();
+        },
+        waiter.OnRetire()));
+  }
+  SLUICE_RETURN_IF_ERROR(waiter.Wait());
   return Tensor(internal::TensorState::New(state_.get(), vm::OwnedBlob(std::move(blob))));
 }
 

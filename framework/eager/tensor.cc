@@ -1,9 +1,9 @@
 #include "framework/eager/tensor.h"
 
-#include "absl/synchronization/notification.h"
 #include "core/status.h"
 #include "framework/eager/context.h"
 #include "framework/eager/internal/context_state.h"
+#include "vm/blob_access_waiter.h"
 #include "vm/stream.h"
 
 namespace sluice::eager {
@@ -49,9 +49,7 @@ absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
     return host.ToBytes();
   }
   std::vector<uint8_t> out(state_->blob()->bytes());
-  absl::Notification done;
-  absl::Status result;
-  vm::VirtualMachine* machine = ctx.vm.get();
+  vm::BlobAccessWaiter waiter(ctx.vm.get());
   // Taken before the lock: were it the tensor's last reference, dropping it would
   // release the tensor, which takes the lock.
   const vm::BlobRef ref = blob();
@@ -64,14 +62,9 @@ absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
           if (n > 0) std::memcpy(out.data(), data, n);
           return absl::OkStatus();
         },
-        [&](const vm::Instruction& i) {
-          result = i.status;
-          machine->NoteHostWaited(i);
-          done.Notify();
-        }));
+        waiter.OnRetire()));
   }
-  done.WaitForNotification();
-  if (!result.ok()) return result;
+  SLUICE_RETURN_IF_ERROR(waiter.Wait());
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
+#include "vm/producer_port.h"
 #include "vm/sync_checker.h"
 #include "vm/virtual_machine.h"
 
@@ -80,7 +81,7 @@ TEST(FusionTest, HeldBackCallsAndReleasesOnOneStreamBecomeOneInstruction) {
       }
       SLUICE_ASSERT_OK(h.Add(x, tmp, x, stream));
       SLUICE_ASSERT_OK(h.builder->Release(tmp));
-      EXPECT_EQ(h.vm->held_back(), 1);
+      EXPECT_EQ(ProducerPort(h.vm.get()).held_back(), 1);
     }
     SLUICE_ASSERT_OK(h.vm->Sync());
     const VmStats after = h.vm->stats();
@@ -112,7 +113,7 @@ TEST(FusionTest, RunsAreCutWhereTheStreamChangesOrASyncIsNeeded) {
     SLUICE_ASSERT_OK(h.Add(a, b, a, "cpu"));
     SLUICE_ASSERT_OK(h.builder->Call(h.K("scale"), {a}, {a}, PlusOne(), h.S("cpu")));
     // run(cpu x2), run(sim x2), record_event(sim), run(cpu add + scale).
-    EXPECT_EQ(h.vm->held_back(), 4);
+    EXPECT_EQ(ProducerPort(h.vm.get()).held_back(), 4);
   }
   SLUICE_ASSERT_OK(h.vm->Sync());
   const VmStats after = h.vm->stats();
@@ -136,7 +137,7 @@ TEST(FusionTest, RunTakesAtMostMaxFusedSteps) {
       SLUICE_ASSERT_OK(h.builder->Call(h.K("scale"), {x}, {x}, PlusOne(), h.S("cpu")));
     }
     // Two full runs were handed over as they filled; the third (4 calls) is held back.
-    EXPECT_EQ(h.vm->held_back(), 1);
+    EXPECT_EQ(ProducerPort(h.vm.get()).held_back(), 1);
   }
   SLUICE_ASSERT_OK(h.vm->Sync());
   const VmStats after = h.vm->stats();
@@ -166,7 +167,7 @@ TEST(FusionTest, OffWhenDisabledOrRecording) {
     for (int i = 0; i < 3; ++i) {
       SLUICE_ASSERT_OK(h.builder->Call(h.K("scale"), {x}, {x}, PlusOne(), h.S("cpu")));
     }
-    EXPECT_EQ(h.vm->held_back(), 3);
+    EXPECT_EQ(ProducerPort(h.vm.get()).held_back(), 3);
   }
   VmOptions bad;
   bad.max_fused_steps = -1;
@@ -192,7 +193,7 @@ TEST(FusionTest, StepErrorsPoisonOnlyTheirDependents) {
       SLUICE_ASSERT_OK(h.builder->Call(fail, {}, {bad}, Tag("f"), h.S(stream)));
       SLUICE_ASSERT_OK(h.builder->Call(h.K("scale"), {bad}, {after_bad}, PlusOne(), h.S(stream)));
       SLUICE_ASSERT_OK(h.builder->Call(h.K("scale"), {good}, {good}, PlusOne(), h.S(stream)));
-      EXPECT_EQ(h.vm->held_back(), 1);
+      EXPECT_EQ(ProducerPort(h.vm.get()).held_back(), 1);
     }
     const absl::Status synced = h.vm->Sync();
     EXPECT_EQ(synced.code(), absl::StatusCode::kInternal) << synced;
@@ -219,7 +220,7 @@ TEST(FusionTest, BlobsDroppedWhileTheirRunIsHeldBackLiveUntilItRan) {
       if (i % 2 == 0) SLUICE_ASSERT_OK(h.builder->Release(t));
       // `t` goes away here, released or not, its run still held back.
     }
-    EXPECT_EQ(h.vm->held_back(), 1);
+    EXPECT_EQ(ProducerPort(h.vm.get()).held_back(), 1);
   }
   EXPECT_EQ(h.Read(sum).value(), std::vector<float>{100.0f});
 }
@@ -248,7 +249,7 @@ TEST(FusionTest, SyncCheckerSeesRuns) {
       SLUICE_ASSERT_OK(h.builder->Call(copy, {x}, {y}, AttrMap(), h.S("sim:1")));
       SLUICE_ASSERT_OK(h.builder->Call(scale, {y}, {y}, PlusOne(), h.S("sim:1")));
       // Runs: sim:0 x2, [sync,] sim:1 x2.
-      EXPECT_EQ(h.vm->held_back(), soft_sync ? 3 : 2);
+      EXPECT_EQ(ProducerPort(h.vm.get()).held_back(), soft_sync ? 3 : 2);
     }
     SLUICE_ASSERT_OK(h.vm->Sync());
     const int64_t violations = h.vm->sync_checker()->violation_count();

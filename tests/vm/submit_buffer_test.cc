@@ -1,4 +1,4 @@
-// Held-back submission (VirtualMachine::SubmitBuffered): while the scheduler is busy, an
+// Held-back submission (ProducerPort::SubmitBuffered): while the scheduler is busy, an
 // InstructionsBuilder's calls wait in its buffer and reach the engine together. These tests
 // hold the scheduler inside a barrier callback, so that calls are held back for certain,
 // then check that nothing depends on the producer coming back: the scheduler takes held-back
@@ -18,6 +18,7 @@
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
+#include "vm/producer_port.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::vm {
@@ -52,17 +53,17 @@ class SubmitBufferTest : public ::testing::Test {
 };
 
 TEST_F(SubmitBufferTest, SchedulerTakesHeldBackWorkWithoutTheProducer) {
-  ASSERT_GT(h_.vm->max_buffered(), 3);
+  ASSERT_GT(ProducerPort(h_.vm.get()).max_buffered(), 3);
   BlobRef y = h_.NewF32("cpu", 1, "y");
   SchedulerHold hold(h_.builder.get());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(Log(absl::StrCat("t", i), y).ok());
-  EXPECT_EQ(h_.vm->held_back(), 3);
+  EXPECT_EQ(ProducerPort(h_.vm.get()).held_back(), 3);
   hold.Release();
   // No Sync, no further call: the scheduler must come for them by itself.
   ASSERT_TRUE(log_.WaitFor("t2:end")) << log_.ToString();
   EXPECT_LT(log_.IndexOf("t0:end"), log_.IndexOf("t1:start"));
   EXPECT_LT(log_.IndexOf("t1:end"), log_.IndexOf("t2:start"));
-  EXPECT_TRUE(WaitUntil([&] { return h_.vm->held_back() == 0; }));
+  EXPECT_TRUE(WaitUntil([&] { return ProducerPort(h_.vm.get()).held_back() == 0; }));
   EXPECT_TRUE(h_.vm->Sync().ok());
 }
 
@@ -93,7 +94,7 @@ TEST_F(SubmitBufferTest, BlobDroppedWhileItsOpIsHeldBackLivesUntilTheOpRan) {
   ASSERT_TRUE(WaitUntil([&] { return held.load(); }));
   BlobRef y = h_.NewF32("cpu", 4096, "dropped");
   ASSERT_TRUE(Log("w", y).ok());
-  ASSERT_EQ(h_.vm->held_back(), 1);
+  ASSERT_EQ(ProducerPort(h_.vm.get()).held_back(), 1);
   y.reset();  // the last reference: the blob is buried while its writer is held back
   worker_gate.Open();
   ASSERT_TRUE(log_.WaitFor("gated:end")) << log_.ToString();
@@ -107,12 +108,12 @@ TEST_F(SubmitBufferTest, LaterBatchSeesHeldBackWrites) {
   BlobRef x = h_.NewF32("cpu", 4, "x"), y = h_.NewF32("cpu", 4, "y");
   SchedulerHold hold(h_.builder.get());
   ASSERT_TRUE(h_.Fill(x, 7.0, "cpu").ok());
-  ASSERT_EQ(h_.vm->held_back(), 1);
+  ASSERT_EQ(ProducerPort(h_.vm.get()).held_back(), 1);
   PrecomputedBatch batch;
   batch.AddOpCall(h_.K("scale"), {x}, {y},
                   std::make_shared<const AttrMap>(AttrMap().Set("alpha", 2.0)), h_.S("cpu"));
   ASSERT_TRUE(batch.Submit(h_.vm.get()).ok());
-  EXPECT_EQ(h_.vm->held_back(), 0);  // handed over ahead of the batch
+  EXPECT_EQ(ProducerPort(h_.vm.get()).held_back(), 0);  // handed over ahead of the batch
   hold.Release();
   ASSERT_TRUE(h_.vm->Sync().ok());
   EXPECT_EQ(HostF32(*y), std::vector<float>(4, 14.0f));
@@ -124,9 +125,9 @@ TEST_F(SubmitBufferTest, DestroyedBuilderHandsOver) {
   {
     InstructionsBuilder second(h_.vm.get());
     ASSERT_TRUE(second.Call(*log_kernel_, {}, {y}, Tag("second", 1.0), h_.S("cpu")).ok());
-    EXPECT_EQ(h_.vm->held_back(), 1);
+    EXPECT_EQ(ProducerPort(h_.vm.get()).held_back(), 1);
   }
-  EXPECT_EQ(h_.vm->held_back(), 0);
+  EXPECT_EQ(ProducerPort(h_.vm.get()).held_back(), 0);
   hold.Release();
   ASSERT_TRUE(log_.WaitFor("second:end")) << log_.ToString();
 }
@@ -136,16 +137,16 @@ TEST_F(SubmitBufferTest, OtherBuilderMethodsAndStatsHandOverFirst) {
   SchedulerHold hold(h_.builder.get());
   const int64_t before = h_.vm->stats().instructions;
   ASSERT_TRUE(Log("a", y).ok());
-  ASSERT_EQ(h_.vm->held_back(), 1);
+  ASSERT_EQ(ProducerPort(h_.vm.get()).held_back(), 1);
   EXPECT_EQ(h_.vm->stats().instructions, before + 1);  // counted, so handed over
-  EXPECT_EQ(h_.vm->held_back(), 0);
+  EXPECT_EQ(ProducerPort(h_.vm.get()).held_back(), 0);
   ASSERT_TRUE(Log("b", y).ok());
-  ASSERT_EQ(h_.vm->held_back(), 1);
+  ASSERT_EQ(ProducerPort(h_.vm.get()).held_back(), 1);
   ASSERT_TRUE(h_.builder->RecordEvent({y}, h_.S("cpu")).ok());
-  EXPECT_EQ(h_.vm->held_back(), 0);
+  EXPECT_EQ(ProducerPort(h_.vm.get()).held_back(), 0);
   ASSERT_TRUE(Log("c", y).ok());
   h_.builder->Flush();
-  EXPECT_EQ(h_.vm->held_back(), 0);
+  EXPECT_EQ(ProducerPort(h_.vm.get()).held_back(), 0);
   hold.Release();
   ASSERT_TRUE(h_.vm->Sync().ok());
   EXPECT_LT(log_.IndexOf("a:end"), log_.IndexOf("b:start"));
@@ -155,11 +156,11 @@ TEST_F(SubmitBufferTest, OtherBuilderMethodsAndStatsHandOverFirst) {
 TEST_F(SubmitBufferTest, FullBufferIsHandedOverAtOnce) {
   BlobRef y = h_.NewF32("cpu", 1, "y");
   SchedulerHold hold(h_.builder.get());
-  const int64_t limit = h_.vm->max_buffered();
+  const int64_t limit = ProducerPort(h_.vm.get()).max_buffered();
   for (int64_t i = 0; i < limit - 1; ++i) ASSERT_TRUE(Log(absl::StrCat("t", i), y).ok());
-  EXPECT_EQ(h_.vm->held_back(), limit - 1);
+  EXPECT_EQ(ProducerPort(h_.vm.get()).held_back(), limit - 1);
   ASSERT_TRUE(Log("last", y).ok());
-  EXPECT_EQ(h_.vm->held_back(), 0);
+  EXPECT_EQ(ProducerPort(h_.vm.get()).held_back(), 0);
   hold.Release();
   ASSERT_TRUE(h_.vm->Sync().ok());
   EXPECT_TRUE(log_.Contains("last:end"));
@@ -171,7 +172,7 @@ TEST(SubmitBufferBackpressureTest, TinyVmNeverWaitsOnItsOwnHeldBackWork) {
   VmOptions options;
   options.max_in_flight = 8;
   VmHarness h(options);
-  EXPECT_EQ(h.vm->max_buffered(), 2);
+  EXPECT_EQ(ProducerPort(h.vm.get()).max_buffered(), 2);
   constexpr int kCalls = 2000;
   BlobRef a = h.NewF32("cpu", 1, "a"), b = h.NewF32("cpu/compute:1", 1, "b");
   std::thread other([&] {
@@ -194,11 +195,11 @@ TEST(SubmitBufferCallerThreadTest, HoldsNothingBack) {
   VmOptions options;
   options.scheduling = VmOptions::Scheduling::kCallerThread;
   VmHarness h(options);
-  EXPECT_EQ(h.vm->max_buffered(), 1);
+  EXPECT_EQ(ProducerPort(h.vm.get()).max_buffered(), 1);
   BlobRef y = h.NewF32("cpu", 1, "y");
   for (int i = 0; i < 100; ++i) {
     ASSERT_TRUE(h.Fill(y, static_cast<double>(i), "cpu").ok());
-    EXPECT_EQ(h.vm->held_back(), 0);
+    EXPECT_EQ(ProducerPort(h.vm.get()).held_back(), 0);
   }
   ASSERT_TRUE(h.vm->Sync().ok());
 }

@@ -37,13 +37,13 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "core/data_type.h"
+#include "core/intrusive_queue.h"
 #include "core/plain_mutex.h"
 #include "core/prefetch.h"
 #include "core/shape.h"
 #include "core/status.h"
 #include "core/stream_id.h"
 #include "vm/blob.h"
-#include "vm/internal/intrusive_queue.h"
 
 namespace sluice::vm::internal {
 

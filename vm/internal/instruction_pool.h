@@ -15,12 +15,12 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "core/intrusive_queue.h"
 #include "core/plain_mutex.h"
+#include "core/waker.h"
 #include "vm/counters.h"
 #include "vm/fused_calls.h"
 #include "vm/instruction.h"
-#include "vm/internal/intrusive_queue.h"
-#include "vm/internal/waker.h"
 
 namespace sluice::vm::internal {
 

@@ -11,9 +11,9 @@
 #define SLUICE_VM_INTERNAL_SUBMIT_BUFFER_H_
 
 #include "absl/base/thread_annotations.h"
+#include "core/intrusive_queue.h"
 #include "core/plain_mutex.h"
 #include "vm/instruction.h"
-#include "vm/internal/intrusive_queue.h"
 
 namespace sluice::vm::internal {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ep/internal/spin_wait.h"
+#include "core/spin_wait.h"
 
 namespace sluice::ep::sim_internal {
 
@@ -52,7 +52,7 @@ absl::Status SimEvent::WaitFor(uint64_t generation) {
     if (DoneLocked(generation)) return error_;
   }
   uint64_t seen = completions_.load(std::memory_order_acquire);
-  internal::SpinFor([&] {
+  SpinFor([&] {
     const uint64_t now = completions_.load(std::memory_order_acquire);
     if (now == seen) return false;
     seen = now;

@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "core/spin_wait.h"
 #include "core/thread_name.h"
 #include "ep/device.h"
-#include "ep/internal/spin_wait.h"
 #include "ep/sim/internal/sim_memory_map.h"
 
 namespace sluice::ep::sim_internal {
@@ -143,7 +143,7 @@ absl::Status SimStream::Memcpy(void* dst, const void* src, size_t bytes, CopyKin
 
 absl::Status SimStream::Sync() {
   const uint64_t target = enqueued_.load(std::memory_order_acquire);
-  internal::SpinFor([&] { return completed_.load(std::memory_order_acquire) >= target; });
+  SpinFor([&] { return completed_.load(std::memory_order_acquire) >= target; });
   absl::MutexLock lock(&mu_);
   auto reached = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return completed_locked_ >= target || completed_.load(std::memory_order_acquire) >= target;
@@ -203,7 +203,7 @@ void SimStream::WorkerLoop() {
   std::vector<Item> batch;
   uint64_t taken = 0;
   while (true) {
-    internal::SpinFor([&] { return enqueued_.load(std::memory_order_acquire) != taken; });
+    SpinFor([&] { return enqueued_.load(std::memory_order_acquire) != taken; });
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]()

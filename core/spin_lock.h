@@ -2,17 +2,17 @@
 // vector push or pop) on hot paths, where absl::Mutex's bookkeeping costs more than the
 // work it protects. A waiter that spins too long yields its core, so a preempted holder is
 // not starved on a 2-core machine.
-#ifndef SLUICE_EP_INTERNAL_SPIN_LOCK_H_
-#define SLUICE_EP_INTERNAL_SPIN_LOCK_H_
+#ifndef SLUICE_CORE_SPIN_LOCK_H_
+#define SLUICE_CORE_SPIN_LOCK_H_
 
 #include <atomic>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "core/scoped_lock.h"
-#include "ep/internal/spin_wait.h"
+#include "core/spin_wait.h"
 
-namespace sluice::ep::internal {
+namespace sluice {
 
 class ABSL_LOCKABLE SpinLock {
  public:
@@ -37,6 +37,6 @@ class ABSL_LOCKABLE SpinLock {
 
 using SpinLockHolder = ScopedLock<SpinLock>;
 
-}  // namespace sluice::ep::internal
+}  // namespace sluice
 
-#endif  // SLUICE_EP_INTERNAL_SPIN_LOCK_H_
+#endif  // SLUICE_CORE_SPIN_LOCK_H_

@@ -1,8 +1,8 @@
 // Waker: lets a VM thread sleep until a condition over atomics becomes true, spinning
 // briefly first. Notifiers pay one atomic load when nobody sleeps: the mutex is touched
 // only when a waiter has announced itself.
-#ifndef SLUICE_VM_INTERNAL_WAKER_H_
-#define SLUICE_VM_INTERNAL_WAKER_H_
+#ifndef SLUICE_CORE_WAKER_H_
+#define SLUICE_CORE_WAKER_H_
 
 #include <atomic>
 #include <chrono>
@@ -11,9 +11,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "ep/internal/spin_wait.h"
+#include "core/spin_wait.h"
 
-namespace sluice::vm::internal {
+namespace sluice {
 
 // Thread-safe; any number of waiters and notifiers.
 //
@@ -69,7 +69,7 @@ class Waker {
     const auto deadline = std::chrono::steady_clock::now() + budget;
     int pauses = 1;
     while (true) {
-      for (int i = 0; i < pauses; ++i) ep::internal::CpuRelax();
+      for (int i = 0; i < pauses; ++i) CpuRelax();
       if (ready()) return true;
       if (pauses < kMaxPauses) {
         pauses *= 2;
@@ -90,6 +90,6 @@ class Waker {
   std::atomic<int> waiters_{0};
 };
 
-}  // namespace sluice::vm::internal
+}  // namespace sluice
 
-#endif  // SLUICE_VM_INTERNAL_WAKER_H_
+#endif  // SLUICE_CORE_WAKER_H_

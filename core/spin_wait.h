@@ -1,13 +1,13 @@
 // SpinFor: the bounded busy-wait that precedes parking a thread. A short spin catches work
 // that arrives back to back (hundreds of nanoseconds instead of a futex round trip); the
 // time bound keeps an idle waiter from stealing one of the two cores the work itself needs.
-#ifndef SLUICE_EP_INTERNAL_SPIN_WAIT_H_
-#define SLUICE_EP_INTERNAL_SPIN_WAIT_H_
+#ifndef SLUICE_CORE_SPIN_WAIT_H_
+#define SLUICE_CORE_SPIN_WAIT_H_
 
 #include <chrono>
 #include <thread>
 
-namespace sluice::ep::internal {
+namespace sluice {
 
 // How long waiters spin before parking. `pause` costs 10-150 cycles depending on the CPU,
 // so the bound is in time, not iterations.
@@ -36,6 +36,6 @@ bool SpinFor(Pred&& done, std::chrono::nanoseconds budget = kSpinBudget) {
   }
 }
 
-}  // namespace sluice::ep::internal
+}  // namespace sluice
 
-#endif  // SLUICE_EP_INTERNAL_SPIN_WAIT_H_
+#endif  // SLUICE_CORE_SPIN_WAIT_H_

@@ -2,13 +2,13 @@
 // (submitters -> scheduler, scheduler -> ThreadCtx workers, workers -> scheduler). Items are
 // linked through their own `next` field, so a hand-off never allocates, and a whole batch
 // moves with one compare-and-swap (push) or one exchange (take).
-#ifndef SLUICE_VM_INTERNAL_INTRUSIVE_QUEUE_H_
-#define SLUICE_VM_INTERNAL_INTRUSIVE_QUEUE_H_
+#ifndef SLUICE_CORE_INTRUSIVE_QUEUE_H_
+#define SLUICE_CORE_INTRUSIVE_QUEUE_H_
 
 #include <atomic>
 #include <cstddef>
 
-namespace sluice::vm::internal {
+namespace sluice {
 
 // A chain of items linked through `T::next`, oldest first. Value type; owns nothing.
 template <typename T>
@@ -119,6 +119,6 @@ class IntrusiveQueue {
   std::atomic<T*> top_{nullptr};
 };
 
-}  // namespace sluice::vm::internal
+}  // namespace sluice
 
-#endif  // SLUICE_VM_INTERNAL_INTRUSIVE_QUEUE_H_
+#endif  // SLUICE_CORE_INTRUSIVE_QUEUE_H_

@@ -1,0 +1,46 @@
+// BlobAccessWaiter: lets a host thread block until one AccessBlob instruction has retired,
+// with the submission and the wait apart — so a caller that must submit under a lock of
+// its own (to keep its submission order) waits after releasing it, never blocking under
+// the lock. It also tells the VM's sync checker that the host waited for the access.
+//
+//   BlobAccessWaiter waiter(vm);
+//   SLUICE_RETURN_IF_ERROR(builder.AccessBlob(blob, write, callback, waiter.OnRetire()));
+//   // ... release locks ...
+//   SLUICE_RETURN_IF_ERROR(waiter.Wait());
+#ifndef SLUICE_VM_BLOB_ACCESS_WAITER_H_
+#define SLUICE_VM_BLOB_ACCESS_WAITER_H_
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
+#include "vm/instruction.h"
+
+namespace sluice::vm {
+
+class VirtualMachine;
+
+// One waiter per access. OnRetire is called once, by the submitting thread; the callback it
+// returns runs on the VM's scheduler; Wait is called once, by any thread, and only when the
+// access was submitted (a failed submission never retires: do not wait then). The waiter
+// must outlive the access's retirement, which Wait guarantees.
+class BlobAccessWaiter {
+ public:
+  explicit BlobAccessWaiter(VirtualMachine* vm) : vm_(vm) {}
+  BlobAccessWaiter(const BlobAccessWaiter&) = delete;
+  BlobAccessWaiter& operator=(const BlobAccessWaiter&) = delete;
+
+  // The `on_retire` callback to pass to InstructionsBuilder::AccessBlob.
+  absl::AnyInvocable<void(const Instruction&)> OnRetire();
+  // Blocks until the access retired; returns its status (a poisoned input's error, or the
+  // callback's).
+  absl::Status Wait();
+
+ private:
+  VirtualMachine* const vm_;
+  absl::Notification done_;
+  absl::Status result_;  // written before done_ is notified
+};
+
+}  // namespace sluice::vm
+
+#endif  // SLUICE_VM_BLOB_ACCESS_WAITER_H_
