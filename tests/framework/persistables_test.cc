@@ -3,10 +3,13 @@
 // partial result (no half-written directory, no half-loaded scope).
 #include "framework/io/persistables.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -58,12 +61,6 @@ ir::ProgramDesc Main() {
   return program;
 }
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/persistables_test_", name);
-  fs::remove_all(dir);
-  return dir;
-}
-
 std::set<std::string> Entries(const std::string& dir) {
   std::set<std::string> names;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
@@ -80,6 +77,21 @@ class PersistablesTest : public ::testing::Test {
     executor_ = std::make_unique<Executor>(&context_->registry(), context_->vm());
   }
 
+  void TearDown() override {
+    std::error_code ignored;
+    for (const std::string& dir : dirs_) fs::remove_all(dir, ignored);
+  }
+
+  // A path under the test's temporary directory that does not exist (yet); removed after
+  // the test. The process id keeps concurrent runs of the binary apart.
+  std::string FreshDir(const std::string& name) {
+    const std::string dir =
+        absl::StrCat(::testing::TempDir(), "/persistables_test_", getpid(), "_", name);
+    fs::remove_all(dir);
+    dirs_.push_back(dir);
+    return dir;
+  }
+
   void RunStartup(Scope* scope, double w_value, double b_value) {
     absl::StatusOr<RunResult> init = executor_->Run(Startup(w_value, b_value), {}, {}, scope);
     ASSERT_TRUE(init.ok()) << init.status();
@@ -94,6 +106,7 @@ class PersistablesTest : public ::testing::Test {
 
   std::unique_ptr<eager::Context> context_;
   std::unique_ptr<Executor> executor_;
+  std::vector<std::string> dirs_;
 };
 
 TEST_F(PersistablesTest, ListsPersistablesInDeclarationOrder) {
