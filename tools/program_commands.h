@@ -5,6 +5,9 @@
 
 namespace sluice::tools {
 
+// argv[0] is "run" / "demo". Return the process exit code (tools/options.h): 0 on success,
+// 1 when the run failed (demo: also when the loss did not fall every step; run: also when
+// --sync-check found a violation), 2 for a usage error.
 int RunMain(int argc, char** argv);
 int DemoMain(int argc, char** argv);
 

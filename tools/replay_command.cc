@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "ep/runtime.h"
@@ -15,6 +15,7 @@
 #include "ops/kernel_registry.h"
 #include "ops/op_registry.h"
 #include "ops/standard_ops.h"
+#include "tools/options.h"
 #include "vm/record_reader.h"
 #include "vm/replayer.h"
 #include "vm/sync_checker.h"
@@ -26,93 +27,31 @@ namespace {
 struct Options {
   std::string path;
   vm::DeviceMap device_map;
-  bool caller_thread = false;
+  std::string scheduling = "dedicated";
   bool check_sync = false;
-  bool verify = true;
+  bool no_verify = false;
   int repeat = 1;
-  bool standard_ops = false;
+  std::string ops = "stress";
 };
 
-void PrintHelp(FILE* out) {
-  std::fprintf(
-      out,
-      "usage: sluice replay FILE [--device-map FROM=TO[,FROM=TO...]] [--check-sync]\n"
-      "                          [--scheduling dedicated|caller] [--repeat N] [--no-verify]\n"
-      "                          [--ops stress|standard]\n"
-      "\n"
-      "Re-executes an instruction record (written with VmOptions::record_path, e.g. by\n"
-      "`sluice stress --record FILE`; format in docs/instruction_record_format.md): the same\n"
-      "instructions in file order, eager ones with their dependences derived again, batches\n"
-      "with their recorded edges, barriers as host syncs. Then compares every blob that has\n"
-      "a stored checksum with the replayed contents. Ends with one JSON line:\n"
-      "  {\"instructions\":..,\"checksums\":..,\"mismatches\":..,\"skipped\":..,\n"
-      "   \"sync_errors\":..,\"seconds\":..,\"instructions_per_s\":..}\n"
-      "\n"
-      "  --device-map M    run the instructions of device FROM on device TO, e.g.\n"
-      "                    cuda:0=sim:0 (repeatable; comma-separated pairs)\n"
-      "  --check-sync      run with the sync checker on; unordered accesses are errors\n"
-      "  --scheduling X    dedicated (a scheduler thread, default) or caller\n"
-      "  --repeat N        replay N times (default 1); every run is verified\n"
-      "  --no-verify       do not compare checksums\n"
-      "  --ops SET         the kernels op names refer to: stress (the test kernels of\n"
-      "                    `sluice stress`, default) or standard (the op library, for\n"
-      "                    records of `sluice run/demo --record`)\n"
-      "\n"
-      "Exit status: 0 when every checksum matched and no op or sync error occurred, 1\n"
-      "otherwise, 2 for bad options or a file that cannot be read or parsed (the error\n"
-      "names the line).\n");
-}
-
-absl::Status ParseOptions(int argc, char** argv, Options* options, bool* help) {
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return absl::OkStatus();
-    }
-    if (arg == "--check-sync") {
-      options->check_sync = true;
-      continue;
-    }
-    if (arg == "--no-verify") {
-      options->verify = false;
-      continue;
-    }
-    if (!absl::StartsWith(arg, "--")) {
-      if (!options->path.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("one FILE only ('%s' and '%s')", options->path, arg));
-      }
-      options->path = std::string(arg);
-      continue;
-    }
-    if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrFormat("%s needs a value", arg));
-    const absl::string_view text = argv[++i];
-    if (arg == "--device-map") {
-      SLUICE_RETURN_IF_ERROR(vm::AddDeviceMapping(text, &options->device_map));
-    } else if (arg == "--scheduling") {
-      if (text != "dedicated" && text != "caller") {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("--scheduling: '%s' is not 'dedicated' or 'caller'", text));
-      }
-      options->caller_thread = text == "caller";
-    } else if (arg == "--ops") {
-      if (text != "stress" && text != "standard") {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("--ops: '%s' is not 'stress' or 'standard'", text));
-      }
-      options->standard_ops = text == "standard";
-    } else if (arg == "--repeat") {
-      if (!absl::SimpleAtoi(text, &options->repeat) || options->repeat < 1) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("--repeat: '%s' is not a positive integer", text));
-      }
-    } else {
-      return absl::InvalidArgumentError(absl::StrFormat("unknown option '%s'", arg));
-    }
-  }
-  if (options->path.empty() && !*help) return absl::InvalidArgumentError("no FILE given");
-  return absl::OkStatus();
+void DeclareOptions(OptionParser& parser, Options* options) {
+  parser.AddPositional("FILE", "the instruction record to replay", &options->path);
+  parser.AddRepeated("--device-map", "FROM=TO[,FROM=TO...]",
+                     "run the instructions of device FROM on device TO, e.g. cuda:0=sim:0",
+                     [options](absl::string_view text) {
+                       return vm::AddDeviceMapping(text, &options->device_map);
+                     });
+  parser.AddFlag("--check-sync", "run with the sync checker on; unordered accesses are errors",
+                 &options->check_sync);
+  parser.AddChoice("--scheduling", "X", "dedicated (a scheduler thread) or caller",
+                   {"dedicated", "caller"}, &options->scheduling);
+  parser.AddInteger("--repeat", "N", "replay N times; every run is verified", 1, INT_MAX,
+                    &options->repeat);
+  parser.AddFlag("--no-verify", "do not compare checksums", &options->no_verify);
+  parser.AddChoice("--ops", "SET",
+                   "the kernels op names refer to: stress (the test kernels of `sluice stress`) "
+                   "or standard (the op library, for records of `sluice run/demo --record`)",
+                   {"stress", "standard"}, &options->ops);
 }
 
 // The runtime the program needs after mapping: enough sim devices, cuda only when used.
@@ -140,69 +79,72 @@ ep::RuntimeOptions RuntimeFor(const vm::RecordedProgram& program, const vm::Devi
   return options;
 }
 
-int Fail(absl::string_view what, const absl::Status& status, int code) {
-  std::fprintf(stderr, "sluice replay: %s%s\n", std::string(what).c_str(),
-               std::string(status.message()).c_str());
-  return code;
-}
-
 }  // namespace
 
 int ReplayMain(int argc, char** argv) {
+  auto fail = [](const absl::Status& status) { return ReportFailure("replay", status); };
   Options options;
-  bool help = false;
-  if (absl::Status parsed = ParseOptions(argc, argv, &options, &help); !parsed.ok()) {
-    std::fprintf(stderr, "sluice replay: %s\n\n", std::string(parsed.message()).c_str());
-    PrintHelp(stderr);
-    return 2;
-  }
-  if (help) {
-    PrintHelp(stdout);
-    return 0;
-  }
+  OptionParser parser(
+      "replay",
+      "Re-executes an instruction record (written with VmOptions::record_path, e.g. by\n"
+      "`sluice stress --record FILE`; format in docs/instruction_record_format.md): the same\n"
+      "instructions in file order, eager ones with their dependences derived again, batches\n"
+      "with their recorded edges, barriers as host syncs. Then compares every blob that has\n"
+      "a stored checksum with the replayed contents. Ends with one JSON line:\n"
+      "  {\"instructions\":..,\"checksums\":..,\"mismatches\":..,\"skipped\":..,\n"
+      "   \"sync_errors\":..,\"seconds\":..,\"instructions_per_s\":..}\n",
+      "Exit status: 0 when every checksum matched and no op or sync error occurred, 1\n"
+      "otherwise or when the file cannot be read or parsed (the error names the line), 2\n"
+      "for bad options.\n");
+  DeclareOptions(parser, &options);
+  if (std::optional<int> exit = ParseCommandLine(parser, argc, argv)) return *exit;
+  const bool standard_ops = options.ops == "standard";
+  const bool verify = !options.no_verify;
+
   absl::StatusOr<vm::RecordedProgram> program = vm::ReadRecordFile(options.path);
-  if (!program.ok()) return Fail("", program.status(), 2);
+  if (!program.ok()) return fail(program.status());
   std::fprintf(stderr, "sluice replay: %s: %zu instructions, %zu blobs, %zu checksums\n",
                options.path.c_str(), program->instructions.size(), program->blobs.size(),
                program->checksums.size());
 
   absl::StatusOr<std::unique_ptr<ep::Runtime>> runtime =
       ep::Runtime::Create(RuntimeFor(*program, options.device_map));
-  if (!runtime.ok()) return Fail("", runtime.status(), 2);
+  if (!runtime.ok()) return fail(runtime.status());
   vm::VmOptions vm_options;
   vm_options.check_sync = options.check_sync;
-  vm_options.scheduling = options.caller_thread ? vm::VmOptions::Scheduling::kCallerThread
-                                                : vm::VmOptions::Scheduling::kDedicatedThread;
+  vm_options.scheduling = options.scheduling == "caller"
+                              ? vm::VmOptions::Scheduling::kCallerThread
+                              : vm::VmOptions::Scheduling::kDedicatedThread;
   absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine =
       vm::VirtualMachine::Create(runtime->get(), vm_options);
-  if (!machine.ok()) return Fail("", machine.status(), 2);
+  if (!machine.ok()) return fail(machine.status());
   ops::KernelRegistry kernels;
   if (absl::Status registered = ops::RegisterHostKernels(&kernels); !registered.ok()) {
-    return Fail("", registered, 2);
+    return fail(registered);
   }
   ops::OpRegistry standard;  // filled only for --ops standard
-  if (options.standard_ops) {
+  if (standard_ops) {
     if (absl::Status registered = ops::RegisterStandardOps(&standard); !registered.ok()) {
-      return Fail("", registered, 2);
+      return fail(registered);
     }
   }
   vm::KernelLookup lookup = [&](absl::string_view op, const StreamKey& stream,
                                 DataType dtype) -> absl::StatusOr<const vm::OpKernel*> {
-    if (options.standard_ops) return standard.FindKernel(op, stream.device.type(), dtype);
+    if (standard_ops) return standard.FindKernel(op, stream.device.type(), dtype);
     return kernels.Find(op);
   };
   vm::ReplayOptions replay_options;
   replay_options.device_map = options.device_map;
   absl::StatusOr<std::unique_ptr<vm::Replayer>> replayer =
       vm::Replayer::Create(machine->get(), &*program, lookup, replay_options);
-  if (!replayer.ok()) return Fail("", replayer.status(), 2);
+  if (!replayer.ok()) return fail(replayer.status());
 
   int64_t instructions = 0, compared = 0, skipped = 0, mismatches = 0;
   absl::Status op_error;
   const auto start = std::chrono::steady_clock::now();
   for (int run = 0; run < options.repeat; ++run) {
-    absl::StatusOr<vm::ReplayResult> result = (*replayer)->Run(options.verify);
-    if (!result.ok()) return Fail("", result.status(), 1);
+    absl::StatusOr<vm::ReplayResult> result = (*replayer)->Run(verify);
+    if (!result.ok()) return fail(result.status());
     instructions += result->instructions;
     compared += result->checksums_compared;
     skipped += result->checksums_skipped;
@@ -239,7 +181,8 @@ int ReplayMain(int argc, char** argv) {
       static_cast<long long>(mismatches), static_cast<long long>(skipped),
       static_cast<long long>(sync_errors), seconds,
       seconds > 0 ? static_cast<double>(instructions) / seconds : 0.0);
-  return mismatches == 0 && sync_errors == 0 && op_error.ok() && shutdown.ok() ? 0 : 1;
+  return mismatches == 0 && sync_errors == 0 && op_error.ok() && shutdown.ok() ? kExitOk
+                                                                               : kExitFailure;
 }
 
 }  // namespace sluice::tools

@@ -5,7 +5,9 @@
 
 namespace sluice::tools {
 
-// argv[0] is "replay". Returns the process exit code.
+// argv[0] is "replay". Returns the process exit code (tools/options.h): 0 when every
+// checksum matched and no op or sync error occurred, 1 otherwise or when the record cannot
+// be read, 2 for a usage error.
 int ReplayMain(int argc, char** argv);
 
 }  // namespace sluice::tools

@@ -3,16 +3,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "ep/cuda/cuda_device.h"
 #include "ep/runtime.h"
+#include "tools/options.h"
 
 namespace sluice::tools {
 namespace {
@@ -35,57 +38,15 @@ struct DeviceReport {
   absl::Status status;
 };
 
-void PrintHelp(FILE* out) {
-  std::fprintf(
-      out,
-      "usage: sluice selfcheck [--sim-devices N] [--jitter-us J] [--seed S]\n"
-      "                        [--iterations K] [--elements E]\n"
-      "\n"
-      "For every device of every provider: K times, copy E floats host-to-device on\n"
-      "the h2d stream, copy them device-to-device on the compute stream after a\n"
-      "device-side wait, run a host task there, copy back on the d2h stream after a\n"
-      "second wait, and check the numbers. Events come from each device's pool.\n"
-      "\n"
-      "  --sim-devices N  number of sim devices (default 2)\n"
-      "  --jitter-us J    random delay of up to J us before each sim work item (default 0)\n"
-      "  --seed S         seed of the sim delays (default 1)\n"
-      "  --iterations K   round trips per device (default 200)\n"
-      "  --elements E     floats per round trip (default 4096)\n");
-}
-
-absl::Status ParseOptions(int argc, char** argv, Options* options, bool* help) {
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return absl::OkStatus();
-    }
-    auto value = [&](auto* out) -> absl::Status {
-      if (i + 1 >= argc)
-        return absl::InvalidArgumentError(absl::StrFormat("%s needs a value", arg));
-      const char* text = argv[++i];
-      if (!absl::SimpleAtoi(text, out) || *out < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s: '%s' is not a non-negative integer", arg, text));
-      }
-      return absl::OkStatus();
-    };
-    if (arg == "--sim-devices") {
-      SLUICE_RETURN_IF_ERROR(value(&options->sim_devices));
-    } else if (arg == "--jitter-us") {
-      SLUICE_RETURN_IF_ERROR(value(&options->jitter_us));
-    } else if (arg == "--seed") {
-      SLUICE_RETURN_IF_ERROR(value(&options->seed));
-    } else if (arg == "--iterations") {
-      SLUICE_RETURN_IF_ERROR(value(&options->iterations));
-    } else if (arg == "--elements") {
-      SLUICE_RETURN_IF_ERROR(value(&options->elements));
-      if (options->elements == 0) return absl::InvalidArgumentError("--elements must be > 0");
-    } else {
-      return absl::InvalidArgumentError(absl::StrFormat("unknown option '%s'", arg));
-    }
-  }
-  return absl::OkStatus();
+void DeclareOptions(OptionParser& parser, Options* o) {
+  parser.AddInteger("--sim-devices", "N", "number of sim devices", 0, ep::Runtime::kMaxSimDevices,
+                    &o->sim_devices);
+  parser.AddInteger("--jitter-us", "J", "random delay of up to J us before each sim work item", 0,
+                    INT_MAX, &o->jitter_us);
+  parser.AddInteger<uint64_t>("--seed", "S", "seed of the sim delays", 0, UINT64_MAX, &o->seed);
+  parser.AddInteger("--iterations", "K", "round trips per device", 0, INT_MAX, &o->iterations);
+  parser.AddInteger<int64_t>("--elements", "E", "floats per round trip", 1, INT64_MAX,
+                             &o->elements);
 }
 
 // One device's round trips. Buffers are released before returning, whatever happens.
@@ -168,25 +129,21 @@ absl::Status CheckDevice(ep::Device* device, const Options& options, DeviceRepor
 
 int SelfCheckMain(int argc, char** argv) {
   Options options;
-  bool help = false;
-  if (absl::Status s = ParseOptions(argc, argv, &options, &help); !s.ok()) {
-    std::fprintf(stderr, "sluice selfcheck: %s\n\n", std::string(s.message()).c_str());
-    PrintHelp(stderr);
-    return 2;
-  }
-  if (help) {
-    PrintHelp(stdout);
-    return 0;
-  }
+  OptionParser parser(
+      "selfcheck",
+      "For every device of every provider: K times, copy E floats host-to-device on\n"
+      "the h2d stream, copy them device-to-device on the compute stream after a\n"
+      "device-side wait, run a host task there, copy back on the d2h stream after a\n"
+      "second wait, and check the numbers. Events come from each device's pool.\n",
+      "Exit status: 0 when every device passed, 1 otherwise, 2 for bad options.\n");
+  DeclareOptions(parser, &options);
+  if (std::optional<int> exit = ParseCommandLine(parser, argc, argv)) return *exit;
   ep::RuntimeOptions runtime_options;
   runtime_options.num_sim_devices = options.sim_devices;
   runtime_options.sim.max_jitter_us = options.jitter_us;
   runtime_options.sim.seed = options.seed;
   absl::StatusOr<std::unique_ptr<ep::Runtime>> runtime = ep::Runtime::Create(runtime_options);
-  if (!runtime.ok()) {
-    std::fprintf(stderr, "sluice selfcheck: %s\n", std::string(runtime.status().message()).c_str());
-    return 2;
-  }
+  if (!runtime.ok()) return ReportFailure("selfcheck", runtime.status());
 
   std::printf("sluice selfcheck: %d round trips of %lld floats per device\n\n", options.iterations,
               static_cast<long long>(options.elements));
@@ -212,7 +169,7 @@ int SelfCheckMain(int argc, char** argv) {
   }
   std::printf("\n%s: %zu device(s), %d failed\n", failures == 0 ? "PASS" : "FAIL",
               (*runtime)->devices().size(), failures);
-  return failures == 0 ? 0 : 1;
+  return failures == 0 ? kExitOk : kExitFailure;
 }
 
 }  // namespace sluice::tools

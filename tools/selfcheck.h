@@ -6,7 +6,8 @@
 
 namespace sluice::tools {
 
-// Returns the process exit code: 0 when every device passed, 1 otherwise, 2 for bad usage.
+// argv[0] is "selfcheck". Returns the process exit code (tools/options.h): 0 when every
+// device passed, 1 otherwise, 2 for a usage error.
 int SelfCheckMain(int argc, char** argv);
 
 }  // namespace sluice::tools

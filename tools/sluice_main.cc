@@ -1,8 +1,8 @@
 // The `sluice` tool: one binary, one subcommand per job.
 #include <cstdio>
-#include <cstring>
 
 #include "absl/strings/string_view.h"
+#include "tools/options.h"
 #include "tools/program_commands.h"
 #include "tools/replay_command.h"
 #include "tools/selfcheck.h"
@@ -25,20 +25,22 @@ void PrintUsage(FILE* out) {
                "  replay      re-execute a recorded instruction file and verify its checksums\n"
                "  help        show this message\n"
                "\n"
-               "Run 'sluice <command> --help' for a command's options.\n");
+               "Run 'sluice <command> --help' for a command's options.\n"
+               "Exit status: 0 on success, 1 when the command failed, 2 for a usage error.\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
+    std::fprintf(stderr, "sluice: missing command\n\n");
     PrintUsage(stderr);
-    return 2;
+    return sluice::tools::kExitUsage;
   }
   const absl::string_view command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
     PrintUsage(stdout);
-    return 0;
+    return sluice::tools::kExitOk;
   }
   if (command == "demo") return sluice::tools::DemoMain(argc - 1, argv + 1);
   if (command == "run") return sluice::tools::RunMain(argc - 1, argv + 1);
@@ -47,5 +49,5 @@ int main(int argc, char** argv) {
   if (command == "replay") return sluice::tools::ReplayMain(argc - 1, argv + 1);
   std::fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[1]);
   PrintUsage(stderr);
-  return 2;
+  return sluice::tools::kExitUsage;
 }

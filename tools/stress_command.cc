@@ -4,17 +4,18 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "core/status.h"
 #include "ep/runtime.h"
 #include "ops/host_kernels.h"
 #include "ops/kernel_registry.h"
+#include "tools/options.h"
 #include "tools/stress_program.h"
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
@@ -26,9 +27,9 @@ struct Options {
   int programs = 100;
   int jitter_us = 0;
   uint64_t seed = 1;
-  bool soft_sync = true;
+  bool no_soft_sync = false;
   bool expect_errors = false;
-  bool caller_thread = false;
+  std::string scheduling = "dedicated";
   int timeout_s = 120;
   std::string record_path;
   StressShape shape;
@@ -44,109 +45,35 @@ struct Totals {
   std::string first_problem;
 };
 
-void PrintHelp(FILE* out) {
-  std::fprintf(
-      out,
-      "usage: sluice stress [--programs N] [--streams K] [--devices D] [--seed S]\n"
-      "                     [--jitter-us J] [--no-soft-sync] [--expect-errors]\n"
-      "                     [--tensors T] [--ops M] [--elements E]\n"
-      "                     [--scheduling dedicated|caller] [--timeout-s T]\n"
-      "                     [--record FILE]\n"
-      "\n"
-      "Generates N random eager programs: T tensors of E floats placed on cpu and D sim\n"
-      "devices, then M random ops (fill, add, mul, scale, copy) each on a random one of K\n"
-      "streams of its output's device (copies may cross devices). Every program runs\n"
-      "through the VM with the sync checker on; every tensor is then read back and compared\n"
-      "bit for bit with a sequential host reference. Ends with one JSON line:\n"
-      "  {\"programs\":..,\"instructions\":..,\"mismatches\":..,\"sync_errors\":..,\"hangs\":..}\n"
-      "mismatches counts tensors that differ, sync_errors accesses the checker found\n"
-      "unordered, hangs programs that did not finish within the timeout.\n"
-      "\n"
-      "  --programs N      programs to run (default 100)\n"
-      "  --streams K       compute streams per sim device (default 4)\n"
-      "  --devices D       sim devices (default 2)\n"
-      "  --seed S          seed of programs and sim delays (default 1)\n"
-      "  --jitter-us J     random delay of up to J us before each sim work item (default 0)\n"
-      "  --no-soft-sync    emit no sync instructions: the run must then report errors,\n"
-      "                    which proves the checks can fail\n"
-      "  --expect-errors   exit 0 only if errors were reported (for --no-soft-sync in CI)\n"
-      "  --tensors T       tensors per program (default 8)\n"
-      "  --ops M           random ops per program after the initial fills (default 40)\n"
-      "  --elements E      floats per tensor (default 64)\n"
-      "  --scheduling X    dedicated (a scheduler thread, default) or caller\n"
-      "  --timeout-s T     a program running longer counts as a hang (default 120)\n"
-      "  --record FILE     record every instruction (docs/instruction_record_format.md);\n"
-      "                    `sluice replay FILE` re-executes the run and checks the final\n"
-      "                    tensors of the last program\n"
-      "\n"
-      "Exit status: 0 when no mismatch, sync error or hang was found (with\n"
-      "--expect-errors: when at least one was), 1 otherwise, 2 for bad options.\n");
-}
-
-absl::Status ParseOptions(int argc, char** argv, Options* options, bool* help) {
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return absl::OkStatus();
-    }
-    if (arg == "--no-soft-sync") {
-      options->soft_sync = false;
-      continue;
-    }
-    if (arg == "--expect-errors") {
-      options->expect_errors = true;
-      continue;
-    }
-    if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrFormat("%s needs a value", arg));
-    const char* text = argv[++i];
-    if (arg == "--record") {
-      options->record_path = text;
-      continue;
-    }
-    if (arg == "--scheduling") {
-      if (absl::string_view(text) == "dedicated") {
-        options->caller_thread = false;
-      } else if (absl::string_view(text) == "caller") {
-        options->caller_thread = true;
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("--scheduling: '%s' is not 'dedicated' or 'caller'", text));
-      }
-      continue;
-    }
-    auto value = [&](auto* out, int64_t min, int64_t max) -> absl::Status {
-      int64_t v;
-      if (!absl::SimpleAtoi(text, &v) || v < min || v > max) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s: '%s' is not an integer in [%d, %d]", arg, text, min, max));
-      }
-      *out = static_cast<std::remove_pointer_t<decltype(out)>>(v);
-      return absl::OkStatus();
-    };
-    if (arg == "--programs") {
-      SLUICE_RETURN_IF_ERROR(value(&options->programs, 1, 100000000));
-    } else if (arg == "--streams") {
-      SLUICE_RETURN_IF_ERROR(value(&options->shape.streams, 1, 64));
-    } else if (arg == "--devices") {
-      SLUICE_RETURN_IF_ERROR(value(&options->shape.sim_devices, 1, ep::Runtime::kMaxSimDevices));
-    } else if (arg == "--seed") {
-      SLUICE_RETURN_IF_ERROR(value(&options->seed, 0, INT64_MAX));
-    } else if (arg == "--jitter-us") {
-      SLUICE_RETURN_IF_ERROR(value(&options->jitter_us, 0, 1000000));
-    } else if (arg == "--tensors") {
-      SLUICE_RETURN_IF_ERROR(value(&options->shape.tensors, 1, 10000));
-    } else if (arg == "--ops") {
-      SLUICE_RETURN_IF_ERROR(value(&options->shape.ops, 0, 1000000));
-    } else if (arg == "--elements") {
-      SLUICE_RETURN_IF_ERROR(value(&options->shape.elements, 1, 1 << 24));
-    } else if (arg == "--timeout-s") {
-      SLUICE_RETURN_IF_ERROR(value(&options->timeout_s, 1, 86400));
-    } else {
-      return absl::InvalidArgumentError(absl::StrFormat("unknown option '%s'", arg));
-    }
-  }
-  return absl::OkStatus();
+void DeclareOptions(OptionParser& parser, Options* o) {
+  parser.AddInteger("--programs", "N", "programs to run", 1, 100000000, &o->programs);
+  parser.AddInteger("--streams", "K", "compute streams per sim device", 1, 64, &o->shape.streams);
+  parser.AddInteger("--devices", "D", "sim devices", 1, ep::Runtime::kMaxSimDevices,
+                    &o->shape.sim_devices);
+  parser.AddInteger<uint64_t>("--seed", "S", "seed of programs and sim delays", 0, INT64_MAX,
+                              &o->seed);
+  parser.AddInteger("--jitter-us", "J", "random delay of up to J us before each sim work item", 0,
+                    1000000, &o->jitter_us);
+  parser.AddFlag("--no-soft-sync",
+                 "emit no sync instructions: the run must then report errors, which proves the "
+                 "checks can fail",
+                 &o->no_soft_sync);
+  parser.AddFlag("--expect-errors",
+                 "exit 0 only if errors were reported (for --no-soft-sync in CI)",
+                 &o->expect_errors);
+  parser.AddInteger("--tensors", "T", "tensors per program", 1, 10000, &o->shape.tensors);
+  parser.AddInteger("--ops", "M", "random ops per program after the initial fills", 0, 1000000,
+                    &o->shape.ops);
+  parser.AddInteger<int64_t>("--elements", "E", "floats per tensor", 1, 1 << 24,
+                             &o->shape.elements);
+  parser.AddChoice("--scheduling", "X", "dedicated (a scheduler thread) or caller",
+                   {"dedicated", "caller"}, &o->scheduling);
+  parser.AddInteger("--timeout-s", "T", "a program running longer counts as a hang", 1, 86400,
+                    &o->timeout_s);
+  parser.AddString("--record", "FILE",
+                   "record every instruction (docs/instruction_record_format.md); `sluice replay "
+                   "FILE` re-executes the run and checks the final tensors of the last program",
+                   &o->record_path);
 }
 
 // Runs one program through the VM; adds its findings to `totals`. A failed VM call is an
@@ -156,7 +83,7 @@ absl::Status RunProgram(const StressProgram& program, const Options& options,
                         vm::VirtualMachine* machine, const ops::KernelRegistry& kernels,
                         Totals* totals, std::vector<vm::BlobRef>& blobs) {
   vm::InstructionsBuilder builder(machine);
-  builder.set_soft_sync(options.soft_sync);
+  builder.set_soft_sync(!options.no_soft_sync);
   const int64_t elements = options.shape.elements;
   blobs.clear();
   for (size_t t = 0; t < program.tensor_home.size(); ++t) {
@@ -207,16 +134,21 @@ absl::Status RunProgram(const StressProgram& program, const Options& options,
 
 int StressMain(int argc, char** argv) {
   Options options;
-  bool help = false;
-  if (absl::Status parsed = ParseOptions(argc, argv, &options, &help); !parsed.ok()) {
-    std::fprintf(stderr, "sluice stress: %s\n\n", std::string(parsed.message()).c_str());
-    PrintHelp(stderr);
-    return 2;
-  }
-  if (help) {
-    PrintHelp(stdout);
-    return 0;
-  }
+  OptionParser parser(
+      "stress",
+      "Generates N random eager programs: T tensors of E floats placed on cpu and D sim\n"
+      "devices, then M random ops (fill, add, mul, scale, copy) each on a random one of K\n"
+      "streams of its output's device (copies may cross devices). Every program runs\n"
+      "through the VM with the sync checker on; every tensor is then read back and compared\n"
+      "bit for bit with a sequential host reference. Ends with one JSON line:\n"
+      "  {\"programs\":..,\"instructions\":..,\"mismatches\":..,\"sync_errors\":..,\"hangs\":..}\n"
+      "mismatches counts tensors that differ, sync_errors accesses the checker found\n"
+      "unordered, hangs programs that did not finish within the timeout.\n",
+      "Exit status: 0 when no mismatch, sync error or hang was found (with\n"
+      "--expect-errors: when at least one was), 1 otherwise or when the run could not be\n"
+      "set up, 2 for bad options.\n");
+  DeclareOptions(parser, &options);
+  if (std::optional<int> exit = ParseCommandLine(parser, argc, argv)) return *exit;
 
   ep::RuntimeOptions runtime_options;
   runtime_options.num_sim_devices = options.shape.sim_devices;
@@ -224,25 +156,19 @@ int StressMain(int argc, char** argv) {
   runtime_options.sim.max_jitter_us = options.jitter_us;
   runtime_options.enable_cuda = false;
   absl::StatusOr<std::unique_ptr<ep::Runtime>> runtime = ep::Runtime::Create(runtime_options);
-  if (!runtime.ok()) {
-    std::fprintf(stderr, "sluice stress: %s\n", runtime.status().ToString().c_str());
-    return 2;
-  }
+  if (!runtime.ok()) return ReportFailure("stress", runtime.status());
   vm::VmOptions vm_options;
   vm_options.check_sync = true;
   vm_options.record_path = options.record_path;
-  vm_options.scheduling = options.caller_thread ? vm::VmOptions::Scheduling::kCallerThread
-                                                : vm::VmOptions::Scheduling::kDedicatedThread;
+  vm_options.scheduling = options.scheduling == "caller"
+                              ? vm::VmOptions::Scheduling::kCallerThread
+                              : vm::VmOptions::Scheduling::kDedicatedThread;
   absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine =
       vm::VirtualMachine::Create(runtime->get(), vm_options);
-  if (!machine.ok()) {
-    std::fprintf(stderr, "sluice stress: %s\n", machine.status().ToString().c_str());
-    return 2;
-  }
+  if (!machine.ok()) return ReportFailure("stress", machine.status());
   ops::KernelRegistry kernels;
   if (absl::Status registered = ops::RegisterHostKernels(&kernels); !registered.ok()) {
-    std::fprintf(stderr, "sluice stress: %s\n", registered.ToString().c_str());
-    return 2;
+    return ReportFailure("stress", registered);
   }
 
   Totals totals;
@@ -272,12 +198,12 @@ int StressMain(int argc, char** argv) {
           static_cast<long long>(totals.hangs));
       std::fflush(stdout);
       runner.detach();
-      std::_Exit(options.expect_errors ? 0 : 1);
+      std::_Exit(options.expect_errors ? kExitOk : kExitFailure);
     }
     runner.join();
     if (!run_status.ok()) {
       std::fprintf(stderr, "sluice stress: program %d: %s\n", p, run_status.ToString().c_str());
-      return 2;
+      return kExitFailure;
     }
     ++totals.programs;
     const int percent = static_cast<int>(100LL * (p + 1) / options.programs);
@@ -315,7 +241,7 @@ int StressMain(int argc, char** argv) {
       static_cast<long long>(totals.hangs));
   const bool errors =
       totals.mismatches > 0 || totals.sync_errors > 0 || totals.hangs > 0 || totals.op_errors > 0;
-  return errors == options.expect_errors ? 0 : 1;
+  return errors == options.expect_errors ? kExitOk : kExitFailure;
 }
 
 }  // namespace sluice::tools

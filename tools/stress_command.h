@@ -5,7 +5,8 @@
 
 namespace sluice::tools {
 
-// argv[0] is "stress". Returns the process exit code.
+// argv[0] is "stress". Returns the process exit code (tools/options.h): 0 when no problem
+// was found (with --expect-errors: when one was), 1 otherwise, 2 for a usage error.
 int StressMain(int argc, char** argv);
 
 }  // namespace sluice::tools
