@@ -26,8 +26,8 @@ namespace {
 // Resolution, placement and kernel choice, each over the ops the step before it got
 // through: the error reported is that of the first op to fail any of them.
 absl::StatusOr<PlacedBlock> ResolveAndPlace(const ir::BlockDesc& block,
-                                            const ops::OpRegistry& registry,
-                                            const Device& device, VarTable& vars,
+                                            const ops::OpRegistry& registry, const Device& device,
+                                            VarTable& vars,
                                             const std::vector<std::string>& fetch_names) {
   const ResolvedBlock resolved = ResolveOps(block, registry, vars, fetch_names);
   PlacedBlock placed = PlaceOps(resolved, registry, device, vars);
@@ -110,7 +110,8 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   stats.ops = static_cast<int64_t>(funcs.size());
   stats.inserted_copies = placed.inserted_copies;
   stats.dependencies = deps.stats;
-  stats.releases = std::count_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.op < 0; });
+  stats.releases =
+      std::count_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.op < 0; });
   stats.streams = static_cast<int64_t>(streams.streams.size());
   stats.stream_waits = plan.stream_waits;
   stats.record_events = plan.record_events;

@@ -62,7 +62,7 @@ struct OpFunc {
   std::string type;
   int source = -1;  // index of the block op; -1 for an inserted copy
   const ops::OpSchema* schema = nullptr;
-  const vm::OpKernel* kernel = nullptr;  // null until kernel choice (copies: at insertion)
+  const vm::OpKernel* kernel = nullptr;      // null until kernel choice (copies: at insertion)
   std::shared_ptr<const vm::AttrMap> attrs;  // null when the op has no attributes
   Device device;                             // where it runs
   std::optional<StreamKey> stream;  // fixed by placement or attribute; else the list schedule's
@@ -73,8 +73,8 @@ struct OpFunc {
 
 // A node of the lowered graph: an op func, or the release of a temporary (GC plan).
 struct Node {
-  int op = -1;   // op func index, or -1 for a release
-  int var = -1;  // released var slot (op == -1)
+  int op = -1;             // op func index, or -1 for a release
+  int var = -1;            // released var slot (op == -1)
   int stream = -1;         // stream table index
   std::vector<int> preds;  // node indices, each smaller than this node's
   int segment = -1;        // set by FormSegments
@@ -102,10 +102,10 @@ struct StreamInfo {
 struct StreamItem {
   enum class Kind { kSequence, kStreamWait, kRecordEvent };
   Kind kind = Kind::kSequence;
-  int segment = -1;  // kSequence: its segment; kStreamWait: the segment that needs the wait
-  int from = -1;     // kStreamWait, kRecordEvent: the producer's stream
-  int to = -1;       // kSequence: its stream; kStreamWait: the consumer's stream
-  double key = 0;    // list-schedule time; dispatch order is ascending key
+  int segment = -1;       // kSequence: its segment; kStreamWait: the segment that needs the wait
+  int from = -1;          // kStreamWait, kRecordEvent: the producer's stream
+  int to = -1;            // kSequence: its stream; kStreamWait: the consumer's stream
+  double key = 0;         // list-schedule time; dispatch order is ascending key
   int from_segment = -1;  // kStreamWait: the segment waited for
 };
 

@@ -41,8 +41,8 @@ class OpResolver {
       for (const std::string& name : desc_.Input(arg.name)) {
         auto it = vars_.index_of.find(name);
         if (it == vars_.index_of.end()) {
-          return Invalid(where_, absl::StrCat("input ", arg.name, " names undefined variable '",
-                                              name, "'"));
+          return Invalid(
+              where_, absl::StrCat("input ", arg.name, " names undefined variable '", name, "'"));
         }
         const VarSlot& var = vars_.slots[it->second];
         if (var.kind == VarKind::kTemp && !written_[it->second]) {
@@ -85,8 +85,8 @@ class OpResolver {
       for (size_t k = 0; k < names.size(); ++k) {
         auto it = vars_.index_of.find(names[k]);
         if (it == vars_.index_of.end()) {
-          return Invalid(where_, absl::StrCat("output ", slot, " names undefined variable '",
-                                              names[k], "'"));
+          return Invalid(
+              where_, absl::StrCat("output ", slot, " names undefined variable '", names[k], "'"));
         }
         const VarSlot& var = vars_.slots[it->second];
         const ops::TensorMeta& meta = inferred[s][k];
@@ -94,10 +94,10 @@ class OpResolver {
           return Invalid(where_, absl::StrCat("writes feed variable '", names[k], "'"));
         }
         if (meta.dtype != var.dtype || meta.shape != var.shape) {
-          return Invalid(where_, absl::StrCat("output '", names[k], "' is declared ",
-                                              DataTypeName(var.dtype), " ", var.shape.ToString(),
-                                              " but the op makes ", DataTypeName(meta.dtype), " ",
-                                              meta.shape.ToString()));
+          return Invalid(
+              where_, absl::StrCat("output '", names[k], "' is declared ", DataTypeName(var.dtype),
+                                   " ", var.shape.ToString(), " but the op makes ",
+                                   DataTypeName(meta.dtype), " ", meta.shape.ToString()));
         }
         op.outputs.push_back(it->second);
       }

@@ -73,8 +73,7 @@ class CopyInserter {
 };
 
 // An op whose schema places it (the copies): where the rule says.
-absl::Status PlaceByRule(const ResolvedOp& op, const Device& device, VarTable& vars,
-                         OpFunc& func) {
+absl::Status PlaceByRule(const ResolvedOp& op, const Device& device, VarTable& vars, OpFunc& func) {
   std::vector<Device> input_devices;
   for (int var : op.inputs) input_devices.push_back(vars.slots[var].device);
   absl::StatusOr<ops::Placement> placement =

@@ -105,8 +105,7 @@ class StreamAnalyzer {
     // Just before the end of p's segment in list-schedule time, so that the sync goes out
     // right behind p's sequence — ahead of the next segment of p's stream, which starts at
     // that same time and would otherwise delay the consumer by a whole segment.
-    const double after_p =
-        std::max(seg_end_[p] - kStep / 2, plan_.items[seq_item_[p]].key + kStep);
+    const double after_p = std::max(seg_end_[p] - kStep / 2, plan_.items[seq_item_[p]].key + kStep);
     int sync;
     if (streams_[t].device == streams_[s].device) {
       AddItem({StreamItem::Kind::kStreamWait, c, t, s, after_p, p});

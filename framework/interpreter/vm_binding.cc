@@ -9,8 +9,7 @@
 
 namespace sluice::framework {
 
-absl::StatusOr<StreamTable> BindStreams(vm::VirtualMachine& vm,
-                                        const std::vector<OpFunc>& funcs) {
+absl::StatusOr<StreamTable> BindStreams(vm::VirtualMachine& vm, const std::vector<OpFunc>& funcs) {
   StreamTable table;
   absl::flat_hash_map<vm::Stream*, int> index_of;
   for (const OpFunc& func : funcs) {
@@ -34,15 +33,14 @@ std::vector<StreamInfo> DescribeStreams(const std::vector<vm::Stream*>& streams)
     StreamInfo info;
     info.device = stream->key().device;
     info.synchronous = stream->policy()->synchronous();
-    info.worker = workers.try_emplace(stream->thread_ctx(), static_cast<int>(workers.size()))
-                      .first->second;
+    info.worker =
+        workers.try_emplace(stream->thread_ctx(), static_cast<int>(workers.size())).first->second;
     infos.push_back(info);
   }
   return infos;
 }
 
-absl::StatusOr<BoundBlobs> BindBlobs(vm::VirtualMachine& vm, const Scope& scope,
-                                     VarTable& vars) {
+absl::StatusOr<BoundBlobs> BindBlobs(vm::VirtualMachine& vm, const Scope& scope, VarTable& vars) {
   BoundBlobs bound;
   const Device cpu(DeviceType::kCpu, 0);
   SLUICE_ASSIGN_OR_RETURN(vm::Stream * host, vm.GetStream(StreamKey{cpu, StreamType::kCompute, 0}));
