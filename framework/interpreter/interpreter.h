@@ -5,9 +5,9 @@
 // each pass is a function of the lowered graph (lowered_graph.h) so far:
 //   var_table.h           CollectVars: block, feeds, fetches, scope -> VarTable (kind and
 //                         home device per variable);
-//   op_resolution.h       ResolveOps: block, VarTable -> ResolvedOps (schema, normalized
-//                         attributes, operands by slot, inferred shapes checked);
-//   placement.h           PlaceOps: ResolvedOps -> OpFuncs on devices and fixed streams,
+//   op_resolution.h       ResolveOps: block, VarTable -> ResolvedBlock (per op: schema,
+//                         normalized attributes, operands by slot, inferred shapes checked);
+//   placement.h           PlaceOps: ResolvedBlock -> OpFuncs on devices and fixed streams,
 //                         with inserted `memcpy_h2d` / `memcpy_d2h` where a value crosses
 //                         devices (feeds live on cpu; fetched values come back to cpu);
 //   op_resolution.h       ChooseKernels: each op's kernel for (op, device type, dtype);
@@ -28,8 +28,9 @@
 //   lane_lowering.h       QueryLaneSupport, LowerToLanes: one OpSequence per stream with
 //                         wait steps, when every stream is a cpu stream of its own worker;
 //   batch_lowering.h      LowerToBatch: otherwise one instruction per plan item.
-// Only the binding steps and the back ends touch the VM; the passes before them can run
-// (and are tested) without one.
+// Only vm_binding.h, lane_lowering.h and batch_lowering.h touch the VM; every other pass is
+// a function of its inputs alone (CollectVars also reads the scope) and is tested without
+// one.
 //
 // A sub-block (the body of a control-flow op) goes through the same passes: its VarTable
 // holds the enclosing block's variables it reads or writes as bound slots (like

@@ -2,7 +2,7 @@
 // Plain value types with public fields; every index is dense and refers into a vector the
 // pipeline owns (var slots into VarTable::slots, op funcs into the OpFunc list, nodes into
 // the Node list, segments into the Segment list, streams into the stream table). Nothing
-// here touches a VM except the blob and stream pointers the binding steps fill in.
+// here refers to a VM except the blobs BindBlobs fills in (vm_binding.h).
 // Thread-compatible, like every value type.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_LOWERED_GRAPH_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_LOWERED_GRAPH_H_
