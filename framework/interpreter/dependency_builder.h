@@ -1,4 +1,4 @@
-// DependencyBuilder: the happens-before edges among a program's ops (seed 001 §2.3), from
+// DependencyBuilder: the happens-before edges among a program's ops, from
 // what each op reads and writes, in program order:
 //   RAW  a reader depends on the variable's last writer;
 //   WAR  a writer depends on every reader since the last write;

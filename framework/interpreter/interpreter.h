@@ -1,27 +1,46 @@
-// Interpreter: a Program analysed once and lowered into a reusable instruction graph (seed
-// 001 §2, with the difference that Sluice's interpreter schedules nothing itself: every run
-// hands the same PrecomputedBatch to the VM). Build does, in order:
-//  1. op func list: each op's schema, normalized attributes, inferred shapes checked against
-//     the program's variables, kernel for (op, device type, dtype), device placement, and
-//     inserted `memcpy_h2d` / `memcpy_d2h` where a value crosses devices (feeds live on cpu;
-//     fetched values are copied back to cpu);
-//  2. variable binding: feeds get host blobs, persistables live in the root scope (created
-//     lazily on the device when absent), temporaries get lazy blobs the interpreter owns;
-//  3. dependences (dependency_builder.h), then stream placement: an op's "stream" attribute
-//     ("compute:1"), else compute stream 0, or — with compute_streams > 1 — a list
-//     schedule over that many compute streams that prices cross-stream edges;
-//  4. GC plan: each temporary (not fed, fetched or persistable) gets a Release after every
-//     op that touches it, on the stream that first writes it (the stream that allocates it);
-//  5. fusion: consecutive nodes of one stream whose other-stream dependences come only
-//     into the first node and out of the last become one OpSequence instruction;
-//  6. stream analysis: an edge between streams of one asynchronous device becomes a
-//     StreamWait, from an asynchronous stream to another device a RecordEvent; a wait
-//     already implied by earlier waits (vector clocks per stream) is not emitted;
-//  7. lane mode, when every stream is a cpu stream of its own worker: each stream's
-//     segments become one OpSequence and each StreamWait a wait step inside it.
+// Interpreter: a Program analysed once and lowered into a reusable instruction graph. The
+// interpreter schedules nothing itself: every run hands the same PrecomputedBatch to the VM.
+//
+// Build runs a pipeline of passes over one block (ir::BlockDesc) and its variable table;
+// each pass is a function of the lowered graph (lowered_graph.h) so far:
+//   var_table.h           CollectVars: block, feeds, fetches, scope -> VarTable (kind and
+//                         home device per variable);
+//   op_resolution.h       ResolveOps: block, VarTable -> ResolvedBlock (per op: schema,
+//                         normalized attributes, operands by slot, inferred shapes checked);
+//   placement.h           PlaceOps: ResolvedBlock -> OpFuncs on devices and fixed streams,
+//                         with inserted `memcpy_h2d` / `memcpy_d2h` where a value crosses
+//                         devices (feeds live on cpu; fetched values come back to cpu);
+//   op_resolution.h       ChooseKernels: each op's kernel for (op, device type, dtype);
+//   var_table.h           PersistablesReadBeforeWritten: what must have a value already;
+//   dependency_builder.h  BuildDependencies: OpFunc accesses -> happens-before edges;
+//   list_schedule.h       AssignStreams: edges -> a compute stream per remaining op (the
+//                         "stream" attribute, else stream 0, or with compute_streams > 1 a
+//                         list schedule pricing cross-stream edges) and start times;
+//   vm_binding.h          BindStreams, BindBlobs: stream keys -> vm::Streams (dense
+//                         indices), var slots -> blobs (feeds host blobs, persistables the
+//                         root scope's or new lazy ones, temporaries lazy blobs);
+//   gc_plan.h             PlanNodes: OpFuncs, edges -> Nodes, with the release of each
+//                         temporary after the last op that touches it;
+//   segments.h            FormSegments: Nodes -> Segments (fusion into OpSequences);
+//   stream_analysis.h     AnalyzeStreams: Nodes, Segments, start times, StreamInfos ->
+//                         StreamPlan (sequences, StreamWaits, RecordEvents, item edges;
+//                         waits implied by earlier ones pruned by vector clocks);
+//   lane_lowering.h       QueryLaneSupport, LowerToLanes: one OpSequence per stream with
+//                         wait steps, when every stream is a cpu stream of its own worker;
+//   batch_lowering.h      LowerToBatch: otherwise one instruction per plan item.
+// Only vm_binding.h, lane_lowering.h and batch_lowering.h touch the VM; every other pass is
+// a function of its inputs alone (CollectVars also reads the scope) and is tested without
+// one.
+//
+// A sub-block (the body of a control-flow op) goes through the same passes: its VarTable
+// holds the enclosing block's variables it reads or writes as bound slots (like
+// persistables: never released, read before written allowed) plus its own temporaries;
+// ResolveOps, PlaceOps and the rest run on its BlockDesc unchanged, and the back end
+// lowers it into a batch (or lanes) of its own that the control-flow op's kernel submits.
+//
 // Errors (unknown op, bad attribute, shape mismatch, a variable read before anything writes
-// it, an unknown feed or fetch) name the op and variable and are returned before anything is
-// created in the scope.
+// it, an unknown feed or fetch) name the op and variable — the first op that fails any
+// step — and are returned before anything is created in the scope.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_INTERPRETER_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_INTERPRETER_H_
 
@@ -36,6 +55,7 @@
 #include "core/device.h"
 #include "framework/interpreter/dependency_builder.h"
 #include "framework/interpreter/host_tensor.h"
+#include "framework/interpreter/interpreter_options.h"
 #include "framework/interpreter/scope.h"
 #include "framework/ir/program_desc.h"
 #include "ops/op_registry.h"
@@ -45,47 +65,6 @@
 #include "vm/virtual_machine.h"
 
 namespace sluice::framework {
-
-struct InterpreterOptions {
-  Device device{DeviceType::kCpu, 0};  // where ops run
-  // Ops without a "stream" attribute run on compute stream 0, or — when > 1 — are spread
-  // over compute streams 0..n-1 by a list schedule (unit cost per op).
-  int compute_streams = 1;
-  // The list schedule's price of an edge between two compute streams, in ops: the consumer
-  // starts that much after its producer ends, and the choice of stream counts it once more
-  // per such input. Higher keeps chains of dependent ops on one stream (fewer syncs and
-  // longer fused sequences); 0 balances the streams by start time alone.
-  double cross_stream_cost = 2.0;
-  // Free temporaries after their last use (the GC plan). Off: they keep their storage
-  // between runs (less allocator traffic, more memory).
-  bool release_temporaries = true;
-  // Fuse same-stream runs into OpSequences. Off: one instruction per op (for comparison).
-  bool fuse = true;
-  // When every stream is a cpu stream with a worker of its own (checked: no two streams
-  // share a ThreadCtx), fuse is on, and the VM has no sync checker or recorder attached:
-  // run each stream's work as one sequence with cross-sequence waits (vm/op_sequence.h)
-  // instead of one instruction per fused segment and StreamWait. Off: the
-  // instruction-level lowering (for comparison).
-  bool lane_sequences = true;
-  // Testing only: turn cross-stream edges into plain edges with no StreamWait/RecordEvent,
-  // so the sync checker can show that the stream analysis is what makes runs correct.
-  bool skip_stream_analysis = false;
-};
-
-// What Build produced. Value type.
-struct LoweringStats {
-  int64_t ops = 0;  // op funcs, inserted copies included
-  int64_t inserted_copies = 0;
-  int64_t instructions = 0;  // batch nodes per run
-  int64_t op_sequences = 0;
-  int64_t lane_sequences = 0;  // streams run as one sequence each (0: not lane mode)
-  int64_t stream_waits = 0;
-  int64_t record_events = 0;
-  int64_t releases = 0;
-  int64_t edges = 0;  // batch edges
-  int64_t streams = 0;
-  DependencyStats dependencies;
-};
 
 // Checks a feed value against its declaration: dtype, shape and byte count. InvalidArgument
 // naming the feed. (The executor checks feeds before it builds; StageFeeds on every run.)

@@ -1,4 +1,4 @@
-// Scope: where a program's variables live between and during runs (seed 001 §1.3) — a
+// Scope: where a program's variables live between and during runs — a
 // tree. Persistable variables (parameters, optimizer state) live in the root scope and
 // outlive every run; an interpreter's temporaries live in blobs it owns (a child scope per
 // interpreter in Paddle's terms, here the interpreter itself), so a failed or cancelled run

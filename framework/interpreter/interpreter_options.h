@@ -1,0 +1,56 @@
+// The interpreter's build options and the statistics of what a build produced
+// (interpreter.h). Value types.
+#ifndef SLUICE_FRAMEWORK_INTERPRETER_INTERPRETER_OPTIONS_H_
+#define SLUICE_FRAMEWORK_INTERPRETER_INTERPRETER_OPTIONS_H_
+
+#include <cstdint>
+
+#include "core/device.h"
+#include "framework/interpreter/dependency_builder.h"
+
+namespace sluice::framework {
+
+struct InterpreterOptions {
+  Device device{DeviceType::kCpu, 0};  // where ops run
+  // Ops without a "stream" attribute run on compute stream 0, or — when > 1 — are spread
+  // over compute streams 0..n-1 by a list schedule (unit cost per op).
+  int compute_streams = 1;
+  // The list schedule's price of an edge between two compute streams, in ops: the consumer
+  // starts that much after its producer ends, and the choice of stream counts it once more
+  // per such input. Higher keeps chains of dependent ops on one stream (fewer syncs and
+  // longer fused sequences); 0 balances the streams by start time alone.
+  double cross_stream_cost = 2.0;
+  // Free temporaries after their last use (the GC plan). Off: they keep their storage
+  // between runs (less allocator traffic, more memory).
+  bool release_temporaries = true;
+  // Fuse same-stream runs into OpSequences. Off: one instruction per op (for comparison).
+  bool fuse = true;
+  // When every stream is a cpu stream with a worker of its own (checked: no two streams
+  // share a ThreadCtx), fuse is on, and the VM has no sync checker or recorder attached:
+  // run each stream's work as one sequence with cross-sequence waits (vm/op_sequence.h)
+  // instead of one instruction per fused segment and StreamWait. Off: the
+  // instruction-level lowering (for comparison).
+  bool lane_sequences = true;
+  // Testing only: turn cross-stream edges into plain edges with no StreamWait/RecordEvent,
+  // so the sync checker can show that the stream analysis is what makes runs correct.
+  bool skip_stream_analysis = false;
+};
+
+// What Build produced. Value type.
+struct LoweringStats {
+  int64_t ops = 0;  // op funcs, inserted copies included
+  int64_t inserted_copies = 0;
+  int64_t instructions = 0;  // batch nodes per run
+  int64_t op_sequences = 0;
+  int64_t lane_sequences = 0;  // streams run as one sequence each (0: not lane mode)
+  int64_t stream_waits = 0;
+  int64_t record_events = 0;
+  int64_t releases = 0;
+  int64_t edges = 0;  // batch edges
+  int64_t streams = 0;
+  DependencyStats dependencies;
+};
+
+}  // namespace sluice::framework
+
+#endif  // SLUICE_FRAMEWORK_INTERPRETER_INTERPRETER_OPTIONS_H_

@@ -1,0 +1,63 @@
+#include "framework/interpreter/lane_lowering.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "vm/stream_policy.h"
+
+namespace sluice::framework {
+
+LaneSupport QueryLaneSupport(const vm::VirtualMachine& vm,
+                             const std::vector<vm::Stream*>& streams) {
+  absl::flat_hash_set<const vm::ThreadCtx*> workers;
+  bool all_synchronous = true;
+  for (const vm::Stream* stream : streams) {
+    workers.insert(stream->thread_ctx());
+    all_synchronous = all_synchronous && stream->policy()->synchronous();
+  }
+  LaneSupport support;
+  support.host_lanes = all_synchronous && workers.size() == streams.size();
+  support.observed = vm.options().check_sync || !vm.options().record_path.empty();
+  return support;
+}
+
+bool UseLaneLowering(const LaneSupport& support, const InterpreterOptions& options, int streams) {
+  return options.lane_sequences && options.fuse && !options.skip_stream_analysis &&
+         !support.observed && streams > 1 && support.host_lanes;
+}
+
+void LowerToLanes(const LoweringInput& in, LoweringOutput& out) {
+  const int k = static_cast<int>(in.streams.size());
+  const std::vector<StreamItem>& items = in.plan.items;
+  std::vector<std::unique_ptr<vm::OpSequence>> lanes(k);
+  for (int s = 0; s < k; ++s) lanes[s] = NewSequence(out.counters);
+  std::vector<int> passed_after(in.segments.size(), 0);  // lane steps once it is appended
+  // Each wait goes right before the segment that needs it, not where the StreamWait's key
+  // would put it: a wait placed earlier would idle the lane while segments ahead of the
+  // consumer, which do not need it, could run.
+  std::vector<std::vector<int>> waits_for(in.segments.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind == StreamItem::Kind::kStreamWait) waits_for[items[i].segment].push_back(i);
+  }
+  for (int i : in.plan.order) {
+    const StreamItem& item = items[i];
+    if (item.kind != StreamItem::Kind::kSequence) continue;
+    vm::OpSequence& lane = *lanes[item.to];
+    for (int w : waits_for[item.segment]) {
+      // The producer's segment has a smaller key than this one, so it is in its lane.
+      lane.AddWait(lanes[items[w].from].get(), passed_after[items[w].from_segment]);
+    }
+    AppendSegment(in, in.segments[item.segment], lane);
+    passed_after[item.segment] = lane.size();
+  }
+  for (int s = 0; s < k; ++s) {
+    out.batch.AddOpCall(*lanes[s], {}, {}, nullptr, in.streams[s]);
+    ++out.stats.op_sequences;
+    out.sequences.push_back(std::move(lanes[s]));
+  }
+  out.stats.lane_sequences = k;
+  out.stats.instructions = out.batch.size();
+}
+
+}  // namespace sluice::framework

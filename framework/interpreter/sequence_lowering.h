@@ -1,0 +1,56 @@
+// What both back ends (lane_lowering.h, batch_lowering.h) share: the lowered graph and
+// stream plan they read, where they put the instructions, and how a segment's nodes become
+// the steps of an OpSequence.
+#ifndef SLUICE_FRAMEWORK_INTERPRETER_SEQUENCE_LOWERING_H_
+#define SLUICE_FRAMEWORK_INTERPRETER_SEQUENCE_LOWERING_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "framework/interpreter/interpreter_options.h"
+#include "framework/interpreter/lowered_graph.h"
+#include "vm/op_sequence.h"
+#include "vm/precomputed_batch.h"
+#include "vm/stream.h"
+
+namespace sluice::framework {
+
+// A back end's input: a bound, segmented graph and its stream plan. Read only.
+struct LoweringInput {
+  const VarTable& vars;  // every slot bound to a blob
+  const std::vector<OpFunc>& funcs;
+  const std::vector<Node>& nodes;
+  const std::vector<Segment>& segments;
+  const StreamPlan& plan;
+  const std::vector<vm::Stream*>& streams;  // by stream index
+};
+
+// The counters every sequence of one interpreter shares; they must outlive the sequences.
+struct SequenceCounters {
+  const std::atomic<bool>* cancel = nullptr;
+  std::atomic<int64_t>* ops_run = nullptr;
+  const std::atomic<uint32_t>* run_number = nullptr;
+};
+
+// Where a back end puts its work: the batch it appends to, the owner of the sequences the
+// batch's instructions run, and the statistics it counts (op_sequences, lane_sequences,
+// instructions, edges).
+struct LoweringOutput {
+  vm::PrecomputedBatch& batch;
+  std::vector<std::unique_ptr<vm::OpSequence>>& sequences;
+  LoweringStats& stats;
+  SequenceCounters counters;
+};
+
+// An empty sequence wired to `counters`.
+std::unique_ptr<vm::OpSequence> NewSequence(const SequenceCounters& counters);
+
+// Appends `segment`'s nodes to `sequence`: an op call per op func (on the slots' blobs), a
+// release per release node.
+void AppendSegment(const LoweringInput& in, const Segment& segment, vm::OpSequence& sequence);
+
+}  // namespace sluice::framework
+
+#endif  // SLUICE_FRAMEWORK_INTERPRETER_SEQUENCE_LOWERING_H_

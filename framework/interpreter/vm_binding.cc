@@ -1,0 +1,69 @@
+#include "framework/interpreter/vm_binding.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "framework/interpreter/op_resolution.h"
+#include "vm/stream_policy.h"
+
+namespace sluice::framework {
+
+absl::StatusOr<StreamTable> BindStreams(vm::VirtualMachine& vm, const std::vector<OpFunc>& funcs) {
+  StreamTable table;
+  absl::flat_hash_map<vm::Stream*, int> index_of;
+  for (const OpFunc& func : funcs) {
+    absl::StatusOr<vm::Stream*> stream = vm.GetStream(*func.stream);
+    if (!stream.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(func.source >= 0 ? OpName(func.source, func.type) : func.type, ": stream ",
+                       func.stream->ToString(), ": ", stream.status().message()));
+    }
+    auto [it, inserted] = index_of.try_emplace(*stream, static_cast<int>(table.streams.size()));
+    if (inserted) table.streams.push_back(*stream);
+    table.func_stream.push_back(it->second);
+  }
+  return table;
+}
+
+std::vector<StreamInfo> DescribeStreams(const std::vector<vm::Stream*>& streams) {
+  std::vector<StreamInfo> infos;
+  absl::flat_hash_map<const vm::ThreadCtx*, int> workers;
+  for (const vm::Stream* stream : streams) {
+    StreamInfo info;
+    info.device = stream->key().device;
+    info.synchronous = stream->policy()->synchronous();
+    info.worker =
+        workers.try_emplace(stream->thread_ctx(), static_cast<int>(workers.size())).first->second;
+    infos.push_back(info);
+  }
+  return infos;
+}
+
+absl::StatusOr<BoundBlobs> BindBlobs(vm::VirtualMachine& vm, const Scope& scope, VarTable& vars) {
+  BoundBlobs bound;
+  const Device cpu(DeviceType::kCpu, 0);
+  SLUICE_ASSIGN_OR_RETURN(vm::Stream * host, vm.GetStream(StreamKey{cpu, StreamType::kCompute, 0}));
+  absl::flat_hash_set<int> devices_seen;
+  for (VarSlot& var : vars.slots) {
+    SLUICE_ASSIGN_OR_RETURN(vm::Stream * home,
+                            vm.GetStream(StreamKey{var.device, StreamType::kCompute, 0}));
+    if (var.kind == VarKind::kFeed) {
+      SLUICE_ASSIGN_OR_RETURN(var.blob, vm.NewBlob(host, var.dtype, var.shape, var.name));
+    } else if (var.kind == VarKind::kPersistable) {
+      if (const vm::BlobRef* existing = scope.Find(var.name)) {
+        var.blob = *existing;
+      } else {
+        SLUICE_ASSIGN_OR_RETURN(var.blob, vm.NewLazyBlob(home, var.dtype, var.shape, var.name));
+        bound.new_persistables.emplace_back(var.name, var.blob);
+      }
+    } else {
+      SLUICE_ASSIGN_OR_RETURN(var.blob, vm.NewLazyBlob(home, var.dtype, var.shape, var.name));
+    }
+    const int device_key = static_cast<int>(var.device.type()) * 1024 + var.device.index();
+    if (devices_seen.insert(device_key).second) bound.devices.push_back(var.device);
+  }
+  return bound;
+}
+
+}  // namespace sluice::framework

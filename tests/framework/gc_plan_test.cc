@@ -1,0 +1,118 @@
+// PlanNodes on hand-built funcs: a release follows the last func touching a temporary, on
+// the stream of its first writer, depending on every func that touches it; fed, fetched,
+// persistable and untouched variables are never released; node predecessors map through
+// the releases in between; and with releases off there is one node per func.
+#include "framework/interpreter/gc_plan.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::framework {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+VarTable Vars(const std::vector<VarKind>& kinds) {
+  VarTable table;
+  for (size_t v = 0; v < kinds.size(); ++v) {
+    VarSlot slot;
+    slot.name = absl::StrCat("v", v);
+    slot.kind = kinds[v];
+    table.index_of[slot.name] = static_cast<int>(v);
+    table.slots.push_back(slot);
+  }
+  return table;
+}
+
+OpFunc Func(std::vector<int> inputs, std::vector<int> outputs) {
+  OpFunc f;
+  f.inputs = std::move(inputs);
+  f.outputs = std::move(outputs);
+  return f;
+}
+
+DependencyGraph Deps(std::vector<std::vector<int>> preds) {
+  DependencyGraph g;
+  g.predecessors = std::move(preds);
+  return g;
+}
+
+// v0 fed, v1 persistable, v2..v5 temporaries (v4 fetched, v5 untouched).
+//   f0: v2 = g(v0)          stream 0
+//   f1: v3 = g(v2, v1)      stream 1
+//   f2: v4 = g(v3, v2)      stream 1
+class GcPlanTest : public ::testing::Test {
+ protected:
+  GcPlanTest()
+      : vars_(Vars({VarKind::kFeed, VarKind::kPersistable, VarKind::kTemp, VarKind::kTemp,
+                    VarKind::kTemp, VarKind::kTemp})),
+        funcs_({Func({0}, {2}), Func({2, 1}, {3}), Func({3, 2}, {4})}),
+        deps_(Deps({{}, {0}, {1}})) {
+    vars_.slots[4].fetched = true;
+  }
+
+  VarTable vars_;
+  std::vector<OpFunc> funcs_;
+  DependencyGraph deps_;
+  const std::vector<int> streams_ = {0, 1, 1};
+};
+
+TEST_F(GcPlanTest, ReleasesFollowTheLastUseOnTheFirstWritersStream) {
+  const std::vector<Node> nodes = PlanNodes(funcs_, vars_, deps_, streams_, true);
+  // f0, f1, f2, then the releases of v2 and v3 (both last touched by f2), in slot order.
+  ASSERT_EQ(nodes.size(), 5u);
+  EXPECT_EQ(nodes[0].op, 0);
+  EXPECT_EQ(nodes[1].op, 1);
+  EXPECT_EQ(nodes[2].op, 2);
+  EXPECT_EQ(nodes[3].op, -1);
+  EXPECT_EQ(nodes[3].var, 2);
+  EXPECT_EQ(nodes[3].stream, 0);  // v2's first writer runs on stream 0
+  EXPECT_THAT(nodes[3].preds, ElementsAre(0, 1, 2));
+  EXPECT_EQ(nodes[4].var, 3);
+  EXPECT_EQ(nodes[4].stream, 1);
+  EXPECT_THAT(nodes[4].preds, ElementsAre(1, 2));
+  EXPECT_THAT(nodes[2].preds, ElementsAre(1));
+}
+
+TEST_F(GcPlanTest, PredecessorsMapThroughEarlierReleases) {
+  // f3 reads v4 after f2: v3 and v2 are released between, so f3 is node 5 and its
+  // predecessor f2 stays node 2.
+  funcs_.push_back(Func({4}, {}));
+  deps_.predecessors.push_back({2});
+  const std::vector<int> streams = {0, 1, 1, 0};
+  const std::vector<Node> nodes = PlanNodes(funcs_, vars_, deps_, streams, true);
+  ASSERT_EQ(nodes.size(), 6u);
+  EXPECT_EQ(nodes[5].op, 3);
+  EXPECT_THAT(nodes[5].preds, ElementsAre(2));
+}
+
+TEST_F(GcPlanTest, OnlyUnfetchedTouchedTemporariesAreReleased) {
+  const std::vector<Node> nodes = PlanNodes(funcs_, vars_, deps_, streams_, true);
+  std::vector<int> released;
+  for (const Node& node : nodes) {
+    if (node.op < 0) released.push_back(node.var);
+  }
+  EXPECT_THAT(released, ElementsAre(2, 3));  // not v0 (fed), v1, v4 (fetched), v5 (untouched)
+}
+
+TEST_F(GcPlanTest, WithoutReleasesOneNodePerFunc) {
+  const std::vector<Node> nodes = PlanNodes(funcs_, vars_, deps_, streams_, false);
+  ASSERT_EQ(nodes.size(), 3u);
+  for (int f = 0; f < 3; ++f) {
+    EXPECT_EQ(nodes[f].op, f);
+    EXPECT_EQ(nodes[f].stream, streams_[f]);
+  }
+}
+
+TEST_F(GcPlanTest, NoFuncsNoNodes) {
+  EXPECT_THAT(PlanNodes({}, vars_, Deps({}), {}, true), IsEmpty());
+}
+
+}  // namespace
+}  // namespace sluice::framework
