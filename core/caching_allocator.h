@@ -1,5 +1,5 @@
 // StreamOrderedCachingAllocator: caches device memory per stream, with RecordStream
-// semantics (seed 001, multi-stream GC).
+// semantics: a block used by several streams is reused only once each of them is done with it.
 //
 // Reuse rules:
 //  - A block freed with no other stream recorded on it goes straight back to its owning

@@ -1,4 +1,4 @@
-// StreamType: the role of a stream on a device (seed 003 §1). Different roles get separate
+// StreamType: the role of a stream on a device. Different roles get separate
 // streams so that copies, compute and collectives can overlap.
 #ifndef SLUICE_CORE_STREAM_TYPE_H_
 #define SLUICE_CORE_STREAM_TYPE_H_

@@ -1,5 +1,5 @@
 // TensorStorage: the bytes of one tensor on one device, with its dtype, shape and the
-// stream that last used it (the input to soft sync, seed 003 §4).
+// stream that last used it (the input to soft sync).
 #ifndef SLUICE_CORE_TENSOR_STORAGE_H_
 #define SLUICE_CORE_TENSOR_STORAGE_H_
 

@@ -1,4 +1,4 @@
-// EventPool: events of one device, created once and recycled (seed 003 §4: creating or
+// EventPool: events of one device, created once and recycled (creating or
 // destroying CUDA events can turn asynchronous launches synchronous, so neither belongs on a
 // hot path). PooledEvent returns its event to the pool when it goes out of scope.
 #ifndef SLUICE_EP_EVENT_POOL_H_

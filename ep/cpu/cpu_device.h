@@ -1,5 +1,5 @@
 // The cpu provider: the host as a device. Stream work runs on the calling thread (a cpu
-// vm::Stream is one worker thread, seed 003 §5), so events are done when recorded.
+// vm::Stream is one worker thread), so events are done when recorded.
 #ifndef SLUICE_EP_CPU_CPU_DEVICE_H_
 #define SLUICE_EP_CPU_CPU_DEVICE_H_
 

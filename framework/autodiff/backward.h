@@ -1,4 +1,4 @@
-// Reverse-mode autodiff on a Program (seed 001 §1.2.2): AppendBackward extends the loss's
+// Reverse-mode autodiff on a Program: AppendBackward extends the loss's
 // program with the ops that compute d(loss)/d(var) for every variable that needs it, using
 // each forward op's grad maker (ops/op_schema.h), and returns the gradients of the
 // trainable parameters for an optimizer to consume.

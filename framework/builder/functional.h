@@ -1,4 +1,4 @@
-// One functional front end, two modes (DESIGN.md, framework/builder): every op here takes
+// One functional front end, two modes: every op here takes
 // Values, each either a static Var of a Program or an eager Tensor. Static operands append
 // the op to their Program (AppendOp) and return its output Vars; eager operands run the op
 // at once through their eager::Context and return Tensors. Both modes send the same op

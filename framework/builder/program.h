@@ -1,4 +1,4 @@
-// The static-graph builder's core (seed 001 §1.2.1): a Program (an ir::ProgramDesc plus a
+// The static-graph builder's core: a Program (an ir::ProgramDesc plus a
 // name generator and the op registry it is checked against), Var handles to its variables,
 // the ProgramGuard that makes a (main, startup) pair current, and the two ways ops enter a
 // program — AppendOp (new output variables) and AppendOpInto (outputs that already exist:

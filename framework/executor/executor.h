@@ -1,4 +1,4 @@
-// Executor: runs Programs (seed 001 §1.3, with the run API of seed 004): `Run(program, feeds,
+// Executor: runs Programs: `Run(program, feeds,
 // fetch_list, scope)` builds an Interpreter the first time it sees a (program hash, feed
 // names, fetch names, scope) and reuses it after, so steady-state runs cost one batch
 // submission. `RunAsync` returns at once with a handle (step id, Cancel, Wait) and calls a

@@ -1,4 +1,4 @@
-// The Program IR (seed 001 §1.2): ProgramDesc → BlockDesc → OpDesc / VarDesc. A Program is
+// The Program IR: ProgramDesc → BlockDesc → OpDesc / VarDesc. A Program is
 // data: what the builder appends to, what autodiff and optimizers extend, what the
 // interpreter analyses and lowers, and what `docs/program-format.md` writes to a file.
 //

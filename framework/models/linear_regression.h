@@ -1,4 +1,4 @@
-// The demo model (seed 001's example): Linear(16 -> 1) + MSELoss, trained with Adam on a
+// The demo model: Linear(16 -> 1) + MSELoss, trained with Adam on a
 // fixed 16x16 batch whose targets come from a known linear function. `sluice demo`, the
 // executor benchmark and the end-to-end tests build it from here, so they run the same
 // program; `examples/linear_regression/` holds it as files for `sluice run`.

@@ -1,4 +1,4 @@
-// Optimizers for static programs (seed 001 §1.2.2.2): Minimize(loss) appends the backward
+// Optimizers for static programs: Minimize(loss) appends the backward
 // pass (AppendBackward) and one in-place update op per parameter to the current main
 // program, and declares the optimizer's state — the learning rate and per-parameter
 // accumulators — as persistable variables of both programs with their initializers in the
