@@ -12,7 +12,8 @@ install(TARGETS ${_sluice_targets} EXPORT SluiceTargets
 
 foreach(_dir core ep vm ops framework)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sluice/${_dir}
-    FILES_MATCHING PATTERN "*.h")  # internal/ too: public headers include a few of them
+    FILES_MATCHING PATTERN "*.h"
+    PATTERN "internal" EXCLUDE)  # private: no public header includes one (check_layering.sh)
 endforeach()
 
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/Sluice)

@@ -2,6 +2,9 @@
 # Rejects upward includes between Sluice's layers: core <- ep <- vm <- ops <- framework <- tools.
 # A source file in a layer may include headers of its own layer and of the layers below it,
 # never of a layer above (e.g. core/ including "ep/..." or ops/ including <framework/...>).
+# Private headers stay private: no file includes another layer's internal/ header, and no
+# public header (one outside every internal/ folder) includes an internal/ header at all —
+# the install ships no internal/, so such a header would not compile for an embedder.
 #
 #   scripts/check_layering.sh [ROOT]     check ROOT (default: the repository); exit 1 and
 #                                        list file:line for every upward include
@@ -42,6 +45,37 @@ check_tree() {
       done <<<"$hits"
     fi
   done
+  check_private "$root" || found=1
+  return "$found"
+}
+
+# Prints "file:line: text" for each include of a private header that check_tree's header
+# comment forbids, under $1 (the current directory); returns 1 if there is any.
+check_private() {
+  local found=0 layer hits hit
+  for layer in "${layers[@]}"; do
+    [[ -d "$layer" ]] || continue
+    hits=$(grep -rnE \
+      --include='*.h' --include='*.hh' --include='*.hpp' --include='*.inc' \
+      --include='*.cc' --include='*.cpp' --include='*.cu' --include='*.cuh' \
+      '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"][a-z_]+/([^">]*/)?internal/' "$layer") || {
+      (( $? == 1 )) || return 2
+    }
+    [[ -n "$hits" ]] || continue
+    while IFS= read -r hit; do
+      local file=${hit%%:*} rest=${hit#*:}
+      local line=${rest%%:*} text=${rest#*:}
+      local included=${text#*[<\"]}
+      included=${included%%/*}
+      if [[ "$included" != "$layer" ]]; then
+        found=1
+        echo "${file}:${line}: ${layer}/ may not include ${included}/'s internal headers: ${text}"
+      elif [[ "$file" =~ \.(h|hh|hpp|inc|cuh)$ && "/$file" != */internal/* ]]; then
+        found=1
+        echo "${file}:${line}: a public header may not include an internal/ header: ${text}"
+      fi
+    done <<<"$hits"
+  done
   return "$found"
 }
 
@@ -59,6 +93,10 @@ self_test() {
   printf '#include "ep/stream.h"\n#include "core/device.h"\n' >"$tmp/vm/ok.cc"
   printf '#include "framework/x.h"\n#include "ops/y.h"\n#include "vm/z.h"\n' >"$tmp/tools/ok.cc"
   printf '// #include "tools/in_a_comment.h" is not an include\n' >"$tmp/core/comment.h"
+  mkdir -p "$tmp"/{ops/internal,ops/cpu}
+  printf '#include "ops/internal/families.h"\n' >"$tmp/ops/cpu/kernels.cc"
+  printf '#include "ops/internal/families.h"\n' >"$tmp/ops/internal/helpers.h"
+  printf '#include "ep/sim/internal/sim_stream.h"\n' >"$tmp/ep/sim/internal/ok.h"
 
   echo "check_layering self-test: a clean tree must pass"
   if ! out=$(bash "$script" "$tmp" 2>&1); then
@@ -72,7 +110,11 @@ self_test() {
   printf '\n\n#include <vm/program.h>\n' >"$tmp/ep/sim/internal/bad.h"
   printf '  #  include "framework/session.h"\n' >"$tmp/ops/bad.cu"
   printf '#include "tools/cli.h"\n' >"$tmp/framework/bad.h"
-  local expected=(core/bad.cc:2 ep/sim/internal/bad.h:3 ops/bad.cu:1 framework/bad.h:1)
+  # Private headers: another layer's internal/, and a public header including its own.
+  printf '#include "vm/z.h"\n#include "ep/internal/spin.h"\n' >"$tmp/vm/private.cc"
+  printf '#include "ops/internal/families.h"\n' >"$tmp/ops/public.h"
+  local expected=(core/bad.cc:2 ep/sim/internal/bad.h:3 ops/bad.cu:1 framework/bad.h:1
+                  vm/private.cc:2 ops/public.h:1)
 
   echo "check_layering self-test: a tree with ${#expected[@]} upward includes must fail"
   rc=0
@@ -106,7 +148,7 @@ case "${1:-}" in
     if (( rc == 0 )); then
       echo "check_layering: OK (${layers[*]})"
     elif (( rc == 1 )); then
-      echo "check_layering: upward includes found (layers, bottom to top: ${layers[*]})" >&2
+      echo "check_layering: upward or private includes found (layers, bottom to top: ${layers[*]})" >&2
       exit 1
     else
       echo "check_layering: could not read $root" >&2

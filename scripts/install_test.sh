@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Proves that an embedder can use an installed Sluice: configures, builds and installs Sluice
 # (libraries only: tests, benchmarks and the tool off) into a temporary prefix, then builds
-# examples/consumer against that prefix with find_package(Sluice) and runs it.
+# examples/consumer against that prefix with find_package(Sluice) and runs it. Also checks
+# that the install holds no internal/ folder and that every installed (non-cuda) header
+# compiles from the installed tree alone.
 #
 #   scripts/install_test.sh [-DSOME_SLUICE_OPTION=...]   extra args go to Sluice's configure
 #
@@ -31,6 +33,20 @@ cmake -S "$root" -B "$work/build" -G "Unix Makefiles" \
   "$@"
 cmake --build "$work/build" -j"$jobs"
 cmake --install "$work/build"
+
+echo "install_test: the installed headers are the public ones, and each compiles as installed"
+if internal=$(find "$prefix/include" -type d -name internal | head -1) && [[ -n "$internal" ]]; then
+  echo "install_test: the install ships a private header folder: $internal" >&2
+  exit 1
+fi
+# One translation unit that includes every installed header (cuda ones need the toolkit's
+# headers: left out). A public header that includes an uninstalled one fails here.
+all_headers=$work/all_headers.cc
+(cd "$prefix/include/sluice" && find . -name '*.h' -not -path '*/cuda/*' | sort |
+  sed 's|^\./\(.*\)$|#include "\1"|') >"$all_headers"
+echo "int main() { return 0; }" >>"$all_headers"
+echo "install_test: compiling $(grep -c '^#include' "$all_headers") installed headers"
+"${CXX:-c++}" -std=c++20 -fsyntax-only -I"$prefix/include/sluice" "$all_headers"
 
 echo "install_test: building examples/consumer against $prefix"
 # No package registry: the consumer must find Sluice through CMAKE_PREFIX_PATH alone.

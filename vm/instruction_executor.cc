@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_from_call.h"
 #include "ep/device.h"
 #include "vm/fused_calls.h"
 #include "vm/kernel.h"
@@ -52,15 +53,8 @@ absl::Status SettleHostWork(Instruction* instruction, ErrorSink* errors,
     for (Blob* blob : instruction->outputs) blob->ClearPoison();
     return absl::OkStatus();
   }
-  absl::Status status;
   const int64_t begin = tracer != nullptr ? Tracer::NowNs() : 0;
-  try {
-    status = (*work)();
-  } catch (const std::exception& e) {
-    status = absl::InternalError(absl::StrCat("exception: ", e.what()));
-  } catch (...) {
-    status = absl::InternalError("unknown exception");
-  }
+  absl::Status status = StatusFromCall("host work", *work);
   if (tracer != nullptr) {
     tracer->Add({instruction->stream, instruction->name(), begin, Tracer::NowNs()});
   }
@@ -264,14 +258,7 @@ void InstructionExecutor::RunKernel(Instruction* instruction) {
                     this);
   Tracer* tracer = this->tracer();
   const int64_t begin = tracer != nullptr ? Tracer::NowNs() : 0;
-  absl::Status status;
-  try {
-    status = kernel->Launch(ctx);
-  } catch (const std::exception& e) {
-    status = absl::InternalError(absl::StrCat("exception: ", e.what()));
-  } catch (...) {
-    status = absl::InternalError("unknown exception");
-  }
+  absl::Status status = StatusFromCall("kernel", [&] { return kernel->Launch(ctx); });
   if (tracer != nullptr && !ctx.ran_host_work()) {
     tracer->Add({instruction->stream, instruction->name(), begin, Tracer::NowNs()});
   }
@@ -348,13 +335,8 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
     if (storage == nullptr) {
       status = absl::FailedPreconditionError(absl::StrCat(blob->DebugName(), " was released"));
     } else {
-      try {
-        status = i->blob_callback(storage->data(), storage->bytes());
-      } catch (const std::exception& e) {
-        status = absl::InternalError(absl::StrCat("exception: ", e.what()));
-      } catch (...) {
-        status = absl::InternalError("unknown exception");
-      }
+      status = StatusFromCall("blob callback",
+                              [&] { return i->blob_callback(storage->data(), storage->bytes()); });
     }
     if (status.ok()) {
       if (write) {

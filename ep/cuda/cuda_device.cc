@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/status.h"
+#include "core/status_from_call.h"
 
 namespace sluice::ep {
 namespace {
@@ -118,12 +119,7 @@ class CudaStream final : public Stream {
   // Runs on a CUDA runtime thread; exceptions and errors become the stream's pending error.
   static void CUDART_CB RunBoxed(void* arg) {
     std::unique_ptr<Boxed> boxed(static_cast<Boxed*>(arg));
-    absl::Status status;
-    try {
-      status = std::move(boxed->task)();
-    } catch (...) {
-      status = absl::InternalError("host task threw an exception");
-    }
+    absl::Status status = StatusFromCall("host task", std::move(boxed->task));
     if (!status.ok()) {
       absl::MutexLock lock(&boxed->stream->mu_);
       if (boxed->stream->error_.ok()) boxed->stream->error_ = status;

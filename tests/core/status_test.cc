@@ -1,13 +1,16 @@
-// Tests for core/status.h: the two propagation macros and SLUICE_CHECK.
+// Tests for core/status.h (the two propagation macros and SLUICE_CHECK) and
+// core/status_from_call.h.
 #include "core/status.h"
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_from_call.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -123,6 +126,32 @@ TEST(StatusTest, CheckAbortsNamingTheCondition) {
   const int answer = 41;
   EXPECT_DEATH(SLUICE_CHECK(answer == 42), "SLUICE_CHECK failed: answer == 42");
   EXPECT_DEATH(SLUICE_CHECK(answer == 42), "status_test.cc");
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(StatusFromCallTest, ReturnsTheCalleesStatus) {
+  EXPECT_TRUE(StatusFromCall("f", [] { return absl::OkStatus(); }).ok());
+  const absl::Status s = StatusFromCall("f", [] { return absl::NotFoundError("gone"); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "gone");
+}
+
+TEST(StatusFromCallTest, TurnsAStandardExceptionIntoAnInternalErrorNamingTheCallee) {
+  const absl::Status s =
+      StatusFromCall("kernel", []() -> absl::Status { throw std::out_of_range("index 9"); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "kernel threw: index 9");
+}
+
+TEST(StatusFromCallTest, TurnsANonStandardExceptionIntoAnInternalError) {
+  const absl::Status s = StatusFromCall("host task", []() -> absl::Status { throw 42; });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "host task threw a non-standard exception");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/spin_wait.h"
+#include "core/status_from_call.h"
 #include "core/thread_name.h"
 #include "ep/device.h"
 #include "ep/sim/internal/sim_memory_map.h"
@@ -165,14 +166,7 @@ void SimStream::Run(Item& item) {
   Jitter();
   switch (item.kind) {
     case Item::Kind::kTask: {
-      absl::Status status;
-      try {
-        status = std::move(item.task)();
-      } catch (const std::exception& e) {
-        status = absl::InternalError(absl::StrCat("host task threw: ", e.what()));
-      } catch (...) {
-        status = absl::InternalError("host task threw a non-standard exception");
-      }
+      absl::Status status = StatusFromCall("host task", std::move(item.task));
       item.task = nullptr;  // release captures on the worker, before completion is published
       if (!status.ok()) {
         absl::MutexLock lock(&mu_);
