@@ -1,6 +1,6 @@
 // KernelRegistry: kernels by op name, owned by whoever builds the registry (a Runtime-level
 // object in the framework, the CLI, a test). No global registry and no static
-// registration: kernels are added by explicit calls such as RegisterHostKernels(&registry).
+// registration: kernels are added by explicit calls such as RegisterStressKernels(&registry).
 #ifndef SLUICE_OPS_KERNEL_REGISTRY_H_
 #define SLUICE_OPS_KERNEL_REGISTRY_H_
 

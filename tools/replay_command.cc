@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "ep/runtime.h"
-#include "ops/host_kernels.h"
+#include "ops/stress_kernels.h"
 #include "ops/kernel_registry.h"
 #include "ops/op_registry.h"
 #include "ops/standard_ops.h"
@@ -119,7 +119,7 @@ int ReplayMain(int argc, char** argv) {
       vm::VirtualMachine::Create(runtime->get(), vm_options);
   if (!machine.ok()) return fail(machine.status());
   ops::KernelRegistry kernels;
-  if (absl::Status registered = ops::RegisterHostKernels(&kernels); !registered.ok()) {
+  if (absl::Status registered = ops::RegisterStressKernels(&kernels); !registered.ok()) {
     return fail(registered);
   }
   ops::OpRegistry standard;  // filled only for --ops standard

@@ -13,7 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/status.h"
 #include "ep/runtime.h"
-#include "ops/host_kernels.h"
+#include "ops/stress_kernels.h"
 #include "ops/kernel_registry.h"
 #include "tools/options.h"
 #include "tools/stress_program.h"
@@ -167,7 +167,7 @@ int StressMain(int argc, char** argv) {
       vm::VirtualMachine::Create(runtime->get(), vm_options);
   if (!machine.ok()) return ReportFailure("stress", machine.status());
   ops::KernelRegistry kernels;
-  if (absl::Status registered = ops::RegisterHostKernels(&kernels); !registered.ok()) {
+  if (absl::Status registered = ops::RegisterStressKernels(&kernels); !registered.ok()) {
     return ReportFailure("stress", registered);
   }
 

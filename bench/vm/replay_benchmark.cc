@@ -15,7 +15,7 @@
 #include "benchmark/benchmark.h"
 #include "core/status.h"
 #include "ep/runtime.h"
-#include "ops/host_kernels.h"
+#include "ops/stress_kernels.h"
 #include "ops/kernel_registry.h"
 #include "vm/instructions_builder.h"
 #include "vm/record_reader.h"
@@ -43,7 +43,7 @@ std::string RecordNoops() {
     options.record_path = path;
     std::unique_ptr<VirtualMachine> vm = VirtualMachine::Create(runtime.get(), options).value();
     ops::KernelRegistry kernels;
-    SLUICE_CHECK(ops::RegisterHostKernels(&kernels).ok());
+    SLUICE_CHECK(ops::RegisterStressKernels(&kernels).ok());
     InstructionsBuilder builder(vm.get());
     Stream* cpu = vm->GetStream("cpu").value();
     BlobRef x = vm->NewBlob(cpu, DataType::kF32, Shape({1})).value();
@@ -78,7 +78,7 @@ void BM_Replay_Noop(benchmark::State& state) {
                                            : VmOptions::Scheduling::kCallerThread;
   std::unique_ptr<VirtualMachine> vm = VirtualMachine::Create(runtime.get(), options).value();
   ops::KernelRegistry kernels;
-  SLUICE_CHECK(ops::RegisterHostKernels(&kernels).ok());
+  SLUICE_CHECK(ops::RegisterStressKernels(&kernels).ok());
   std::unique_ptr<Replayer> replayer =
       Replayer::Create(
           vm.get(), &program,

@@ -18,7 +18,7 @@
 #include "benchmark/benchmark.h"
 #include "core/status.h"
 #include "ep/runtime.h"
-#include "ops/host_kernels.h"
+#include "ops/stress_kernels.h"
 #include "ops/kernel_registry.h"
 #include "vm/instructions_builder.h"
 #include "vm/precomputed_batch.h"
@@ -45,7 +45,7 @@ struct Bench {
       options.idle_spin = std::chrono::nanoseconds(std::atoll(idle));
     }
     vm = VirtualMachine::Create(runtime.get(), options).value();
-    SLUICE_CHECK(ops::RegisterHostKernels(&kernels).ok());
+    SLUICE_CHECK(ops::RegisterStressKernels(&kernels).ok());
     builder = std::make_unique<InstructionsBuilder>(vm.get());
   }
   ~Bench() {

@@ -12,7 +12,7 @@
 #include "ep/runtime.h"
 #include "framework/eager/context.h"
 #include "framework/eager/functional.h"
-#include "ops/host_kernels.h"
+#include "ops/stress_kernels.h"
 #include "ops/kernel_registry.h"
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
@@ -46,7 +46,7 @@ absl::Status Run() {
   SLUICE_ASSIGN_OR_RETURN(auto runtime, sluice::ep::Runtime::Create());
   SLUICE_ASSIGN_OR_RETURN(auto vm, sluice::vm::VirtualMachine::Create(runtime.get()));
   sluice::ops::KernelRegistry kernels;
-  SLUICE_RETURN_IF_ERROR(sluice::ops::RegisterHostKernels(&kernels));
+  SLUICE_RETURN_IF_ERROR(sluice::ops::RegisterStressKernels(&kernels));
   SLUICE_ASSIGN_OR_RETURN(const sluice::vm::OpKernel* fill, kernels.Find("fill"));
   SLUICE_ASSIGN_OR_RETURN(const sluice::vm::OpKernel* add, kernels.Find("add"));
   SLUICE_ASSIGN_OR_RETURN(sluice::vm::Stream * compute, vm->GetStream("sim:0/compute"));

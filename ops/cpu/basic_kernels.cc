@@ -48,7 +48,7 @@ auto MakeCopy(absl::string_view op) {
 }  // namespace
 
 absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
       registry, "fill_constant", [](auto tag) {
         using T = typename decltype(tag)::type;
         return MakeHostKernel("fill_constant", [](const HostArgs& a) -> absl::StatusOr<HostWork> {
@@ -62,7 +62,7 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
           });
         });
       })));
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
       registry, "fill_zeros_like", [](auto) {
         return MakeHostKernel("fill_zeros_like", [](const HostArgs& a) -> absl::StatusOr<HostWork> {
           void* out = a.outputs[0].data;
@@ -75,17 +75,17 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
       })));
   for (const char* op : {"assign", "memcpy_h2d", "memcpy_d2h"}) {
     SLUICE_RETURN_IF_ERROR((
-        RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(registry, op, MakeCopy(op))));
+        RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(registry, op, MakeCopy(op))));
   }
   for (const char* op : {"cast", "cast_grad"}) {
     SLUICE_RETURN_IF_ERROR((
-        RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(registry, op, [op](auto tag) {
+        RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(registry, op, [op](auto tag) {
           using In = typename decltype(tag)::type;
           return MakeHostKernel(
               op, [](const HostArgs& a) { return PrepareCast<In>(a.inputs[0], a.outputs[0]); });
         })));
   }
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double>(registry, "scale", [](auto tag) {
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double>(registry, "scale", [](auto tag) {
     using T = typename decltype(tag)::type;
     return MakeHostKernel("scale", [](const HostArgs& a) -> absl::StatusOr<HostWork> {
       SLUICE_ASSIGN_OR_RETURN(const double scale, a.attrs->GetFloat("scale"));
@@ -100,7 +100,7 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
     });
   })));
   SLUICE_RETURN_IF_ERROR(
-      (RegisterHostKernelsFor<float, double, int32_t, int64_t>(registry, "sum", [](auto tag) {
+      (RegisterStressKernelsFor<float, double, int32_t, int64_t>(registry, "sum", [](auto tag) {
         using T = typename decltype(tag)::type;
         return MakeHostKernel("sum", [](const HostArgs& a) -> absl::StatusOr<HostWork> {
           absl::InlinedVector<const T*, 4> xs;
@@ -119,7 +119,7 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
         });
       })));
   SLUICE_RETURN_IF_ERROR(
-      (RegisterHostKernelsFor<float, double>(registry, "uniform_random", [](auto tag) {
+      (RegisterStressKernelsFor<float, double>(registry, "uniform_random", [](auto tag) {
         using T = typename decltype(tag)::type;
         return MakeHostKernel("uniform_random", [](const HostArgs& a) -> absl::StatusOr<HostWork> {
           SLUICE_ASSIGN_OR_RETURN(const double lo, a.attrs->GetFloat("min"));
@@ -140,7 +140,7 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
         });
       })));
   SLUICE_RETURN_IF_ERROR(
-      (RegisterHostKernelsFor<float, double>(registry, "gaussian_random", [](auto tag) {
+      (RegisterStressKernelsFor<float, double>(registry, "gaussian_random", [](auto tag) {
         using T = typename decltype(tag)::type;
         return MakeHostKernel("gaussian_random", [](const HostArgs& a) -> absl::StatusOr<HostWork> {
           SLUICE_ASSIGN_OR_RETURN(const double mean, a.attrs->GetFloat("mean"));

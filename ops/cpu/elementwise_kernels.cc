@@ -392,7 +392,7 @@ class UnaryGradKernel final : public ElementwiseKernel<T> {
 // Registers Kernel<T, Args...> under `op` for cpu and sim, f32 and f64.
 template <template <typename, typename...> class Kernel, typename... Args>
 absl::Status Register(OpRegistry* registry, const char* op) {
-  return RegisterHostKernelsFor<float, double>(registry, op, [op](auto tag) {
+  return RegisterStressKernelsFor<float, double>(registry, op, [op](auto tag) {
     using T = typename decltype(tag)::type;
     return std::shared_ptr<const vm::OpKernel>(std::make_shared<Kernel<T, Args...>>(op));
   });

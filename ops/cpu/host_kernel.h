@@ -154,7 +154,7 @@ auto VisitDtype(DataType dtype, Fn fn) {
 // Registers make(TypeTag<T>{}) (a shared_ptr<const vm::OpKernel>) as the cpu and sim kernel
 // of `op` for each T in Ts.
 template <typename... Ts, typename Make>
-absl::Status RegisterHostKernelsFor(OpRegistry* registry, absl::string_view op, Make make) {
+absl::Status RegisterStressKernelsFor(OpRegistry* registry, absl::string_view op, Make make) {
   absl::Status status;
   (
       [&] {

@@ -455,7 +455,7 @@ using PrepareFn = absl::StatusOr<HostWork> (*)(const std::string&, const HostArg
 // Registers prepare_f32 / prepare_f64 as the cpu and sim kernels of `op`.
 absl::Status RegisterFloat(OpRegistry* registry, const std::string& op,
                            PrepareFn<float> prepare_f32, PrepareFn<double> prepare_f64) {
-  return RegisterHostKernelsFor<float, double>(registry, op, [&](auto tag) {
+  return RegisterStressKernelsFor<float, double>(registry, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     PrepareFn<T> prepare;
     if constexpr (std::is_same_v<T, float>) {

@@ -395,22 +395,22 @@ std::shared_ptr<const vm::OpKernel> MakeAdam() {
 }  // namespace
 
 absl::Status RegisterShapeAndOptimizerHostKernels(OpRegistry* registry) {
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
       registry, "reshape", MakeReshape("reshape", 1))));
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
       registry, "reshape_grad", MakeReshape("reshape_grad", 2))));
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
       registry, "transpose",
       [](auto tag) { return MakeTranspose<typename decltype(tag)::type>(); })));
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
       registry, "concat", [](auto) { return MakeConcat(); })));
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
       registry, "split", [](auto) { return MakeSplit("split", 1); })));
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double, int32_t, int64_t, bool>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
       registry, "concat_grad", [](auto) { return MakeSplit("concat_grad", -1); })));
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double>(
       registry, "sgd", [](auto tag) { return MakeSgd<typename decltype(tag)::type>(); })));
-  SLUICE_RETURN_IF_ERROR((RegisterHostKernelsFor<float, double>(
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double>(
       registry, "adam", [](auto tag) { return MakeAdam<typename decltype(tag)::type>(); })));
   return absl::OkStatus();
 }

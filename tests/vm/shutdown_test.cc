@@ -340,7 +340,7 @@ TEST_P(ShutdownTest, CreateSubmitShutdownLoop) {
   std::unique_ptr<ep::Runtime> runtime =
       ep::Runtime::Create(ep::RuntimeOptions{.enable_cuda = false}).value();
   ops::KernelRegistry kernels;
-  SLUICE_ASSERT_OK(ops::RegisterHostKernels(&kernels));
+  SLUICE_ASSERT_OK(ops::RegisterStressKernels(&kernels));
   auto k = [&kernels](absl::string_view name) -> const OpKernel& {
     return *kernels.Find(name).value();
   };

@@ -11,7 +11,7 @@
 
 #include "ep/runtime.h"
 #include "gtest/gtest.h"
-#include "ops/host_kernels.h"
+#include "ops/stress_kernels.h"
 #include "ops/kernel_registry.h"
 #include "tests/vm/test_kernels.h"
 #include "vm/instructions_builder.h"
@@ -60,7 +60,7 @@ struct VmHarness {
     runtime_options.enable_cuda = false;
     runtime = ep::Runtime::Create(runtime_options).value();
     vm = VirtualMachine::Create(runtime.get(), std::move(options)).value();
-    EXPECT_TRUE(ops::RegisterHostKernels(&kernels).ok());
+    EXPECT_TRUE(ops::RegisterStressKernels(&kernels).ok());
     builder = std::make_unique<InstructionsBuilder>(vm.get());
   }
   ~VmHarness() {

@@ -1,4 +1,4 @@
-#include "ops/host_kernels.h"
+#include "ops/stress_kernels.h"
 
 #include <cstring>
 
@@ -156,7 +156,7 @@ class CopyKernel final : public vm::OpKernel {
 
 }  // namespace
 
-absl::Status RegisterHostKernels(KernelRegistry* registry) {
+absl::Status RegisterStressKernels(KernelRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(registry->Register(std::make_unique<NoopKernel>()));
   SLUICE_RETURN_IF_ERROR(registry->Register(std::make_unique<FillKernel>()));
   SLUICE_RETURN_IF_ERROR(registry->Register(std::make_unique<BinaryKernel<AddOp>>("add")));
