@@ -12,8 +12,8 @@
 #include "ep/runtime.h"
 #include "framework/eager/context.h"
 #include "framework/eager/functional.h"
-#include "ops/stress_kernels.h"
 #include "ops/kernel_registry.h"
+#include "ops/stress_kernels.h"
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
 

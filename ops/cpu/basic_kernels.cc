@@ -74,12 +74,12 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
         });
       })));
   for (const char* op : {"assign", "memcpy_h2d", "memcpy_d2h"}) {
-    SLUICE_RETURN_IF_ERROR((
-        RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(registry, op, MakeCopy(op))));
+    SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
+        registry, op, MakeCopy(op))));
   }
   for (const char* op : {"cast", "cast_grad"}) {
-    SLUICE_RETURN_IF_ERROR((
-        RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(registry, op, [op](auto tag) {
+    SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
+        registry, op, [op](auto tag) {
           using In = typename decltype(tag)::type;
           return MakeHostKernel(
               op, [](const HostArgs& a) { return PrepareCast<In>(a.inputs[0], a.outputs[0]); });

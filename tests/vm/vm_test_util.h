@@ -11,8 +11,8 @@
 
 #include "ep/runtime.h"
 #include "gtest/gtest.h"
-#include "ops/stress_kernels.h"
 #include "ops/kernel_registry.h"
+#include "ops/stress_kernels.h"
 #include "tests/vm/test_kernels.h"
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
