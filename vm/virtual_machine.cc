@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "core/status.h"
+#include "vm/instructions_builder.h"
 #include "vm/internal/blob_pool.h"
 #include "vm/internal/blob_reaper.h"
 #include "vm/internal/instruction_pool.h"
@@ -110,6 +112,41 @@ VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
 }
 
 VirtualMachine::~VirtualMachine() { Shutdown(ShutdownMode::kFinish).IgnoreError(); }
+
+absl::Status VirtualMachine::WriteIdleHostBlobs(absl::Span<const HostBlobWrite> writes) {
+  for (const HostBlobWrite& write : writes) {
+    const Blob& blob = **write.blob;
+    if (write.bytes.size() != blob.bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("WriteIdleHostBlobs: ", blob.DebugName(),
+                                                     " holds ", blob.bytes(), " bytes, got ",
+                                                     write.bytes.size()));
+    }
+    if (blob.storage() == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("WriteIdleHostBlobs: ", blob.DebugName(), " has no storage"));
+    }
+    if (blob.device().type() == DeviceType::kCuda) {
+      return absl::InvalidArgumentError(absl::StrCat("WriteIdleHostBlobs: ", blob.DebugName(),
+                                                     " is on ", blob.device().ToString(),
+                                                     ", whose memory the host cannot address"));
+    }
+  }
+  if (recorder_ != nullptr) {
+    InstructionsBuilder builder(this);
+    for (const HostBlobWrite& write : writes) {
+      SLUICE_RETURN_IF_ERROR(builder.WriteBlob(*write.blob, write.bytes));
+    }
+    return Sync();
+  }
+  for (const HostBlobWrite& write : writes) {
+    Blob& blob = **write.blob;
+    if (!write.bytes.empty()) {
+      std::memcpy(blob.storage()->data(), write.bytes.data(), write.bytes.size());
+    }
+    blob.ClearPoison();
+  }
+  return absl::OkStatus();
+}
 
 Instruction* VirtualMachine::AllocateInstruction(Chain<Instruction>& cache) {
   return pool_->Allocate(cache);

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "core/data_type.h"
 #include "core/intrusive_queue.h"
 #include "core/plain_mutex.h"
@@ -121,6 +122,20 @@ class VirtualMachine {
   // for the writer's stream, and freed by a Release; the blob stays usable after it.
   absl::StatusOr<BlobRef> NewLazyBlob(Stream* stream, DataType dtype, Shape shape,
                                       std::string name = "");
+
+  // One host write for WriteIdleHostBlobs: `bytes` into `blob`.
+  struct HostBlobWrite {
+    const BlobRef* blob;
+    absl::Span<const uint8_t> bytes;
+  };
+  // Copies host bytes into blobs whose memory the host addresses and that no unsubmitted or
+  // unretired instruction uses (the caller's guarantee: e.g. a precomputed graph's feed
+  // blobs between runs), and clears their poison. With a recorder attached, the copies go
+  // through AccessBlob instructions and a barrier instead, so that the record carries the
+  // bytes and a replay orders what follows after them. InvalidArgument naming the blob for
+  // a size mismatch, a blob without storage or one the host cannot address; nothing is
+  // written then. Any thread; not concurrently with work on these blobs.
+  absl::Status WriteIdleHostBlobs(absl::Span<const HostBlobWrite> writes);
 
   // Waits until everything submitted before the call is complete; returns (and forgets)
   // the first error since the previous sync point, naming the instruction.

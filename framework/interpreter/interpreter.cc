@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/interpreter/batch_lowering.h"
@@ -17,7 +18,6 @@
 #include "framework/interpreter/stream_analysis.h"
 #include "framework/interpreter/var_table.h"
 #include "framework/interpreter/vm_binding.h"
-#include "vm/instructions_builder.h"
 
 namespace sluice::framework {
 
@@ -208,24 +208,12 @@ absl::Status Interpreter::StageFeeds(const std::vector<std::pair<std::string, Ho
       return absl::InvalidArgumentError(absl::StrCat("feed '", feed_names_[i], "' is missing"));
     }
   }
-  if (vm_->recorder() != nullptr) {
-    // Recording: write through the VM so the record carries the bytes, then a sync (a
-    // barrier line), so that a replay orders the batch after the writes as this run does.
-    vm::InstructionsBuilder builder(vm_);
-    for (size_t i = 0; i < feed_names_.size(); ++i) {
-      SLUICE_RETURN_IF_ERROR(builder.WriteBlob(feed_blobs_[i], by_slot[i]->bytes));
-    }
-    return vm_->Sync();
-  }
-  // Host blobs, and no run in flight: plain copies.
+  // No run of this graph is in flight (the caller's contract), so the feed blobs are idle.
+  absl::InlinedVector<vm::VirtualMachine::HostBlobWrite, 8> writes;
   for (size_t i = 0; i < feed_names_.size(); ++i) {
-    if (!by_slot[i]->bytes.empty()) {
-      std::memcpy(feed_blobs_[i]->storage()->data(), by_slot[i]->bytes.data(),
-                  by_slot[i]->bytes.size());
-    }
-    feed_blobs_[i]->ClearPoison();
+    writes.push_back({&feed_blobs_[i], by_slot[i]->bytes});
   }
-  return absl::OkStatus();
+  return vm_->WriteIdleHostBlobs(writes);
 }
 
 absl::Status Interpreter::CheckInitialized() const {
