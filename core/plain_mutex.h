@@ -9,7 +9,7 @@
 // instruction waits for every store before it to reach the cache, and the sections this
 // lock guards write lines another core last held (a step of a fused run, a recycled
 // blob), so with std::mutex the unlock stalled on those transfers (the largest single cost
-// of the eager add loop's producer; docs/benchmarks.md). The price is that Unlock cannot
+// of the eager add loop's producer). The price is that Unlock cannot
 // know of sleeping waiters, so nobody sleeps waiting to be woken: a waiter spins, then
 // yields its core, then naps (kNap) and retries. Long holds therefore cost a waiter up to
 // one nap of latency and a wake-up per nap; use absl::Mutex for sections that block.

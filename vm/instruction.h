@@ -48,8 +48,7 @@ using BarrierCallback = absl::AnyInvocable<void()>;
 //
 // Cache-line aligned: the field groups below are laid out by line, and prefetches cover
 // whole lines from the start. Unaligned (malloc's 16 bytes), a step's two producer-written
-// lines straddled three and the third was never prefetched: a miss per step that the
-// producer's next locked instruction waited for (docs/benchmarks.md, 2026-11-25 evening).
+// lines would straddle three, and the third, never prefetched, would miss on every step.
 class alignas(64) Instruction {
  public:
   Instruction();

@@ -1,4 +1,4 @@
-// InstructionsBuilder: how eager code talks to the VM (seed 003 §2.3 and §4). Call() turns
+// InstructionsBuilder: how eager code talks to the VM. Call() turns
 // one op into instructions at once: soft sync for every operand whose last use was on
 // another stream, then the OpCall, submitted together.
 //

@@ -1,5 +1,5 @@
 // vm::Stream: binds a StreamId to its ep::Stream, the StreamPolicy that runs instructions
-// on it and the ThreadCtx whose worker does so (seed 003 §2.3). The VirtualMachine creates
+// on it and the ThreadCtx whose worker does so. The VirtualMachine creates
 // one per stream on first use and owns it.
 #ifndef SLUICE_VM_STREAM_H_
 #define SLUICE_VM_STREAM_H_

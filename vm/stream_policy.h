@@ -1,5 +1,5 @@
 // StreamPolicy: how instructions run on one kind of stream and how the VM learns they are
-// done (seed 003 §2.3: OneFlow's StreamPolicy). Two policies cover the providers:
+// done. Two policies cover the providers:
 //  - HostStreamPolicy (cpu): the ep stream runs work on the calling worker thread, so an
 //    instruction is complete when its launch returns.
 //  - AsyncStreamPolicy (sim, cuda): work is enqueued; completion is not tracked per

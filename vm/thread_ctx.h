@@ -1,4 +1,4 @@
-// ThreadCtx: one worker thread and the streams it launches on (seed 003 §2.3.1). Its loop
+// ThreadCtx: one worker thread and the streams it launches on. Its loop
 // waits for work, takes the whole queue as one batch, runs each instruction through its
 // stream's policy, and reports completed instructions to the engine in one hand-off.
 //
