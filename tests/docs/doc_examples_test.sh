@@ -54,12 +54,6 @@ fi
 sluice=$(cd "$(dirname "$sluice")" && pwd)/$(basename "$sluice")
 source_dir=$(cd "$source_dir" && pwd)
 
-# Commands of README.md that cannot run here until README.md marks them not-run; each is
-# matched exactly (after its prefix) and counted as skipped with the reason given.
-declare -A pending_not_run=(
-  ["replay run.rec --device-map sim:1=sim:0"]="needs a recording (run.rec) the reader makes"
-)
-
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-doc-examples.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -232,11 +226,6 @@ run_shell() {
     local bare
     bare=$(sed -e 's/[[:space:]]*#.*$//' -e 's/[[:space:]]*$//' -e 's/[[:space:]][[:space:]]*/ /g' \
       <<<"$rest")
-    if [[ -n "${pending_not_run[$bare]+x}" && "$where" == README.md:* ]]; then
-      echo "skip $where: sluice $bare (${pending_not_run[$bare]})"
-      skipped=$((skipped + 1))
-      continue
-    fi
     if out=$(cd "$doc_dir" && timeout 300 bash -c "\"\$0\" $rest" "$sluice" 2>&1 </dev/null); then
       echo "ok   $where: sluice $bare"
       ran=$((ran + 1))
