@@ -234,34 +234,45 @@ absl::Status InstructionsBuilder::AccessBlob(
   return port_.Submit(std::move(chain));
 }
 
-absl::Status InstructionsBuilder::WriteBlob(const BlobRef& blob, absl::Span<const uint8_t> bytes) {
+absl::Status InstructionsBuilder::SubmitWrite(const BlobRef& blob, absl::Span<const uint8_t> bytes,
+                                              BlobAccessWaiter* waiter) {
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   if (bytes.size() != blob->bytes()) {
     return absl::InvalidArgumentError(absl::StrCat("WriteBlob: ", blob->DebugName(), " holds ",
                                                    blob->bytes(), " bytes, got ", bytes.size()));
   }
-  BlobAccessWaiter waiter(vm_);
-  SLUICE_RETURN_IF_ERROR(AccessBlob(
+  return AccessBlob(
       blob, /*write=*/true,
       [bytes](void* data, size_t n) {
         if (n > 0) std::memcpy(data, bytes.data(), n);
         return absl::OkStatus();
       },
-      waiter.OnRetire()));
+      waiter->OnRetire());
+}
+
+absl::Status InstructionsBuilder::SubmitRead(const BlobRef& blob, std::vector<uint8_t>* bytes,
+                                             BlobAccessWaiter* waiter) {
+  SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
+  bytes->resize(blob->bytes());
+  return AccessBlob(
+      blob, /*write=*/false,
+      [bytes](void* data, size_t n) {
+        if (n > 0) std::memcpy(bytes->data(), data, n);
+        return absl::OkStatus();
+      },
+      waiter->OnRetire());
+}
+
+absl::Status InstructionsBuilder::WriteBlob(const BlobRef& blob, absl::Span<const uint8_t> bytes) {
+  BlobAccessWaiter waiter(vm_);
+  SLUICE_RETURN_IF_ERROR(SubmitWrite(blob, bytes, &waiter));
   return waiter.Wait();
 }
 
 absl::StatusOr<std::vector<uint8_t>> InstructionsBuilder::ReadBlob(const BlobRef& blob) {
-  SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
-  std::vector<uint8_t> out(blob->bytes());
+  std::vector<uint8_t> out;
   BlobAccessWaiter waiter(vm_);
-  SLUICE_RETURN_IF_ERROR(AccessBlob(
-      blob, /*write=*/false,
-      [&out](void* data, size_t n) {
-        if (n > 0) std::memcpy(out.data(), data, n);
-        return absl::OkStatus();
-      },
-      waiter.OnRetire()));
+  SLUICE_RETURN_IF_ERROR(SubmitRead(blob, &out, &waiter));
   SLUICE_RETURN_IF_ERROR(waiter.Wait());
   return out;
 }

@@ -32,6 +32,7 @@
 #include "core/intrusive_queue.h"
 #include "vm/attrs.h"
 #include "vm/blob.h"
+#include "vm/blob_access_waiter.h"
 #include "vm/fused_calls.h"
 #include "vm/instruction.h"
 #include "vm/kernel.h"
@@ -106,6 +107,13 @@ class InstructionsBuilder {
   // a blob whose producer failed returns that error.
   absl::Status WriteBlob(const BlobRef& blob, absl::Span<const uint8_t> bytes);
   absl::StatusOr<std::vector<uint8_t>> ReadBlob(const BlobRef& blob);
+  // Their two halves, for a caller that submits under a lock of its own and waits after
+  // releasing it: submit the copy, then `waiter->Wait()` (only when this returned OK).
+  // `bytes` (resized to the blob's size by SubmitRead) must stay alive until then.
+  absl::Status SubmitWrite(const BlobRef& blob, absl::Span<const uint8_t> bytes,
+                           BlobAccessWaiter* waiter);
+  absl::Status SubmitRead(const BlobRef& blob, std::vector<uint8_t>* bytes,
+                          BlobAccessWaiter* waiter);
 
   // Host callback once everything submitted before it is complete (see Barrier).
   absl::Status Barrier(BarrierCallback callback);

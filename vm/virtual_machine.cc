@@ -18,18 +18,6 @@
 namespace sluice::vm {
 namespace {
 
-const char* ThreadCtxName(DeviceType type) {
-  switch (type) {
-    case DeviceType::kCpu:
-      return "cpu";
-    case DeviceType::kSim:
-      return "sim";
-    case DeviceType::kCuda:
-      return "cuda";
-  }
-  return "other";
-}
-
 // The counter of instructions of `kind` (VmCounters::instructions counts them all).
 std::atomic<int64_t>& CounterOf(VmCounters& counters, InstructionKind kind) {
   switch (kind) {
@@ -153,7 +141,7 @@ Instruction* VirtualMachine::AllocateInstruction(Chain<Instruction>& cache) {
 }
 
 ThreadCtx* VirtualMachine::ThreadCtxFor(const StreamKey& key) {
-  std::string name = ThreadCtxName(key.device.type());
+  std::string name(DeviceTypeName(key.device.type()));
   if (key.device.type() == DeviceType::kCpu && key.type == StreamType::kCompute && key.index > 0) {
     absl::StrAppend(&name, "-c", key.index);
   }

@@ -1,6 +1,5 @@
 #include "framework/eager/context.h"
 
-#include <cstring>
 #include <new>
 #include <utility>
 
@@ -132,23 +131,12 @@ absl::StatusOr<Tensor> Context::FromBytes(DataType dtype, const Shape& shape,
     return host.To(device);
   }
   SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob, state_->vm->NewBlob(stream, dtype, shape));
-  if (bytes.size() != blob->bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat("FromBytes: ", DataTypeName(dtype), " ",
-                                                   shape.ToString(), " needs ", blob->bytes(),
-                                                   " bytes, got ", bytes.size()));
-  }
   vm::BlobAccessWaiter waiter(state_->vm.get());
   {
     // Submit under the lock (the builder's order), wait outside it: other threads keep
     // issuing ops meanwhile. `bytes` outlives the copy, which Wait waits for.
     PlainMutexLock lock(&state_->mu);
-    SLUICE_RETURN_IF_ERROR(state_->builder->AccessBlob(
-        blob, /*write=*/true,
-        [bytes](void* data, size_t n) {
-          if (n > 0) std::memcpy(data, bytes.data(), n);
-          return absl::OkStatus();
-        },
-        waiter.OnRetire()));
+    SLUICE_RETURN_IF_ERROR(state_->builder->SubmitWrite(blob, bytes, &waiter));
   }
   SLUICE_RETURN_IF_ERROR(waiter.Wait());
   return Tensor(internal::TensorState::New(state_.get(), vm::OwnedBlob(std::move(blob))));

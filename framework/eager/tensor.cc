@@ -48,7 +48,8 @@ absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
     SLUICE_ASSIGN_OR_RETURN(Tensor host, To(Device()));
     return host.ToBytes();
   }
-  std::vector<uint8_t> out(state_->blob()->bytes());
+  std::vector<uint8_t> out;
+  out.reserve(state_->blob()->bytes());  // allocated before the lock
   vm::BlobAccessWaiter waiter(ctx.vm.get());
   // Taken before the lock: were it the tensor's last reference, dropping it would
   // release the tensor, which takes the lock.
@@ -56,13 +57,7 @@ absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
   {
     // Submit under the lock, wait outside it: other threads keep issuing ops meanwhile.
     PlainMutexLock lock(&ctx.mu);
-    SLUICE_RETURN_IF_ERROR(ctx.builder->AccessBlob(
-        ref, /*write=*/false,
-        [&out](void* data, size_t n) {
-          if (n > 0) std::memcpy(out.data(), data, n);
-          return absl::OkStatus();
-        },
-        waiter.OnRetire()));
+    SLUICE_RETURN_IF_ERROR(ctx.builder->SubmitRead(ref, &out, &waiter));
   }
   SLUICE_RETURN_IF_ERROR(waiter.Wait());
   return out;
