@@ -182,9 +182,7 @@ absl::Status FusedCalls::Launch(KernelContext& ctx) const {
   for (size_t i = 0; i < size_; ++i) {
     if (i + 2 < size_) PrefetchStep(steps_[i + 2]);
     if (i + 1 < size_) PrefetchOperands(steps_[i + 1]);
-    // const_cast: RunStep takes the step as a lone instruction (on failure it writes the
-    // step's status); the kernel interface is const because kernels are shared.
-    ctx.RunStep(const_cast<Instruction*>(&steps_[i]));
+    ctx.RunStep(&steps_[i]);
   }
   return absl::OkStatus();
 }

@@ -104,8 +104,10 @@ class FusedCalls final : public OpKernel {
   void NoteOperands(Instruction* head, const Instruction& step, bool fresh_outputs);
 
   // A deque keeps steps in place as it grows (workers and host work hold pointers to them
-  // once the run is handed over); only the first size_ are this run's.
-  std::deque<Instruction> steps_;
+  // once the run is handed over); only the first size_ are this run's. Mutable: Launch
+  // (const, as every kernel's) runs each step as a lone instruction, which writes the
+  // step's execution fields; only the one worker running the run's instruction does.
+  mutable std::deque<Instruction> steps_;
   size_t size_ = 0;
   int op_calls_ = 0;
   int stepless_releases_ = 0;
