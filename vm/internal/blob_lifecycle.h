@@ -2,8 +2,8 @@
 // shows callers its metadata, storage and poison; everything else — release marks, fusion
 // marks, run-private holds, the engine's dependence state, kept storage, parking, the sync
 // checker's clock — is reached through the accessor groups below, one per owner thread.
-// Every accessor is an inline function over Blob's fields (Park and Recycle, which were never
-// on a per-op path inline, are defined in vm/blob.cc), so going through them costs nothing.
+// Every accessor is an inline function over Blob's fields, so going through them costs
+// nothing; Park and Recycle, out of line, are defined in vm/blob.cc.
 //
 // States and transitions (thread that makes each; accessor group in brackets):
 //
