@@ -136,8 +136,10 @@ class BlobLifecycle {
   // The engine's scheduler thread only: dependence state, use counts, death and the
   // graveyard link. Writes the blob's last line.
   struct Scheduler {
+    // The scheduler's per-op path: instructions are taken and counts returned by reference,
+    // so that inlined these compile to exactly the field accesses they stand for.
     // Unretired instructions using the blob, counted per operand.
-    static int64_t uses(const Blob& blob) { return blob.uses_; }
+    static const int64_t& uses(const Blob& blob) { return blob.uses_; }
     static void AddUse(Blob* blob) { ++blob->uses_; }
     // Drops one use; true when that was the last one of a dead blob (the caller deletes it).
     static bool DropUse(Blob* blob) { return --blob->uses_ == 0 && blob->dead_; }
@@ -148,15 +150,17 @@ class BlobLifecycle {
     // The last writer among unretired instructions (null if none).
     static Instruction* last_writer(const Blob& blob) { return blob.last_writer_; }
     // `writer` writes the blob: it becomes the last writer and earlier readers are forgotten.
-    static void RecordWrite(Blob* blob, Instruction* writer) {
+    static void RecordWrite(Blob* blob, Instruction* const& writer) {
       blob->last_writer_ = writer;
       blob->readers_.clear();
       blob->readers_head_ = 0;
     }
     // `reader` (received after the last writer) reads the blob.
-    static void AddReader(Blob* blob, Instruction* reader) { blob->readers_.push_back(reader); }
+    static void AddReader(Blob* blob, Instruction* const& reader) {
+      blob->readers_.push_back(reader);
+    }
     // `writer` retired: no longer the blob's last writer if it was.
-    static void ForgetWriter(Blob* blob, const Instruction* writer) {
+    static void ForgetWriter(Blob* blob, Instruction* const& writer) {
       if (blob->last_writer_ == writer) blob->last_writer_ = nullptr;
     }
     // The readers since the last writer live in readers()[readers_head(), size); retired ones
@@ -177,7 +181,8 @@ class BlobLifecycle {
   // an eager blob's storage at creation, before anyone else sees the blob).
   struct Worker {
     // Allocates the storage from `allocator` for first use on `stream` (it must have none).
-    static absl::Status AllocateStorage(Blob* blob, Allocator* allocator, StreamId stream) {
+    static absl::Status AllocateStorage(Blob* blob, Allocator* const& allocator,
+                                        const StreamId& stream) {
       return blob->AllocateStorage(allocator, stream);
     }
     // A Release ends the storage: frees it, or — `keep`: the Release's producer found that
