@@ -1,6 +1,8 @@
-// Blob: a tensor as the VM sees it (OneFlow's eager blob object): its storage, the
-// dependence state the engine derives read/write order from, and the error that poisons it
-// when the instruction that should have written it failed or was skipped.
+// Blob: a tensor as the VM sees it: its metadata, its storage and the error that poisons it
+// when the instruction that should have written it failed or was skipped. Its lifecycle
+// state (release and fusion marks, run-private holds, the engine's dependence state, kept
+// storage, parking) lives in its fields too, but only internal::BlobLifecycle
+// (vm/internal/blob_lifecycle.h) reads or writes it; that header states the state machine.
 #ifndef SLUICE_VM_BLOB_H_
 #define SLUICE_VM_BLOB_H_
 
@@ -18,7 +20,6 @@
 #include "core/data_type.h"
 #include "core/device.h"
 #include "core/intrusive_queue.h"
-#include "core/prefetch.h"
 #include "core/shape.h"
 #include "core/tensor_storage.h"
 
@@ -26,8 +27,7 @@ namespace sluice::vm {
 
 class Instruction;
 namespace internal {
-class BlobPool;
-class BlobReaper;
+class BlobLifecycle;
 }  // namespace internal
 
 // Created by VirtualMachine::NewBlob and shared (std::shared_ptr) between the caller and the
@@ -36,13 +36,13 @@ class BlobReaper;
 // Thread-safety, per part:
 //  - metadata (id, device, dtype, shape, name): immutable while anyone references the
 //    blob (a parked blob takes a new id when it is recycled); any thread.
-//  - storage: set at creation (a lazy blob's by its writers); freed, or marked kept
-//    (kept_), by a Release as it runs — or, for a run-private blob's stepless Release, by
-//    the scheduler as the run retires. Kernels read raw_storage(), whose order against the
-//    Release the engine guarantees; storage() reads the kept mark.
+//  - storage: set at creation (a lazy blob's by its writers); freed, or kept aside for
+//    parking, by a Release as it runs — or, for a run-private blob's stepless Release, kept
+//    by the scheduler as the run retires. Kernels read raw_storage(), whose order against
+//    the Release the engine guarantees; storage() also reads the kept mark.
 //  - last use (soft sync input) lives in the storage and is touched by one builder thread at
 //    a time (the caller's contract, as for any tensor handle).
-//  - dependence state: the engine's scheduler only.
+//  - lifecycle state: per owner thread, through internal::BlobLifecycle only.
 //  - poison: any thread.
 class Blob {
  public:
@@ -76,7 +76,7 @@ class Blob {
     return kept_.load(std::memory_order_relaxed) ? nullptr : storage_;
   }
   // The storage as kernels and builders see it: storage(), except that a blob whose Release
-  // kept its storage for parking (ParksStorage) still shows it. The builder rejects any
+  // kept its storage for parking still shows it. The builder rejects any
   // use of a blob after its Release, so its kernels never see the difference; this reads
   // only the blob's immutable cache lines (storage() reads the engine's, which the
   // scheduler writes). A batch or sequence that names a released blob anyway runs on the
@@ -88,57 +88,8 @@ class Blob {
   // eager blob; the allocator's error otherwise.
   absl::Status EnsureStorage(StreamId stream);
 
- private:
-  // Allocates the storage from `allocator` for first use on `stream` (it must have none).
-  absl::Status AllocateStorage(Allocator* allocator, StreamId stream);
-  // Ends the storage, a kept one included (its bytes return to the allocator,
-  // stream-ordered); nothing if none.
-  void FreeStorage();
-
-  // Run-private blobs (see FusedCalls): the builder, when a fused run that created the blob
-  // also releases it. From then on two holds keep it — the run's and the BlobRef
-  // deleter's — and the engine never sees it; or only the run's, when the releaser gave
-  // its hold up with the Release (`holds` 1: InstructionsBuilder::Release's `hold_taken`).
-  void MakeRunPrivate(int holds) {
-    run_private_ = true;
-    private_holds_.store(holds, std::memory_order_relaxed);  // published with the run
-  }
-  // Drops one hold; true for the last one (the caller deletes the blob).
-  bool DropPrivateHold() { return private_holds_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
-  // A Release ends the storage: frees it, or — `keep`: the Release's producer found that
-  // ParksStorage() — keeps it aside. Worker thread, in the Release's stream order. Nothing
-  // for a blob without storage (a second Release of it, as a resubmitted batch may run).
-  void ReleaseStorage(bool keep) {
-    if (storage_ == nullptr || kept_.load(std::memory_order_relaxed)) return;
-    if (keep) {
-      kept_.store(true, std::memory_order_relaxed);  // storage() becomes null; the storage stays
-                                                     // built, waiting for Park
-    } else {
-      FreeStorage();
-    }
-  }
-  // Whether the blob's Release keeps its storage aside instead of freeing it, so that the
-  // blob can be parked with it when it dies (internal::BlobPool): a small, unnamed, eager
-  // blob whose Release is the end of it — run-private, or released by a caller that drops
-  // its last hold right after (InstructionsBuilder::Release's `dying`). A blob someone
-  // keeps after its Release gets its storage freed as before: kept bytes would otherwise
-  // live as long as the reference, possibly past the allocator. Decided by the builder
-  // when it submits the Release (Instruction::keeps_storage carries it to the worker).
-  bool ParksStorage() const {
-    return (run_private_ || released_dying_) && allocator_ == nullptr &&
-           bytes_ <= kMaxParkedBytes && name_.empty();
-  }
-  // BlobPool, parking a dead blob whose Release kept its storage: clears the marks the
-  // engine and the worker left (death, kept storage, checker clock, poison), so that the
-  // producer that recycles it writes only its own line.
-  void Park();
-  // BlobPool, on a parked blob nobody references and no unretired instruction uses: makes
-  // it a new blob `id` with the same metadata and the kept storage (no poison, no fusion,
-  // release or engine marks).
-  void Recycle(uint64_t id);
-
- public:
-  // Largest blob (in bytes) whose storage a Release may keep for reuse (ParksStorage).
+  // Largest blob (in bytes) whose storage a Release may keep for reuse when the blob dies
+  // (BlobLifecycle::Producer::ParksStorage).
   static constexpr size_t kMaxParkedBytes = 4096;
 
   // Poison: the error of the failed or skipped instruction that should have produced the
@@ -149,14 +100,22 @@ class Blob {
   void ClearPoison();
 
  private:
-  friend class Engine;
-  friend class VirtualMachine;
-  friend class InstructionsBuilder;
-  friend class InstructionExecutor;
-  friend class SyncChecker;
-  friend class FusedCalls;
-  friend class internal::BlobPool;
-  friend class internal::BlobReaper;
+  // The lifecycle's accessors (vm/internal/blob_lifecycle.h) are the only code besides
+  // Blob's own that touches its private fields.
+  friend class internal::BlobLifecycle;
+  // core/intrusive_queue.h links the engine's graveyard through `next` and `queue_header`
+  // by name; they stay private (and in place on the scheduler's line) rather than open to
+  // every caller.
+  template <typename T>
+  friend struct ::sluice::Chain;
+  template <typename T>
+  friend class ::sluice::IntrusiveQueue;
+
+  // Allocates the storage from `allocator` for first use on `stream` (it must have none).
+  absl::Status AllocateStorage(Allocator* allocator, StreamId stream);
+  // Ends the storage, a kept one included (its bytes return to the allocator,
+  // stream-ordered); nothing if none.
+  void FreeStorage();
 
   // Fields are grouped by the thread that writes them, so that an eager op's producer, the
   // worker that runs it and the scheduler that retires it do not pass lines back and
@@ -165,18 +124,18 @@ class Blob {
   // size, dtype, poison flag, device and a small shape's dims; the third: the storage's
   // data pointer); the scheduler writes the engine's, last.
 
-  // --- Producer. ---
-  alignas(64) uint64_t id_;  // changes only in Recycle
-  // Run-private holds (see MakeRunPrivate): set by the builder thread; dropped by the
-  // BlobRef deleter (after the builder's last use) and by the scheduler once the blob's
-  // run retired, each with an atomic decrement.
+  // --- Producer (BlobLifecycle::Producer; the holds: BlobLifecycle::Holds). ---
+  alignas(64) uint64_t id_;  // changes only in BlobLifecycle::Parking::Recycle
+  // Run-private holds (BlobLifecycle::Producer::MakeRunPrivate): set by the builder thread;
+  // dropped by the BlobRef deleter (after the builder's last use) and by the scheduler once
+  // the blob's run retired, each with an atomic decrement.
   std::atomic<int> private_holds_{0};
   // Builder thread: set once a Release has been submitted; later use is an error.
   bool released_ = false;
   // Builder thread, before the Release is submitted: the releaser drops its last hold
-  // right after (see ParksStorage).
+  // right after (BlobLifecycle::Producer::ParksStorage).
   bool released_dying_ = false;
-  // Builder thread: the blob is run-private (see MakeRunPrivate).
+  // Builder thread: the blob is run-private.
   bool run_private_ = false;
   // Builder's buffer lock (the builder, or whoever closes its run): the FusedCalls run that
   // last counted this blob among its union operands (that run's mark) and as what
@@ -205,7 +164,7 @@ class Blob {
   mutable absl::Mutex poison_mu_;
   absl::Status poison_ ABSL_GUARDED_BY(poison_mu_);
 
-  // --- Scheduler. ---
+  // --- Scheduler (BlobLifecycle::Scheduler, ::Checker; kept_ also ::Worker). ---
   // The last writer and the readers since it, among unretired instructions.
   // Readers live in [readers_head_, size); retired ones become null. Retirement is mostly
   // in arrival order, so the head advances instead of erasing from the front.
@@ -220,39 +179,17 @@ class Blob {
   // Set by the worker that ran the blob's Release when it kept the storage (storage_ stays
   // set, storage() turns null), or by the scheduler for a run-private blob's stepless
   // Release (FusedCalls::MarkKept); read by the scheduler when the blob dies (the Release
-  // retired before), cleared by Park. Here rather than on a kernel's lines: only the
-  // Release and the scheduler touch it.
+  // retired before), cleared by BlobLifecycle::Parking::Park. Here rather than on a
+  // kernel's lines: only the Release and the scheduler touch it.
   // Atomic: storage() may read it on any thread while the scheduler sets it for a
   // run-private blob (FusedCalls::MarkKept); the storage it guards does not change.
   std::atomic<bool> kept_{false};
   Blob* next = nullptr;
   QueuedChainHeader<Blob> queue_header;
-  template <typename T>
-  friend class ::sluice::IntrusiveQueue;
-  template <typename T>
-  friend struct ::sluice::Chain;
 
   // Sync checker only: what retired accesses of this blob certify (see
   // SyncChecker::OnRetire). Scheduler only.
   std::vector<uint32_t> retired_clock_;
-
- public:
-  // Worker thread, ahead of a kernel on this blob: starts moving the lines a kernel reads
-  // (see the layout above) to this core.
-  void PrefetchForKernel() const {
-    PrefetchForRead(&storage_);
-    PrefetchForRead(storage_space_ + sizeof(void*));
-  }
-  // Producer, ahead of taking this parked blob back (internal::BlobPool): the line
-  // Recycle writes, for writing; what the match reads (dtype, shape, the storage's
-  // stream), for reading. Not the rest: a kernel's lines taken for writing would have to
-  // come back to the worker.
-  void PrefetchForRecycle() const {
-    PrefetchForWrite(&id_);
-    PrefetchForRead(&storage_);
-    PrefetchForRead(storage_space_);
-    PrefetchForRead(storage_space_ + sizeof(storage_space_) - 1);
-  }
 };
 
 // What callers hold. The VM creates blobs with a deleter that hands them to its engine,

@@ -4,6 +4,7 @@
 
 #include "core/status.h"
 #include "core/thread_name.h"
+#include "vm/internal/blob_lifecycle.h"
 #include "vm/internal/blob_pool.h"
 #include "vm/internal/instruction_pool.h"
 #include "vm/stream.h"
@@ -12,6 +13,8 @@
 #include "vm/thread_ctx.h"
 
 namespace sluice::vm {
+
+using internal::BlobLifecycle;
 
 void Engine::DeleteUnused(Blob* blob) { blobs_->Delete(blob); }
 namespace {
@@ -64,8 +67,8 @@ void Engine::Bury(Blob* blob) {
 void Engine::DeleteBuried() {
   Chain<Blob> buried = graveyard_.TakeAll();
   for (Blob* blob = buried.head; blob != nullptr;) {
-    Blob* next = blob->next;
-    SLUICE_CHECK(blob->uses_ == 0);
+    Blob* next = BlobLifecycle::Scheduler::next_buried(*blob);
+    SLUICE_CHECK(BlobLifecycle::Scheduler::uses(*blob) == 0);
     blobs_->Delete(blob);
     blob = next;
   }
@@ -144,11 +147,11 @@ void Engine::Step() {
     ReceiveIncoming();
   }
   for (Blob* blob = buried.head; blob != nullptr;) {
-    Blob* next = blob->next;
-    if (blob->uses_ == 0) {
+    Blob* next = BlobLifecycle::Scheduler::next_buried(*blob);
+    if (BlobLifecycle::Scheduler::uses(*blob) == 0) {
       blobs_->Delete(blob);
     } else {
-      blob->dead_ = true;
+      BlobLifecycle::Scheduler::MarkDead(blob);
     }
     blob = next;
   }
@@ -243,27 +246,29 @@ void Engine::Receive(Instruction* instruction) {
     }
     return;
   }
-  for (Blob* blob : instruction->inputs) ++blob->uses_;
-  for (Blob* blob : instruction->outputs) ++blob->uses_;
+  for (Blob* blob : instruction->inputs) BlobLifecycle::Scheduler::AddUse(blob);
+  for (Blob* blob : instruction->outputs) BlobLifecycle::Scheduler::AddUse(blob);
   if (instruction->precomputed) {
     for (Instruction* from : instruction->predecessors) AddEdge(from, instruction);
   } else {
     if (checker_ != nullptr) SyncChecker::OnReceive(instruction);
+    using Dependence = BlobLifecycle::Scheduler;
     for (Blob* blob : instruction->inputs) {
-      if (blob->last_writer_ != nullptr) AddEdge(blob->last_writer_, instruction);
-    }
-    for (Blob* blob : instruction->outputs) {
-      if (blob->last_writer_ != nullptr) AddEdge(blob->last_writer_, instruction);
-      for (size_t r = blob->readers_head_; r < blob->readers_.size(); ++r) {
-        if (blob->readers_[r] != nullptr) AddEdge(blob->readers_[r], instruction);
+      if (Dependence::last_writer(*blob) != nullptr) {
+        AddEdge(Dependence::last_writer(*blob), instruction);
       }
     }
-    for (Blob* blob : instruction->inputs) blob->readers_.push_back(instruction);
     for (Blob* blob : instruction->outputs) {
-      blob->last_writer_ = instruction;
-      blob->readers_.clear();
-      blob->readers_head_ = 0;
+      if (Dependence::last_writer(*blob) != nullptr) {
+        AddEdge(Dependence::last_writer(*blob), instruction);
+      }
+      for (size_t r = Dependence::readers_head(blob); r < Dependence::readers(blob).size(); ++r) {
+        if (Dependence::readers(blob)[r] != nullptr)
+          AddEdge(Dependence::readers(blob)[r], instruction);
+      }
     }
+    for (Blob* blob : instruction->inputs) Dependence::AddReader(blob, instruction);
+    for (Blob* blob : instruction->outputs) Dependence::RecordWrite(blob, instruction);
   }
   if (instruction->pending == 0) MakeReady(instruction);
 }
@@ -325,9 +330,8 @@ void Engine::Retire(Instruction* instruction) {
       SyncChecker::OnRetire(*instruction);
     }
     for (Blob* blob : instruction->inputs) ForgetReader(blob, instruction);
-    for (Blob* blob : instruction->outputs) {
-      if (blob->last_writer_ == instruction) blob->last_writer_ = nullptr;
-    }
+    for (Blob* blob : instruction->outputs)
+      BlobLifecycle::Scheduler::ForgetWriter(blob, instruction);
   }
   // Last use of the operands: a blob whose references are gone may be deleted here.
   for (Blob* blob : instruction->inputs) ReleaseUse(blob);
@@ -348,8 +352,8 @@ void Engine::Retire(Instruction* instruction) {
 }
 
 void Engine::ForgetReader(Blob* blob, Instruction* instruction) {
-  auto& readers = blob->readers_;
-  size_t& head = blob->readers_head_;
+  auto& readers = BlobLifecycle::Scheduler::readers(blob);
+  size_t& head = BlobLifecycle::Scheduler::readers_head(blob);
   if (head < readers.size() && readers[head] == instruction) {
     ++head;
     while (head < readers.size() && readers[head] == nullptr) ++head;
@@ -371,7 +375,7 @@ void Engine::ForgetReader(Blob* blob, Instruction* instruction) {
 }
 
 void Engine::ReleaseUse(Blob* blob) {
-  if (--blob->uses_ == 0 && blob->dead_) blobs_->Delete(blob);
+  if (BlobLifecycle::Scheduler::DropUse(blob)) blobs_->Delete(blob);
 }
 
 void Engine::FireBarrier(Instruction* barrier) {

@@ -3,16 +3,23 @@
 #include <cstddef>
 #include <utility>
 
+#include "core/prefetch.h"
 #include "core/status.h"
+#include "vm/internal/blob_lifecycle.h"
 
 namespace sluice::vm {
+
+using internal::BlobLifecycle;
+using Marks = BlobLifecycle::Producer;
+
 namespace {
 
 // The lines of a step the producer writes: kind to attrs (Instruction's hot group).
 constexpr size_t kStepLines = (offsetof(Instruction, attrs) + sizeof(Instruction::attrs) + 63) / 64;
 static_assert(kStepLines == 2, "a step's producer-written fields should fill two lines");
 
-// Blob::fuse_roles_ bits, valid while Blob::fuse_mark_ is the run's mark.
+// Role bits (BlobLifecycle::Producer::fuse_roles), valid while the blob's fuse_mark is the
+// run's mark.
 constexpr uint8_t kRead = 1;       // among the run's union inputs
 constexpr uint8_t kWritten = 2;    // among the run's union outputs
 constexpr uint8_t kBorn = 4;       // created for a step of the run (not in the union yet)
@@ -28,8 +35,8 @@ void FusedCalls::PrefetchStep(const Instruction& step) {
 }
 
 void FusedCalls::PrefetchOperands(const Instruction& step) {
-  for (const Blob* blob : step.inputs) blob->PrefetchForKernel();
-  for (const Blob* blob : step.outputs) blob->PrefetchForKernel();
+  for (const Blob* blob : step.inputs) BlobLifecycle::Worker::PrefetchForKernel(*blob);
+  for (const Blob* blob : step.outputs) BlobLifecycle::Worker::PrefetchForKernel(*blob);
 }
 
 Instruction& FusedCalls::NewStep(const Instruction* head) {
@@ -58,38 +65,41 @@ Instruction& FusedCalls::NewStep(const Instruction* head) {
 
 void FusedCalls::NoteOperands(Instruction* head, const Instruction& step, bool fresh_outputs) {
   for (Blob* blob : step.inputs) {
-    if (blob->fuse_mark_ != mark_) {
-      blob->fuse_mark_ = mark_;
-      blob->fuse_roles_ = 0;
+    uint8_t& roles = Marks::fuse_roles(blob);
+    if (Marks::fuse_mark(blob) != mark_) {
+      Marks::fuse_mark(blob) = mark_;
+      roles = 0;
     }
     // A read of what an earlier step wrote (or created) is internal to the run.
-    if ((blob->fuse_roles_ & (kRead | kWritten | kBorn)) != 0) continue;
-    blob->fuse_roles_ |= kRead;
+    if ((roles & (kRead | kWritten | kBorn)) != 0) continue;
+    roles |= kRead;
     head->inputs.push_back(blob);
   }
   for (Blob* blob : step.outputs) {
-    if (blob->fuse_mark_ != mark_) {
-      blob->fuse_mark_ = mark_;
-      blob->fuse_roles_ = 0;
-    } else if ((blob->fuse_roles_ & (kWritten | kBorn)) != 0) {
+    uint8_t& roles = Marks::fuse_roles(blob);
+    if (Marks::fuse_mark(blob) != mark_) {
+      Marks::fuse_mark(blob) = mark_;
+      roles = 0;
+    } else if ((roles & (kWritten | kBorn)) != 0) {
       continue;
     }
-    if (fresh_outputs && blob->fuse_roles_ == 0) {
+    if (fresh_outputs && roles == 0) {
       // First seen here, created for this step: the union learns of it only if it is
       // still alive when the run closes.
-      blob->fuse_roles_ = kBorn;
+      roles = kBorn;
       born_.push_back(blob);
       continue;
     }
-    blob->fuse_roles_ |= kWritten;
+    roles |= kWritten;
     head->outputs.push_back(blob);
   }
 }
 
 void FusedCalls::Close(Instruction* head) {
   for (Blob* blob : born_) {
-    if (blob->fuse_mark_ == mark_ && (blob->fuse_roles_ & kPrivate) != 0) continue;
-    blob->fuse_roles_ = static_cast<uint8_t>((blob->fuse_roles_ & ~kBorn) | kWritten);
+    uint8_t& roles = Marks::fuse_roles(blob);
+    if (Marks::fuse_mark(blob) == mark_ && (roles & kPrivate) != 0) continue;
+    roles = static_cast<uint8_t>((roles & ~kBorn) | kWritten);
     head->outputs.push_back(blob);
   }
   born_.clear();
@@ -97,7 +107,7 @@ void FusedCalls::Close(Instruction* head) {
 
 void FusedCalls::DropPrivateHolds(absl::FunctionRef<void(Blob*)> last) {
   for (Blob* blob : private_) {
-    if (blob->DropPrivateHold()) last(blob);
+    if (BlobLifecycle::Holds::DropPrivateHold(blob)) last(blob);
   }
   private_.clear();
 }
@@ -142,15 +152,15 @@ void FusedCalls::AddCall(Instruction* head, const OpKernel& kernel, BlobPtrSpan 
 
 bool FusedCalls::AddRelease(Instruction* head, Blob* blob, bool take_hold) {
   // Born in this run and released in it: the run's steps are its only users.
-  const bool becomes_private = blob->fuse_mark_ == mark_ && blob->fuse_roles_ == kBorn;
+  const bool becomes_private = Marks::fuse_mark(blob) == mark_ && Marks::fuse_roles(blob) == kBorn;
   if (becomes_private) {
-    blob->fuse_roles_ = kBorn | kPrivate;
-    blob->MakeRunPrivate(take_hold ? 1 : 2);
+    Marks::fuse_roles(blob) = kBorn | kPrivate;
+    Marks::MakeRunPrivate(blob, take_hold ? 1 : 2);
     private_.push_back(blob);
-    if (blob->ParksStorage()) {
+    if (Marks::ParksStorage(*blob)) {
       // The Release would only mark the storage kept: MarkKept does that as the run
       // retires, and the worker has no step to run.
-      blob->fuse_roles_ |= kStepless;
+      Marks::fuse_roles(blob) |= kStepless;
       ++stepless_releases_;
       return take_hold;
     }
@@ -158,7 +168,7 @@ bool FusedCalls::AddRelease(Instruction* head, Blob* blob, bool take_hold) {
   Instruction& step = NewStep(head);
   step.kind = InstructionKind::kRelease;
   step.outputs.push_back(blob);
-  step.keeps_storage = blob->ParksStorage();
+  step.keeps_storage = Marks::ParksStorage(*blob);
   if (!becomes_private) NoteOperands(head, step, /*fresh_outputs=*/false);
   return becomes_private && take_hold;
 }
@@ -168,8 +178,8 @@ void FusedCalls::MarkKept() {
     // A released blob's roles stay as its run left them (nobody may name it again). No
     // storage: something outside the builder released it again (a batch naming a released
     // blob), and the storage is gone.
-    if ((blob->fuse_roles_ & kStepless) != 0 && blob->storage_ != nullptr) {
-      blob->kept_.store(true, std::memory_order_relaxed);
+    if ((Marks::fuse_roles(blob) & kStepless) != 0 && blob->raw_storage() != nullptr) {
+      BlobLifecycle::Scheduler::MarkKept(blob);
     }
   }
 }

@@ -1,6 +1,6 @@
 // FusedCalls: a run of consecutive OpCalls and Releases that one InstructionsBuilder issued on
-// one stream, handed to the engine as a single instruction (OneFlow fuses instructions
-// within a window; see docs/design.md "Eager fusion"). An eager program issuing small ops
+// one stream, handed to the engine as a single instruction (see docs/design.md "Eager
+// fusion"). An eager program issuing small ops
 // back to back otherwise pays a trip through the scheduler per op and per freed tensor.
 //
 // While the run is held back by its producer (internal::SubmitBuffer) the producer appends
@@ -19,10 +19,10 @@
 // holds: the scheduler drops the run's hold when it recycles the run, the BlobRef deleter
 // the other (internal::BlobReaper); whichever is last deletes the blob. Born blobs still
 // alive when the run stops taking steps (Close) join its union outputs like any write.
-// The Release of a run-private blob that keeps its storage for parking (Blob::
-// ParksStorage) has no step: it would free nothing, only mark the storage kept, which the
-// scheduler does when the run retires (MarkKept) — a step fewer to write for the producer
-// and to run for the worker per eager temporary.
+// The Release of a run-private blob that keeps its storage for parking
+// (internal::BlobLifecycle::Producer::ParksStorage) has no step: it would free nothing, only mark
+// the storage kept, which the scheduler does when the run retires (MarkKept) — a step fewer to
+// write for the producer and to run for the worker per eager temporary.
 #ifndef SLUICE_VM_FUSED_CALLS_H_
 #define SLUICE_VM_FUSED_CALLS_H_
 
@@ -52,7 +52,8 @@ class FusedCalls final : public OpKernel {
   // Producer. Turns `head` — a filled OpCall or Release of this producer, not yet handed
   // over, whose `fused` already owns this object — into a run whose first step is that
   // work: `head` becomes an OpCall of this kernel over the union operands. `mark` must be
-  // unique per run (it tags the blobs the run has seen; see Blob::fuse_mark_).
+  // unique per run (it tags the blobs the run has seen: the fusion marks of
+  // internal::BlobLifecycle::Producer).
   void Begin(Instruction* head, uint64_t mark);
   // Producer: append an OpCall, or a Release of `blob`, to the run Begin made of `head`.
   // `fresh_outputs`: the caller created `outputs` for this call and nobody else has used

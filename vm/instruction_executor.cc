@@ -7,6 +7,7 @@
 #include "core/status_from_call.h"
 #include "ep/device.h"
 #include "vm/fused_calls.h"
+#include "vm/internal/blob_lifecycle.h"
 #include "vm/kernel.h"
 #include "vm/recorder.h"
 #include "vm/stream.h"
@@ -193,7 +194,9 @@ void InstructionExecutor::Run(Instruction* instruction) {
       RunRecordEvent(instruction);
       return;
     case InstructionKind::kRelease:
-      for (Blob* blob : instruction->outputs) blob->ReleaseStorage(instruction->keeps_storage);
+      for (Blob* blob : instruction->outputs) {
+        internal::BlobLifecycle::Worker::ReleaseStorage(blob, instruction->keeps_storage);
+      }
       return;
     case InstructionKind::kAccessBlob:
       RunAccessBlob(instruction);
@@ -215,7 +218,9 @@ void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
   }
   // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {
-    for (Blob* blob : step->outputs) blob->ReleaseStorage(step->keeps_storage);
+    for (Blob* blob : step->outputs) {
+      internal::BlobLifecycle::Worker::ReleaseStorage(blob, step->keeps_storage);
+    }
     return;
   }
   RunKernel(step);
@@ -247,7 +252,7 @@ void InstructionExecutor::RunKernel(Instruction* instruction) {
     }
   }
   for (Blob* blob : instruction->outputs) {
-    if (blob->storage_ != nullptr) continue;
+    if (blob->raw_storage() != nullptr) continue;
     const absl::Status allocated = blob->EnsureStorage(instruction->stream->id());
     if (!allocated.ok()) {
       Fail(instruction, allocated);

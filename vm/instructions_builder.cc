@@ -6,11 +6,14 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "vm/blob_access_waiter.h"
+#include "vm/internal/blob_lifecycle.h"
 #include "vm/internal/submit_buffer.h"
 #include "vm/stream.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::vm {
+
+using internal::BlobLifecycle;
 
 InstructionsBuilder::InstructionsBuilder(VirtualMachine* vm)
     : vm_(vm), port_(vm), buffer_(std::make_unique<internal::SubmitBuffer>()) {
@@ -26,9 +29,13 @@ void InstructionsBuilder::Flush() { port_.HandOverBuffers(); }
 
 Instruction* InstructionsBuilder::Allocate() { return port_.Allocate(cache_); }
 
+inline bool InstructionsBuilder::Usable(const Blob* blob) {
+  return blob != nullptr && !BlobLifecycle::Producer::released(*blob) && !blob->lazy();
+}
+
 absl::Status InstructionsBuilder::CheckUsable(const Blob* blob) const {
   if (blob == nullptr) return absl::InvalidArgumentError("null blob");
-  if (blob->released_) {
+  if (BlobLifecycle::Producer::released(*blob)) {
     return absl::InvalidArgumentError(absl::StrCat(blob->DebugName(), " was released"));
   }
   if (blob->lazy()) {
@@ -190,26 +197,26 @@ absl::Status InstructionsBuilder::Release(Blob* blob, bool dying, bool* hold_tak
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
   // Read by ParksStorage as the Release is built (the Release carries the decision to the
   // worker); a refused Release leaves the blob usable, so the mark is harmless there.
-  blob->released_dying_ = dying;
+  BlobLifecycle::Producer::SetDying(blob, dying);
   if (fusion_ && vm_->fusion() &&
       port_.AppendToOpenRun(buffer_.get(), stream, [&](FusedCalls& run, Instruction* head) {
         const bool taken = run.AddRelease(head, blob, dying && hold_taken != nullptr);
         if (hold_taken != nullptr) *hold_taken = taken;
       })) {
-    blob->released_ = true;
+    BlobLifecycle::Producer::MarkReleased(blob);
     return absl::OkStatus();
   }
   Instruction* release = Allocate();
   release->kind = InstructionKind::kRelease;
   release->stream = stream;
   release->outputs.push_back(blob);
-  release->keeps_storage = blob->ParksStorage();
+  release->keeps_storage = BlobLifecycle::Producer::ParksStorage(*blob);
   Chain<Instruction> chain;
   chain.PushBack(release);
   // Held back like a call (a freed tensor's storage returns a little later): the engine
   // receives this builder's instructions in the order it issued them either way.
   SLUICE_RETURN_IF_ERROR(port_.SubmitBuffered(buffer_.get(), std::move(chain), /*open=*/fusion_));
-  blob->released_ = true;  // only once the release was accepted
+  BlobLifecycle::Producer::MarkReleased(blob);  // only once the release was accepted
   return absl::OkStatus();
 }
 

@@ -84,9 +84,9 @@ class InstructionsBuilder {
   // blob afterwards is InvalidArgument.
   // `dying`: the caller drops its last hold on the blob right after (its OwnedBlob, or the
   // last BlobRef): a small unnamed eager blob then keeps its storage to be parked and
-  // recycled when it dies (see Blob::ParksStorage), instead of returning it to the
-  // allocator. A caller that keeps the blob must pass false: its bytes would stay in use
-  // as long as the blob.
+  // recycled when it dies (see docs/design.md, "Lifecycle of a blob"), instead of returning it to
+  // the allocator. A caller that keeps the blob must pass false: its bytes would stay in use as
+  // long as the blob.
   absl::Status Release(const BlobRef& blob, bool dying = false) {
     return Release(blob.get(), dying);
   }
@@ -138,9 +138,8 @@ class InstructionsBuilder {
  private:
   absl::Status CheckUsable(const Blob* blob) const;
   // What CheckUsable accepts, without building a Status (the per-op path).
-  static bool Usable(const Blob* blob) {
-    return blob != nullptr && !blob->released_ && !blob->lazy();
-  }
+  // Inline, defined in the .cc (the lifecycle's release mark is internal).
+  static bool Usable(const Blob* blob);
   absl::StatusOr<Stream*> LastStream(const Blob& blob);
   // Appends the sync instructions `stream` needs before using the operands.
   absl::Status SoftSync(BlobPtrSpan inputs, BlobPtrSpan outputs, Stream* stream,

@@ -4,11 +4,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "vm/instruction.h"
+#include "vm/internal/blob_lifecycle.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 
 namespace sluice::vm {
 namespace {
+
+// What retired accesses of `blob` certify (the lifecycle's checker accessor).
+std::vector<uint32_t>& RetiredClock(Blob* blob) {
+  return internal::BlobLifecycle::Checker::retired_clock(blob);
+}
 
 void Join(std::vector<uint32_t>& into, const std::vector<uint32_t>& from) {
   if (into.size() < from.size()) into.resize(from.size(), 0);
@@ -101,16 +107,16 @@ void SyncChecker::OnDoneEdge(const Instruction& done, Instruction* successor) {
 void SyncChecker::OnRetire(const Instruction& instruction) {
   if (instruction.done_clock.empty()) return;
   if (!instruction.IsCompletionMarker() && !instruction.stream->policy()->synchronous()) return;
-  for (Blob* blob : instruction.inputs) Join(blob->retired_clock_, instruction.done_clock);
+  for (Blob* blob : instruction.inputs) Join(RetiredClock(blob), instruction.done_clock);
   for (Blob* blob : instruction.outputs) {
-    Join(blob->retired_clock_, instruction.done_clock);
+    Join(RetiredClock(blob), instruction.done_clock);
   }
 }
 
 void SyncChecker::OnReceive(Instruction* instruction) {
-  for (Blob* blob : instruction->inputs) Join(instruction->host_clock, blob->retired_clock_);
+  for (Blob* blob : instruction->inputs) Join(instruction->host_clock, RetiredClock(blob));
   for (Blob* blob : instruction->outputs) {
-    Join(instruction->host_clock, blob->retired_clock_);
+    Join(instruction->host_clock, RetiredClock(blob));
   }
 }
 

@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/status.h"
 #include "vm/instructions_builder.h"
+#include "vm/internal/blob_lifecycle.h"
 #include "vm/internal/blob_pool.h"
 #include "vm/internal/blob_reaper.h"
 #include "vm/internal/instruction_pool.h"
@@ -207,7 +208,8 @@ absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype,
   SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
   const uint64_t id = next_blob_id_.fetch_add(1, std::memory_order_relaxed);
   Blob* raw = blob_pool_->New(id, stream->key().device, dtype, shape, std::move(name));
-  const absl::Status allocated = raw->AllocateStorage(&device->allocator(), stream->id());
+  const absl::Status allocated =
+      internal::BlobLifecycle::Worker::AllocateStorage(raw, &device->allocator(), stream->id());
   if (!allocated.ok()) {
     blob_pool_->Delete(raw);
     return allocated;

@@ -54,8 +54,8 @@ void TensorState::Die() {
   std::shared_ptr<ContextState> last;
   {
     PlainMutexLock lock(&ctx->mu);
-    // raw_storage(): the blob's Release is this one, so nothing kept its storage yet, and
-    // storage() would read the scheduler's line of the blob.
+    // raw_storage() (Blob's contract: the storage as kernels and builders see it): the
+    // blob's Release is this one, so no Release has freed or kept its storage yet.
     if (blob_ && blob_->raw_storage() != nullptr) {
       // Fails only once the VM is shut down; the storage then goes with the blob.
       // The blob's only hold is ours and goes right after (Tensor::blob() references hold

@@ -1,28 +1,29 @@
 // BlobPool: recycles the memory of a VM's eager blobs. A blob is created by a producer and
 // deleted by the scheduler once no instruction uses it; with plain new/delete every dead
-// tensor is a free into the producer's malloc arena from another thread, which takes that
-// arena's lock against the producer's own allocations (in the eager add loop the producer
-// spent a fifth of its time waking the scheduler out of that lock). Here the scheduler
-// hands the memory back through a lock-free queue and producers build new blobs in it.
+// tensor would be a free into the producer's malloc arena from another thread, contending
+// for that arena's lock with the producer's own allocations. Here the scheduler hands the
+// memory back through a lock-free queue and producers build new blobs in it.
 //
-// Parked blobs. A small eager blob released at the end of its life (Blob::ParksStorage)
-// keeps its storage in its Release (Blob::ReleaseStorage, or FusedCalls::MarkKept for a
-// run-private blob's stepless Release); when it dies it is parked here
-// whole, and the next NewBlob of the same stream, dtype and shape takes it back under a new id — no
-// allocator round trip on the producer (lock, free-list search) nor on the worker (the free).
-// Nothing else can reach a dead blob, and every instruction that used it retired before its last
-// hold dropped, so its bytes are free to reuse on its own stream at once. At most `max_parked`
-// blobs of at most Blob::kMaxParkedBytes each wait here (the oldest goes when one more arrives);
-// their bytes count as in use in their allocator until DropParked.
+// Parked blobs. A small eager blob released at the end of its life
+// (BlobLifecycle::Producer::ParksStorage) keeps its storage in its Release
+// (BlobLifecycle::Worker::ReleaseStorage, or FusedCalls::MarkKept for a run-private blob's
+// stepless Release); when it dies it is parked here whole, and the next NewBlob of the same
+// stream, dtype and shape takes it back under a new id — no allocator round trip on the
+// producer (lock, free-list search) nor on the worker (the free). Nothing else can reach a
+// dead blob, and every instruction that used it retired before its last hold dropped, so its
+// bytes are free to reuse on its own stream at once. At most `max_parked` blobs of at most
+// Blob::kMaxParkedBytes each wait here (the oldest goes when one more arrives); their bytes
+// count as in use in their allocator until DropParked. The blob-side steps (Parkable, Park,
+// Recycle) are BlobLifecycle::Parking's (vm/internal/blob_lifecycle.h).
 //
 // Two sides, two locks. The scheduler parks into an inbox (`inbox_mu_`); producers take
 // from a ring of their own (`parked_mu_`) and move the inbox into it only when the ring has
 // no match (so "most recently parked first" holds within the ring: the inbox waits for a
-// miss). The lock a producer takes per op is one the scheduler rarely touches: with one
-// lock for both, the producer's per-op take spun (and yielded, and napped) behind the
-// scheduler's bursts of parking whenever the scheduler lost its core inside one, and the
-// lock's line moved between the two cores on every op. The scheduler takes the producers'
-// lock only when a burst may not fit (ParkEvicting), to park and evict in one step.
+// miss). The lock a producer takes per op is one the scheduler rarely touches: one lock for
+// both would put the producer's per-op take behind the scheduler's bursts of parking (and
+// behind a scheduler preempted inside one), and move the lock's line between the two cores
+// on every op. The scheduler takes the producers' lock only when a burst may not fit
+// (ParkEvicting), to park and evict in one step.
 #ifndef SLUICE_VM_INTERNAL_BLOB_POOL_H_
 #define SLUICE_VM_INTERNAL_BLOB_POOL_H_
 
@@ -44,6 +45,7 @@
 #include "core/status.h"
 #include "core/stream_id.h"
 #include "vm/blob.h"
+#include "vm/internal/blob_lifecycle.h"
 
 namespace sluice::vm::internal {
 
@@ -87,8 +89,8 @@ class BlobPool {
     // cores' caches); under the inbox's lock, only pointers move.
     absl::InlinedVector<Blob*, 32> parkable;
     for (Blob* blob : blobs) {
-      if (Parkable(*blob)) {
-        blob->Park();
+      if (BlobLifecycle::Parking::Parkable(*blob)) {
+        BlobLifecycle::Parking::Park(blob);
         parkable.push_back(blob);
       } else {
         Destroy(blob);
@@ -113,8 +115,8 @@ class BlobPool {
   }
 
   // Any thread (a producer): the parked blob of `stream`, `dtype` and `shape`, recycled
-  // under a new id (Blob::Recycle); null when none waits. Ids come from `ids`, the VM's
-  // blob id counter, kIdBlock at a time (so a recycled blob's id is unique but not in
+  // under a new id (BlobLifecycle::Parking::Recycle); null when none waits. Ids come from `ids`,
+  // the VM's blob id counter, kIdBlock at a time (so a recycled blob's id is unique but not in
   // creation order with blobs made meanwhile; an atomic increment per op was a locked
   // instruction on the producer's per-op path).
   Blob* TakeParked(StreamId stream, DataType dtype, const Shape& shape,
@@ -136,7 +138,7 @@ class BlobPool {
         id = next_id_++;
       }
     }
-    if (found != nullptr) found->Recycle(id);
+    if (found != nullptr) BlobLifecycle::Parking::Recycle(found, id);
     return found;
   }
 
@@ -187,15 +189,15 @@ class BlobPool {
     const size_t n = parked_.size();
     for (size_t k = 0; k < n && k < kParkedScan; ++k) {
       Blob* blob = parked_.FromBack(k);
-      if (blob->dtype_ == dtype && blob->storage_->alloc_stream() == stream &&
-          blob->shape_ == shape) {
+      if (blob->dtype() == dtype && blob->raw_storage()->alloc_stream() == stream &&
+          blob->shape() == shape) {
         parked_.EraseFromBack(k);
         // ring_bound_ stays as it was (see there): a take writes nothing the scheduler
         // reads.
         ++recycled_;
         // The next op most likely takes the next one: start moving the lines it reads
         // and writes here now.
-        if (parked_.size() != 0) parked_.FromBack(0)->PrefetchForRecycle();
+        if (parked_.size() != 0) BlobLifecycle::Parking::PrefetchForRecycle(*parked_.FromBack(0));
         return blob;
       }
     }
@@ -237,19 +239,6 @@ class BlobPool {
     ring_bound_ = parked_.size();
     evicted_.fetch_add(static_cast<int64_t>(evicted.size()), std::memory_order_relaxed);
     return evicted;
-  }
-
-  // Whether a dead `blob` may be parked: it kept its storage (Blob::ParksStorage), whose
-  // bytes were last used by their allocating stream, and no unretired instruction uses it
-  // — the engine deletes its blobs so (their last writer and readers retired, which
-  // cleared them; Blob::Park clears the death mark), and a run-private one never met the
-  // engine. A caller that passed `fresh_outputs` for a blob already in use gets it
-  // deleted instead.
-  static bool Parkable(const Blob& blob) {
-    if (!blob.kept_.load(std::memory_order_relaxed) || blob.storage_ == nullptr) return false;
-    const TensorStorage& kept = *blob.storage_;
-    return kept.last_used_stream() == kept.alloc_stream() && blob.uses_ == 0 &&
-           blob.last_writer_ == nullptr && blob.readers_.size() == blob.readers_head_;
   }
 
   // Ends `blob` (freeing its storage, if any) and keeps its memory.

@@ -9,6 +9,7 @@
 #include "core/plain_mutex.h"
 #include "vm/blob.h"
 #include "vm/engine.h"
+#include "vm/internal/blob_lifecycle.h"
 
 namespace sluice::vm::internal {
 
@@ -20,11 +21,14 @@ class BlobReaper {
   void Reap(Blob* blob) {
     // A run-private blob is the engine's business only through its run: the last of the
     // two holds deletes it (see FusedCalls, "Run-private blobs").
-    if (blob->run_private_ && !blob->DropPrivateHold()) return;
+    if (BlobLifecycle::Producer::run_private(*blob) &&
+        !BlobLifecycle::Holds::DropPrivateHold(blob)) {
+      return;
+    }
     PlainMutexLock lock(&mu_);
     if (engine_ == nullptr) {
       delete blob;
-    } else if (blob->run_private_) {
+    } else if (BlobLifecycle::Producer::run_private(*blob)) {
       engine_->DeleteUnused(blob);
     } else {
       engine_->Bury(blob);
