@@ -75,7 +75,7 @@ class alignas(64) Instruction {
   // fresh_outputs); a fused run made of it treats them as born there (FusedCalls).
   bool fresh_outputs = false;
   // Release: keep the storage for parking instead of freeing it (the builder decided with
-  // Blob::ParksStorage when it submitted the Release).
+  // BlobLifecycle::Producer::ParksStorage when it submitted the Release).
   bool keeps_storage = false;
   // Engine (scheduler thread only); here to fill the line's first word.
   enum class State : uint8_t { kFree, kSubmitted, kReceived, kDispatched, kRetired };
