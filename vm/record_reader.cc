@@ -86,8 +86,8 @@ class Parser {
     }
     if (version < Recorder::kOldestReadableVersion || version > Recorder::kFormatVersion) {
       return Error(absl::StrCat("unsupported format version ", version, " (this build reads ",
-                                Recorder::kOldestReadableVersion, " to ",
-                                Recorder::kFormatVersion, ")"));
+                                Recorder::kOldestReadableVersion, " to ", Recorder::kFormatVersion,
+                                ")"));
     }
     version_ = version;
     return absl::OkStatus();

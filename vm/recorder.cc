@@ -180,11 +180,10 @@ void Recorder::RecordChain(const Instruction* head) {
       const std::vector<std::pair<int, uint32_t>> waits =
           ignore_waits ? std::vector<std::pair<int, uint32_t>>() : waits_before(unit);
       if (!waits.empty()) {
-        absl::StrAppend(&line, " waits=",
-                        absl::StrJoin(waits, ";", [&](std::string* out, const auto& wait) {
-                          absl::StrAppend(out, units[wait.first].instruction->seq, ":",
-                                          wait.second);
-                        }));
+        absl::StrAppend(
+            &line, " waits=", absl::StrJoin(waits, ";", [&](std::string* out, const auto& wait) {
+              absl::StrAppend(out, units[wait.first].instruction->seq, ":", wait.second);
+            }));
       }
       if (step.kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(step));
       const std::vector<OpSequence::Wait>& all = unit.sequence->wait_steps();

@@ -116,8 +116,8 @@ void SyncChecker::OnStepLaunch(Instruction* outer, const Instruction& step) {
   if (stream->policy()->synchronous()) Join(worker_clocks_[stream->thread_ctx()], clock);
 }
 
-void SyncChecker::OnSequencePassed(const Instruction& outer, const void* sequence,
-                                   uint64_t run_tag, uint32_t steps) {
+void SyncChecker::OnSequencePassed(const Instruction& outer, const void* sequence, uint64_t run_tag,
+                                   uint32_t steps) {
   absl::MutexLock lock(&mu_);
   auto& [tag, clock] = sequence_clocks_[{sequence, steps}];
   tag = run_tag;

@@ -134,8 +134,8 @@ class SyncChecker {
   absl::flat_hash_map<std::pair<int, uint64_t>, Clock> host_wait_clocks_ ABSL_GUARDED_BY(mu_);
   // Sequence waits: by (sequence, steps passed), the run tag and its stream's clock then.
   // One entry per announced step, overwritten every run (a sequence runs once at a time).
-  absl::flat_hash_map<std::pair<const void*, uint32_t>, std::pair<uint64_t, Clock>>
-      sequence_clocks_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::pair<const void*, uint32_t>, std::pair<uint64_t, Clock>> sequence_clocks_
+      ABSL_GUARDED_BY(mu_);
   // Unfired barriers in receive order, each with the completion clocks of instructions
   // received before it (and after the previous one) that retired; `unclaimed_` collects
   // those received after the last pending barrier, for the next one.

@@ -127,8 +127,8 @@ Replayed Replay(const RecordedProgram& program, ReplayOptions options, bool decl
 
 TEST(LaneRecordTest, RecordCarriesTheWaitsInAnOrderWherePointsBackward) {
   const std::string text = ReadFile(RecordLanes("format"));
-  EXPECT_THAT(text, ::testing::StartsWith(absl::StrCat("sluice-instructions ",
-                                                       Recorder::kFormatVersion, "\n")));
+  EXPECT_THAT(text, ::testing::StartsWith(
+                        absl::StrCat("sluice-instructions ", Recorder::kFormatVersion, "\n")));
   // The batch: A0 (no wait) may come first or after B0, but B's second step follows A's
   // second, which follows B's first.
   std::vector<std::string> batch;
@@ -233,8 +233,8 @@ TEST(LaneRecordTest, MalformedWaitsNameTheLine) {
   ASSERT_FALSE(old.ok());
   EXPECT_THAT(old.status().message(), HasSubstr("expected 'attrs=...'"));
   // A well-formed wait.
-  absl::StatusOr<RecordedProgram> good = ParseRecord(
-      head + "op 6 cpu/compute fill in= out=1 after= waits=5:1 attrs=\nend\n", "r");
+  absl::StatusOr<RecordedProgram> good =
+      ParseRecord(head + "op 6 cpu/compute fill in= out=1 after= waits=5:1 attrs=\nend\n", "r");
   ASSERT_TRUE(good.ok()) << good.status();
   ASSERT_EQ(good->instructions[1].waits.size(), 1u);
   EXPECT_EQ(good->instructions[1].waits[0].source_seq, 5u);

@@ -27,9 +27,9 @@
 namespace sluice::vm {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Gate;
 using testing::GateKernel;
+using ::testing::HasSubstr;
 using testing::LogKernel;
 using testing::OrderLog;
 using testing::Shared;
@@ -277,7 +277,8 @@ TEST_P(LaneSyncCheckTest, RandomLaneProgramsWithDerivedWaitsAreCleanAndMissingOn
       for (const LaneProgram::Op& op : program.ops) {
         for (size_t w = 0; w < program.waits.size(); ++w) {
           const LaneProgram::Wait& wait = program.waits[w];
-          if (static_cast<int>(w) == skip || wait.lane != op.lane || wait.before_step != step[op.lane]) {
+          if (static_cast<int>(w) == skip || wait.lane != op.lane ||
+              wait.before_step != step[op.lane]) {
             continue;
           }
           lanes[op.lane]->AddWait(lanes[wait.source].get(), wait.steps);
@@ -295,8 +296,7 @@ TEST_P(LaneSyncCheckTest, RandomLaneProgramsWithDerivedWaitsAreCleanAndMissingOn
       SLUICE_ASSERT_OK(h.vm->Sync());
       const SyncChecker& checker = *h.vm->sync_checker();
       if (skip == -1) {
-        EXPECT_EQ(checker.violation_count(), 0)
-            << "trial " << trial << "\n" << Violations(checker);
+        EXPECT_EQ(checker.violation_count(), 0) << "trial " << trial << "\n" << Violations(checker);
         continue;
       }
       ++reported_programs;
@@ -305,7 +305,8 @@ TEST_P(LaneSyncCheckTest, RandomLaneProgramsWithDerivedWaitsAreCleanAndMissingOn
       for (int b : program.Unordered(skip)) names.push_back(absl::StrCat("'t", b, "'"));
       bool named = false;
       for (const SyncViolation& v : checker.violations()) {
-        for (const std::string& name : names) named = named || v.blob.find(name) != std::string::npos;
+        for (const std::string& name : names)
+          named = named || v.blob.find(name) != std::string::npos;
       }
       EXPECT_TRUE(named) << "trial " << trial << "\n" << Violations(checker);
     }
