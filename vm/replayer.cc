@@ -358,6 +358,29 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
         ++result.instructions;
         continue;
       }
+      // Waits of steps not rebuilt as lanes: what orders the awaited step before this one,
+      // as the interpreter orders streams without lanes — an engine edge from work on the
+      // host that the engine releases in time (see WaitsOnHost), a StreamWait on one
+      // device, a RecordEvent the host waits for across devices.
+      absl::InlinedVector<Instruction*, 2> wait_preds;
+      for (const RecordedInstruction::Wait& wait : r.waits) {
+        Instruction* source = members[wait.source_position];
+        Stream* from = source->stream;
+        if (from == where.stream ||
+            (VirtualMachine::RunsOnHost(*from) && !WaitsOnHost(*from, *where.stream))) {
+          wait_preds.push_back(source);
+          continue;
+        }
+        Instruction* sync = ProducerPort(vm_).Allocate(cache);
+        chain.PushBack(sync);
+        const bool same_device = CanStreamWait(*from, *where.stream);
+        sync->kind = same_device ? InstructionKind::kStreamWait : InstructionKind::kRecordEvent;
+        sync->stream = from;
+        if (same_device) sync->wait_target = where.stream;
+        sync->precomputed = true;
+        sync->predecessors.push_back(source);
+        wait_preds.push_back(sync);
+      }
       Instruction* instruction = ProducerPort(vm_).Allocate(cache);
       chain.PushBack(instruction);
       instruction->kind = r.kind;
@@ -388,10 +411,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
       if (batch) {
         instruction->precomputed = true;
         for (int p : r.after) instruction->predecessors.push_back(members[p]);
-        // Waits of steps not rebuilt as lanes: an edge from the awaited step.
-        for (const RecordedInstruction::Wait& wait : r.waits) {
-          instruction->predecessors.push_back(members[wait.source_position]);
-        }
+        for (Instruction* pred : wait_preds) instruction->predecessors.push_back(pred);
         members.push_back(instruction);
       }
       for (int b : r.inputs) {

@@ -11,9 +11,11 @@
 //  - a batch is submitted as one precomputed chain with its recorded edges. Its OpSequences
 //    with cross-sequence waits (`waits=`, format version 2) are rebuilt as OpSequences with
 //    the same waits, one instruction each, when their streams can run lanes
-//    (VirtualMachine::CanRunLanes) and ReplayOptions::rebuild_lanes is set; otherwise each
-//    step is its own instruction and each wait becomes an edge from the awaited step (the
-//    same order of the work, honoured by the engine instead of by the sequences);
+//    (VirtualMachine::CanRunLanes) and ReplayOptions::rebuild_lanes is set. Otherwise each
+//    step is its own instruction and each wait orders the awaited step before it as the
+//    interpreter orders streams without lanes: an engine edge from cpu work the engine
+//    releases in time, a StreamWait within a device, a RecordEvent across devices (the
+//    same order of the work, kept by the engine and the devices instead of the sequences);
 //  - a barrier is a host sync point (VirtualMachine::Sync): later lines are submitted after
 //    it, as the recording host did. The first kernel error a sync reports is kept;
 //  - `access ... write` puts the recorded bytes back; `access ... read` runs an empty read.

@@ -90,7 +90,9 @@ std::string RecordLanes(const std::string& name) {
   // Run 1: y = 4, z = 2 + 4 = 6, w = 10, x = 16. Run 2: y = 17, z = 19, w = 36, x = 55.
   absl::StatusOr<std::vector<float>> got = h.Read(x);
   EXPECT_TRUE(got.ok());
-  if (got.ok()) EXPECT_EQ(*got, std::vector<float>(8, 55.0f));
+  if (got.ok()) {
+    EXPECT_EQ(*got, std::vector<float>(8, 55.0f));
+  }
   EXPECT_EQ(h.vm->sync_checker()->violation_count(), 0);
   EXPECT_TRUE(h.vm->Shutdown().ok());
   return path;
@@ -173,6 +175,23 @@ TEST(LaneRecordTest, ReplayRebuildsTheLanesCleanAndMatching) {
     EXPECT_TRUE(result.mismatches.empty()) << "rebuild " << rebuild;
     EXPECT_EQ(replayed.violations, 0) << "rebuild " << rebuild << ": " << replayed.first_violation;
   }
+}
+
+TEST(LaneRecordTest, ReplayOnSimOrdersTheStepsWithDeviceWaits) {
+  // sim streams cannot run lanes (their work does not run on the worker): each step is an
+  // instruction and each wait a StreamWait between the two sim streams. An engine edge
+  // alone would order only the launches, and the checker would say so.
+  absl::StatusOr<RecordedProgram> program = ReadRecordFile(RecordLanes("sim"));
+  ASSERT_TRUE(program.ok()) << program.status();
+  ReplayOptions options;
+  SLUICE_ASSERT_OK(AddDeviceMapping("cpu=sim:0", &options.device_map));
+  Replayed replayed = Replay(*program, options, /*declare_only=*/false);
+  ASSERT_TRUE(replayed.result.ok()) << replayed.result.status();
+  SLUICE_EXPECT_OK(replayed.result->op_error);
+  EXPECT_EQ(replayed.result->lane_sequences, 0);
+  EXPECT_GE(replayed.result->checksums_compared, 5);
+  EXPECT_TRUE(replayed.result->mismatches.empty());
+  EXPECT_EQ(replayed.violations, 0) << replayed.first_violation;
 }
 
 TEST(LaneRecordTest, WithoutItsWaitsTheReplayIsReported) {
