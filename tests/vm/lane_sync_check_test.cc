@@ -5,7 +5,10 @@
 // dropped is reported, naming the blob and both steps (so the check can fail); a host read
 // after Sync is ordered after every step; random lane programs over 2-3 streams with waits
 // derived from their conflicts are clean, and removing a wait that was the only ordering of
-// a conflict is reported. Also the VM's capability queries. Both scheduling modes.
+// a conflict is reported. Sequences that list their operands (outside lane mode) are judged
+// by step too: an engine edge carries the writer's clock after its last step, and a missing
+// edge is reported naming the step. Also the VM's capability queries. Both scheduling
+// modes.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -313,6 +316,42 @@ TEST_P(LaneSyncCheckTest, RandomLaneProgramsWithDerivedWaitsAreCleanAndMissingOn
   }
   // The generator must exercise the failing side, not only the clean one.
   EXPECT_GE(reported_programs, 10);
+}
+
+TEST_P(LaneSyncCheckTest, SequencesListingOperandsAreCheckedByStep) {
+  // Outside lane mode a sequence's instruction lists its steps' operands and engine edges
+  // order the sequences; the checker still judges the steps. With the edge: clean (the
+  // edge carries the writer's clock after its last step). Without it: the step is named.
+  DeclareKernel declare;
+  for (const bool edge : {true, false}) {
+    VmHarness h(Checked(GetParam()));
+    BlobRef x = h.NewF32(kCpu[0], 4, "x");
+    BlobRef y = h.NewF32(kCpu[0], 4, "y");
+    SLUICE_ASSERT_OK(h.Write(x, std::vector<float>(4, 0)));
+    SLUICE_ASSERT_OK(h.Write(y, std::vector<float>(4, 0)));
+    SLUICE_ASSERT_OK(h.vm->Sync());
+    OpSequence writer;
+    OpSequence reader;
+    writer.AddOpCall(declare, {y.get()}, {x.get()}, nullptr);
+    writer.AddOpCall(declare, {}, {y.get()}, nullptr);
+    reader.AddOpCall(declare, {x.get()}, {y.get()}, nullptr);
+    PrecomputedBatch batch;
+    const int w = batch.AddOpCall(writer, {y}, {x, y}, nullptr, h.S(kCpu[0]));
+    const int r = batch.AddOpCall(reader, {x}, {y}, nullptr, h.S(kCpu[1]));
+    if (edge) SLUICE_ASSERT_OK(batch.AddEdge(w, r));
+    SLUICE_ASSERT_OK(batch.Submit(h.vm.get()));
+    SLUICE_ASSERT_OK(h.vm->Sync());
+    const SyncChecker& checker = *h.vm->sync_checker();
+    if (edge) {
+      EXPECT_EQ(checker.violation_count(), 0) << Violations(checker);
+      continue;
+    }
+    ASSERT_GE(checker.violation_count(), 1);
+    const std::string text = Violations(checker);
+    EXPECT_THAT(text, HasSubstr("'x'"));
+    EXPECT_THAT(text, HasSubstr("op 'declare'"));
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("op_sequence"))) << text;
+  }
 }
 
 SLUICE_INSTANTIATE_FOR_SCHEDULING(LaneSyncCheckTest);
