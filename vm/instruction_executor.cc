@@ -112,7 +112,21 @@ absl::Status KernelContext::RunHostWorkNow(absl::FunctionRef<absl::Status()> wor
                         executor_ != nullptr ? executor_->tracer() : nullptr, &work);
 }
 
-void KernelContext::RunStep(Instruction* step) { executor_->RunStep(step, *instruction_); }
+void KernelContext::RunStep(Instruction* step, bool check) {
+  executor_->RunStep(step, instruction_, check);
+}
+
+SyncChecker* KernelContext::sync_checker() const {
+  return executor_ != nullptr ? executor_->checker() : nullptr;
+}
+
+void KernelContext::NoteSequencePassed(const void* sequence, uint64_t run_tag, uint32_t steps) {
+  executor_->checker()->OnSequencePassed(*instruction_, sequence, run_tag, steps);
+}
+
+void KernelContext::NoteSequenceWaited(const void* source, uint64_t run_tag, uint32_t steps) {
+  executor_->checker()->OnSequenceWaited(*instruction_, source, run_tag, steps);
+}
 
 bool KernelContext::vm_cancelling() const {
   return executor_ != nullptr && executor_->cancelling();
@@ -206,7 +220,8 @@ void InstructionExecutor::Run(Instruction* instruction) {
   }
 }
 
-void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
+void InstructionExecutor::RunStep(Instruction* step, Instruction* outer_instruction, bool check) {
+  const Instruction& outer = *outer_instruction;
   // A fused run's producer points its steps at the run's instruction and stream (the
   // worker writes nothing on them: their lines go back to the producer clean). Another
   // sequence's steps are reused every run: write only what changed.
@@ -216,6 +231,7 @@ void InstructionExecutor::RunStep(Instruction* step, const Instruction& outer) {
     // its own: its run's.
     step->seq = outer.outer != nullptr ? outer.outer->seq : outer.seq;
   }
+  if (check) checker_->OnStepLaunch(outer_instruction, *step);
   // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {
     for (Blob* blob : step->outputs) {

@@ -22,6 +22,7 @@ namespace sluice::vm {
 class Instruction;
 class ErrorSink;
 class InstructionExecutor;
+class SyncChecker;
 
 // Built by the ThreadCtx worker for one Launch call; valid only during it.
 class KernelContext {
@@ -60,7 +61,21 @@ class KernelContext {
   // Runs `step` (an OpCall or Release not owned by the VM; see OpSequence) on this
   // instruction's stream now, with a lone instruction's rules. Its errors are reported
   // under its own name; nothing is returned. Only for contexts the VM's executor built.
-  void RunStep(Instruction* step);
+  // `check` (only with a sync_checker()): the checker sees the step's accesses as it is
+  // launched, in this instruction's stream order (SyncChecker::OnStepLaunch).
+  void RunStep(Instruction* step, bool check = false);
+  // The VM's sync checker, or null when it checks nothing (or the context has no executor).
+  // A kernel that runs steps and orders them against other work itself (OpSequence) tests
+  // this once per Launch and reports through RunStep(step, true) and the two calls below,
+  // which require it to be non-null.
+  SyncChecker* sync_checker() const;
+  // The kernel running here (`sequence`) has passed its first `steps` steps in the run
+  // tagged `run_tag`, and another sequence may wait for that: call before the progress
+  // that releases the waiter becomes visible.
+  void NoteSequencePassed(const void* sequence, uint64_t run_tag, uint32_t steps);
+  // The kernel running here waited until `source` passed its first `steps` steps in the
+  // run tagged `run_tag` (an ordering edge, like a StreamWait honoured on the host).
+  void NoteSequenceWaited(const void* source, uint64_t run_tag, uint32_t steps);
   // True once the VM cancels its work (Shutdown(kCancel)): a kernel that waits for other
   // work (OpSequence's cross-sequence waits) stops waiting. False without an executor.
   bool vm_cancelling() const;

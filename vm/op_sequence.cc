@@ -1,6 +1,7 @@
 #include "vm/op_sequence.h"
 
 #include "core/status.h"
+#include "vm/sync_checker.h"
 
 namespace sluice::vm {
 namespace {
@@ -68,6 +69,7 @@ bool OpSequence::Await(const Wait& wait, uint64_t run_tag, KernelContext& ctx) c
 }
 
 absl::Status OpSequence::Launch(KernelContext& ctx) const {
+  SyncChecker* const checker = ctx.sync_checker();
   const uint64_t run_tag =
       run_ != nullptr ? uint64_t{run_->load(std::memory_order_relaxed)} << 32 : 0;
   int64_t launched = 0;
@@ -80,14 +82,17 @@ absl::Status OpSequence::Launch(KernelContext& ctx) const {
   auto await_before = [&](size_t i) {
     for (; next_wait < waits_.size() && waits_[next_wait].before_step == i; ++next_wait) {
       if (abandoned) continue;
-      if (!Await(waits_[next_wait], run_tag, ctx) || ctx.vm_cancelling()) abandoned = true;
+      const Wait& wait = waits_[next_wait];
+      if (!Await(wait, run_tag, ctx) || ctx.vm_cancelling()) {
+        abandoned = true;
+      } else if (checker != nullptr) {
+        ctx.NoteSequenceWaited(wait.source, run_tag, wait.steps);
+      }
     }
   };
   for (size_t i = 0; i < n; ++i) {
     await_before(i);
-    // const_cast: steps are per-run scratch of this sequence (see the class comment); the
-    // kernel interface is const because the same kernel object may serve many sequences.
-    Instruction* step = const_cast<Instruction*>(&steps_[i]);
+    Instruction* step = &steps_[i];
     if (i + 1 < n) {
       // The next step's header and operand lists, and the blob it writes: a sequence walks
       // thousands of steps once per run, mostly out of cache.
@@ -105,8 +110,10 @@ absl::Status OpSequence::Launch(KernelContext& ctx) const {
       run = cancel_ == nullptr || !cancel_->load(std::memory_order_relaxed);
       if (run) ++launched;
     }
-    if (run) ctx.RunStep(step);
+    if (run) ctx.RunStep(step, /*check=*/checker != nullptr);
     if (announce_[i]) {
+      // The clock goes out before the progress that lets a waiter read it.
+      if (checker != nullptr) ctx.NoteSequencePassed(this, run_tag, static_cast<uint32_t>(i + 1));
       // seq_cst, then Notify: the Waker protocol (a parked waiter is seen or sees this).
       progress_.store(run_tag | (i + 1), std::memory_order_seq_cst);
       progress_waker_.Notify();

@@ -1,6 +1,5 @@
 // OpSequence: consecutive OpCalls and Releases of one stream that a precomputed graph runs
-// as a single instruction (OneFlow fuses instructions within a window; Sluice fuses a whole
-// same-stream run chosen by the interpreter). The engine schedules the sequence once; the
+// as a single instruction. The engine schedules the sequence once; the
 // worker runs its steps in order, each with the same rules as a lone instruction: a step
 // whose input is poisoned is skipped and poisons its outputs, a failing step is reported
 // under its own op name, a lazy output is allocated when first written, a Release step
@@ -12,6 +11,12 @@
 // produced it in the same run (a progress counter tagged with the run number, so a value
 // left from the previous run never satisfies it). The engine then sees one instruction per
 // stream per run instead of one per fused segment and sync.
+//
+// Observers. With a sync checker attached (KernelContext::sync_checker), a sequence reports
+// each step it launches, with its stream's clock, and each wait it passed as an ordering
+// edge (the source announces its clock as it passes a step another sequence waits for), so
+// the enclosing instruction need not list the steps' operands. Without one the only cost
+// is a null test per step. The recorder writes the steps and their waits (wait_steps()).
 #ifndef SLUICE_VM_OP_SEQUENCE_H_
 #define SLUICE_VM_OP_SEQUENCE_H_
 
@@ -32,10 +37,11 @@
 
 namespace sluice::vm {
 
-// Built once by a producer (thread-compatible while building), then immutable and used by
-// one worker at a time: the instruction running it is the only one, because a precomputed
-// graph runs one step after another (the executor serializes runs of one graph). Other
-// sequences' workers read its progress (atomics) while it runs.
+// Built once by a producer (thread-compatible while building), then its program is
+// immutable and it is used by one worker at a time: the instruction running it is the only
+// one, because a precomputed graph runs one step after another (the executor serializes
+// runs of one graph). That worker owns the per-run state (the steps' stream and number,
+// the progress); other sequences' workers read its progress (atomics) while it runs.
 class OpSequence final : public OpKernel {
  public:
   OpSequence() = default;
@@ -72,6 +78,16 @@ class OpSequence final : public OpKernel {
   void AddWait(OpSequence* source, int steps);
   int waits() const { return static_cast<int>(waits_.size()); }
 
+  // One AddWait, as the recorder writes it: before steps()[before_step] (== size(): after
+  // the last step), `source` has passed its first `steps` steps.
+  struct Wait {
+    size_t before_step;
+    const OpSequence* source;
+    uint32_t steps;
+  };
+  // In before_step order.
+  const std::vector<Wait>& wait_steps() const { return waits_; }
+
   int size() const { return static_cast<int>(steps_.size()); }
   // The steps, in order (OpCall or Release instructions; for the recorder).
   const std::deque<Instruction>& steps() const { return steps_; }
@@ -82,20 +98,17 @@ class OpSequence final : public OpKernel {
   const BlobPtrs& all_outputs() const { return all_outputs_; }
 
   absl::string_view name() const override { return "op_sequence"; }
-  // Runs every step through KernelContext::RunStep, waiting where AddWait said.
+  // Runs every step through KernelContext::RunStep, waiting where AddWait said; reports
+  // steps and waits to the sync checker when the context has one.
   absl::Status Launch(KernelContext& ctx) const override;
   bool handles_poison() const override { return true; }
 
  private:
   // Steps are Instructions the VM never pools: kind, kernel, operands and attrs are set
-  // here; the worker fills stream and seq each run. A deque keeps them in large
+  // here (the program); the running worker fills stream and seq (per-run state, hence
+  // mutable: Launch is const for the OpKernel interface). A deque keeps them in large
   // contiguous chunks (stable addresses), so walking a sequence streams through memory.
-  std::deque<Instruction> steps_;
-  struct Wait {
-    size_t before_step;  // runs before steps_[before_step]
-    const OpSequence* source;
-    uint32_t steps;  // source's steps that must have passed
-  };
+  mutable std::deque<Instruction> steps_;
   // Waits for `wait` in the run tagged `run_tag`. False when the VM cancelled its work
   // meanwhile (the source may never run).
   bool Await(const Wait& wait, uint64_t run_tag, KernelContext& ctx) const;

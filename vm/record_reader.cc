@@ -84,10 +84,12 @@ class Parser {
     if (!absl::SimpleAtoi(line.substr(kMagic.size()), &version)) {
       return Error(absl::StrCat("bad format version '", line.substr(kMagic.size()), "'"));
     }
-    if (version != Recorder::kFormatVersion) {
+    if (version < Recorder::kOldestReadableVersion || version > Recorder::kFormatVersion) {
       return Error(absl::StrCat("unsupported format version ", version, " (this build reads ",
-                                Recorder::kFormatVersion, ")"));
+                                Recorder::kOldestReadableVersion, " to ", Recorder::kFormatVersion,
+                                ")"));
     }
+    version_ = version;
     return absl::OkStatus();
   }
 
@@ -181,6 +183,7 @@ class Parser {
     program_.batch_begin.push_back(static_cast<int>(program_.instructions.size()));
     program_.batch_size.push_back(count);
     batch_left_ = count;
+    batch_lines_.clear();
     return absl::OkStatus();
   }
 
@@ -293,6 +296,10 @@ class Parser {
           r.after.push_back(pred);
         }
       }
+      if (version_ >= 2 && next < t.size() && absl::StartsWith(t[next], "waits=")) {
+        SLUICE_RETURN_IF_ERROR(Waits(t[next++].substr(6), r));
+      }
+      batch_lines_[r.seq].push_back(position);
       --batch_left_;
     }
     if (r.kind == InstructionKind::kOpCall) {
@@ -309,6 +316,31 @@ class Parser {
       write_seqs_.emplace(r.seq, static_cast<int>(program_.instructions.size()));
     }
     program_.instructions.push_back(std::move(r));
+    return absl::OkStatus();
+  }
+
+  // "SEQ:STEPS[;SEQ:STEPS...]": each source's lines so far in this batch must number at
+  // least STEPS.
+  absl::Status Waits(absl::string_view list, RecordedInstruction& r) const {
+    if (r.kind != InstructionKind::kOpCall && r.kind != InstructionKind::kRelease) {
+      return Error("only op and release lines (sequence steps) wait");
+    }
+    for (absl::string_view item : absl::StrSplit(list, ';')) {
+      std::vector<absl::string_view> parts = absl::StrSplit(item, ':');
+      if (parts.size() != 2) return Error(absl::StrCat("bad wait '", item, "' (SEQ:STEPS)"));
+      RecordedInstruction::Wait wait;
+      SLUICE_ASSIGN_OR_RETURN(wait.source_seq, Number<uint64_t>(parts[0], "wait source"));
+      SLUICE_ASSIGN_OR_RETURN(wait.steps, Number<int>(parts[1], "wait steps"));
+      auto it = batch_lines_.find(wait.source_seq);
+      const int written = it == batch_lines_.end() ? 0 : static_cast<int>(it->second.size());
+      if (wait.source_seq == r.seq || wait.steps <= 0 || wait.steps > written) {
+        return Error(absl::StrCat("wait for ", wait.steps, " step(s) of #", wait.source_seq,
+                                  ", which has ", written,
+                                  " earlier line(s) in the batch (and must not be this one)"));
+      }
+      wait.source_position = it->second[wait.steps - 1];
+      r.waits.push_back(wait);
+    }
     return absl::OkStatus();
   }
 
@@ -341,6 +373,9 @@ class Parser {
   RecordedProgram program_;
   int line_ = 0;
   int batch_left_ = 0;
+  int version_ = 0;
+  // The current batch's positions, by instruction number (a sequence's steps share one).
+  absl::flat_hash_map<uint64_t, std::vector<int>> batch_lines_;
   absl::flat_hash_map<uint64_t, int> blob_index_;
   absl::flat_hash_map<uint64_t, int> write_seqs_;
   std::vector<PendingData> pending_data_;

@@ -44,6 +44,15 @@ struct RecordedInstruction {
   // the batch.
   int batch = -1;
   std::vector<int> after;
+  // A step of an OpSequence (the lines of a batch sharing `seq`) that first waited for
+  // other sequences of the batch (format version 2, `waits=`): the source's number, how
+  // many of its steps (lines) had to pass, and the batch position of the last of them.
+  struct Wait {
+    uint64_t source_seq = 0;
+    int steps = 0;
+    int source_position = 0;
+  };
+  std::vector<Wait> waits;
   // AccessBlob writes: index into RecordedProgram::data (-1: none).
   int data = -1;
   int line = 0;
@@ -66,9 +75,11 @@ struct RecordedProgram {
   std::vector<int> batch_size;
 };
 
-// Parses `text`. Errors (InvalidArgument, or DataLoss for a truncated file) name
-// `source:LINE` and what is wrong: an unknown directive, a bad number, an unknown blob id,
-// a batch with fewer lines than announced, a missing `end` line, an unsupported version.
+// Parses `text` (format versions Recorder::kOldestReadableVersion to kFormatVersion).
+// Errors (InvalidArgument, or DataLoss for a truncated file) name `source:LINE` and what is
+// wrong: an unknown directive, a bad number, an unknown blob id, a batch with fewer lines
+// than announced, a wait for steps not written before it, a missing `end` line, an
+// unsupported version.
 absl::StatusOr<RecordedProgram> ParseRecord(absl::string_view text,
                                             absl::string_view source = "<memory>");
 // Reads and parses a file (NotFound / InvalidArgument naming the path when unreadable).

@@ -100,37 +100,121 @@ std::string AttrsField(const Instruction& i) {
 }  // namespace
 
 void Recorder::RecordChain(const Instruction* head) {
-  // An OpSequence is written as its steps (op and release lines on its stream, each after
-  // the one before), so a recording names real kernels and replays anywhere. In a batch,
-  // the first step takes the sequence's predecessors and later lines that depended on the
-  // sequence depend on its last step.
-  absl::flat_hash_map<const Instruction*, int> last_line;
-  std::vector<std::string> lines;
+  // An OpSequence is written as its steps (op and release lines on its stream, all under
+  // the sequence's number), so a recording names real kernels and replays anywhere. In a
+  // batch, the first step takes the sequence's predecessors, each later step follows the
+  // step before it, and lines that depended on the sequence depend on its last step; a
+  // step after cross-sequence waits names them (waits=SEQ:STEPS). The batch's lines are
+  // written in an order where every line comes after its predecessors and after the steps
+  // it waits for: units in chain order, except that a sequence whose next step waits for
+  // steps not written yet gives way to the units after it.
+  struct Unit {
+    const Instruction* instruction;
+    const OpSequence* sequence = nullptr;  // a sequence with steps
+    size_t next_step = 0;                  // steps written (sequences)
+    size_t next_wait = 0;                  // waits before steps written
+    int last_line = -1;                    // its last line written
+    bool done = false;
+  };
+  std::vector<Unit> units;
+  absl::flat_hash_map<const Instruction*, int> unit_of;
+  absl::flat_hash_map<const OpSequence*, int> sequence_unit;
   const bool precomputed = head != nullptr && head->precomputed;
+  for (const Instruction* i = head; i != nullptr; i = i->next) {
+    Unit unit{i};
+    if (i->kind == InstructionKind::kOpCall) {
+      const auto* sequence = dynamic_cast<const OpSequence*>(i->kernel);
+      if (sequence != nullptr && sequence->size() > 0) {
+        unit.sequence = sequence;
+        sequence_unit.emplace(sequence, static_cast<int>(units.size()));
+      }
+    }
+    unit_of.emplace(i, static_cast<int>(units.size()));
+    units.push_back(unit);
+  }
+  // The waits before `unit`'s next step that name a sequence of this chain (others order
+  // nothing the record can show), as (source unit, steps).
+  auto waits_before = [&](const Unit& unit) {
+    std::vector<std::pair<int, uint32_t>> waits;
+    if (!precomputed || unit.sequence == nullptr) return waits;
+    const std::vector<OpSequence::Wait>& all = unit.sequence->wait_steps();
+    for (size_t w = unit.next_wait; w < all.size() && all[w].before_step == unit.next_step; ++w) {
+      auto it = sequence_unit.find(all[w].source);
+      if (it != sequence_unit.end()) waits.push_back({it->second, all[w].steps});
+    }
+    return waits;
+  };
+  bool ignore_waits = false;  // set only for waits that form a cycle (a broken program)
+  auto ready = [&](const Unit& unit) {
+    if (unit.done) return false;
+    if (unit.next_step == 0) {
+      for (const Instruction* p : unit.instruction->predecessors) {
+        if (!units[unit_of.at(p)].done) return false;
+      }
+    }
+    if (ignore_waits) return true;
+    for (const auto& [source, steps] : waits_before(unit)) {
+      if (units[source].next_step < steps) return false;
+    }
+    return true;
+  };
+  std::vector<std::string> lines;
   auto after = [&](std::string& line, const std::vector<int>& preds) {
     if (precomputed) absl::StrAppend(&line, " after=", absl::StrJoin(preds, ","));
   };
-  for (const Instruction* i = head; i != nullptr; i = i->next) {
+  // Writes `unit`'s next line (a whole unit, or a sequence's next step).
+  auto write_next = [&](Unit& unit) {
+    const Instruction& i = *unit.instruction;
     std::vector<int> preds;
-    for (const Instruction* p : i->predecessors) preds.push_back(last_line.at(p));
-    const auto* sequence =
-        i->kind == InstructionKind::kOpCall ? dynamic_cast<const OpSequence*>(i->kernel) : nullptr;
-    if (sequence != nullptr && sequence->size() > 0) {
-      for (const Instruction& step : sequence->steps()) {
-        // A step runs on the sequence's stream under the sequence's number.
-        std::string line = InstructionLine(step, i->stream->name(), i->seq);
-        after(line, preds);
-        if (step.kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(step));
-        lines.push_back(std::move(line));
-        preds = {static_cast<int>(lines.size()) - 1};
-      }
+    if (unit.next_step == 0) {
+      for (const Instruction* p : i.predecessors) preds.push_back(units[unit_of.at(p)].last_line);
     } else {
-      std::string line = InstructionLine(*i, i->stream != nullptr ? i->stream->name() : "", i->seq);
-      after(line, preds);
-      if (i->kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(*i));
-      lines.push_back(std::move(line));
+      preds.push_back(unit.last_line);
     }
-    last_line[i] = static_cast<int>(lines.size()) - 1;
+    std::string line;
+    if (unit.sequence != nullptr) {
+      const Instruction& step = unit.sequence->steps()[unit.next_step];
+      // A step runs on the sequence's stream under the sequence's number.
+      line = InstructionLine(step, i.stream->name(), i.seq);
+      after(line, preds);
+      const std::vector<std::pair<int, uint32_t>> waits =
+          ignore_waits ? std::vector<std::pair<int, uint32_t>>() : waits_before(unit);
+      if (!waits.empty()) {
+        absl::StrAppend(
+            &line, " waits=", absl::StrJoin(waits, ";", [&](std::string* out, const auto& wait) {
+              absl::StrAppend(out, units[wait.first].instruction->seq, ":", wait.second);
+            }));
+      }
+      if (step.kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(step));
+      const std::vector<OpSequence::Wait>& all = unit.sequence->wait_steps();
+      while (unit.next_wait < all.size() && all[unit.next_wait].before_step == unit.next_step) {
+        ++unit.next_wait;
+      }
+      unit.done = ++unit.next_step == static_cast<size_t>(unit.sequence->size());
+    } else {
+      line = InstructionLine(i, i.stream != nullptr ? i.stream->name() : "", i.seq);
+      after(line, preds);
+      if (i.kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(i));
+      unit.done = true;
+    }
+    lines.push_back(std::move(line));
+    unit.last_line = static_cast<int>(lines.size()) - 1;
+  };
+  size_t first = 0;  // units before it are done
+  while (true) {
+    while (first < units.size() && units[first].done) ++first;
+    if (first == units.size()) break;
+    size_t u = first;
+    while (u < units.size() && !ready(units[u])) ++u;
+    if (u == units.size()) {
+      // No unit can go on: the waits form a cycle (AddWait's contract forbids it). Write
+      // the rest without them rather than lose the instructions.
+      ignore_waits = true;
+      continue;
+    }
+    do {
+      write_next(units[u]);
+    } while (ready(units[u]));
   }
   absl::MutexLock lock(&mu_);
   if (precomputed) WriteLine(absl::StrCat("batch ", lines.size()));

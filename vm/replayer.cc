@@ -2,9 +2,11 @@
 
 #include <cstring>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
+#include "vm/op_sequence.h"
 #include "vm/producer_port.h"
 #include "vm/recorder.h"
 #include "vm/stream.h"
@@ -32,6 +34,63 @@ absl::Status AddDeviceMapping(absl::string_view spec, DeviceMap* map) {
     }
   }
   return absl::OkStatus();
+}
+
+Replayer::Replayer(VirtualMachine* vm, const RecordedProgram* program, ReplayOptions options)
+    : vm_(vm), program_(program), options_(std::move(options)) {}
+
+Replayer::~Replayer() {
+  // Work of a failed Run may still run rebuilt sequences.
+  if (!sequences_.empty()) vm_->Sync().IgnoreError();
+}
+
+Replayer::LanePlan Replayer::PlanLanes(int b) const {
+  const int begin = program_->batch_begin[b];
+  const int size = program_->batch_size[b];
+  const auto at = [&](int p) -> const RecordedInstruction& {
+    return program_->instructions[begin + p];
+  };
+  absl::flat_hash_set<uint64_t> waiting;  // sequences that wait or are waited for
+  for (int p = 0; p < size; ++p) {
+    for (const RecordedInstruction::Wait& wait : at(p).waits) {
+      waiting.insert(at(p).seq);
+      waiting.insert(wait.source_seq);
+    }
+  }
+  LanePlan plan;
+  if (waiting.empty() || !options_.rebuild_lanes) return plan;
+  std::vector<int> lane(size, -1);
+  absl::flat_hash_map<uint64_t, int> lane_of;
+  std::vector<Stream*> streams;
+  for (int p = 0; p < size; ++p) {
+    const RecordedInstruction& r = at(p);
+    if (!waiting.contains(r.seq)) continue;
+    auto [it, added] = lane_of.emplace(r.seq, static_cast<int>(plan.positions.size()));
+    if (added) {
+      plan.positions.emplace_back();
+      streams.push_back(resolved_[begin + p].stream);
+    }
+    const bool step = r.kind == InstructionKind::kOpCall || r.kind == InstructionKind::kRelease;
+    if (!step || resolved_[begin + p].stream != streams[it->second]) return LanePlan();
+    lane[p] = it->second;
+    plan.positions[it->second].push_back(p);
+  }
+  // One sequence per worker, each on a stream that runs on its worker (OpSequence::AddWait).
+  if (!vm_->CanRunLanes(streams)) return LanePlan();
+  // A lane becomes one instruction at its first step's place: every edge into it from
+  // outside must come from a place before that.
+  for (size_t l = 0; l < plan.positions.size(); ++l) {
+    const int first = plan.positions[l].front();
+    for (int p : plan.positions[l]) {
+      for (int a : at(p).after) {
+        if (lane[a] == static_cast<int>(l)) continue;
+        const int place = lane[a] >= 0 ? plan.positions[lane[a]].front() : a;
+        if (place >= first) return LanePlan();
+      }
+    }
+  }
+  plan.lane = std::move(lane);
+  return plan;
 }
 
 absl::StatusOr<Stream*> Replayer::ResolveStream(absl::string_view recorded, int line) const {
@@ -138,6 +197,10 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
     }
   }
   for (const RecordedChecksum& c : program->checksums) replayer->last_use_[c.blob] = -1;
+  replayer->lanes_.resize(program->batch_begin.size());
+  for (size_t b = 0; b < program->batch_begin.size(); ++b) {
+    replayer->lanes_[b] = replayer->PlanLanes(static_cast<int>(b));
+  }
   return replayer;
 }
 
@@ -173,6 +236,11 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
   auto finish = [&](absl::Status status) -> absl::Status {
     if (!chain.empty()) ProducerPort(vm_).Free(std::move(chain));
     ProducerPort(vm_).ReturnUnused(std::move(cache));
+    if (!sequences_.empty()) {
+      // The rebuilt sequences must outlive the work that runs them.
+      if (!status.ok()) vm_->Sync().IgnoreError();
+      sequences_.clear();
+    }
     return status;
   };
 
@@ -195,9 +263,124 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
       if (!flushed.ok()) return finish(flushed);
     }
     std::vector<Instruction*> members;
+    // Rebuilt lanes: every sequence complete with its waits before any is submitted.
+    const LanePlan* plan =
+        batch && !lanes_[first.batch].lane.empty() ? &lanes_[first.batch] : nullptr;
+    std::vector<OpSequence*> lane_sequence;
+    std::vector<Instruction*> lane_instruction;
+    if (plan != nullptr) {
+      const int begin = i;
+      run_.fetch_add(1, std::memory_order_relaxed);  // before the submission
+      absl::flat_hash_map<uint64_t, int> lane_by_seq;
+      for (size_t l = 0; l < plan->positions.size(); ++l) {
+        sequences_.push_back(std::make_unique<OpSequence>());
+        lane_sequence.push_back(sequences_.back().get());
+        lane_sequence.back()->set_run_counter(&run_);
+        lane_by_seq[program.instructions[begin + plan->positions[l].front()].seq] =
+            static_cast<int>(l);
+      }
+      lane_instruction.assign(plan->positions.size(), nullptr);
+      for (int p = 0; p < end - begin; ++p) {
+        if (plan->lane[p] < 0) continue;
+        const RecordedInstruction& r = program.instructions[begin + p];
+        OpSequence& sequence = *lane_sequence[plan->lane[p]];
+        for (const RecordedInstruction::Wait& wait : r.waits) {
+          sequence.AddWait(lane_sequence[lane_by_seq.at(wait.source_seq)], wait.steps);
+        }
+        BlobPtrs inputs, outputs;
+        for (int b : r.inputs) {
+          absl::StatusOr<Blob*> ptr = blob(b);
+          if (!ptr.ok()) return finish(ptr.status());
+          inputs.push_back(*ptr);
+        }
+        for (int b : r.outputs) {
+          absl::StatusOr<Blob*> ptr = blob(b);
+          if (!ptr.ok()) return finish(ptr.status());
+          outputs.push_back(*ptr);
+        }
+        if (r.kind == InstructionKind::kRelease) {
+          sequence.AddRelease(outputs.front());
+        } else {
+          sequence.AddOpCall(*resolved_[begin + p].kernel, std::move(inputs), std::move(outputs),
+                             r.attrs);
+        }
+      }
+      result.lane_sequences += static_cast<int64_t>(plan->positions.size());
+    }
+    const int batch_begin = i;
     for (; i < end; ++i) {
       const RecordedInstruction& r = program.instructions[i];
       const Resolved& where = resolved_[i];
+      const int lane = plan != nullptr ? plan->lane[i - batch_begin] : -1;
+      if (lane >= 0 && lane_instruction[lane] != nullptr) {
+        // A later step of a rebuilt lane: it runs inside the lane's instruction.
+        members.push_back(lane_instruction[lane]);
+        for (int b : r.inputs) {
+          if (last_use_[b] == i) drop.push_back(b);
+        }
+        for (int b : r.outputs) {
+          if (last_use_[b] == i) drop.push_back(b);
+        }
+        ++result.instructions;
+        continue;
+      }
+      if (lane >= 0) {
+        // A rebuilt lane's first step: the lane's instruction. It lists every blob the
+        // sequence uses (the engine keeps them alive); its predecessors are the edges into
+        // the lane from outside it.
+        const OpSequence& sequence = *lane_sequence[lane];
+        Instruction* instruction = ProducerPort(vm_).Allocate(cache);
+        chain.PushBack(instruction);
+        instruction->kind = InstructionKind::kOpCall;
+        instruction->stream = where.stream;
+        instruction->kernel = &sequence;
+        instruction->inputs = sequence.external_inputs();
+        instruction->outputs = sequence.all_outputs();
+        instruction->precomputed = true;
+        absl::flat_hash_set<Instruction*> preds;
+        for (int p : plan->positions[lane]) {
+          for (int a : program.instructions[batch_begin + p].after) {
+            if (plan->lane[a] != lane) preds.insert(members[a]);
+          }
+        }
+        for (int a = 0; a < i - batch_begin; ++a) {
+          // Keep the recorded order of predecessors (members in batch order).
+          if (preds.erase(members[a]) > 0) instruction->predecessors.push_back(members[a]);
+        }
+        lane_instruction[lane] = instruction;
+        members.push_back(instruction);
+        for (int b : r.inputs) {
+          if (last_use_[b] == i) drop.push_back(b);
+        }
+        for (int b : r.outputs) {
+          if (last_use_[b] == i) drop.push_back(b);
+        }
+        ++result.instructions;
+        continue;
+      }
+      // Waits of steps not rebuilt as lanes: what orders the awaited step before this one,
+      // as the interpreter orders streams without lanes — an engine edge from work on the
+      // host that the engine releases in time (see WaitsOnHost), a StreamWait on one
+      // device, a RecordEvent the host waits for across devices.
+      absl::InlinedVector<Instruction*, 2> wait_preds;
+      for (const RecordedInstruction::Wait& wait : r.waits) {
+        Instruction* source = members[wait.source_position];
+        Stream* from = source->stream;
+        if (from == where.stream ||
+            (VirtualMachine::RunsOnHost(*from) && !WaitsOnHost(*from, *where.stream))) {
+          wait_preds.push_back(source);
+          continue;
+        }
+        Instruction* sync = ProducerPort(vm_).Allocate(cache);
+        chain.PushBack(sync);
+        const bool same_device = CanStreamWait(*from, *where.stream);
+        sync->kind = same_device ? InstructionKind::kStreamWait : InstructionKind::kRecordEvent;
+        sync->stream = from;
+        if (same_device) sync->wait_target = where.stream;
+        sync->precomputed = true;
+        sync->predecessors.push_back(source);
+        wait_preds.push_back(sync);
+      }
       Instruction* instruction = ProducerPort(vm_).Allocate(cache);
       chain.PushBack(instruction);
       instruction->kind = r.kind;
@@ -228,6 +411,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
       if (batch) {
         instruction->precomputed = true;
         for (int p : r.after) instruction->predecessors.push_back(members[p]);
+        for (Instruction* pred : wait_preds) instruction->predecessors.push_back(pred);
         members.push_back(instruction);
       }
       for (int b : r.inputs) {

@@ -8,7 +8,14 @@
 //    instructions: the engine derives their dependences from their blobs exactly as it did
 //    when they were recorded. The recorded StreamWait/RecordEvent instructions are replayed
 //    as they are (no soft sync is added, none is dropped);
-//  - a batch is submitted as one precomputed chain with its recorded edges;
+//  - a batch is submitted as one precomputed chain with its recorded edges. Its OpSequences
+//    with cross-sequence waits (`waits=`, format version 2) are rebuilt as OpSequences with
+//    the same waits, one instruction each, when their streams can run lanes
+//    (VirtualMachine::CanRunLanes) and ReplayOptions::rebuild_lanes is set. Otherwise each
+//    step is its own instruction and each wait orders the awaited step before it as the
+//    interpreter orders streams without lanes: an engine edge from cpu work the engine
+//    releases in time, a StreamWait within a device, a RecordEvent across devices (the
+//    same order of the work, kept by the engine and the devices instead of the sequences);
 //  - a barrier is a host sync point (VirtualMachine::Sync): later lines are submitted after
 //    it, as the recording host did. The first kernel error a sync reports is kept;
 //  - `access ... write` puts the recorded bytes back; `access ... read` runs an empty read.
@@ -17,6 +24,7 @@
 #ifndef SLUICE_VM_REPLAYER_H_
 #define SLUICE_VM_REPLAYER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,6 +41,7 @@
 
 namespace sluice::vm {
 
+class OpSequence;
 class Stream;
 class VirtualMachine;
 
@@ -52,6 +61,9 @@ struct ReplayOptions {
   DeviceMap device_map;
   // Consecutive eager instructions submitted as one chain (1..max_in_flight).
   int eager_chain = 64;
+  // Rebuild recorded sequences with waits as OpSequences where the streams allow (see the
+  // file comment); false: always replay their steps as instructions with edges.
+  bool rebuild_lanes = true;
 };
 
 struct ChecksumMismatch {
@@ -67,6 +79,7 @@ struct ReplayResult {
   int64_t instructions = 0;  // recorded instructions replayed
   int64_t checksums_compared = 0;
   int64_t checksums_skipped = 0;  // blobs on memory the host cannot read (cuda)
+  int64_t lane_sequences = 0;     // OpSequences rebuilt with their waits
   std::vector<ChecksumMismatch> mismatches;
   absl::Status op_error;  // the first kernel error a sync point reported (OK if none)
 };
@@ -74,6 +87,7 @@ struct ReplayResult {
 // Thread-compatible: one Run at a time. The VM and the program must outlive it.
 class Replayer {
  public:
+  ~Replayer();
   // Resolves every stream (after the device map) and kernel up front. InvalidArgument /
   // NotFound naming the record line for an unknown stream, device or op, or a StreamWait
   // whose two streams the mapping put on different devices.
@@ -93,9 +107,15 @@ class Replayer {
     Stream* wait_target = nullptr;
     const OpKernel* kernel = nullptr;
   };
-  Replayer(VirtualMachine* vm, const RecordedProgram* program, ReplayOptions options)
-      : vm_(vm), program_(program), options_(std::move(options)) {}
+  Replayer(VirtualMachine* vm, const RecordedProgram* program, ReplayOptions options);
   absl::StatusOr<Stream*> ResolveStream(absl::string_view recorded, int line) const;
+  // How one batch's sequences with waits are rebuilt (empty `lane`: not rebuilt).
+  struct LanePlan {
+    std::vector<int> lane;                    // per batch position: its lane, or -1
+    std::vector<std::vector<int>> positions;  // per lane: its steps' positions, in order
+  };
+  // The plan for batch `b` (Create).
+  LanePlan PlanLanes(int b) const;
 
   VirtualMachine* const vm_;
   const RecordedProgram* const program_;
@@ -104,6 +124,10 @@ class Replayer {
   std::vector<Stream*> blob_streams_;  // per blob: where it is created
   std::vector<int> last_use_;          // per blob: last instruction index; -1: keep
   std::vector<bool> lazy_;             // per blob: used again after a release
+  std::vector<LanePlan> lanes_;        // per batch
+  // Sequences rebuilt by the current Run; kept until the work that runs them is complete.
+  std::vector<std::unique_ptr<OpSequence>> sequences_;
+  std::atomic<uint32_t> run_{0};  // the rebuilt sequences' run number (one per batch)
 };
 
 }  // namespace sluice::vm

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "vm/instruction.h"
 #include "vm/internal/blob_lifecycle.h"
+#include "vm/op_sequence.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 
@@ -55,15 +56,12 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
     Join(clock,
          it != host_wait_clocks_.end() ? it->second : StreamClock(wait.stream->dense_index()));
   }
-  if (static_cast<int>(clock.size()) <= s) clock.resize(s + 1, 0);
-  ++clock[s];
+  Tick(clock, s);
   switch (instruction->kind) {
     case InstructionKind::kOpCall:
-      for (Blob* blob : instruction->inputs) {
-        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/false, s, clock);
-      }
-      for (Blob* blob : instruction->outputs) {
-        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/true, s, clock);
+      // An OpSequence reports its steps' accesses as it launches them (OnStepLaunch).
+      if (dynamic_cast<const OpSequence*>(instruction->kernel) == nullptr) {
+        CheckOperands(*instruction, s, clock);
       }
       break;
     case InstructionKind::kStreamWait: {
@@ -79,17 +77,8 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
       break;
     }
     case InstructionKind::kRelease:
-      for (Blob* blob : instruction->outputs) {
-        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/true, s, clock);
-      }
-      break;
     case InstructionKind::kAccessBlob:
-      for (Blob* blob : instruction->inputs) {
-        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/false, s, clock);
-      }
-      for (Blob* blob : instruction->outputs) {
-        Check(*instruction, blob->id(), blob->DebugName(), /*write=*/true, s, clock);
-      }
+      CheckOperands(*instruction, s, clock);
       break;
     case InstructionKind::kRecordEvent:
     case InstructionKind::kBarrier:
@@ -98,6 +87,49 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
   // What this instruction's completion certifies: everything its stream ran up to it.
   instruction->done_clock = StreamClock(s);
   if (stream->policy()->synchronous()) Join(worker_clocks_[worker], instruction->done_clock);
+}
+
+void SyncChecker::Tick(Clock& clock, int s) {
+  if (static_cast<int>(clock.size()) <= s) clock.resize(s + 1, 0);
+  ++clock[s];
+}
+
+void SyncChecker::CheckOperands(const Instruction& instruction, int stream, const Clock& clock) {
+  for (Blob* blob : instruction.inputs) {
+    Check(instruction, blob->id(), blob->DebugName(), /*write=*/false, stream, clock);
+  }
+  for (Blob* blob : instruction.outputs) {
+    Check(instruction, blob->id(), blob->DebugName(), /*write=*/true, stream, clock);
+  }
+}
+
+void SyncChecker::OnStepLaunch(Instruction* outer, const Instruction& step) {
+  Stream* stream = outer->stream;
+  const int s = stream->dense_index();
+  absl::MutexLock lock(&mu_);
+  Clock& clock = StreamClock(s);
+  Tick(clock, s);
+  CheckOperands(step, s, clock);  // a Release lists its blob as an output: a write
+  // The outer instruction's completion certifies every step launched so far (its done
+  // clock is read only once it completed, after its last step).
+  outer->done_clock = clock;
+  if (stream->policy()->synchronous()) Join(worker_clocks_[stream->thread_ctx()], clock);
+}
+
+void SyncChecker::OnSequencePassed(const Instruction& outer, const void* sequence, uint64_t run_tag,
+                                   uint32_t steps) {
+  absl::MutexLock lock(&mu_);
+  auto& [tag, clock] = sequence_clocks_[{sequence, steps}];
+  tag = run_tag;
+  clock = StreamClock(outer.stream->dense_index());
+}
+
+void SyncChecker::OnSequenceWaited(const Instruction& outer, const void* source, uint64_t run_tag,
+                                   uint32_t steps) {
+  absl::MutexLock lock(&mu_);
+  auto it = sequence_clocks_.find({source, steps});
+  if (it == sequence_clocks_.end() || it->second.first != run_tag) return;
+  Join(StreamClock(outer.stream->dense_index()), it->second.second);
 }
 
 void SyncChecker::OnDoneEdge(const Instruction& done, Instruction* successor) {

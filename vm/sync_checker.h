@@ -16,7 +16,12 @@
 //    the worker's clock;
 //  - host waits: a StreamWait between cpu streams of two ThreadCtxs makes the consumer's
 //    worker wait until the source stream ran it; the consumer joins the source's clock as
-//    of the StreamWait when it launches.
+//    of the StreamWait when it launches;
+//  - sequence waits: an OpSequence reports each step as it launches it (a tick of its
+//    stream, the step's accesses) and, when it passes a step another sequence waits for,
+//    its clock at that step; the waiting sequence joins that clock once its wait passed
+//    (OpSequence::AddWait is an ordering edge honoured on the host, like a host wait). An
+//    OpSequence's own instruction checks no operands: its steps do.
 // Accesses are checked when launched: a stream runs its work in launch order, so the clock
 // at launch is the clock at execution. The checker works the same on every provider.
 #ifndef SLUICE_VM_SYNC_CHECKER_H_
@@ -59,6 +64,20 @@ class SyncChecker {
   void OnSubmit(Instruction* instruction);
   // Worker, as it launches `instruction` on its stream (in each stream's launch order).
   void OnLaunch(Instruction* instruction);
+  // Worker, as the OpSequence that `outer` runs launches `step` (an OpCall or Release whose
+  // stream and number are set): ticks the stream, checks the step's accesses, and makes
+  // `outer`'s completion certify the step.
+  void OnStepLaunch(Instruction* outer, const Instruction& step);
+  // Worker: `sequence`, run by `outer` in the run tagged `run_tag`, passed its first
+  // `steps` steps; keeps the stream's clock for the sequences that wait for them. Called
+  // before the waiters can see the progress.
+  void OnSequencePassed(const Instruction& outer, const void* sequence, uint64_t run_tag,
+                        uint32_t steps);
+  // Worker: the sequence `outer` runs waited until `source` passed its first `steps` steps
+  // in the run tagged `run_tag`; its stream joins the clock `source` kept for them (none
+  // kept for this run: nothing is joined, so what the wait was meant to order is reported).
+  void OnSequenceWaited(const Instruction& outer, const void* source, uint64_t run_tag,
+                        uint32_t steps);
   // Scheduler: the edge `done` -> `successor` was satisfied by `done`'s completion.
   static void OnDoneEdge(const Instruction& done, Instruction* successor);
   // Scheduler: `instruction` retired. If a later instruction on another stream would have
@@ -95,6 +114,11 @@ class SyncChecker {
   };
 
   Clock& StreamClock(int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ticks stream `s`'s own component of `clock`.
+  static void Tick(Clock& clock, int s);
+  // Checks an OpCall's, Release's or AccessBlob's accesses at `clock`.
+  void CheckOperands(const Instruction& instruction, int stream, const Clock& clock)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Check(const Instruction& instruction, uint64_t blob_id, const std::string& blob_name,
              bool write, int stream, const Clock& clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Report(const std::string& blob, const Access& first, std::string second)
@@ -108,6 +132,10 @@ class SyncChecker {
   // Host waits (Instruction::HostWait): the source stream's clock at each StreamWait whose
   // consumers wait on the host, by (dense stream index, stream_seq).
   absl::flat_hash_map<std::pair<int, uint64_t>, Clock> host_wait_clocks_ ABSL_GUARDED_BY(mu_);
+  // Sequence waits: by (sequence, steps passed), the run tag and its stream's clock then.
+  // One entry per announced step, overwritten every run (a sequence runs once at a time).
+  absl::flat_hash_map<std::pair<const void*, uint32_t>, std::pair<uint64_t, Clock>> sequence_clocks_
+      ABSL_GUARDED_BY(mu_);
   // Unfired barriers in receive order, each with the completion clocks of instructions
   // received before it (and after the previous one) that retired; `unclaimed_` collects
   // those received after the last pending barrier, for the next one.

@@ -194,6 +194,26 @@ std::vector<Stream*> VirtualMachine::streams() const {
   return result;
 }
 
+// --- Capabilities. ---
+
+bool VirtualMachine::HasOwnWorkers(absl::Span<Stream* const> streams) const {
+  for (size_t i = 0; i < streams.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (streams[i]->thread_ctx() == streams[j]->thread_ctx()) return false;
+    }
+  }
+  return true;
+}
+
+bool VirtualMachine::RunsOnHost(const Stream& stream) { return stream.policy()->synchronous(); }
+
+bool VirtualMachine::CanRunLanes(absl::Span<Stream* const> streams) const {
+  for (const Stream* stream : streams) {
+    if (!RunsOnHost(*stream)) return false;
+  }
+  return HasOwnWorkers(streams);
+}
+
 absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype, const Shape& shape,
                                                  std::string name) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");

@@ -159,6 +159,25 @@ class VirtualMachine {
   // Every vm::Stream created so far, in creation order.
   std::vector<Stream*> streams() const;
 
+  // --- Capabilities: what producers may rely on when they choose how to submit. ---
+  // Any thread; the answers for given streams never change (a stream's worker and policy
+  // are fixed when it is created, observers when the VM is).
+  //
+  // True when each of `streams` is served by a worker (ThreadCtx) that no other listed
+  // stream shares; false when a stream is listed twice. Work of one such stream never
+  // queues behind another listed stream's on a worker.
+  bool HasOwnWorkers(absl::Span<Stream* const> streams) const;
+  // True when `stream`'s work runs on its worker as it is launched (a synchronous stream:
+  // cpu), so the worker is busy until it is done.
+  static bool RunsOnHost(const Stream& stream);
+  // True when every stream of `streams` runs on host and has its own worker: the streams
+  // OpSequence cross-sequence waits (OpSequence::AddWait) may join, one sequence each.
+  bool CanRunLanes(absl::Span<Stream* const> streams) const;
+  // True when an observer is attached (sync checker or recorder). Observers see inside an
+  // OpSequence — each step's accesses and its cross-sequence waits — so its instruction
+  // need not list the steps' operands for them.
+  bool ObservesSteps() const { return checker_ != nullptr || recorder_ != nullptr; }
+
   // Whether producers fuse (see VmOptions::max_fused_steps).
   bool fusion() const { return fusion_; }
   ErrorSink& errors() { return errors_; }
