@@ -104,8 +104,8 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   std::vector<Node> nodes =
       PlanNodes(funcs, vars, deps, streams.func_stream, options.release_temporaries);
   const std::vector<Segment> segments = FormSegments(nodes, options.fuse);
-  const StreamPlan plan = AnalyzeStreams(nodes, segments, start, DescribeStreams(streams.streams),
-                                         options.skip_stream_analysis);
+  const StreamPlan plan = AnalyzeStreams(
+      nodes, segments, start, DescribeStreams(vm, streams.streams), options.skip_stream_analysis);
   LoweringStats& stats = out.lowering_;
   stats.ops = static_cast<int64_t>(funcs.size());
   stats.inserted_copies = placed.inserted_copies;

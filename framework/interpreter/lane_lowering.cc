@@ -10,21 +10,15 @@ namespace sluice::framework {
 
 LaneSupport QueryLaneSupport(const vm::VirtualMachine& vm,
                              const std::vector<vm::Stream*>& streams) {
-  absl::flat_hash_set<const vm::ThreadCtx*> workers;
-  bool all_synchronous = true;
-  for (const vm::Stream* stream : streams) {
-    workers.insert(stream->thread_ctx());
-    all_synchronous = all_synchronous && stream->policy()->synchronous();
-  }
   LaneSupport support;
-  support.host_lanes = all_synchronous && workers.size() == streams.size();
-  support.observed = vm.options().check_sync || !vm.options().record_path.empty();
+  support.host_lanes = vm.CanRunLanes(streams);
+  support.observed = vm.ObservesSteps();
   return support;
 }
 
 bool UseLaneLowering(const LaneSupport& support, const InterpreterOptions& options, int streams) {
-  return options.lane_sequences && options.fuse && !options.skip_stream_analysis &&
-         !support.observed && streams > 1 && support.host_lanes;
+  return options.lane_sequences && options.fuse && !options.skip_stream_analysis && streams > 1 &&
+         support.host_lanes;
 }
 
 void LowerToLanes(const LoweringInput& in, LoweringOutput& out) {

@@ -23,19 +23,21 @@ namespace sluice::framework {
 
 // What the VM offers lane lowering.
 struct LaneSupport {
-  // Every stream is synchronous and no two streams share a worker (ThreadCtx).
+  // Every stream runs on the host and no two streams share a worker
+  // (VirtualMachine::CanRunLanes).
   bool host_lanes = false;
-  // The VM has a sync checker or a recorder attached: they need instructions to list
-  // their operands, and cannot see waits inside a sequence.
+  // The VM has a sync checker or a recorder attached (VirtualMachine::ObservesSteps). They
+  // see inside sequences — each step, and cross-sequence waits as ordering edges — so lane
+  // mode runs under them as it does without.
   bool observed = false;
 };
 
-// The one place the build asks the VM what it supports. Reads `vm`'s options and each
-// stream's policy and worker; changes nothing.
+// The one place the build asks the VM what it supports (its capability queries); changes
+// nothing.
 LaneSupport QueryLaneSupport(const vm::VirtualMachine& vm, const std::vector<vm::Stream*>& streams);
 
 // Lane lowering is used when `options` ask for it (lane_sequences and fuse on, stream
-// analysis not skipped), there is more than one stream, and `support` allows it.
+// analysis not skipped), there is more than one stream, and the streams can run as lanes.
 bool UseLaneLowering(const LaneSupport& support, const InterpreterOptions& options, int streams);
 
 // One lane per stream of `in.streams`, appended to `out.batch` in stream order, with no

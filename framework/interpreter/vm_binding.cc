@@ -26,15 +26,21 @@ absl::StatusOr<StreamTable> BindStreams(vm::VirtualMachine& vm, const std::vecto
   return table;
 }
 
-std::vector<StreamInfo> DescribeStreams(const std::vector<vm::Stream*>& streams) {
+std::vector<StreamInfo> DescribeStreams(const vm::VirtualMachine& vm,
+                                        const std::vector<vm::Stream*>& streams) {
   std::vector<StreamInfo> infos;
-  absl::flat_hash_map<const vm::ThreadCtx*, int> workers;
-  for (const vm::Stream* stream : streams) {
+  int workers = 0;
+  for (size_t i = 0; i < streams.size(); ++i) {
     StreamInfo info;
-    info.device = stream->key().device;
-    info.synchronous = stream->policy()->synchronous();
-    info.worker =
-        workers.try_emplace(stream->thread_ctx(), static_cast<int>(workers.size())).first->second;
+    info.device = streams[i]->key().device;
+    info.synchronous = vm::VirtualMachine::RunsOnHost(*streams[i]);
+    // The worker of the first earlier stream that shares one with this stream, else a new one.
+    info.worker = -1;
+    for (size_t j = 0; j < i && info.worker < 0; ++j) {
+      vm::Stream* const pair[] = {streams[j], streams[i]};
+      if (!vm.HasOwnWorkers(pair)) info.worker = infos[j].worker;
+    }
+    if (info.worker < 0) info.worker = workers++;
     infos.push_back(info);
   }
   return infos;

@@ -28,8 +28,10 @@ struct StreamTable {
 absl::StatusOr<StreamTable> BindStreams(vm::VirtualMachine& vm, const std::vector<OpFunc>& funcs);
 
 // What the stream analysis needs to know of each stream (lowered_graph.h's StreamInfo):
-// its device, whether its policy is synchronous, and its worker as a dense id.
-std::vector<StreamInfo> DescribeStreams(const std::vector<vm::Stream*>& streams);
+// its device, whether it runs on the host, and its worker as a dense id — asked of the VM
+// (VirtualMachine::RunsOnHost, HasOwnWorkers), not read from its threads.
+std::vector<StreamInfo> DescribeStreams(const vm::VirtualMachine& vm,
+                                        const std::vector<vm::Stream*>& streams);
 
 // Blobs bound by BindBlobs, besides those stored in the slots.
 struct BoundBlobs {

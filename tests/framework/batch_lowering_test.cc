@@ -86,8 +86,8 @@ void Prepare(vm::VirtualMachine& vm, const ops::OpRegistry& registry, const ir::
   out.nodes = PlanNodes(out.placed.funcs, out.vars, deps, out.streams.func_stream,
                         options.release_temporaries);
   out.segments = FormSegments(out.nodes, options.fuse);
-  out.plan = AnalyzeStreams(out.nodes, out.segments, start, DescribeStreams(out.streams.streams),
-                            options.skip_stream_analysis);
+  out.plan = AnalyzeStreams(out.nodes, out.segments, start,
+                            DescribeStreams(vm, out.streams.streams), options.skip_stream_analysis);
 }
 
 void Feed(const Lowered& lowered, const std::string& name, float value) {
@@ -249,7 +249,8 @@ TEST_F(BackEndTest, LaneSupportFollowsTheVm) {
   InterpreterOptions options;
   EXPECT_TRUE(UseLaneLowering(yes, options, 2));
   EXPECT_FALSE(UseLaneLowering(yes, options, 1));
-  EXPECT_FALSE(UseLaneLowering(LaneSupport{true, true}, options, 2));
+  // Observers see inside lanes (step-level checking and recording): no reason to step aside.
+  EXPECT_TRUE(UseLaneLowering(LaneSupport{true, true}, options, 2));
   EXPECT_FALSE(UseLaneLowering(LaneSupport{false, false}, options, 2));
   options.fuse = false;
   EXPECT_FALSE(UseLaneLowering(yes, options, 2));

@@ -524,10 +524,13 @@ TEST_F(InterpreterTest, RandomProgramsOnStreamsMatchACpuRun) {
 // stream's work is one sequence with cross-sequence waits. The same random programs, run
 // for several steps (so every run's waits must tell it from the previous run), give the
 // single-stream bytes; with the sync checker on, the instruction-level lowering is used.
+// Lane mode is the default lowering on cpu streams; it runs here under the sync checker,
+// which checks every step and takes each wait step as an ordering edge.
 TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
   ::sluice::eager::ContextOptions context_options;
   context_options.runtime.num_sim_devices = 0;
   context_options.runtime.enable_cuda = false;
+  context_options.vm.check_sync = true;
   absl::StatusOr<eager::Context> created = eager::Context::Create(context_options);
   ASSERT_TRUE(created.ok()) << created.status();
   eager::Context& context = *created;
@@ -587,6 +590,8 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
       EXPECT_EQ(lanes.lowering.lane_sequences, 3);
     }
   }
+  ASSERT_NE(context.vm()->sync_checker(), nullptr);
+  EXPECT_EQ(context.vm()->sync_checker()->violation_count(), 0);
 }
 
 // A copy stream shares compute stream 0's worker: lanes there could wait on each other
@@ -602,7 +607,6 @@ TEST_F(InterpreterTest, LaneModeNeedsAWorkerPerStream) {
   b.AppendOp(Op("relu", {{"X", {"x"}}}, {{"Out", {"t2"}}}, OnStream("compute:0")));
   b.AppendOp(Op("tanh", {{"X", {"t2"}}}, {{"Out", {"t3"}}}, OnStream("compute:1")));
   b.AppendOp(Op("tanh", {{"X", {"t3"}}}, {{"Out", {"t4"}}}, OnStream("h2d")));
-  // No sync checker: with one attached, lane mode would step aside anyway.
   ::sluice::eager::ContextOptions context_options;
   context_options.runtime.num_sim_devices = 0;
   context_options.runtime.enable_cuda = false;
@@ -623,7 +627,8 @@ TEST_F(InterpreterTest, LaneModeNeedsAWorkerPerStream) {
   }
 }
 
-TEST_F(InterpreterTest, LaneModeStepsAsideForTheSyncChecker) {
+// The sync checker sees inside lanes, so lane mode stays on under it and the run is clean.
+TEST_F(InterpreterTest, LaneModeRunsUnderTheSyncChecker) {
   ::sluice::eager::ContextOptions context_options;
   context_options.runtime.num_sim_devices = 0;
   context_options.runtime.enable_cuda = false;
@@ -639,7 +644,8 @@ TEST_F(InterpreterTest, LaneModeStepsAsideForTheSyncChecker) {
   const Feeds feeds = {{"x", HostTensor::FromVector(x, Shape({8, 8}))}};
   ASSERT_TRUE(executor.Run(r.program, feeds, r.fetches, &scope).ok());
   const LoweringStats lowering = executor.LastLowering().value();
-  EXPECT_EQ(lowering.lane_sequences, 0);
+  EXPECT_EQ(lowering.lane_sequences, 2);
+  EXPECT_EQ(lowering.instructions, 2);
   EXPECT_GT(lowering.stream_waits, 0);
   EXPECT_EQ(created->vm()->sync_checker()->violation_count(), 0);
 }
