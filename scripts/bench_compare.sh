@@ -13,7 +13,8 @@
 #   --min-time S      --benchmark_min_time per run (default 0.2)
 #
 # Prints a Markdown table (benchmark, A median, B median, B/A, unit) on stdout; the raw
-# per-round figures go to stderr. Exit 2 for a usage error, 1 when a run fails.
+# per-round figures go to stderr. Exit 2 for a usage error, 1 when a run fails. Needs python3
+# (to read the benchmarks' JSON).
 set -euo pipefail
 
 usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
@@ -54,13 +55,18 @@ trap 'rm -f "$raw"' EXIT
 run() {
   local side=$1 bin=$2 out
   if ! out=$("$bin" --benchmark_filter="$filter" --benchmark_min_time="$min_time" \
-      --benchmark_format=csv 2>/dev/null); then
+      --benchmark_format=json 2>/dev/null); then
     echo "bench_compare: $bin failed" >&2
     return 1
   fi
-  # CSV: name,iterations,real_time,cpu_time,time_unit,...
-  awk -F, -v side="$side" 'NR > 1 && $1 !~ /^"?name/ { gsub(/"/, "", $1);
-    print side, $1, $3, $5 }' <<<"$out" | tee -a "$raw" >&2
+  # JSON (the CSV reporter rejects benchmarks with different counters): one line per run.
+  python3 -c '
+import json, sys
+side = sys.argv[1]
+for b in json.load(sys.stdin)["benchmarks"]:
+    if b.get("run_type", "iteration") == "iteration":
+        print(side, b["name"], b["real_time"], b["time_unit"])
+' "$side" <<<"$out" | tee -a "$raw" >&2
 }
 for (( r = 1; r <= rounds; r++ )); do
   echo "bench_compare: round $r of $rounds" >&2

@@ -237,10 +237,12 @@ class VirtualMachine {
   std::atomic<bool> cancel_{false};
   InstructionExecutor executor_;
   // Held by pointer so that this header needs no internal/ one (one more load per access).
-  const std::unique_ptr<internal::InstructionPool> pool_;
+  // Read by producers on every instruction and blob, written never: a line of their own,
+  // away from the executor's (workers) and the engine's (scheduler, producers' CAS).
+  alignas(64) const std::unique_ptr<internal::InstructionPool> pool_;
   // Eager blobs' memory; outlives the engine that frees them.
   const std::unique_ptr<internal::BlobPool> blob_pool_;
-  Engine engine_;
+  alignas(64) Engine engine_;
   // Read by every NewBlob: on a line of its own, away from the scheduler's state at the
   // end of engine_ (sharing that line made each new blob a cache miss on the producer).
   alignas(64) std::shared_ptr<internal::BlobReaper> reaper_;
