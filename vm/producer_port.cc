@@ -7,18 +7,12 @@
 
 namespace sluice::vm {
 
-Instruction* ProducerPort::Allocate(Chain<Instruction>& cache) {
-  return vm_->pool_->Allocate(cache);
-}
+void ProducerPort::Refill(Chain<Instruction>& cache) { vm_->pool_->Refill(cache); }
 
 void ProducerPort::Free(Chain<Instruction> chain) { vm_->pool_->Free(std::move(chain)); }
 
 void ProducerPort::ReturnUnused(Chain<Instruction> cache) {
   vm_->pool_->ReturnUnused(std::move(cache));
-}
-
-absl::Status ProducerPort::Submit(Chain<Instruction> chain) {
-  return vm_->Submit(std::move(chain));
 }
 
 absl::Status ProducerPort::ReserveBatch(int64_t n) { return vm_->ReserveBatch(n); }
@@ -30,17 +24,6 @@ void ProducerPort::SubmitBatchPart(Chain<Instruction> part, bool first, bool las
 void ProducerPort::AttachBuffer(internal::SubmitBuffer* buffer) { vm_->AttachBuffer(buffer); }
 
 void ProducerPort::DetachBuffer(internal::SubmitBuffer* buffer) { vm_->DetachBuffer(buffer); }
-
-absl::Status ProducerPort::SubmitBuffered(internal::SubmitBuffer* buffer, Chain<Instruction> chain,
-                                          bool open) {
-  return vm_->SubmitBuffered(buffer, std::move(chain), open);
-}
-
-bool ProducerPort::AppendToOpenRun(
-    internal::SubmitBuffer* buffer, const Stream* stream,
-    absl::FunctionRef<void(FusedCalls& run, Instruction* head)> add) {
-  return vm_->AppendToOpenRun(buffer, stream, add);
-}
 
 void ProducerPort::HandOverBuffers() { vm_->HandOverBuffers(); }
 

@@ -13,17 +13,18 @@
 #define SLUICE_VM_PRODUCER_PORT_H_
 
 #include <cstdint>
+#include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "core/intrusive_queue.h"
+#include "core/prefetch.h"
 #include "vm/fused_calls.h"
 #include "vm/instruction.h"
 #include "vm/stream.h"
+#include "vm/virtual_machine.h"
 
 namespace sluice::vm {
-
-class VirtualMachine;
 
 namespace internal {
 struct SubmitBuffer;
@@ -38,7 +39,23 @@ class ProducerPort {
   VirtualMachine* vm() const { return vm_; }
 
   // A free instruction from the producer's private cache, refilled from the VM's pool.
-  Instruction* Allocate(Chain<Instruction>& cache);
+  // Inline: every eager op takes one or more.
+  Instruction* Allocate(Chain<Instruction>& cache) {
+    if (cache.empty()) Refill(cache);
+    Instruction* instruction = cache.head;
+    cache.head = instruction->next;
+    if (cache.head == nullptr) {
+      cache.tail = nullptr;
+    } else {
+      // The next one was last written by the scheduler (recycled at retirement): start
+      // moving its lines to this core now, while the caller fills this one.
+      PrefetchForWrite(cache.head);
+    }
+    --cache.size;
+    instruction->next = nullptr;
+    instruction->state = Instruction::State::kSubmitted;
+    return instruction;
+  }
   // Instructions the producer allocated and filled but will not submit.
   void Free(Chain<Instruction> chain);
   // A cache of instructions never handed out (returned in O(1)).
@@ -90,8 +107,28 @@ class ProducerPort {
   void NoteHostWaited(const Instruction& instruction);
 
  private:
+  // Fills an empty cache from the VM's pool (recycled instructions, or a new block).
+  void Refill(Chain<Instruction>& cache);
+
   VirtualMachine* vm_;
 };
+
+// The per-op methods forward inline to the VM's producer side (its private methods, which
+// this class may call).
+inline absl::Status ProducerPort::SubmitBuffered(internal::SubmitBuffer* buffer,
+                                                 Chain<Instruction> chain, bool open) {
+  return vm_->SubmitBuffered(buffer, std::move(chain), open);
+}
+
+inline bool ProducerPort::AppendToOpenRun(
+    internal::SubmitBuffer* buffer, const Stream* stream,
+    absl::FunctionRef<void(FusedCalls& run, Instruction* head)> add) {
+  return vm_->AppendToOpenRun(buffer, stream, add);
+}
+
+inline absl::Status ProducerPort::Submit(Chain<Instruction> chain) {
+  return vm_->Submit(std::move(chain));
+}
 
 }  // namespace sluice::vm
 

@@ -137,10 +137,6 @@ absl::Status VirtualMachine::WriteIdleHostBlobs(absl::Span<const HostBlobWrite> 
   return absl::OkStatus();
 }
 
-Instruction* VirtualMachine::AllocateInstruction(Chain<Instruction>& cache) {
-  return pool_->Allocate(cache);
-}
-
 ThreadCtx* VirtualMachine::ThreadCtxFor(const StreamKey& key) {
   std::string name(DeviceTypeName(key.device.type()));
   if (key.device.type() == DeviceType::kCpu && key.type == StreamType::kCompute && key.index > 0) {

@@ -187,7 +187,6 @@ class VirtualMachine {
 
   VirtualMachine(ep::Runtime* runtime, VmOptions options);
   // The producers' side, reached through ProducerPort (which documents each).
-  Instruction* AllocateInstruction(Chain<Instruction>& cache);
   absl::Status Submit(Chain<Instruction> chain) {
     return SubmitInternal(std::move(chain), /*after_close=*/false);
   }

@@ -9,14 +9,18 @@ InstructionPool::InstructionPool(int64_t max_in_flight, std::chrono::nanoseconds
                                  VmCounters* counters)
     : max_in_flight_(max_in_flight), spin_(spin), counters_(counters) {}
 
-Instruction* InstructionPool::Allocate(Chain<Instruction>& cache) {
-  if (cache.empty()) cache = free_.TakeAll();
+void InstructionPool::Refill(Chain<Instruction>& cache) {
+  cache = free_.TakeAll();
   if (cache.empty()) {
     auto block = std::make_unique<Instruction[]>(kBlockSize);
     for (int i = 0; i < kBlockSize; ++i) cache.PushBack(&block[i]);
     absl::MutexLock lock(&blocks_mu_);
     blocks_.push_back(std::move(block));
   }
+}
+
+Instruction* InstructionPool::Allocate(Chain<Instruction>& cache) {
+  if (cache.empty()) Refill(cache);
   Instruction* instruction = cache.head;
   cache.head = instruction->next;
   if (cache.head == nullptr) {

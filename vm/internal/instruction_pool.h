@@ -25,15 +25,19 @@
 namespace sluice::vm::internal {
 
 // Thread-safe. Destroyed after every instruction came back (the VM drains first).
-class InstructionPool {
+// Cache-line aligned: held by pointer, it would otherwise share lines with whatever the heap
+// put beside it; its counters are written by the producer and the scheduler.
+class alignas(64) InstructionPool {
  public:
   InstructionPool(int64_t max_in_flight, std::chrono::nanoseconds spin, VmCounters* counters);
   InstructionPool(const InstructionPool&) = delete;
   InstructionPool& operator=(const InstructionPool&) = delete;
 
   // Producer: a free instruction, from `cache` (a producer-private chain), refilled from
-  // the recycled list or a new block when empty.
+  // the recycled list or a new block when empty (ProducerPort::Allocate is the same, inline).
   Instruction* Allocate(Chain<Instruction>& cache);
+  // Producer: fills an empty `cache` from the recycled list, or with a new block.
+  void Refill(Chain<Instruction>& cache);
   // Producer: gives back instructions it allocated and filled but will not submit.
   void Free(Chain<Instruction> chain);
   // Producer: gives back a cache of instructions it never handed out (still clean: no
