@@ -1,20 +1,33 @@
 #include "vm/blob_access_waiter.h"
 
+#include "absl/synchronization/notification.h"
 #include "vm/producer_port.h"
 
 namespace sluice::vm {
 
+struct BlobAccessWaiter::State {
+  absl::Notification done;
+  absl::Status result;  // written before `done` is notified
+};
+
+BlobAccessWaiter::BlobAccessWaiter(VirtualMachine* vm)
+    : vm_(vm), state_(std::make_shared<State>()) {}
+
+BlobAccessWaiter::~BlobAccessWaiter() = default;
+
 absl::AnyInvocable<void(const Instruction&)> BlobAccessWaiter::OnRetire() {
-  return [this](const Instruction& instruction) {
-    result_ = instruction.status;
-    ProducerPort(vm_).NoteHostWaited(instruction);
-    done_.Notify();
+  // The callback keeps the state alive: Notify may still be unlocking the notification's
+  // mutex when the waiter, woken, returns and is destroyed.
+  return [state = state_, vm = vm_](const Instruction& instruction) {
+    state->result = instruction.status;
+    ProducerPort(vm).NoteHostWaited(instruction);
+    state->done.Notify();
   };
 }
 
 absl::Status BlobAccessWaiter::Wait() {
-  done_.WaitForNotification();
-  return result_;
+  state_->done.WaitForNotification();
+  return state_->result;
 }
 
 }  // namespace sluice::vm

@@ -10,9 +10,10 @@
 #ifndef SLUICE_VM_BLOB_ACCESS_WAITER_H_
 #define SLUICE_VM_BLOB_ACCESS_WAITER_H_
 
+#include <memory>
+
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/notification.h"
 #include "vm/instruction.h"
 
 namespace sluice::vm {
@@ -21,11 +22,13 @@ class VirtualMachine;
 
 // One waiter per access. OnRetire is called once, by the submitting thread; the callback it
 // returns runs on the VM's scheduler; Wait is called once, by any thread, and only when the
-// access was submitted (a failed submission never retires: do not wait then). The waiter
-// must outlive the access's retirement, which Wait guarantees.
+// access was submitted (a failed submission never retires: do not wait then). The callback
+// holds what it notifies (shared with the waiter), so the waiter may go away as soon as Wait
+// returns, while the callback is still returning from its notification.
 class BlobAccessWaiter {
  public:
-  explicit BlobAccessWaiter(VirtualMachine* vm) : vm_(vm) {}
+  explicit BlobAccessWaiter(VirtualMachine* vm);
+  ~BlobAccessWaiter();
   BlobAccessWaiter(const BlobAccessWaiter&) = delete;
   BlobAccessWaiter& operator=(const BlobAccessWaiter&) = delete;
 
@@ -36,9 +39,10 @@ class BlobAccessWaiter {
   absl::Status Wait();
 
  private:
+  struct State;  // the access's status and the notification (see the class comment)
+
   VirtualMachine* const vm_;
-  absl::Notification done_;
-  absl::Status result_;  // written before done_ is notified
+  const std::shared_ptr<State> state_;
 };
 
 }  // namespace sluice::vm
