@@ -14,6 +14,7 @@
 #include "vm/internal/blob_reaper.h"
 #include "vm/internal/instruction_pool.h"
 #include "vm/internal/submit_buffer.h"
+#include "vm/producer_port.h"
 #include "vm/recorder.h"
 
 namespace sluice::vm {
@@ -448,7 +449,7 @@ absl::Status VirtualMachine::Sync() {
 
 absl::Status VirtualMachine::WaitBarrier(bool after_close) {
   Chain<Instruction> cache;
-  Instruction* barrier = pool_->Allocate(cache);
+  Instruction* barrier = ProducerPort(this).Allocate(cache);
   pool_->ReturnUnused(std::move(cache));
   absl::Notification done;
   barrier->kind = InstructionKind::kBarrier;

@@ -19,23 +19,6 @@ void InstructionPool::Refill(Chain<Instruction>& cache) {
   }
 }
 
-Instruction* InstructionPool::Allocate(Chain<Instruction>& cache) {
-  if (cache.empty()) Refill(cache);
-  Instruction* instruction = cache.head;
-  cache.head = instruction->next;
-  if (cache.head == nullptr) {
-    cache.tail = nullptr;
-  } else {
-    // The next instruction was last written by the scheduler (recycled at retirement):
-    // start moving its lines to this core now, while the caller fills this one.
-    PrefetchForWrite(cache.head);
-  }
-  --cache.size;
-  instruction->next = nullptr;
-  instruction->state = Instruction::State::kSubmitted;
-  return instruction;
-}
-
 void InstructionPool::Free(Chain<Instruction> chain) {
   Chain<Instruction> reset;
   for (Instruction* i = chain.head; i != nullptr;) {

@@ -33,10 +33,8 @@ class alignas(64) InstructionPool {
   InstructionPool(const InstructionPool&) = delete;
   InstructionPool& operator=(const InstructionPool&) = delete;
 
-  // Producer: a free instruction, from `cache` (a producer-private chain), refilled from
-  // the recycled list or a new block when empty (ProducerPort::Allocate is the same, inline).
-  Instruction* Allocate(Chain<Instruction>& cache);
-  // Producer: fills an empty `cache` from the recycled list, or with a new block.
+  // Producer: fills an empty `cache` (a producer-private chain) from the recycled list, or
+  // with a new block. ProducerPort::Allocate takes instructions from the cache.
   void Refill(Chain<Instruction>& cache);
   // Producer: gives back instructions it allocated and filled but will not submit.
   void Free(Chain<Instruction> chain);
