@@ -208,7 +208,18 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
   const RecordedProgram& program = *program_;
   ReplayResult result;
   std::vector<BlobRef> blobs(program.blobs.size());
+  ProducerPort port(vm_);
   std::vector<int> drop;  // blobs whose last use is in the chain being built
+  // Blobs whose last use is instruction `i` are dropped once the chain holding it is handed
+  // over.
+  auto note_last_uses = [&](const RecordedInstruction& r, int i) {
+    for (int b : r.inputs) {
+      if (last_use_[b] == i) drop.push_back(b);
+    }
+    for (int b : r.outputs) {
+      if (last_use_[b] == i) drop.push_back(b);
+    }
+  };
   Chain<Instruction> cache;
   Chain<Instruction> chain;
 
@@ -222,7 +233,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
     return blobs[b].get();
   };
   auto flush = [&]() -> absl::Status {
-    absl::Status status = ProducerPort(vm_).Submit(std::move(chain));
+    absl::Status status = port.Submit(std::move(chain));
     chain = Chain<Instruction>();
     // The engine keeps submitted blobs alive; the replay's own references can go.
     for (int b : drop) blobs[b].reset();
@@ -234,8 +245,8 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
     if (result.op_error.ok()) result.op_error = status;
   };
   auto finish = [&](absl::Status status) -> absl::Status {
-    if (!chain.empty()) ProducerPort(vm_).Free(std::move(chain));
-    ProducerPort(vm_).ReturnUnused(std::move(cache));
+    if (!chain.empty()) port.Free(std::move(chain));
+    port.ReturnUnused(std::move(cache));
     if (!sequences_.empty()) {
       // The rebuilt sequences must outlive the work that runs them.
       if (!status.ok()) vm_->Sync().IgnoreError();
@@ -315,12 +326,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
       if (lane >= 0 && lane_instruction[lane] != nullptr) {
         // A later step of a rebuilt lane: it runs inside the lane's instruction.
         members.push_back(lane_instruction[lane]);
-        for (int b : r.inputs) {
-          if (last_use_[b] == i) drop.push_back(b);
-        }
-        for (int b : r.outputs) {
-          if (last_use_[b] == i) drop.push_back(b);
-        }
+        note_last_uses(r, i);
         ++result.instructions;
         continue;
       }
@@ -329,7 +335,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
         // sequence uses (the engine keeps them alive); its predecessors are the edges into
         // the lane from outside it.
         const OpSequence& sequence = *lane_sequence[lane];
-        Instruction* instruction = ProducerPort(vm_).Allocate(cache);
+        Instruction* instruction = port.Allocate(cache);
         chain.PushBack(instruction);
         instruction->kind = InstructionKind::kOpCall;
         instruction->stream = where.stream;
@@ -349,12 +355,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
         }
         lane_instruction[lane] = instruction;
         members.push_back(instruction);
-        for (int b : r.inputs) {
-          if (last_use_[b] == i) drop.push_back(b);
-        }
-        for (int b : r.outputs) {
-          if (last_use_[b] == i) drop.push_back(b);
-        }
+        note_last_uses(r, i);
         ++result.instructions;
         continue;
       }
@@ -371,7 +372,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
           wait_preds.push_back(source);
           continue;
         }
-        Instruction* sync = ProducerPort(vm_).Allocate(cache);
+        Instruction* sync = port.Allocate(cache);
         chain.PushBack(sync);
         const bool same_device = CanStreamWait(*from, *where.stream);
         sync->kind = same_device ? InstructionKind::kStreamWait : InstructionKind::kRecordEvent;
@@ -381,7 +382,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
         sync->predecessors.push_back(source);
         wait_preds.push_back(sync);
       }
-      Instruction* instruction = ProducerPort(vm_).Allocate(cache);
+      Instruction* instruction = port.Allocate(cache);
       chain.PushBack(instruction);
       instruction->kind = r.kind;
       instruction->stream = where.stream;
@@ -414,12 +415,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
         for (Instruction* pred : wait_preds) instruction->predecessors.push_back(pred);
         members.push_back(instruction);
       }
-      for (int b : r.inputs) {
-        if (last_use_[b] == i) drop.push_back(b);
-      }
-      for (int b : r.outputs) {
-        if (last_use_[b] == i) drop.push_back(b);
-      }
+      note_last_uses(r, i);
       ++result.instructions;
     }
     if (batch || static_cast<int>(chain.size) >= options_.eager_chain) {
