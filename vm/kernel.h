@@ -101,6 +101,10 @@ class OpKernel {
   // True for kernels that settle their operands' poison themselves (OpSequence: each step
   // checks its own inputs); the executor then neither skips nor clears around Launch.
   virtual bool handles_poison() const { return false; }
+  // True when Launch reports each access to the sync checker itself, step by step
+  // (KernelContext::RunStep with `check`), so the checker does not check the enclosing
+  // instruction's listed operands (OpSequence).
+  virtual bool checks_own_steps() const { return false; }
 };
 
 }  // namespace sluice::vm

@@ -102,6 +102,7 @@ class OpSequence final : public OpKernel {
   // steps and waits to the sync checker when the context has one.
   absl::Status Launch(KernelContext& ctx) const override;
   bool handles_poison() const override { return true; }
+  bool checks_own_steps() const override { return true; }
 
  private:
   // Steps are Instructions the VM never pools: kind, kernel, operands and attrs are set

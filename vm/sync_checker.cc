@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "vm/instruction.h"
 #include "vm/internal/blob_lifecycle.h"
-#include "vm/op_sequence.h"
+#include "vm/kernel.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 
@@ -60,7 +60,7 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
   switch (instruction->kind) {
     case InstructionKind::kOpCall:
       // An OpSequence reports its steps' accesses as it launches them (OnStepLaunch).
-      if (dynamic_cast<const OpSequence*>(instruction->kernel) == nullptr) {
+      if (instruction->kernel == nullptr || !instruction->kernel->checks_own_steps()) {
         CheckOperands(*instruction, s, clock);
       }
       break;
