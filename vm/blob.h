@@ -69,7 +69,7 @@ class Blob {
   std::string DebugName() const;
 
   // Null once a Release instruction has run — a run-private blob's, once its fused run
-  // retired (see FusedCalls; so after a Sync or a barrier behind the run, not necessarily
+  // retired (see StepSequence; so after a Sync or a barrier behind the run, not necessarily
   // as soon as the worker passed the run) — and, for a lazy blob, before its first write.
   // Not for kernels (see raw_storage()).
   TensorStorage* storage() const {
@@ -137,9 +137,9 @@ class Blob {
   bool released_dying_ = false;
   // Builder thread: the blob is run-private.
   bool run_private_ = false;
-  // Builder's buffer lock (the builder, or whoever closes its run): the FusedCalls run that
+  // Builder's buffer lock (the builder, or whoever closes its run): the StepSequence run that
   // last counted this blob among its union operands (that run's mark) and as what
-  // (FusedCalls' role bits).
+  // (StepSequence' role bits).
   uint8_t fuse_roles_ = 0;
   uint64_t fuse_mark_ = 0;
 
@@ -178,11 +178,11 @@ class Blob {
   bool dead_ = false;
   // Set by the worker that ran the blob's Release when it kept the storage (storage_ stays
   // set, storage() turns null), or by the scheduler for a run-private blob's stepless
-  // Release (FusedCalls::MarkKept); read by the scheduler when the blob dies (the Release
+  // Release (StepSequence::MarkKept); read by the scheduler when the blob dies (the Release
   // retired before), cleared by BlobLifecycle::Parking::Park. Here rather than on a
   // kernel's lines: only the Release and the scheduler touch it.
   // Atomic: storage() may read it on any thread while the scheduler sets it for a
-  // run-private blob (FusedCalls::MarkKept); the storage it guards does not change.
+  // run-private blob (StepSequence::MarkKept); the storage it guards does not change.
   std::atomic<bool> kept_{false};
   Blob* next = nullptr;
   QueuedChainHeader<Blob> queue_header;

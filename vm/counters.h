@@ -13,14 +13,14 @@ namespace sluice::vm {
 struct VmStats {
   int64_t instructions = 0;  // every instruction submitted, syncs included
   // OpCalls and Releases count the calls and releases submitted, fused ones included
-  // (a FusedCalls run is one instruction of `instructions`).
+  // (a StepSequence run is one instruction of `instructions`).
   int64_t op_calls = 0;
   int64_t stream_waits = 0;   // StreamWait instructions submitted
   int64_t record_events = 0;  // RecordEvent instructions submitted
   int64_t releases = 0;
   int64_t barriers = 0;
   int64_t access_blobs = 0;
-  int64_t fused_steps = 0;        // calls and releases that ran inside FusedCalls runs
+  int64_t fused_steps = 0;        // calls and releases that ran inside StepSequence runs
   int64_t private_blobs = 0;      // blobs born and released inside one run (engine never saw)
   int64_t stepless_releases = 0;  // their Releases that kept the storage: no step to run
   int64_t recycled_blobs = 0;     // new blobs that were parked private blobs, storage included

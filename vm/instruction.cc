@@ -1,7 +1,7 @@
 #include "vm/instruction.h"
 
 #include "absl/strings/str_cat.h"
-#include "vm/fused_calls.h"
+#include "vm/step_sequence.h"
 #include "vm/kernel.h"
 #include "vm/stream.h"
 

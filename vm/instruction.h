@@ -21,7 +21,7 @@
 
 namespace sluice::vm {
 
-class FusedCalls;
+class StepSequence;
 class OpKernel;
 class Stream;
 
@@ -57,7 +57,7 @@ class alignas(64) Instruction {
   Instruction& operator=(const Instruction&) = delete;
 
   // Fields are grouped hot first. The first two cache lines hold what the producer fills
-  // for an op call or a release — also a fused run's step (FusedCalls), which the worker
+  // for an op call or a release — also a fused run's step (StepSequence), which the worker
   // then only reads: a step's lines move from the producer's core to the worker's and
   // nothing on them is written back. Engine bookkeeping starts on the third line;
   // callbacks, events and checker clocks come last.
@@ -72,7 +72,7 @@ class alignas(64) Instruction {
   bool opens_batch = false;
   bool closes_batch = false;
   // OpCall: its caller created `outputs` for it (InstructionsBuilder::CallPtrs'
-  // fresh_outputs); a fused run made of it treats them as born there (FusedCalls).
+  // fresh_outputs); a fused run made of it treats them as born there (StepSequence).
   bool fresh_outputs = false;
   // Release: keep the storage for parking instead of freeing it (the builder decided with
   // BlobLifecycle::Producer::ParksStorage when it submitted the Release).
@@ -130,9 +130,9 @@ class alignas(64) Instruction {
   // Optional: runs on the scheduler when the instruction retires (its work complete; see
   // `status`). Must not block or submit. Used by blocking reads and writes of blobs.
   absl::AnyInvocable<void(const Instruction&)> on_retire;
-  // A run of fused eager calls (see FusedCalls): `kernel` points to it. Owned here while
+  // A run of fused eager calls (see StepSequence): `kernel` points to it. Owned here while
   // the instruction is in flight; the pool takes it back when the instruction is recycled.
-  std::unique_ptr<FusedCalls> fused;
+  std::unique_ptr<StepSequence> fused;
 
   // --- Sync checker (when enabled). ---
   std::vector<uint32_t> host_clock;  // what the host knew done when it was launched

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_from_call.h"
 #include "ep/device.h"
-#include "vm/fused_calls.h"
+#include "vm/step_sequence.h"
 #include "vm/internal/blob_lifecycle.h"
 #include "vm/kernel.h"
 #include "vm/recorder.h"
@@ -227,7 +227,7 @@ void InstructionExecutor::RunStep(Instruction* step, Instruction* outer_instruct
   // sequence's steps are reused every run: write only what changed.
   if (step->outer != &outer) {
     if (step->stream != outer.stream) step->stream = outer.stream;
-    // Names the step in errors; a fused step (an OpSequence run as one) has no number of
+    // Names the step in errors; a fused step (an StepSequence run as one) has no number of
     // its own: its run's.
     step->seq = outer.outer != nullptr ? outer.outer->seq : outer.seq;
   }

@@ -133,8 +133,8 @@ absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan i
         absl::StrCat("op '", kernel.name(), "' output: ", CheckUsable(blob).message()));
   }
   if (fusion_ && vm_->fusion() && LastUsedOn(inputs, outputs, *stream) &&
-      port_.AppendToOpenRun(buffer_.get(), stream, [&](FusedCalls& run, Instruction* head) {
-        run.AddCall(head, kernel, inputs, outputs, std::move(attrs), fresh_outputs);
+      port_.AppendToOpenRun(buffer_.get(), stream, [&](StepSequence& run, Instruction* head) {
+        run.AddCall(kernel, inputs, outputs, std::move(attrs), fresh_outputs);
       })) {
     return absl::OkStatus();  // the operands' last use is `stream` already
   }
@@ -199,8 +199,8 @@ absl::Status InstructionsBuilder::Release(Blob* blob, bool dying, bool* hold_tak
   // worker); a refused Release leaves the blob usable, so the mark is harmless there.
   BlobLifecycle::Producer::SetDying(blob, dying);
   if (fusion_ && vm_->fusion() &&
-      port_.AppendToOpenRun(buffer_.get(), stream, [&](FusedCalls& run, Instruction* head) {
-        const bool taken = run.AddRelease(head, blob, dying && hold_taken != nullptr);
+      port_.AppendToOpenRun(buffer_.get(), stream, [&](StepSequence& run, Instruction* head) {
+        const bool taken = run.AddRelease(blob, dying && hold_taken != nullptr);
         if (hold_taken != nullptr) *hold_taken = taken;
       })) {
     BlobLifecycle::Producer::MarkReleased(blob);

@@ -16,7 +16,7 @@
 // kept, and nothing waits for this builder's next call (see VirtualMachine::SubmitBuffered).
 // Eager fusion: a call whose operands were all last used on its stream (it needs no sync),
 // or a release, joins the instruction held back just before it when that one is on the same
-// stream — the two become a FusedCalls run, one instruction for the engine (up to
+// stream — the two become a StepSequence run, one instruction for the engine (up to
 // VmOptions::max_fused_steps steps). An eager loop of small ops then costs the scheduler one
 // instruction per run instead of one per op and per freed tensor.
 #ifndef SLUICE_VM_INSTRUCTIONS_BUILDER_H_
@@ -33,7 +33,7 @@
 #include "vm/attrs.h"
 #include "vm/blob.h"
 #include "vm/blob_access_waiter.h"
-#include "vm/fused_calls.h"
+#include "vm/step_sequence.h"
 #include "vm/instruction.h"
 #include "vm/kernel.h"
 #include "vm/producer_port.h"
@@ -63,7 +63,7 @@ class InstructionsBuilder {
   // The same over raw pointers (the caller holds the blobs): no reference counting.
   // `fresh_outputs`: the caller created `outputs` for this call (VirtualMachine::NewBlob)
   // and has given them to nobody else; a fused run that also releases one keeps it
-  // private (see FusedCalls, "Run-private blobs").
+  // private (see StepSequence, "Run-private blobs").
   absl::Status CallPtrs(const OpKernel& kernel, BlobPtrSpan inputs, BlobPtrSpan outputs,
                         std::shared_ptr<const AttrMap> attrs, Stream* stream,
                         bool fresh_outputs = false);

@@ -58,14 +58,14 @@ class KernelContext {
   // True once LaunchHostWork was called (the work then settles the outputs' poison).
   bool ran_host_work() const { return ran_host_work_; }
 
-  // Runs `step` (an OpCall or Release not owned by the VM; see OpSequence) on this
+  // Runs `step` (an OpCall or Release not owned by the VM; see StepSequence) on this
   // instruction's stream now, with a lone instruction's rules. Its errors are reported
   // under its own name; nothing is returned. Only for contexts the VM's executor built.
   // `check` (only with a sync_checker()): the checker sees the step's accesses as it is
   // launched, in this instruction's stream order (SyncChecker::OnStepLaunch).
   void RunStep(Instruction* step, bool check = false);
   // The VM's sync checker, or null when it checks nothing (or the context has no executor).
-  // A kernel that runs steps and orders them against other work itself (OpSequence) tests
+  // A kernel that runs steps and orders them against other work itself (StepSequence) tests
   // this once per Launch and reports through RunStep(step, true) and the two calls below,
   // which require it to be non-null.
   SyncChecker* sync_checker() const;
@@ -77,7 +77,7 @@ class KernelContext {
   // run tagged `run_tag` (an ordering edge, like a StreamWait honoured on the host).
   void NoteSequenceWaited(const void* source, uint64_t run_tag, uint32_t steps);
   // True once the VM cancels its work (Shutdown(kCancel)): a kernel that waits for other
-  // work (OpSequence's cross-sequence waits) stops waiting. False without an executor.
+  // work (StepSequence's cross-sequence waits) stops waiting. False without an executor.
   bool vm_cancelling() const;
 
  private:
@@ -98,12 +98,12 @@ class OpKernel {
   // Worker thread. Validates operands and attributes (returning InvalidArgument naming the
   // culprit) and enqueues the work. An error becomes the op's error (see ErrorSink).
   virtual absl::Status Launch(KernelContext& ctx) const = 0;
-  // True for kernels that settle their operands' poison themselves (OpSequence: each step
+  // True for kernels that settle their operands' poison themselves (StepSequence: each step
   // checks its own inputs); the executor then neither skips nor clears around Launch.
   virtual bool handles_poison() const { return false; }
   // True when Launch reports each access to the sync checker itself, step by step
   // (KernelContext::RunStep with `check`), so the checker does not check the enclosing
-  // instruction's listed operands (OpSequence).
+  // instruction's listed operands (StepSequence).
   virtual bool checks_own_steps() const { return false; }
 };
 

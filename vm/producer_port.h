@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "core/intrusive_queue.h"
 #include "core/prefetch.h"
-#include "vm/fused_calls.h"
+#include "vm/step_sequence.h"
 #include "vm/instruction.h"
 #include "vm/stream.h"
 #include "vm/virtual_machine.h"
@@ -87,13 +87,13 @@ class ProducerPort {
   absl::Status SubmitBuffered(internal::SubmitBuffer* buffer, Chain<Instruction> chain,
                               bool open = false);
   // Eager fusion. When the last instruction held back in `buffer` is open (see
-  // SubmitBuffered) and runs on `stream`, makes it a FusedCalls run if it is not one yet,
+  // SubmitBuffered) and runs on `stream`, makes it a StepSequence run if it is not one yet,
   // calls `add(run, head)` to append a step, and returns true; otherwise does nothing and
   // returns false. The caller must have checked that the step needs no sync before it and
   // that the VM fuses (VirtualMachine::fusion()). A run that reaches the VM's
   // max_fused_steps is handed over at once.
   bool AppendToOpenRun(internal::SubmitBuffer* buffer, const Stream* stream,
-                       absl::FunctionRef<void(FusedCalls& run, Instruction* head)> add);
+                       absl::FunctionRef<void(StepSequence& run, Instruction* head)> add);
   // Hands every attached buffer over. Any thread.
   void HandOverBuffers();
   // Instructions accepted but still held back in buffers: a snapshot, for tests and
@@ -122,7 +122,7 @@ inline absl::Status ProducerPort::SubmitBuffered(internal::SubmitBuffer* buffer,
 
 inline bool ProducerPort::AppendToOpenRun(
     internal::SubmitBuffer* buffer, const Stream* stream,
-    absl::FunctionRef<void(FusedCalls& run, Instruction* head)> add) {
+    absl::FunctionRef<void(StepSequence& run, Instruction* head)> add) {
   return vm_->AppendToOpenRun(buffer, stream, add);
 }
 

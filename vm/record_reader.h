@@ -44,7 +44,7 @@ struct RecordedInstruction {
   // the batch.
   int batch = -1;
   std::vector<int> after;
-  // A step of an OpSequence (the lines of a batch sharing `seq`) that first waited for
+  // A step of an StepSequence (the lines of a batch sharing `seq`) that first waited for
   // other sequences of the batch (format version 2, `waits=`): the source's number, how
   // many of its steps (lines) had to pass, and the batch position of the last of them.
   struct Wait {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "vm/kernel.h"
-#include "vm/op_sequence.h"
+#include "vm/step_sequence.h"
 #include "vm/stream.h"
 
 namespace sluice::vm {
@@ -100,7 +100,7 @@ std::string AttrsField(const Instruction& i) {
 }  // namespace
 
 void Recorder::RecordChain(const Instruction* head) {
-  // An OpSequence is written as its steps (op and release lines on its stream, all under
+  // An StepSequence is written as its steps (op and release lines on its stream, all under
   // the sequence's number), so a recording names real kernels and replays anywhere. In a
   // batch, the first step takes the sequence's predecessors, each later step follows the
   // step before it, and lines that depended on the sequence depend on its last step; a
@@ -110,7 +110,7 @@ void Recorder::RecordChain(const Instruction* head) {
   // steps not written yet gives way to the units after it.
   struct Unit {
     const Instruction* instruction;
-    const OpSequence* sequence = nullptr;  // a sequence with steps
+    const StepSequence* sequence = nullptr;  // a sequence with steps
     size_t next_step = 0;                  // steps written (sequences)
     size_t next_wait = 0;                  // waits before steps written
     int last_line = -1;                    // its last line written
@@ -118,13 +118,13 @@ void Recorder::RecordChain(const Instruction* head) {
   };
   std::vector<Unit> units;
   absl::flat_hash_map<const Instruction*, int> unit_of;
-  absl::flat_hash_map<const OpSequence*, int> sequence_unit;
+  absl::flat_hash_map<const StepSequence*, int> sequence_unit;
   const bool precomputed = head != nullptr && head->precomputed;
   for (const Instruction* i = head; i != nullptr; i = i->next) {
     Unit unit{i};
     if (i->kind == InstructionKind::kOpCall) {
-      const auto* sequence = dynamic_cast<const OpSequence*>(i->kernel);
-      if (sequence != nullptr && sequence->size() > 0) {
+      const auto* sequence = dynamic_cast<const StepSequence*>(i->kernel);
+      if (sequence != nullptr && sequence->steps() > 0) {
         unit.sequence = sequence;
         sequence_unit.emplace(sequence, static_cast<int>(units.size()));
       }
@@ -137,7 +137,7 @@ void Recorder::RecordChain(const Instruction* head) {
   auto waits_before = [&](const Unit& unit) {
     std::vector<std::pair<int, uint32_t>> waits;
     if (!precomputed || unit.sequence == nullptr) return waits;
-    const std::vector<OpSequence::Wait>& all = unit.sequence->wait_steps();
+    const std::vector<StepSequence::Wait>& all = unit.sequence->wait_steps();
     for (size_t w = unit.next_wait; w < all.size() && all[w].before_step == unit.next_step; ++w) {
       auto it = sequence_unit.find(all[w].source);
       if (it != sequence_unit.end()) waits.push_back({it->second, all[w].steps});
@@ -173,7 +173,7 @@ void Recorder::RecordChain(const Instruction* head) {
     }
     std::string line;
     if (unit.sequence != nullptr) {
-      const Instruction& step = unit.sequence->steps()[unit.next_step];
+      const Instruction& step = unit.sequence->step(static_cast<int>(unit.next_step));
       // A step runs on the sequence's stream under the sequence's number.
       line = InstructionLine(step, i.stream->name(), i.seq);
       after(line, preds);
@@ -186,11 +186,11 @@ void Recorder::RecordChain(const Instruction* head) {
             }));
       }
       if (step.kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(step));
-      const std::vector<OpSequence::Wait>& all = unit.sequence->wait_steps();
+      const std::vector<StepSequence::Wait>& all = unit.sequence->wait_steps();
       while (unit.next_wait < all.size() && all[unit.next_wait].before_step == unit.next_step) {
         ++unit.next_wait;
       }
-      unit.done = ++unit.next_step == static_cast<size_t>(unit.sequence->size());
+      unit.done = ++unit.next_step == static_cast<size_t>(unit.sequence->steps());
     } else {
       line = InstructionLine(i, i.stream != nullptr ? i.stream->name() : "", i.seq);
       after(line, preds);

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
-#include "vm/op_sequence.h"
+#include "vm/step_sequence.h"
 #include "vm/producer_port.h"
 #include "vm/recorder.h"
 #include "vm/stream.h"
@@ -75,7 +75,7 @@ Replayer::LanePlan Replayer::PlanLanes(int b) const {
     lane[p] = it->second;
     plan.positions[it->second].push_back(p);
   }
-  // One sequence per worker, each on a stream that runs on its worker (OpSequence::AddWait).
+  // One sequence per worker, each on a stream that runs on its worker (StepSequence::AddWait).
   if (!vm_->CanRunLanes(streams)) return LanePlan();
   // A lane becomes one instruction at its first step's place: every edge into it from
   // outside must come from a place before that.
@@ -277,14 +277,14 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
     // Rebuilt lanes: every sequence complete with its waits before any is submitted.
     const LanePlan* plan =
         batch && !lanes_[first.batch].lane.empty() ? &lanes_[first.batch] : nullptr;
-    std::vector<OpSequence*> lane_sequence;
+    std::vector<StepSequence*> lane_sequence;
     std::vector<Instruction*> lane_instruction;
     if (plan != nullptr) {
       const int begin = i;
       run_.fetch_add(1, std::memory_order_relaxed);  // before the submission
       absl::flat_hash_map<uint64_t, int> lane_by_seq;
       for (size_t l = 0; l < plan->positions.size(); ++l) {
-        sequences_.push_back(std::make_unique<OpSequence>());
+        sequences_.push_back(std::make_unique<StepSequence>());
         lane_sequence.push_back(sequences_.back().get());
         lane_sequence.back()->set_run_counter(&run_);
         lane_by_seq[program.instructions[begin + plan->positions[l].front()].seq] =
@@ -294,7 +294,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
       for (int p = 0; p < end - begin; ++p) {
         if (plan->lane[p] < 0) continue;
         const RecordedInstruction& r = program.instructions[begin + p];
-        OpSequence& sequence = *lane_sequence[plan->lane[p]];
+        StepSequence& sequence = *lane_sequence[plan->lane[p]];
         for (const RecordedInstruction::Wait& wait : r.waits) {
           sequence.AddWait(lane_sequence[lane_by_seq.at(wait.source_seq)], wait.steps);
         }
@@ -312,10 +312,11 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
         if (r.kind == InstructionKind::kRelease) {
           sequence.AddRelease(outputs.front());
         } else {
-          sequence.AddOpCall(*resolved_[begin + p].kernel, std::move(inputs), std::move(outputs),
-                             r.attrs);
+          sequence.AddCall(*resolved_[begin + p].kernel, std::move(inputs), std::move(outputs),
+                           r.attrs);
         }
       }
+      for (StepSequence* sequence : lane_sequence) sequence->Close();
       result.lane_sequences += static_cast<int64_t>(plan->positions.size());
     }
     const int batch_begin = i;
@@ -334,14 +335,14 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
         // A rebuilt lane's first step: the lane's instruction. It lists every blob the
         // sequence uses (the engine keeps them alive); its predecessors are the edges into
         // the lane from outside it.
-        const OpSequence& sequence = *lane_sequence[lane];
+        const StepSequence& sequence = *lane_sequence[lane];
         Instruction* instruction = port.Allocate(cache);
         chain.PushBack(instruction);
         instruction->kind = InstructionKind::kOpCall;
         instruction->stream = where.stream;
         instruction->kernel = &sequence;
-        instruction->inputs = sequence.external_inputs();
-        instruction->outputs = sequence.all_outputs();
+        instruction->inputs = sequence.union_inputs();
+        instruction->outputs = sequence.union_outputs();
         instruction->precomputed = true;
         absl::flat_hash_set<Instruction*> preds;
         for (int p : plan->positions[lane]) {

@@ -8,8 +8,8 @@
 //    instructions: the engine derives their dependences from their blobs exactly as it did
 //    when they were recorded. The recorded StreamWait/RecordEvent instructions are replayed
 //    as they are (no soft sync is added, none is dropped);
-//  - a batch is submitted as one precomputed chain with its recorded edges. Its OpSequences
-//    with cross-sequence waits (`waits=`, format version 2) are rebuilt as OpSequences with
+//  - a batch is submitted as one precomputed chain with its recorded edges. Its StepSequences
+//    with cross-sequence waits (`waits=`, format version 2) are rebuilt as StepSequences with
 //    the same waits, one instruction each, when their streams can run lanes
 //    (VirtualMachine::CanRunLanes) and ReplayOptions::rebuild_lanes is set. Otherwise each
 //    step is its own instruction and each wait orders the awaited step before it as the
@@ -41,7 +41,7 @@
 
 namespace sluice::vm {
 
-class OpSequence;
+class StepSequence;
 class Stream;
 class VirtualMachine;
 
@@ -61,7 +61,7 @@ struct ReplayOptions {
   DeviceMap device_map;
   // Consecutive eager instructions submitted as one chain (1..max_in_flight).
   int eager_chain = 64;
-  // Rebuild recorded sequences with waits as OpSequences where the streams allow (see the
+  // Rebuild recorded sequences with waits as StepSequences where the streams allow (see the
   // file comment); false: always replay their steps as instructions with edges.
   bool rebuild_lanes = true;
 };
@@ -79,7 +79,7 @@ struct ReplayResult {
   int64_t instructions = 0;  // recorded instructions replayed
   int64_t checksums_compared = 0;
   int64_t checksums_skipped = 0;  // blobs on memory the host cannot read (cuda)
-  int64_t lane_sequences = 0;     // OpSequences rebuilt with their waits
+  int64_t lane_sequences = 0;     // StepSequences rebuilt with their waits
   std::vector<ChecksumMismatch> mismatches;
   absl::Status op_error;  // the first kernel error a sync point reported (OK if none)
 };
@@ -126,7 +126,7 @@ class Replayer {
   std::vector<bool> lazy_;             // per blob: used again after a release
   std::vector<LanePlan> lanes_;        // per batch
   // Sequences rebuilt by the current Run; kept until the work that runs them is complete.
-  std::vector<std::unique_ptr<OpSequence>> sequences_;
+  std::vector<std::unique_ptr<StepSequence>> sequences_;
   std::atomic<uint32_t> run_{0};  // the rebuilt sequences' run number (one per batch)
 };
 

@@ -59,7 +59,7 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
   Tick(clock, s);
   switch (instruction->kind) {
     case InstructionKind::kOpCall:
-      // An OpSequence reports its steps' accesses as it launches them (OnStepLaunch).
+      // An StepSequence reports its steps' accesses as it launches them (OnStepLaunch).
       if (instruction->kernel == nullptr || !instruction->kernel->checks_own_steps()) {
         CheckOperands(*instruction, s, clock);
       }

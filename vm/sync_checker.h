@@ -17,11 +17,11 @@
 //  - host waits: a StreamWait between cpu streams of two ThreadCtxs makes the consumer's
 //    worker wait until the source stream ran it; the consumer joins the source's clock as
 //    of the StreamWait when it launches;
-//  - sequence waits: an OpSequence reports each step as it launches it (a tick of its
+//  - sequence waits: an StepSequence reports each step as it launches it (a tick of its
 //    stream, the step's accesses) and, when it passes a step another sequence waits for,
 //    its clock at that step; the waiting sequence joins that clock once its wait passed
-//    (OpSequence::AddWait is an ordering edge honoured on the host, like a host wait). An
-//    OpSequence's own instruction checks no operands: its steps do.
+//    (StepSequence::AddWait is an ordering edge honoured on the host, like a host wait). An
+//    StepSequence's own instruction checks no operands: its steps do.
 // Accesses are checked when launched: a stream runs its work in launch order, so the clock
 // at launch is the clock at execution. The checker works the same on every provider.
 #ifndef SLUICE_VM_SYNC_CHECKER_H_
@@ -64,7 +64,7 @@ class SyncChecker {
   void OnSubmit(Instruction* instruction);
   // Worker, as it launches `instruction` on its stream (in each stream's launch order).
   void OnLaunch(Instruction* instruction);
-  // Worker, as the OpSequence that `outer` runs launches `step` (an OpCall or Release whose
+  // Worker, as the StepSequence that `outer` runs launches `step` (an OpCall or Release whose
   // stream and number are set): ticks the stream, checks the step's accesses, and makes
   // `outer`'s completion certify the step.
   void OnStepLaunch(Instruction* outer, const Instruction& step);

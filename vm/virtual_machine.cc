@@ -311,7 +311,7 @@ void VirtualMachine::TakeAndPublish(internal::SubmitBuffer* buffer) {
 
 void VirtualMachine::CloseOpenRun(internal::SubmitBuffer* buffer) {
   if (buffer->tail_open && buffer->chain.tail->fused != nullptr) {
-    buffer->chain.tail->fused->Close(buffer->chain.tail);
+    buffer->chain.tail->fused->Close();
   }
   buffer->tail_open = false;
 }
@@ -347,13 +347,13 @@ absl::Status VirtualMachine::SubmitBuffered(internal::SubmitBuffer* buffer,
 
 bool VirtualMachine::AppendToOpenRun(
     internal::SubmitBuffer* buffer, const Stream* stream,
-    absl::FunctionRef<void(FusedCalls& run, Instruction* head)> add) {
+    absl::FunctionRef<void(StepSequence& run, Instruction* head)> add) {
   PlainMutexLock lock(&buffer->mu);
   if (!buffer->tail_open || buffer->chain.tail->stream != stream) return false;
   Instruction* head = buffer->chain.tail;
   if (head->fused == nullptr) {
     head->fused = pool_->TakeFused();
-    head->fused->Begin(head, next_fuse_mark_.fetch_add(1, std::memory_order_relaxed));
+    head->fused->Begin(head);
   }
   add(*head->fused, head);
   // A full run goes now; so does everything while the scheduler is out of work (as in

@@ -32,7 +32,7 @@
 #include "vm/counters.h"
 #include "vm/engine.h"
 #include "vm/error_sink.h"
-#include "vm/fused_calls.h"
+#include "vm/step_sequence.h"
 #include "vm/instruction.h"
 #include "vm/instruction_executor.h"
 #include "vm/owned_blob.h"
@@ -74,7 +74,7 @@ struct VmOptions {
   std::chrono::nanoseconds idle_spin{200000};
   // Eager fusion: consecutive OpCalls and Releases an InstructionsBuilder issues on one
   // stream while its earlier ones are still held back join them as one instruction
-  // (FusedCalls) of at most this many steps. 0 or 1: off. Off as well while recording
+  // (StepSequence) of at most this many steps. 0 or 1: off. Off as well while recording
   // (a recording keeps one line per call) and in caller-thread scheduling (nothing is held
   // back there).
   int max_fused_steps = 64;
@@ -171,10 +171,10 @@ class VirtualMachine {
   // cpu), so the worker is busy until it is done.
   static bool RunsOnHost(const Stream& stream);
   // True when every stream of `streams` runs on host and has its own worker: the streams
-  // OpSequence cross-sequence waits (OpSequence::AddWait) may join, one sequence each.
+  // StepSequence cross-sequence waits (StepSequence::AddWait) may join, one sequence each.
   bool CanRunLanes(absl::Span<Stream* const> streams) const;
   // True when an observer is attached (sync checker or recorder). Observers see inside an
-  // OpSequence — each step's accesses and its cross-sequence waits — so its instruction
+  // StepSequence — each step's accesses and its cross-sequence waits — so its instruction
   // need not list the steps' operands for them.
   bool ObservesSteps() const { return checker_ != nullptr || recorder_ != nullptr; }
 
@@ -199,7 +199,7 @@ class VirtualMachine {
   void DetachBuffer(internal::SubmitBuffer* buffer);
   absl::Status SubmitBuffered(internal::SubmitBuffer* buffer, Chain<Instruction> chain, bool open);
   bool AppendToOpenRun(internal::SubmitBuffer* buffer, const Stream* stream,
-                       absl::FunctionRef<void(FusedCalls& run, Instruction* head)> add);
+                       absl::FunctionRef<void(StepSequence& run, Instruction* head)> add);
   void HandOverBuffers();
   int64_t held_back();
   void NoteHostWaited(const Instruction& instruction);
@@ -218,7 +218,7 @@ class VirtualMachine {
   void HandOver(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffers_mu_);
   // Takes the buffer's chain and publishes it, before the buffer's lock is released.
   void TakeAndPublish(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffer->mu);
-  // The buffer's tail stops taking calls; a fused run there closes (FusedCalls::Close).
+  // The buffer's tail stops taking calls; a fused run there closes (StepSequence::Close).
   void CloseOpenRun(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffer->mu);
   absl::Status SubmitInternal(Chain<Instruction> chain, bool after_close);
   // Room reserved: numbers, counts, checks and records the chain, then hands it over.
@@ -263,7 +263,6 @@ class VirtualMachine {
   std::atomic<int> attached_buffers_{0};  // buffers_.size(), readable without the lock
 
   bool fusion_ = false;  // set once by Create
-  std::atomic<uint64_t> next_fuse_mark_{1};
   std::atomic<uint64_t> next_seq_{1};
   // Producers only (NewBlob): apart from next_seq_, which a scheduler handing over a
   // producer's buffer also bumps.

@@ -13,12 +13,13 @@ namespace {
 // The OpCall running `item`'s segment as a sequence of its own; returns its batch node.
 int AddSegmentCall(const LoweringInput& in, const StreamItem& item, bool list_operands,
                    absl::flat_hash_map<const vm::Blob*, vm::BlobRef>& refs, LoweringOutput& out) {
-  std::unique_ptr<vm::OpSequence> sequence = NewSequence(out.counters);
+  std::unique_ptr<vm::StepSequence> sequence = NewSequence(out.counters);
   AppendSegment(in, in.segments[item.segment], *sequence);
+  sequence->Close();
   vm::BlobList inputs, outputs;
   if (list_operands) {
-    for (vm::Blob* blob : sequence->external_inputs()) inputs.push_back(refs[blob]);
-    for (vm::Blob* blob : sequence->all_outputs()) outputs.push_back(refs[blob]);
+    for (vm::Blob* blob : sequence->union_inputs()) inputs.push_back(refs[blob]);
+    for (vm::Blob* blob : sequence->union_outputs()) outputs.push_back(refs[blob]);
   }
   const int node = out.batch.AddOpCall(*sequence, std::move(inputs), std::move(outputs), nullptr,
                                        in.streams[item.to]);

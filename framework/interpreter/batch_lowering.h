@@ -1,6 +1,6 @@
 // Batch lowering, the general back end of the interpreter: every plan item becomes one
 // instruction of a vm::PrecomputedBatch, in dispatch order — a segment an OpCall running
-// its own OpSequence on its stream, a StreamWait and a RecordEvent the VM instructions of
+// its own StepSequence on its stream, a StreamWait and a RecordEvent the VM instructions of
 // those names — and every plan edge a batch edge.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_BATCH_LOWERING_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_BATCH_LOWERING_H_

@@ -21,11 +21,11 @@
 //                         root scope's or new lazy ones, temporaries lazy blobs);
 //   gc_plan.h             PlanNodes: OpFuncs, edges -> Nodes, with the release of each
 //                         temporary after the last op that touches it;
-//   segments.h            FormSegments: Nodes -> Segments (fusion into OpSequences);
+//   segments.h            FormSegments: Nodes -> Segments (fusion into StepSequences);
 //   stream_analysis.h     AnalyzeStreams: Nodes, Segments, start times, StreamInfos ->
 //                         StreamPlan (sequences, StreamWaits, RecordEvents, item edges;
 //                         waits implied by earlier ones pruned by vector clocks);
-//   lane_lowering.h       QueryLaneSupport, LowerToLanes: one OpSequence per stream with
+//   lane_lowering.h       QueryLaneSupport, LowerToLanes: one StepSequence per stream with
 //                         wait steps, when every stream is a cpu stream of its own worker;
 //   batch_lowering.h      LowerToBatch: otherwise one instruction per plan item.
 // Only vm_binding.h, lane_lowering.h and batch_lowering.h touch the VM; every other pass is
@@ -60,7 +60,7 @@
 #include "framework/ir/program_desc.h"
 #include "ops/op_registry.h"
 #include "vm/blob.h"
-#include "vm/op_sequence.h"
+#include "vm/step_sequence.h"
 #include "vm/precomputed_batch.h"
 #include "vm/virtual_machine.h"
 
@@ -124,7 +124,7 @@ class Interpreter {
   std::vector<std::pair<std::string, vm::BlobRef>> must_be_initialized_;
   std::vector<std::pair<std::string, vm::BlobRef>> persistables_;  // every one bound
   std::vector<vm::BlobRef> blobs_;  // every blob the graph uses: keeps them alive
-  std::vector<std::unique_ptr<vm::OpSequence>> sequences_;
+  std::vector<std::unique_ptr<vm::StepSequence>> sequences_;
   vm::PrecomputedBatch batch_;
   std::vector<Device> devices_;
   LoweringStats lowering_;

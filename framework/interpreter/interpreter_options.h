@@ -23,11 +23,11 @@ struct InterpreterOptions {
   // Free temporaries after their last use (the GC plan). Off: they keep their storage
   // between runs (less allocator traffic, more memory).
   bool release_temporaries = true;
-  // Fuse same-stream runs into OpSequences. Off: one instruction per op (for comparison).
+  // Fuse same-stream runs into StepSequences. Off: one instruction per op (for comparison).
   bool fuse = true;
   // When every stream is a cpu stream with a worker of its own (checked: no two streams
   // share a ThreadCtx), fuse is on, and the VM has no sync checker or recorder attached:
-  // run each stream's work as one sequence with cross-sequence waits (vm/op_sequence.h)
+  // run each stream's work as one sequence with cross-sequence waits (vm/step_sequence.h)
   // instead of one instruction per fused segment and StreamWait. Off: the
   // instruction-level lowering (for comparison).
   bool lane_sequences = true;

@@ -24,7 +24,7 @@ bool UseLaneLowering(const LaneSupport& support, const InterpreterOptions& optio
 void LowerToLanes(const LoweringInput& in, LoweringOutput& out) {
   const int k = static_cast<int>(in.streams.size());
   const std::vector<StreamItem>& items = in.plan.items;
-  std::vector<std::unique_ptr<vm::OpSequence>> lanes(k);
+  std::vector<std::unique_ptr<vm::StepSequence>> lanes(k);
   for (int s = 0; s < k; ++s) lanes[s] = NewSequence(out.counters);
   std::vector<int> passed_after(in.segments.size(), 0);  // lane steps once it is appended
   // Each wait goes right before the segment that needs it, not where the StreamWait's key
@@ -37,15 +37,16 @@ void LowerToLanes(const LoweringInput& in, LoweringOutput& out) {
   for (int i : in.plan.order) {
     const StreamItem& item = items[i];
     if (item.kind != StreamItem::Kind::kSequence) continue;
-    vm::OpSequence& lane = *lanes[item.to];
+    vm::StepSequence& lane = *lanes[item.to];
     for (int w : waits_for[item.segment]) {
       // The producer's segment has a smaller key than this one, so it is in its lane.
       lane.AddWait(lanes[items[w].from].get(), passed_after[items[w].from_segment]);
     }
     AppendSegment(in, in.segments[item.segment], lane);
-    passed_after[item.segment] = lane.size();
+    passed_after[item.segment] = lane.steps();
   }
   for (int s = 0; s < k; ++s) {
+    lanes[s]->Close();
     out.batch.AddOpCall(*lanes[s], {}, {}, nullptr, in.streams[s]);
     ++out.stats.op_sequences;
     out.sequences.push_back(std::move(lanes[s]));

@@ -1,6 +1,6 @@
 // Lane lowering, one back end of the interpreter: each stream's segments become ONE
-// OpSequence (a lane), in dispatch order, and each StreamWait a wait step inside the
-// consumer's lane right before the segment that needs it (vm/op_sequence.h). A run is then
+// StepSequence (a lane), in dispatch order, and each StreamWait a wait step inside the
+// consumer's lane right before the segment that needs it (vm/step_sequence.h). A run is then
 // one instruction per stream instead of one per segment and sync.
 //
 // Only sound when every stream is synchronous (cpu) and runs on a worker of its own: then

@@ -80,7 +80,7 @@ struct Node {
   int segment = -1;        // set by FormSegments
 };
 
-// Consecutive nodes of one stream that run as one OpSequence.
+// Consecutive nodes of one stream that run as one StepSequence.
 struct Segment {
   int stream = -1;  // stream table index
   std::vector<int> nodes;

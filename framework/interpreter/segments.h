@@ -1,5 +1,5 @@
 // Segment formation (fusion): consecutive nodes of one stream become one segment — one
-// OpSequence at run time — as long as their dependences on other streams come only into
+// StepSequence at run time — as long as their dependences on other streams come only into
 // the segment's first node and out of its last.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_SEGMENTS_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_SEGMENTS_H_

@@ -4,15 +4,15 @@
 
 namespace sluice::framework {
 
-std::unique_ptr<vm::OpSequence> NewSequence(const SequenceCounters& counters) {
-  auto sequence = std::make_unique<vm::OpSequence>();
+std::unique_ptr<vm::StepSequence> NewSequence(const SequenceCounters& counters) {
+  auto sequence = std::make_unique<vm::StepSequence>();
   sequence->set_cancel_flag(counters.cancel);
   sequence->set_ops_counter(counters.ops_run);
   sequence->set_run_counter(counters.run_number);
   return sequence;
 }
 
-void AppendSegment(const LoweringInput& in, const Segment& segment, vm::OpSequence& sequence) {
+void AppendSegment(const LoweringInput& in, const Segment& segment, vm::StepSequence& sequence) {
   for (int b : segment.nodes) {
     const Node& node = in.nodes[b];
     if (node.op >= 0) {
@@ -20,7 +20,7 @@ void AppendSegment(const LoweringInput& in, const Segment& segment, vm::OpSequen
       vm::BlobPtrs inputs, outputs;
       for (int v : func.inputs) inputs.push_back(in.vars.slots[v].blob.get());
       for (int v : func.outputs) outputs.push_back(in.vars.slots[v].blob.get());
-      sequence.AddOpCall(*func.kernel, std::move(inputs), std::move(outputs), func.attrs);
+      sequence.AddCall(*func.kernel, std::move(inputs), std::move(outputs), func.attrs);
     } else {
       sequence.AddRelease(in.vars.slots[node.var].blob.get());
     }

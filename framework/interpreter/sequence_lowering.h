@@ -1,6 +1,6 @@
 // What both back ends (lane_lowering.h, batch_lowering.h) share: the lowered graph and
 // stream plan they read, where they put the instructions, and how a segment's nodes become
-// the steps of an OpSequence.
+// the steps of an StepSequence.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_SEQUENCE_LOWERING_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_SEQUENCE_LOWERING_H_
 
@@ -11,7 +11,7 @@
 
 #include "framework/interpreter/interpreter_options.h"
 #include "framework/interpreter/lowered_graph.h"
-#include "vm/op_sequence.h"
+#include "vm/step_sequence.h"
 #include "vm/precomputed_batch.h"
 #include "vm/stream.h"
 
@@ -39,17 +39,17 @@ struct SequenceCounters {
 // instructions, edges).
 struct LoweringOutput {
   vm::PrecomputedBatch& batch;
-  std::vector<std::unique_ptr<vm::OpSequence>>& sequences;
+  std::vector<std::unique_ptr<vm::StepSequence>>& sequences;
   LoweringStats& stats;
   SequenceCounters counters;
 };
 
 // An empty sequence wired to `counters`.
-std::unique_ptr<vm::OpSequence> NewSequence(const SequenceCounters& counters);
+std::unique_ptr<vm::StepSequence> NewSequence(const SequenceCounters& counters);
 
 // Appends `segment`'s nodes to `sequence`: an op call per op func (on the slots' blobs), a
 // release per release node.
-void AppendSegment(const LoweringInput& in, const Segment& segment, vm::OpSequence& sequence);
+void AppendSegment(const LoweringInput& in, const Segment& segment, vm::StepSequence& sequence);
 
 }  // namespace sluice::framework
 

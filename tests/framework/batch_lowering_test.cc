@@ -48,7 +48,7 @@ struct Lowered {
   StreamPlan plan;
   StreamTable streams;
   vm::PrecomputedBatch batch;
-  std::vector<std::unique_ptr<vm::OpSequence>> sequences;
+  std::vector<std::unique_ptr<vm::StepSequence>> sequences;
   LoweringStats stats;
   std::atomic<bool> cancel{false};
   std::atomic<int64_t> ops_run{0};

@@ -1,5 +1,5 @@
 // A recorded static-graph run replays exactly: the demo trained for three steps on two sim
-// streams with the recorder on (OpSequences are written as their steps, feeds as data
+// streams with the recorder on (StepSequences are written as their steps, feeds as data
 // lines, lazy temporaries as blobs released and written again), replayed as recorded and
 // on another device with the sync checker on, reproduces every checksum.
 #include <filesystem>

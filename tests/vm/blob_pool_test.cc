@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "vm/fused_calls.h"
+#include "vm/step_sequence.h"
 #include "vm/instruction.h"
 
 namespace sluice::vm::internal {
@@ -84,11 +84,11 @@ TEST(InstructionLayoutTest, InstructionsAndFusedStepsStartOnACacheLine) {
   head.kernel = &kernel;
   head.inputs.push_back(&a);
   head.outputs.push_back(&b);
-  head.fused = std::make_unique<FusedCalls>();
-  head.fused->Begin(&head, /*mark=*/1);
+  head.fused = std::make_unique<StepSequence>();
+  head.fused->Begin(&head);
   Blob* in[] = {&b};
   Blob* out[] = {&a};
-  for (int i = 0; i < 20; ++i) head.fused->AddCall(&head, kernel, in, out, nullptr);
+  for (int i = 0; i < 20; ++i) head.fused->AddCall(kernel, in, out, nullptr);
   ASSERT_EQ(head.fused->steps(), 21);
   for (int i = 0; i < head.fused->steps(); ++i) {
     EXPECT_TRUE(LineAligned(&head.fused->step(i))) << "step " << i;

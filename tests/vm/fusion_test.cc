@@ -1,5 +1,5 @@
-// Eager fusion (VmOptions::max_fused_steps, vm/fused_calls.h): calls and releases an
-// InstructionsBuilder issues back to back on one stream join into FusedCalls runs. These
+// Eager fusion (VmOptions::max_fused_steps, vm/step_sequence.h): calls and releases an
+// InstructionsBuilder issues back to back on one stream join into StepSequence runs. These
 // tests check what a run must preserve — values, order against other streams and host
 // access, poison and errors per step, blob lifetimes, the sync checker's view, the
 // in-flight bound — and that runs form where they should and are cut where they must.

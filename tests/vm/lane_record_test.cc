@@ -1,4 +1,4 @@
-// Recording and replaying lane sequences (OpSequences with cross-sequence waits on cpu
+// Recording and replaying lane sequences (StepSequences with cross-sequence waits on cpu
 // streams of their own workers, enclosing instructions listing no operands). Proven here:
 // the record (format 2) carries each wait as `waits=SEQ:STEPS` on the step after it, with
 // the lines ordered so that every wait points backward; a replay rebuilds the lanes with
@@ -19,7 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/vm/vm_test_util.h"
-#include "vm/op_sequence.h"
+#include "vm/step_sequence.h"
 #include "vm/precomputed_batch.h"
 #include "vm/record_reader.h"
 #include "vm/recorder.h"
@@ -57,8 +57,8 @@ std::string RecordLanes(const std::string& name) {
   options.record_path = path;
   options.check_sync = true;
   std::atomic<uint32_t> run{0};
-  OpSequence a;
-  OpSequence b;
+  StepSequence a;
+  StepSequence b;
   a.set_run_counter(&run);
   b.set_run_counter(&run);
   VmHarness h(options);
@@ -71,14 +71,14 @@ std::string RecordLanes(const std::string& name) {
   EXPECT_TRUE(h.Write(x, std::vector<float>(8, 3)).ok());
   EXPECT_TRUE(h.vm->Sync().ok());
   const OpKernel& add = h.K("add");
-  b.AddOpCall(add, {x.get(), one.get()}, {y.get()}, nullptr);
-  a.AddOpCall(add, {one.get(), one.get()}, {z.get()}, nullptr);
+  b.AddCall(add, {x.get(), one.get()}, {y.get()}, nullptr);
+  a.AddCall(add, {one.get(), one.get()}, {z.get()}, nullptr);
   a.AddWait(&b, 1);
-  a.AddOpCall(add, {z.get(), y.get()}, {z.get()}, nullptr);
+  a.AddCall(add, {z.get(), y.get()}, {z.get()}, nullptr);
   b.AddWait(&a, 2);
-  b.AddOpCall(add, {z.get(), y.get()}, {w.get()}, nullptr);
+  b.AddCall(add, {z.get(), y.get()}, {w.get()}, nullptr);
   a.AddWait(&b, 2);
-  a.AddOpCall(add, {w.get(), z.get()}, {x.get()}, nullptr);
+  a.AddCall(add, {w.get(), z.get()}, {x.get()}, nullptr);
   PrecomputedBatch batch;
   batch.AddOpCall(b, {}, {}, nullptr, h.S("cpu/compute:1"));
   batch.AddOpCall(a, {}, {}, nullptr, h.S("cpu"));

@@ -1,4 +1,4 @@
-// The sync checker inside lane sequences (OpSequence with cross-sequence waits, one per cpu
+// The sync checker inside lane sequences (StepSequence with cross-sequence waits, one per cpu
 // stream, each stream with a worker of its own, the enclosing instructions listing no
 // operands): each step is checked as it launches and a wait that passed orders the steps
 // after it. Proven here: correct waits give no violation; the same pair with its wait
@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
-#include "vm/op_sequence.h"
+#include "vm/step_sequence.h"
 #include "vm/precomputed_batch.h"
 #include "vm/sync_checker.h"
 
@@ -90,11 +90,11 @@ class LaneSyncCheckTest : public ::testing::TestWithParam<Scheduling> {
   // the wait C is launched (and checked) first.
   void BuildGatedPair(bool wait) {
     x_ = Written(1, "x");
-    b_.AddOpCall(gated_, {}, {}, Shared(Tag("hold")));
-    b_.AddOpCall(producer_, {}, {x_.get()}, Shared(Tag("B", 2)));
-    a_.AddOpCall(consumer_, {}, {}, Shared(Tag("A0")));
+    b_.AddCall(gated_, {}, {}, Shared(Tag("hold")));
+    b_.AddCall(producer_, {}, {x_.get()}, Shared(Tag("B", 2)));
+    a_.AddCall(consumer_, {}, {}, Shared(Tag("A0")));
     if (wait) a_.AddWait(&b_, 2);
-    a_.AddOpCall(consumer_, {x_.get()}, {}, Shared(Tag("C")));
+    a_.AddCall(consumer_, {x_.get()}, {}, Shared(Tag("C")));
   }
 
   Gate gate_;
@@ -103,8 +103,8 @@ class LaneSyncCheckTest : public ::testing::TestWithParam<Scheduling> {
   LogKernel producer_{&log_, "produce"};
   LogKernel consumer_{&log_, "consume"};
   std::atomic<uint32_t> run_{0};
-  OpSequence a_;
-  OpSequence b_;
+  StepSequence a_;
+  StepSequence b_;
   VmHarness h_;
   BlobRef x_;
 };
@@ -271,9 +271,9 @@ TEST_P(LaneSyncCheckTest, RandomLaneProgramsWithDerivedWaitsAreCleanAndMissingOn
       }
       SLUICE_ASSERT_OK(h.vm->Sync());
       std::atomic<uint32_t> run{1};
-      std::vector<std::unique_ptr<OpSequence>> lanes;
+      std::vector<std::unique_ptr<StepSequence>> lanes;
       for (int l = 0; l < program.lanes; ++l) {
-        lanes.push_back(std::make_unique<OpSequence>());
+        lanes.push_back(std::make_unique<StepSequence>());
         lanes.back()->set_run_counter(&run);
       }
       std::vector<int> step(program.lanes, 0);
@@ -288,7 +288,7 @@ TEST_P(LaneSyncCheckTest, RandomLaneProgramsWithDerivedWaitsAreCleanAndMissingOn
         }
         BlobPtrs reads;
         for (int b : op.reads) reads.push_back(blobs[b].get());
-        lanes[op.lane]->AddOpCall(declare, std::move(reads), {blobs[op.write].get()}, nullptr);
+        lanes[op.lane]->AddCall(declare, std::move(reads), {blobs[op.write].get()}, nullptr);
         ++step[op.lane];
       }
       PrecomputedBatch batch;
@@ -330,11 +330,11 @@ TEST_P(LaneSyncCheckTest, SequencesListingOperandsAreCheckedByStep) {
     SLUICE_ASSERT_OK(h.Write(x, std::vector<float>(4, 0)));
     SLUICE_ASSERT_OK(h.Write(y, std::vector<float>(4, 0)));
     SLUICE_ASSERT_OK(h.vm->Sync());
-    OpSequence writer;
-    OpSequence reader;
-    writer.AddOpCall(declare, {y.get()}, {x.get()}, nullptr);
-    writer.AddOpCall(declare, {}, {y.get()}, nullptr);
-    reader.AddOpCall(declare, {x.get()}, {y.get()}, nullptr);
+    StepSequence writer;
+    StepSequence reader;
+    writer.AddCall(declare, {y.get()}, {x.get()}, nullptr);
+    writer.AddCall(declare, {}, {y.get()}, nullptr);
+    reader.AddCall(declare, {x.get()}, {y.get()}, nullptr);
     PrecomputedBatch batch;
     const int w = batch.AddOpCall(writer, {y}, {x, y}, nullptr, h.S(kCpu[0]));
     const int r = batch.AddOpCall(reader, {x}, {y}, nullptr, h.S(kCpu[1]));
@@ -350,7 +350,7 @@ TEST_P(LaneSyncCheckTest, SequencesListingOperandsAreCheckedByStep) {
     const std::string text = Violations(checker);
     EXPECT_THAT(text, HasSubstr("'x'"));
     EXPECT_THAT(text, HasSubstr("op 'declare'"));
-    EXPECT_THAT(text, ::testing::Not(HasSubstr("op_sequence"))) << text;
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("step_sequence"))) << text;
   }
 }
 

@@ -1,4 +1,4 @@
-// Run-private blobs (vm/fused_calls.h): a blob created for a fused step and released by a
+// Run-private blobs (vm/step_sequence.h): a blob created for a fused step and released by a
 // later step of the same run stays out of the engine. These tests check that such blobs
 // form where they should (counted in VmStats::private_blobs), that values are right, that
 // a born blob still alive when its run closes is ordered like any write (another stream

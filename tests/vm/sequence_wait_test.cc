@@ -1,4 +1,4 @@
-// Cross-sequence waits (OpSequence::AddWait): two sequences on cpu streams of two workers,
+// Cross-sequence waits (StepSequence::AddWait): two sequences on cpu streams of two workers,
 // submitted together with no edge between them. Proven here: a wait holds its step until the
 // source passed the awaited step, while the steps before it run at once; without the wait
 // the same step runs early and reads the old value (so the first test can fail); a
@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
-#include "vm/op_sequence.h"
+#include "vm/step_sequence.h"
 #include "vm/precomputed_batch.h"
 
 namespace sluice::vm {
@@ -80,10 +80,10 @@ class SequenceWaitTest : public ::testing::TestWithParam<Scheduling> {
   // waits for b_'s write, then C reads x.
   void BuildGatedPair(bool wait) {
     x_ = Written(1);
-    b_.AddOpCall(gated_, {}, {x_.get()}, Shared(Tag("B", 2)));
-    a_.AddOpCall(logger_, {}, {}, Shared(Tag("A0")));
+    b_.AddCall(gated_, {}, {x_.get()}, Shared(Tag("B", 2)));
+    a_.AddCall(logger_, {}, {}, Shared(Tag("A0")));
     if (wait) a_.AddWait(&b_, 1);
-    a_.AddOpCall(logger_, {x_.get()}, {}, Shared(Tag("C")));
+    a_.AddCall(logger_, {x_.get()}, {}, Shared(Tag("C")));
   }
 
   // Shuts the VM down with cancellation from another thread and returns once the VM has
@@ -112,8 +112,8 @@ class SequenceWaitTest : public ::testing::TestWithParam<Scheduling> {
   GateKernel holder_{&held_, &log_};
   LogKernel logger_{&log_};
   std::atomic<uint32_t> run_{0};
-  OpSequence a_;
-  OpSequence b_;
+  StepSequence a_;
+  StepSequence b_;
   VmHarness h_;
   // ... and these after it, so they go first.
   PrecomputedBatch batch_;
@@ -158,9 +158,9 @@ TEST_P(SequenceWaitTest, PingPongOverManyRunsGivesTheSequentialResult) {
   const OpKernel& add = h_.K("add");
   for (int r = 0; r < kRounds; ++r) {
     if (r > 0) a_.AddWait(&b_, b_.size());
-    a_.AddOpCall(add, {q.get(), one.get()}, {p.get()}, nullptr);
+    a_.AddCall(add, {q.get(), one.get()}, {p.get()}, nullptr);
     b_.AddWait(&a_, a_.size());
-    b_.AddOpCall(add, {p.get(), one.get()}, {q.get()}, nullptr);
+    b_.AddCall(add, {p.get(), one.get()}, {q.get()}, nullptr);
   }
   EXPECT_EQ(a_.waits() + b_.waits(), 2 * kRounds - 1);
   for (int run = 0; run < kRuns; ++run) {
@@ -178,9 +178,9 @@ TEST_P(SequenceWaitTest, RunNumberWrapsAround) {
   // tag of the run after it: the wait must still hold C until B (slow) has written x.
   SlowKernel slow(absl::Milliseconds(50), &log_);
   x_ = Written(1);
-  b_.AddOpCall(slow, {}, {x_.get()}, Shared(Tag("B", 2)));
+  b_.AddCall(slow, {}, {x_.get()}, Shared(Tag("B", 2)));
   a_.AddWait(&b_, 1);
-  a_.AddOpCall(logger_, {x_.get()}, {}, Shared(Tag("C")));
+  a_.AddCall(logger_, {x_.get()}, {}, Shared(Tag("C")));
   run_.store(0xFFFFFFFEu);
   for (int run = 0; run < 3; ++run) {  // tags 0xFFFFFFFF, 0, 1
     SLUICE_ASSERT_OK(h_.Write(x_, std::vector<float>(4, 1)));
@@ -200,10 +200,10 @@ TEST_P(SequenceWaitTest, VmCancelEndsAWaitForASequenceThatNeverRuns) {
   BlobRef y = Written(0);
   SLUICE_ASSERT_OK(h_.builder->Call(holder_, {}, {y}, Tag("hold", 3), h_.S(kCpu1)));
   ASSERT_TRUE(log_.WaitFor("hold:start")) << log_.ToString();
-  b_.AddOpCall(logger_, {}, {}, Shared(Tag("B")));
-  a_.AddOpCall(logger_, {}, {}, Shared(Tag("A0")));
+  b_.AddCall(logger_, {}, {}, Shared(Tag("B")));
+  a_.AddCall(logger_, {}, {}, Shared(Tag("A0")));
   a_.AddWait(&b_, 1);
-  a_.AddOpCall(logger_, {}, {}, Shared(Tag("C")));
+  a_.AddCall(logger_, {}, {}, Shared(Tag("C")));
   SLUICE_ASSERT_OK(SubmitRun());
   ASSERT_TRUE(log_.WaitFor("A0:end")) << log_.ToString();
   StartCancellingShutdown();
@@ -218,12 +218,12 @@ TEST_P(SequenceWaitTest, AGiveUpIsNotPassedOn) {
   // Cancelled while a_ waits: a_ gives up and skips its write, but still announces its
   // steps (so nothing waits forever); b_ must not take that for the write and read y.
   BlobRef y = Written(1);
-  b_.AddOpCall(gated_, {}, {}, Shared(Tag("B")));
-  a_.AddOpCall(logger_, {}, {}, Shared(Tag("A0")));
+  b_.AddCall(gated_, {}, {}, Shared(Tag("B")));
+  a_.AddCall(logger_, {}, {}, Shared(Tag("A0")));
   a_.AddWait(&b_, 1);
-  a_.AddOpCall(logger_, {}, {y.get()}, Shared(Tag("A1", 7)));
+  a_.AddCall(logger_, {}, {y.get()}, Shared(Tag("A1", 7)));
   b_.AddWait(&a_, 2);
-  b_.AddOpCall(logger_, {y.get()}, {}, Shared(Tag("Y")));
+  b_.AddCall(logger_, {y.get()}, {}, Shared(Tag("Y")));
   SLUICE_ASSERT_OK(SubmitRun());
   ASSERT_TRUE(log_.WaitFor("A0:end")) << log_.ToString();
   ASSERT_TRUE(log_.WaitFor("B:start")) << log_.ToString();

@@ -33,7 +33,7 @@
 //     │          deletes it when [Scheduler::DropUse] reports its last use retired;
 //     │        run-private → whichever of its holds drops last [Holds::DropPrivateHold]
 //     │          deletes it: the reaper (Engine::DeleteUnused) or the scheduler recycling
-//     │          the run (FusedCalls::DropPrivateHolds).
+//     │          the run (StepSequence::DropPrivateHolds).
 //     ▼
 //   BlobPool::Delete ── [Parking::Parkable]?
 //     ├─ yes: parked [Parking::Park] (the deleting thread) → recycled under a new id by a
@@ -105,7 +105,7 @@ class BlobLifecycle {
              blob.bytes_ <= Blob::kMaxParkedBytes && blob.name_.empty();
     }
 
-    // Run-private blobs (see FusedCalls): when a fused run that created the blob also
+    // Run-private blobs (see StepSequence): when a fused run that created the blob also
     // releases it. From then on `holds` holds keep it — the run's and the BlobRef deleter's
     // (2), or only the run's when the releaser gave its hold up with the Release (1) — and
     // the engine never sees it. Published with the run.
@@ -116,9 +116,9 @@ class BlobLifecycle {
     // Any thread once the run is published (set before it, never cleared but by Recycle).
     static bool run_private(const Blob& blob) { return blob.run_private_; }
 
-    // FusedCalls' marks, under the builder's buffer lock: the run that last counted the blob
-    // among its operands (that run's unique mark) and as what (FusedCalls' role bits, which
-    // mean something only while the mark is the asking run's). FusedCalls reads and updates
+    // StepSequence' marks, under the builder's buffer lock: the run that last counted the blob
+    // among its operands (that run's unique mark) and as what (StepSequence' role bits, which
+    // mean something only while the mark is the asking run's). StepSequence reads and updates
     // them in place, so they are handed out as the fields themselves.
     static uint64_t& fuse_mark(Blob* blob) { return blob->fuse_mark_; }
     static uint8_t& fuse_roles(Blob* blob) { return blob->fuse_roles_; }
@@ -173,7 +173,7 @@ class BlobLifecycle {
     static Blob* next_buried(const Blob& blob) { return blob.next; }
 
     // As a run-private blob's run retires, what its stepless Release would have done (see
-    // FusedCalls::MarkKept): its storage stays built, storage() turns null.
+    // StepSequence::MarkKept): its storage stays built, storage() turns null.
     static void MarkKept(Blob* blob) { blob->kept_.store(true, std::memory_order_relaxed); }
   };
 

@@ -6,7 +6,7 @@
 //
 // Parked blobs. A small eager blob released at the end of its life
 // (BlobLifecycle::Producer::ParksStorage) keeps its storage in its Release
-// (BlobLifecycle::Worker::ReleaseStorage, or FusedCalls::MarkKept for a run-private blob's
+// (BlobLifecycle::Worker::ReleaseStorage, or StepSequence::MarkKept for a run-private blob's
 // stepless Release); when it dies it is parked here whole, and the next NewBlob of the same
 // stream, dtype and shape takes it back under a new id — no allocator round trip on the
 // producer (lock, free-list search) nor on the worker (the free). Nothing else can reach a

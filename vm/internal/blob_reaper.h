@@ -1,7 +1,7 @@
 // BlobReaper: the deleter behind every BlobRef a VM hands out. While the VM runs, a blob
 // whose last reference is dropped goes to the engine, which deletes it once no unretired
 // instruction uses it; after the VM is gone, blobs are deleted directly. A run-private
-// blob (FusedCalls) bypasses the engine: the last of its two holders deletes it.
+// blob (StepSequence) bypasses the engine: the last of its two holders deletes it.
 #ifndef SLUICE_VM_INTERNAL_BLOB_REAPER_H_
 #define SLUICE_VM_INTERNAL_BLOB_REAPER_H_
 
@@ -20,7 +20,7 @@ class BlobReaper {
 
   void Reap(Blob* blob) {
     // A run-private blob is the engine's business only through its run: the last of the
-    // two holds deletes it (see FusedCalls, "Run-private blobs").
+    // two holds deletes it (see StepSequence, "Run-private blobs").
     if (BlobLifecycle::Producer::run_private(*blob) &&
         !BlobLifecycle::Holds::DropPrivateHold(blob)) {
       return;

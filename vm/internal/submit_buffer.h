@@ -24,7 +24,7 @@ struct SubmitBuffer {
   PlainMutex mu;
   Chain<Instruction> chain ABSL_GUARDED_BY(mu);
   // The chain's last instruction may still take steps (eager fusion: an OpCall, Release or
-  // FusedCalls run of this producer). Whoever takes the chain clears it: from then on the
+  // StepSequence run of this producer). Whoever takes the chain clears it: from then on the
   // instruction is the engine's.
   bool tail_open ABSL_GUARDED_BY(mu) = false;
 };
