@@ -15,6 +15,7 @@
 #include "framework/interpreter/placement.h"
 #include "framework/interpreter/segments.h"
 #include "framework/interpreter/sequence_lowering.h"
+#include "framework/interpreter/storage_handoff.h"
 #include "framework/interpreter/stream_analysis.h"
 #include "framework/interpreter/var_table.h"
 #include "framework/interpreter/vm_binding.h"
@@ -104,14 +105,17 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   std::vector<Node> nodes =
       PlanNodes(funcs, vars, deps, streams.func_stream, options.release_temporaries);
   const std::vector<Segment> segments = FormSegments(nodes, options.fuse);
+  const int handoffs =
+      options.hand_off_storage ? PlanStorageHandoffs(funcs, segments, nodes, vars) : 0;
   const StreamPlan plan = AnalyzeStreams(
       nodes, segments, start, DescribeStreams(vm, streams.streams), options.skip_stream_analysis);
   LoweringStats& stats = out.lowering_;
   stats.ops = static_cast<int64_t>(funcs.size());
   stats.inserted_copies = placed.inserted_copies;
   stats.dependencies = deps.stats;
-  stats.releases =
-      std::count_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.op < 0; });
+  stats.releases = std::count_if(nodes.begin(), nodes.end(),
+                                 [](const Node& n) { return n.op < 0 && n.handoff_to < 0; });
+  stats.storage_handoffs = handoffs;
   stats.streams = static_cast<int64_t>(streams.streams.size());
   stats.stream_waits = plan.stream_waits;
   stats.record_events = plan.record_events;

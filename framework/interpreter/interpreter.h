@@ -22,6 +22,8 @@
 //   gc_plan.h             PlanNodes: OpFuncs, edges -> Nodes, with the release of each
 //                         temporary after the last op that touches it;
 //   segments.h            FormSegments: Nodes -> Segments (fusion into StepSequences);
+//   storage_handoff.h     PlanStorageHandoffs: a release whose storage the next same-shaped
+//                         temporary of its segment takes (no step, no allocation);
 //   stream_analysis.h     AnalyzeStreams: Nodes, Segments, start times, StreamInfos ->
 //                         StreamPlan (sequences, StreamWaits, RecordEvents, item edges;
 //                         waits implied by earlier ones pruned by vector clocks);

@@ -23,11 +23,14 @@ struct InterpreterOptions {
   // Free temporaries after their last use (the GC plan). Off: they keep their storage
   // between runs (less allocator traffic, more memory).
   bool release_temporaries = true;
+  // With the GC plan on: a released temporary's storage goes straight to the next
+  // same-shaped temporary first written on its stream (storage_handoff.h). Off: every
+  // release frees and every first write allocates (for comparison).
+  bool hand_off_storage = true;
   // Fuse same-stream runs into StepSequences. Off: one instruction per op (for comparison).
   bool fuse = true;
-  // When every stream is a cpu stream with a worker of its own (checked: no two streams
-  // share a ThreadCtx), fuse is on, and the VM has no sync checker or recorder attached:
-  // run each stream's work as one sequence with cross-sequence waits (vm/step_sequence.h)
+  // When every stream is a cpu stream with a worker of its own (VirtualMachine::CanRunLanes)
+  // and fuse is on: run each stream's work as one sequence with cross-sequence waits (vm/step_sequence.h)
   // instead of one instruction per fused segment and StreamWait. Off: the
   // instruction-level lowering (for comparison).
   bool lane_sequences = true;
@@ -45,7 +48,8 @@ struct LoweringStats {
   int64_t lane_sequences = 0;  // streams run as one sequence each (0: not lane mode)
   int64_t stream_waits = 0;
   int64_t record_events = 0;
-  int64_t releases = 0;
+  int64_t releases = 0;          // release steps per run
+  int64_t storage_handoffs = 0;  // releases that hand their storage on instead (no step)
   int64_t edges = 0;  // batch edges
   int64_t streams = 0;
   DependencyStats dependencies;

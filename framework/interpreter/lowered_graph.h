@@ -75,6 +75,9 @@ struct OpFunc {
 struct Node {
   int op = -1;             // op func index, or -1 for a release
   int var = -1;            // released var slot (op == -1)
+  // A release whose storage goes to this var slot's first write instead (storage_handoff.h):
+  // an ordering point with no step.
+  int handoff_to = -1;
   int stream = -1;         // stream table index
   std::vector<int> preds;  // node indices, each smaller than this node's
   int segment = -1;        // set by FormSegments

@@ -21,7 +21,7 @@ void AppendSegment(const LoweringInput& in, const Segment& segment, vm::StepSequ
       for (int v : func.inputs) inputs.push_back(in.vars.slots[v].blob.get());
       for (int v : func.outputs) outputs.push_back(in.vars.slots[v].blob.get());
       sequence.AddCall(*func.kernel, std::move(inputs), std::move(outputs), func.attrs);
-    } else {
+    } else if (node.handoff_to < 0) {
       sequence.AddRelease(in.vars.slots[node.var].blob.get());
     }
   }

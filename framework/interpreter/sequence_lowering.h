@@ -48,7 +48,7 @@ struct LoweringOutput {
 std::unique_ptr<vm::StepSequence> NewSequence(const SequenceCounters& counters);
 
 // Appends `segment`'s nodes to `sequence`: an op call per op func (on the slots' blobs), a
-// release per release node.
+// release per release node that hands its storage to no one.
 void AppendSegment(const LoweringInput& in, const Segment& segment, vm::StepSequence& sequence);
 
 }  // namespace sluice::framework

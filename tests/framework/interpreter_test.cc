@@ -330,8 +330,14 @@ TEST_F(InterpreterTest, ReleasesEqualUnfetchedTemporaries) {
   b.AppendOp(Op("exp", {{"X", {"t1"}}}, {{"Out", {"t2"}}}));
   b.AppendOp(Op("scale", {{"X", {"t2"}}}, {{"Out", {"t3"}}}, ScaleBy(0.5)));
   b.AppendOp(Op("add", {{"X", {"t3"}}, {"Y", {"t0"}}}, {{"Out", {"t4"}}}));
-  EXPECT_EQ(Lower(p, {"x"}, {"t2", "t4"}).releases, 3);
-  EXPECT_EQ(Lower(p, {"x"}, {"t4"}).releases, 4);
+  // A release either runs a step or hands its storage to a later temporary.
+  auto released = [](const LoweringStats& s) { return s.releases + s.storage_handoffs; };
+  EXPECT_EQ(released(Lower(p, {"x"}, {"t2", "t4"})), 3);
+  EXPECT_EQ(released(Lower(p, {"x"}, {"t4"})), 4);
+  InterpreterOptions no_handoff;
+  no_handoff.hand_off_storage = false;
+  EXPECT_EQ(Lower(p, {"x"}, {"t4"}, no_handoff).releases, 4);
+  EXPECT_EQ(Lower(p, {"x"}, {"t4"}, no_handoff).storage_handoffs, 0);
   InterpreterOptions keep;
   keep.release_temporaries = false;
   EXPECT_EQ(Lower(p, {"x"}, {"t4"}, keep).releases, 0);
@@ -398,18 +404,50 @@ TEST_F(InterpreterTest, PeakBytesEqualTheLivenessBound) {
   }
 }
 
+// A release's storage handed on over an allocation would sit idle beside the new block:
+// t0's release comes before z and w are allocated, and y (t0's shape) is first written only
+// after them. Held at w with a hand-off t0 -> y: t0 + t1 + z + w, above the liveness bound
+// t1 + z + w; the hand-off is refused and the peak is the bound. (v, fetched, takes none.)
+TEST_F(InterpreterTest, HandOffNeverHoldsStoragePastAnAllocation) {
+  const Shape small({32, 32});  // 4096 bytes
+  const Shape big({64, 64});    // 16384 bytes
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  for (const char* name : {"t0", "t1", "y", "v"}) AddVar(b, Var(name, small));
+  for (const char* name : {"z", "w"}) AddVar(b, Var(name, big));
+  b.AppendOp(Op("fill_constant", {}, {{"Out", {"t0"}}}, Fill(small, 1.0)));
+  b.AppendOp(Op("relu", {{"X", {"t0"}}}, {{"Out", {"t1"}}}));
+  b.AppendOp(Op("fill_constant", {}, {{"Out", {"z"}}}, Fill(big, 2.0)));
+  b.AppendOp(Op("add", {{"X", {"z"}}, {"Y", {"z"}}}, {{"Out", {"w"}}}));
+  b.AppendOp(Op("exp", {{"X", {"t1"}}}, {{"Out", {"y"}}}));
+  b.AppendOp(Op("add", {{"X", {"y"}}, {"Y", {"y"}}}, {{"Out", {"v"}}}));
+  const int64_t bound = 4096 + 2 * 16384;  // at the add: t1, z, w
+  std::unique_ptr<eager::Context> context = program_test::NewContext(0);
+  ASSERT_NE(context, nullptr);
+  Executor executor(&context->registry(), context->vm(), ExecutorOptions{});
+  Scope scope;
+  absl::StatusOr<RunResult> result = executor.Run(p, {}, {"w", "v"}, &scope);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->stats.peak_bytes, bound);
+  EXPECT_EQ(executor.LastLowering()->storage_handoffs, 0);
+  EXPECT_NEAR(result->fetches[1].ToVector<float>()[7], 2 * std::exp(1.0f), 1e-5);
+}
+
 // --- Random programs over several streams against a plain cpu run. ---
 
 // Ops over a fed x and temporaries t0..t7 ([8, 8]): unary (tanh, relu, scale) and binary
 // (add, sub, max) ops reading written variables, writing any temporary (overwrites and
 // in-place updates included, so WAR and WAW edges cross streams). With `streams` > 0 each op
-// gets a random "stream" attribute among compute:0..streams-1.
+// gets a random "stream" attribute among compute:0..streams-1. With `ssa`, op i writes a
+// temporary u<i> of its own instead, reading among the six latest values: temporaries die
+// soon after they are born, so the GC plan releases them mid-run and hands their storage
+// on (storage_handoff.h).
 struct RandomProgram {
   ir::ProgramDesc program;
   std::vector<std::string> fetches;
 };
 
-RandomProgram MakeRandomProgram(uint32_t seed, int num_ops, int streams) {
+RandomProgram MakeRandomProgram(uint32_t seed, int num_ops, int streams, bool ssa = false) {
   std::mt19937 rng(seed);
   auto below = [&](int k) { return static_cast<int>(rng() % static_cast<uint32_t>(k)); };
   const Shape shape({8, 8});
@@ -418,12 +456,18 @@ RandomProgram MakeRandomProgram(uint32_t seed, int num_ops, int streams) {
   ir::BlockDesc& b = r.program.mutable_global_block();
   AddVar(b, Var("x", shape));
   for (int i = 0; i < kTemps; ++i) AddVar(b, Var(absl::StrCat("t", i), shape));
+  for (int i = 0; ssa && i < num_ops; ++i) AddVar(b, Var(absl::StrCat("u", i), shape));
   std::vector<std::string> written = {"x"};
+  // An input: any written value, or with `ssa` one of the six latest.
+  auto pick = [&] {
+    const int n = static_cast<int>(written.size());
+    return written[ssa ? n - 1 - below(std::min(n, 6)) : below(n)];
+  };
   std::vector<std::string> order;  // temporaries in order of last write
   for (int i = 0; i < num_ops; ++i) {
-    const std::string out = absl::StrCat("t", below(kTemps));
-    const std::string a = written[below(static_cast<int>(written.size()))];
-    const std::string c = written[below(static_cast<int>(written.size()))];
+    const std::string out = ssa ? absl::StrCat("u", i) : absl::StrCat("t", below(kTemps));
+    const std::string a = pick();
+    const std::string c = pick();
     vm::AttrMap attrs;
     std::string type;
     ir::OpSlots inputs = {{"X", {a}}};
@@ -494,12 +538,16 @@ TEST_F(InterpreterTest, RandomProgramsOnStreamsMatchACpuRun) {
     }
     return out;
   };
-  for (uint32_t seed : {11u, 12u, 13u, 14u}) {
+  for (uint32_t seed : {11u, 12u, 13u, 14u, 15u, 16u}) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
-    const RandomProgram plain = MakeRandomProgram(seed, 40, 0);
-    const RandomProgram placed = MakeRandomProgram(seed, 40, 3);
+    const bool ssa = seed >= 15;
+    const RandomProgram plain = MakeRandomProgram(seed, 40, 0, ssa);
+    const RandomProgram placed = MakeRandomProgram(seed, 40, 3, ssa);
     ASSERT_EQ(plain.fetches, placed.fetches);
-    const std::vector<std::vector<uint8_t>> want = run(plain, InterpreterOptions{});
+    // The reference keeps every temporary (no GC plan, so no storage hand-offs either).
+    InterpreterOptions reference;
+    reference.release_temporaries = false;
+    const std::vector<std::vector<uint8_t>> want = run(plain, reference);
     ASSERT_EQ(want.size(), plain.fetches.size());
     for (bool fuse : {true, false}) {
       for (bool release : {true, false}) {
@@ -520,12 +568,12 @@ TEST_F(InterpreterTest, RandomProgramsOnStreamsMatchACpuRun) {
   EXPECT_EQ(context.vm()->sync_checker()->violation_count(), 0);
 }
 
-// Lane mode (no observer attached, every stream a cpu stream of its own worker): each
-// stream's work is one sequence with cross-sequence waits. The same random programs, run
-// for several steps (so every run's waits must tell it from the previous run), give the
-// single-stream bytes; with the sync checker on, the instruction-level lowering is used.
-// Lane mode is the default lowering on cpu streams; it runs here under the sync checker,
-// which checks every step and takes each wait step as an ordering edge.
+// Lane mode (every stream a cpu stream of its own worker): each stream's work is one
+// sequence with cross-sequence waits. The same random programs, run for several steps (so
+// every run's waits must tell it from the previous run), give the bytes of a single-stream
+// run that keeps every temporary. Lane mode is the default lowering on cpu streams; it runs
+// here under the sync checker, which checks every step and takes each wait step as an
+// ordering edge. The SSA programs release temporaries mid-run and hand their storage on.
 TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
   ::sluice::eager::ContextOptions context_options;
   context_options.runtime.num_sim_devices = 0;
@@ -558,11 +606,16 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
     outcome.lowering = executor.LastLowering().value();
     return outcome;
   };
-  for (uint32_t seed : {21u, 22u, 23u, 24u, 25u}) {
+  int64_t handoffs = 0;  // storage hand-offs in the lane runs (the GC plan's, checked)
+  for (uint32_t seed : {21u, 22u, 23u, 24u, 25u, 26u, 27u, 28u}) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
-    const RandomProgram plain = MakeRandomProgram(seed, 60, 0);
-    const RandomProgram placed = MakeRandomProgram(seed, 60, 3);
-    const Outcome want = run(plain, InterpreterOptions{});
+    const bool ssa = seed >= 26;
+    const RandomProgram plain = MakeRandomProgram(seed, 60, 0, ssa);
+    const RandomProgram placed = MakeRandomProgram(seed, 60, 3, ssa);
+    // The reference keeps every temporary (no GC plan, so no storage hand-offs either).
+    InterpreterOptions reference;
+    reference.release_temporaries = false;
+    const Outcome want = run(plain, reference);
     ASSERT_EQ(want.fetched.size(), 8 * plain.fetches.size());
     EXPECT_EQ(want.lowering.lane_sequences, 0);  // one stream: nothing to wait across
     for (bool release : {true, false}) {
@@ -572,6 +625,7 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
         options.compute_streams = streams;
         const Outcome lanes = run(plain, options);
         EXPECT_EQ(lanes.fetched, want.fetched) << streams << " streams, release " << release;
+        handoffs += lanes.lowering.storage_handoffs;
         // The list schedule may leave a stream unused when the program is narrow.
         EXPECT_GE(lanes.lowering.lane_sequences, 2);
         EXPECT_LE(lanes.lowering.lane_sequences, streams);
@@ -590,6 +644,7 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
       EXPECT_EQ(lanes.lowering.lane_sequences, 3);
     }
   }
+  EXPECT_GT(handoffs, 0);
   ASSERT_NE(context.vm()->sync_checker(), nullptr);
   EXPECT_EQ(context.vm()->sync_checker()->violation_count(), 0);
 }

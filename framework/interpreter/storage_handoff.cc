@@ -1,0 +1,73 @@
+#include "framework/interpreter/storage_handoff.h"
+
+#include <algorithm>
+
+namespace sluice::framework {
+
+namespace {
+
+// The op func that first writes each slot (-1: none). Funcs read nothing before it is
+// written (ResolveOps), so it is also the slot's first accessor.
+std::vector<int> FirstWriters(const std::vector<OpFunc>& funcs, int num_vars) {
+  std::vector<int> first(num_vars, -1);
+  for (int f = 0; f < static_cast<int>(funcs.size()); ++f) {
+    for (int v : funcs[f].outputs) {
+      if (first[v] < 0) first[v] = f;
+    }
+  }
+  return first;
+}
+
+bool SameStorage(const VarSlot& a, const VarSlot& b) {
+  return a.device == b.device && a.dtype == b.dtype && a.shape == b.shape;
+}
+
+bool CanTake(const VarSlot& var) { return var.kind == VarKind::kTemp && !var.fetched; }
+
+}  // namespace
+
+int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segment>& segments,
+                        std::vector<Node>& nodes, VarTable& vars) {
+  const std::vector<int> first_writer = FirstWriters(funcs, vars.size());
+  int handoffs = 0;
+  std::vector<bool> placed(vars.size(), false);  // a taker's first write was seen
+  std::vector<int> waiting;  // release nodes of this segment whose storage has no taker yet
+  for (const Segment& segment : segments) {
+    waiting.clear();
+    for (int b : segment.nodes) {
+      Node& node = nodes[b];
+      if (node.op < 0) {
+        waiting.push_back(b);
+        continue;
+      }
+      bool allocates = false;
+      for (int y : funcs[node.op].outputs) {
+        // Each slot once (an op may list one twice): its first write, by this op.
+        if (first_writer[y] != node.op || placed[y]) continue;
+        placed[y] = true;
+        if (!CanTake(vars.slots[y])) {
+          // A fetched temporary or a persistable may be allocated here; a feed has storage.
+          if (vars.slots[y].kind != VarKind::kFeed) allocates = true;
+          continue;
+        }
+        auto giver = std::find_if(waiting.begin(), waiting.end(), [&](int r) {
+          return SameStorage(vars.slots[nodes[r].var], vars.slots[y]);
+        });
+        if (giver == waiting.end()) {
+          allocates = true;
+          continue;
+        }
+        nodes[*giver].handoff_to = y;
+        vars.slots[y].blob = vars.slots[nodes[*giver].var].blob;
+        waiting.erase(giver);
+        ++handoffs;
+      }
+      // An allocation between a release and a later taker would hold the released storage
+      // beside the new one: hand-offs only reach the next allocating op.
+      if (allocates) waiting.clear();
+    }
+  }
+  return handoffs;
+}
+
+}  // namespace sluice::framework
