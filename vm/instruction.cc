@@ -56,6 +56,7 @@ void Instruction::Reset() {
   seq = 0;
   stream = nullptr;
   wait_target = nullptr;
+  release_count = nullptr;
   kernel = nullptr;
   outer = nullptr;
   if (!inputs.empty()) inputs.clear();

@@ -21,6 +21,7 @@
 
 namespace sluice::vm {
 
+class ReleaseCount;
 class StepSequence;
 class OpKernel;
 class Stream;
@@ -96,6 +97,9 @@ class alignas(64) Instruction {
 
   Stream* stream = nullptr;       // where it runs (Barrier: none)
   Stream* wait_target = nullptr;  // StreamWait only
+  // Release step of a static sequence: one of several drops of a shared release; the
+  // storage is freed by the drop that completes the count (vm/release_count.h).
+  ReleaseCount* release_count = nullptr;
 
   // --- Engine (scheduler thread only). ---
   int32_t pending = 0;                          // unsatisfied incoming edges

@@ -10,6 +10,7 @@
 #include "vm/internal/blob_lifecycle.h"
 #include "vm/kernel.h"
 #include "vm/recorder.h"
+#include "vm/release_count.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 #include "vm/sync_checker.h"
@@ -208,6 +209,11 @@ void InstructionExecutor::Run(Instruction* instruction) {
       RunRecordEvent(instruction);
       return;
     case InstructionKind::kRelease:
+      // A drop of a shared release (a replayed one): the checker gathered it at launch.
+      if (instruction->release_count != nullptr) {
+        if (!instruction->release_count->Drop()) return;
+        if (checker_ != nullptr) checker_->OnLastDrop(instruction, *instruction);
+      }
       for (Blob* blob : instruction->outputs) {
         internal::BlobLifecycle::Worker::ReleaseStorage(blob, instruction->keeps_storage);
       }
@@ -227,11 +233,19 @@ void InstructionExecutor::RunStep(Instruction* step, Instruction* outer_instruct
   // sequence's steps are reused every run: write only what changed.
   if (step->outer != &outer) {
     if (step->stream != outer.stream) step->stream = outer.stream;
-    // Names the step in errors; a fused step (an StepSequence run as one) has no number of
+    // Names the step in errors; a fused step (a StepSequence run as one) has no number of
     // its own: its run's.
     step->seq = outer.outer != nullptr ? outer.outer->seq : outer.seq;
   }
-  if (check) checker_->OnStepLaunch(outer_instruction, *step);
+  if (step->release_count != nullptr) {
+    // One drop of a shared release: the checker learns of it before the count moves, so
+    // the last dropper's check sees every drop of the run.
+    if (check) checker_->OnSharedDrop(outer_instruction, *step);
+    if (!step->release_count->Drop()) return;
+    if (check) checker_->OnLastDrop(outer_instruction, *step);
+  } else if (check) {
+    checker_->OnStepLaunch(outer_instruction, *step);
+  }
   // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {
     for (Blob* blob : step->outputs) {

@@ -53,7 +53,7 @@ class InstructionExecutor {
   void set_tracer(Tracer* tracer) { tracer_.store(tracer, std::memory_order_release); }
   Tracer* tracer() const { return tracer_.load(std::memory_order_acquire); }
 
-  // A step of an StepSequence (see KernelContext::RunStep), on `outer`'s stream. `check`:
+  // A step of a StepSequence (see KernelContext::RunStep), on `outer`'s stream. `check`:
   // report it to the sync checker first (requires one).
   void RunStep(Instruction* step, Instruction* outer, bool check = false);
   // Null unless the VM checks synchronization.

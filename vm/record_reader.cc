@@ -269,6 +269,12 @@ class Parser {
       SLUICE_ASSIGN_OR_RETURN(absl::string_view id, Field(blob, "blob"));
       SLUICE_ASSIGN_OR_RETURN(int index, BlobIndex(id));
       r.outputs.push_back(index);
+      if (version_ >= 3 && next < t.size() && absl::StartsWith(t[next], "drops=")) {
+        SLUICE_ASSIGN_OR_RETURN(r.drops, Number<int>(t[next++].substr(6), "drops"));
+        if (r.drops < 2) {
+          return Error(absl::StrCat("drops=", r.drops, ": a shared release has 2 or more"));
+        }
+      }
     } else if (directive == "access") {
       r.kind = InstructionKind::kAccessBlob;
       SLUICE_ASSIGN_OR_RETURN(absl::string_view mode, take("read|write"));

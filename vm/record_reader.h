@@ -44,7 +44,7 @@ struct RecordedInstruction {
   // the batch.
   int batch = -1;
   std::vector<int> after;
-  // A step of an StepSequence (the lines of a batch sharing `seq`) that first waited for
+  // A step of a StepSequence (the lines of a batch sharing `seq`) that first waited for
   // other sequences of the batch (format version 2, `waits=`): the source's number, how
   // many of its steps (lines) had to pass, and the batch position of the last of them.
   struct Wait {
@@ -53,6 +53,10 @@ struct RecordedInstruction {
     int source_position = 0;
   };
   std::vector<Wait> waits;
+  // Release: the number of drops of a shared release (format version 3, `drops=`): the
+  // batch's release lines of this blob with the same count free its storage together, at
+  // the last of them (vm/release_count.h); 0 for a plain release.
+  int drops = 0;
   // AccessBlob writes: index into RecordedProgram::data (-1: none).
   int data = -1;
   int line = 0;

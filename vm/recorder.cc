@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "vm/kernel.h"
+#include "vm/release_count.h"
 #include "vm/step_sequence.h"
 #include "vm/stream.h"
 
@@ -82,7 +83,10 @@ std::string InstructionLine(const Instruction& i, absl::string_view stream, uint
     case InstructionKind::kRecordEvent:
       return absl::StrCat("record ", seq, " ", stream, " blobs=", BlobIds(i.outputs));
     case InstructionKind::kRelease:
-      return absl::StrCat("release ", seq, " ", stream, " blob=", BlobIds(i.outputs));
+      return i.release_count != nullptr
+                 ? absl::StrCat("release ", seq, " ", stream, " blob=", BlobIds(i.outputs),
+                                " drops=", i.release_count->drops())
+                 : absl::StrCat("release ", seq, " ", stream, " blob=", BlobIds(i.outputs));
     case InstructionKind::kBarrier:
       return absl::StrCat("barrier ", seq);
     case InstructionKind::kAccessBlob:
@@ -100,7 +104,7 @@ std::string AttrsField(const Instruction& i) {
 }  // namespace
 
 void Recorder::RecordChain(const Instruction* head) {
-  // An StepSequence is written as its steps (op and release lines on its stream, all under
+  // A StepSequence is written as its steps (op and release lines on its stream, all under
   // the sequence's number), so a recording names real kernels and replays anywhere. In a
   // batch, the first step takes the sequence's predecessors, each later step follows the
   // step before it, and lines that depended on the sequence depend on its last step; a

@@ -23,8 +23,9 @@ namespace sluice::vm {
 // Thread-safe: the VM calls it from submitting threads and workers.
 class Recorder {
  public:
-  static constexpr int kFormatVersion = 2;
-  // The oldest version ParseRecord still reads (version 1 has no `waits=` fields).
+  static constexpr int kFormatVersion = 3;
+  // The oldest version ParseRecord still reads (version 1 has no `waits=` fields, version 2
+  // no `drops=`).
   static constexpr int kOldestReadableVersion = 1;
 
   // Creates (truncates) `path` and writes the header. InvalidArgument naming the path when

@@ -93,6 +93,12 @@ Replayer::LanePlan Replayer::PlanLanes(int b) const {
   return plan;
 }
 
+ReleaseCount* Replayer::ReleaseCountFor(const RecordedInstruction& r) {
+  std::unique_ptr<ReleaseCount>& count = release_counts_[{r.outputs.front(), r.drops}];
+  if (count == nullptr) count = std::make_unique<ReleaseCount>(static_cast<uint32_t>(r.drops));
+  return count.get();
+}
+
 absl::StatusOr<Stream*> Replayer::ResolveStream(absl::string_view recorded, int line) const {
   absl::StatusOr<StreamKey> key = StreamKey::Parse(recorded);
   if (!key.ok()) {
@@ -168,6 +174,11 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
     }
     if (r.kind == InstructionKind::kBarrier) continue;
     SLUICE_ASSIGN_OR_RETURN(out.stream, replayer->ResolveStream(r.stream, r.line));
+    if (r.drops > 0 && !VirtualMachine::RunsOnHost(*out.stream)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ":", r.line, ": a shared release (drops=", r.drops, ") runs on ",
+          out.stream->name(), ", which does not run on the host (check --device-map)"));
+    }
     if (r.kind == InstructionKind::kStreamWait) {
       SLUICE_ASSIGN_OR_RETURN(out.wait_target, replayer->ResolveStream(r.wait_target, r.line));
       if (!CanStreamWait(*out.stream, *out.wait_target)) {
@@ -309,7 +320,9 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
           if (!ptr.ok()) return finish(ptr.status());
           outputs.push_back(*ptr);
         }
-        if (r.kind == InstructionKind::kRelease) {
+        if (r.kind == InstructionKind::kRelease && r.drops > 0) {
+          sequence.AddSharedRelease(outputs.front(), ReleaseCountFor(r));
+        } else if (r.kind == InstructionKind::kRelease) {
           sequence.AddRelease(outputs.front());
         } else {
           sequence.AddCall(*resolved_[begin + p].kernel, std::move(inputs), std::move(outputs),
@@ -390,6 +403,7 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
       instruction->wait_target = where.wait_target;
       instruction->kernel = where.kernel;
       instruction->attrs = r.attrs;
+      if (r.drops > 0) instruction->release_count = ReleaseCountFor(r);
       for (int b : r.inputs) {
         absl::StatusOr<Blob*> ptr = blob(b);
         if (!ptr.ok()) return finish(ptr.status());

@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -38,6 +39,7 @@
 #include "core/stream_id.h"
 #include "vm/kernel.h"
 #include "vm/record_reader.h"
+#include "vm/release_count.h"
 
 namespace sluice::vm {
 
@@ -116,6 +118,9 @@ class Replayer {
   };
   // The plan for batch `b` (Create).
   LanePlan PlanLanes(int b) const;
+  // The count shared by the drops of `r`'s blob (a release line with drops=K): one per
+  // blob and K for the whole replay, as every batch drops it K times.
+  ReleaseCount* ReleaseCountFor(const RecordedInstruction& r);
 
   VirtualMachine* const vm_;
   const RecordedProgram* const program_;
@@ -128,6 +133,8 @@ class Replayer {
   // Sequences rebuilt by the current Run; kept until the work that runs them is complete.
   std::vector<std::unique_ptr<StepSequence>> sequences_;
   std::atomic<uint32_t> run_{0};  // the rebuilt sequences' run number (one per batch)
+  // Shared releases' counts by (blob index, drops); they outlive every Run's work.
+  absl::flat_hash_map<std::pair<int, int>, std::unique_ptr<ReleaseCount>> release_counts_;
 };
 
 }  // namespace sluice::vm

@@ -178,6 +178,14 @@ bool StepSequence::AddRelease(Blob* blob, bool take_hold) {
   return becomes_private && take_hold;
 }
 
+void StepSequence::AddSharedRelease(Blob* blob, ReleaseCount* count) {
+  SLUICE_CHECK(!closed_ && head_ == nullptr && count != nullptr);
+  Instruction& step = NewStep();
+  step.kind = InstructionKind::kRelease;
+  step.outputs.push_back(blob);
+  step.release_count = count;
+}
+
 void StepSequence::Close() {
   if (closed_) return;
   closed_ = true;

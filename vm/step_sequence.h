@@ -64,6 +64,7 @@
 #include "vm/blob.h"
 #include "vm/instruction.h"
 #include "vm/kernel.h"
+#include "vm/release_count.h"
 
 namespace sluice::vm {
 
@@ -100,6 +101,10 @@ class StepSequence final : public OpKernel {
   // up if the blob becomes run-private (then the run's hold is the only one); returns
   // whether it did.
   bool AddRelease(Blob* blob, bool take_hold = false);
+  // Static: appends a Release of `blob` that drops one count of `count` (shared by the
+  // Release steps of other sequences, each after its stream's last touch of `blob`); the
+  // drop that completes a run's count frees the storage. `count` must outlive the sequence.
+  void AddSharedRelease(Blob* blob, ReleaseCount* count);
   // The sequence takes no more steps. Eager: born blobs not released in the run join the
   // head's union outputs; must run before the run is handed over or anything is queued
   // behind it. Static: computes union_inputs() and union_outputs(). Idempotent.

@@ -59,7 +59,7 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
   Tick(clock, s);
   switch (instruction->kind) {
     case InstructionKind::kOpCall:
-      // An StepSequence reports its steps' accesses as it launches them (OnStepLaunch).
+      // A StepSequence reports its steps' accesses as it launches them (OnStepLaunch).
       if (instruction->kernel == nullptr || !instruction->kernel->checks_own_steps()) {
         CheckOperands(*instruction, s, clock);
       }
@@ -77,6 +77,13 @@ void SyncChecker::OnLaunch(Instruction* instruction) {
       break;
     }
     case InstructionKind::kRelease:
+      // A drop of a shared release: gathered now, checked by its last drop (OnLastDrop).
+      if (instruction->release_count != nullptr) {
+        Join(drop_clocks_[instruction->release_count], clock);
+        break;
+      }
+      CheckOperands(*instruction, s, clock);
+      break;
     case InstructionKind::kAccessBlob:
       CheckOperands(*instruction, s, clock);
       break;
@@ -112,6 +119,32 @@ void SyncChecker::OnStepLaunch(Instruction* outer, const Instruction& step) {
   CheckOperands(step, s, clock);  // a Release lists its blob as an output: a write
   // The outer instruction's completion certifies every step launched so far (its done
   // clock is read only once it completed, after its last step).
+  outer->done_clock = clock;
+  if (stream->policy()->synchronous()) Join(worker_clocks_[stream->thread_ctx()], clock);
+}
+
+void SyncChecker::OnSharedDrop(Instruction* outer, const Instruction& step) {
+  Stream* stream = outer->stream;
+  const int s = stream->dense_index();
+  absl::MutexLock lock(&mu_);
+  Clock& clock = StreamClock(s);
+  Tick(clock, s);
+  Join(drop_clocks_[step.release_count], clock);
+  outer->done_clock = clock;
+  if (stream->policy()->synchronous()) Join(worker_clocks_[stream->thread_ctx()], clock);
+}
+
+void SyncChecker::OnLastDrop(Instruction* outer, const Instruction& step) {
+  Stream* stream = outer->stream;
+  const int s = stream->dense_index();
+  absl::MutexLock lock(&mu_);
+  Clock& clock = StreamClock(s);
+  auto it = drop_clocks_.find(step.release_count);
+  if (it != drop_clocks_.end()) {
+    Join(clock, it->second);
+    drop_clocks_.erase(it);
+  }
+  CheckOperands(step, s, clock);  // the release: a write of its blob
   outer->done_clock = clock;
   if (stream->policy()->synchronous()) Join(worker_clocks_[stream->thread_ctx()], clock);
 }

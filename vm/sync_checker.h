@@ -17,11 +17,14 @@
 //  - host waits: a StreamWait between cpu streams of two ThreadCtxs makes the consumer's
 //    worker wait until the source stream ran it; the consumer joins the source's clock as
 //    of the StreamWait when it launches;
-//  - sequence waits: an StepSequence reports each step as it launches it (a tick of its
+//  - sequence waits: a StepSequence reports each step as it launches it (a tick of its
 //    stream, the step's accesses) and, when it passes a step another sequence waits for,
 //    its clock at that step; the waiting sequence joins that clock once its wait passed
-//    (StepSequence::AddWait is an ordering edge honoured on the host, like a host wait). An
-//    StepSequence's own instruction checks no operands: its steps do.
+//    (StepSequence::AddWait is an ordering edge honoured on the host, like a host wait). A
+//    StepSequence's own instruction checks no operands: its steps do;
+//  - shared releases: each drop of a ReleaseCount hands its stream's clock to the count
+//    before it drops, and the last drop joins them all before its release is checked as a
+//    write (the count's acq_rel order, like a wait for every dropper).
 // Accesses are checked when launched: a stream runs its work in launch order, so the clock
 // at launch is the clock at execution. The checker works the same on every provider.
 #ifndef SLUICE_VM_SYNC_CHECKER_H_
@@ -78,6 +81,13 @@ class SyncChecker {
   // kept for this run: nothing is joined, so what the wait was meant to order is reported).
   void OnSequenceWaited(const Instruction& outer, const void* source, uint64_t run_tag,
                         uint32_t steps);
+  // Worker, before `step` (a Release with a ReleaseCount, run by `outer`) drops its count:
+  // ticks the stream and adds its clock to what the count has gathered this run. No access
+  // is checked: the drop frees nothing unless it is the last.
+  void OnSharedDrop(Instruction* outer, const Instruction& step);
+  // Worker, when that drop was the run's last: the stream joins every drop's clock, the
+  // release is checked as a write of its blob, and the gathered clock is cleared.
+  void OnLastDrop(Instruction* outer, const Instruction& step);
   // Scheduler: the edge `done` -> `successor` was satisfied by `done`'s completion.
   static void OnDoneEdge(const Instruction& done, Instruction* successor);
   // Scheduler: `instruction` retired. If a later instruction on another stream would have
@@ -136,6 +146,8 @@ class SyncChecker {
   // One entry per announced step, overwritten every run (a sequence runs once at a time).
   absl::flat_hash_map<std::pair<const void*, uint32_t>, std::pair<uint64_t, Clock>> sequence_clocks_
       ABSL_GUARDED_BY(mu_);
+  // Shared releases: by ReleaseCount, the clocks of this run's drops so far, joined.
+  absl::flat_hash_map<const void*, Clock> drop_clocks_ ABSL_GUARDED_BY(mu_);
   // Unfired barriers in receive order, each with the completion clocks of instructions
   // received before it (and after the previous one) that retired; `unclaimed_` collects
   // those received after the last pending barrier, for the next one.

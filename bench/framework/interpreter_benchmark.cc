@@ -10,6 +10,13 @@
 // re-hashed): chain and wide on cpu, the random DAG on sim:0 with ops spread over two compute
 // streams (each sim stream is a thread).
 //   BM_Interpreter_Build/N   Interpreter::Build of a random DAG of N ops (no run).
+//   *_RandomDagWorkLoaded    RandomDagWork with one core kept busy by a spinning thread
+//                            for the duration (outside load).
+//   BM_Interpreter_ChainShapes  Chain with values of three sizes in turn: the GC plan's
+//                            releases cannot hand storage on (every release frees, every
+//                            op allocates).
+// Counters: instructions and syncs per run, release steps and storage hand-offs per run,
+// peak_bytes of the runs (the allocator's, max over the timed runs).
 // Environment, for investigations (defaults are what docs/benchmarks.md reports):
 //   SLUICE_BENCH_SPIN_NS=N   VmOptions::spin of the VM's threads (default 20000);
 //   SLUICE_BENCH_IDLE_SPIN_NS=N  VmOptions::idle_spin of its workers (default 200000);
@@ -22,10 +29,14 @@
 //                            Adam, 16x16 input; framework/models/linear_regression.h) through
 //                            a PreparedRun, feeds staged and the loss fetched: D = 0 cpu,
 //                            1 sim:0 over two compute streams.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -54,6 +65,22 @@ void Spin(int64_t ns) {
   while (std::chrono::steady_clock::now() < end) {
   }
 }
+
+// Outside load: a thread that keeps one core busy while it lives (the "Loaded" variants).
+class BusyCore {
+ public:
+  BusyCore() : thread_([this] {
+    while (!stop_.load(std::memory_order_relaxed)) benchmark::ClobberMemory();
+  }) {}
+  ~BusyCore() {
+    stop_.store(true, std::memory_order_relaxed);
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 // --- The DAGs. ---
 struct Dag {
@@ -116,9 +143,11 @@ absl::Status RegisterBenchOps(ops::OpRegistry* registry) {
         ops::OpSchema(name)
             .Input("X", /*variadic=*/true, /*optional=*/true)
             .Output("Out")
-            .Infer([](const ops::InferContext&)
+            .Attr("size", ops::AttrType::kInt, vm::AttrValue(int64_t{1}))
+            .Infer([](const ops::InferContext& ctx)
                        -> absl::StatusOr<std::vector<std::vector<ops::TensorMeta>>> {
-              return std::vector<std::vector<ops::TensorMeta>>{{{DataType::kF32, Shape({1})}}};
+              const int64_t size = ctx.attrs().GetInt("size").value_or(1);
+              return std::vector<std::vector<ops::TensorMeta>>{{{DataType::kF32, Shape({size})}}};
             })));
   }
   std::shared_ptr<const vm::OpKernel> noop = std::make_shared<NoopKernel>();
@@ -129,14 +158,17 @@ absl::Status RegisterBenchOps(ops::OpRegistry* registry) {
                                   DataType::kF32, spin);
 }
 
-ir::ProgramDesc ToProgram(const Dag& dag, bool spin) {
+// `shapes` > 1: op i's output has i % shapes + 1 elements (so no two values two ops apart
+// share a shape); else every output has one.
+ir::ProgramDesc ToProgram(const Dag& dag, bool spin, int shapes = 1) {
   ir::ProgramDesc program;
   ir::BlockDesc& block = program.mutable_global_block();
   const int n = static_cast<int>(dag.preds.size());
+  auto size_of = [shapes](int i) { return shapes > 1 ? int64_t{i % shapes + 1} : int64_t{1}; };
   for (int i = 0; i < n; ++i) {
     ir::VarDesc var;
     var.name = "v" + std::to_string(i);
-    var.shape = Shape({1});
+    var.shape = Shape({size_of(i)});
     SLUICE_CHECK(block.AddVar(var).ok());
   }
   for (int i = 0; i < n; ++i) {
@@ -146,6 +178,7 @@ ir::ProgramDesc ToProgram(const Dag& dag, bool spin) {
     for (int p : dag.preds[i]) inputs.push_back("v" + std::to_string(p));
     if (!inputs.empty()) op.inputs.emplace_back("X", inputs);
     op.outputs.emplace_back("Out", std::vector<std::string>{"v" + std::to_string(i)});
+    if (shapes > 1) op.attrs.Set("size", size_of(i));
     block.AppendOp(std::move(op));
   }
   return program;
@@ -174,8 +207,9 @@ struct Engine {
 };
 
 // Arguments: ops, then 0/1 = keep / release temporaries (the GC plan).
+// `shapes`: see ToProgram. `loaded`: a BusyCore runs beside the timed loop.
 void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device device,
-                    int streams) {
+                    int streams, int shapes = 1, bool loaded = false) {
   Engine engine;
   ExecutorOptions options;
   options.interpreter.device = device;
@@ -187,12 +221,18 @@ void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device d
   options.interpreter.release_temporaries = state.range(1) != 0;
   Executor executor(&engine.registry, engine.vm.get(), options);
   Scope scope;
-  const ir::ProgramDesc program = ToProgram(dag, spin);
+  const ir::ProgramDesc program = ToProgram(dag, spin, shapes);
   const PreparedRun prepared = executor.Prepare(program, {}, {}, &scope).value();
   SLUICE_CHECK(executor.Run(prepared, {}).ok());  // warm up: first allocations
-  for (auto _ : state) {
-    absl::StatusOr<RunResult> result = executor.Run(prepared, {});
-    SLUICE_CHECK(result.ok());
+  int64_t peak_bytes = 0;
+  {
+    std::optional<BusyCore> load;
+    if (loaded) load.emplace();
+    for (auto _ : state) {
+      absl::StatusOr<RunResult> result = executor.Run(prepared, {});
+      SLUICE_CHECK(result.ok());
+      peak_bytes = std::max(peak_bytes, result->stats.peak_bytes);
+    }
   }
   if (const char* trace = std::getenv("SLUICE_BENCH_TRACE")) {
     // One more run, traced, for a look at the timeline (not part of the measurement).
@@ -203,11 +243,15 @@ void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device d
   const LoweringStats lowering = executor.LastLowering().value();
   state.counters["instructions"] = static_cast<double>(lowering.instructions);
   state.counters["syncs"] = static_cast<double>(lowering.stream_waits + lowering.record_events);
+  state.counters["releases"] = static_cast<double>(lowering.releases);
+  state.counters["handoffs"] = static_cast<double>(lowering.storage_handoffs);
+  state.counters["drops"] = static_cast<double>(lowering.shared_releases);
+  state.counters["peak_bytes"] = static_cast<double>(peak_bytes);
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(dag.preds.size()));
 }
 
 // oneTBB flow graph: one continue_node per op, edges from its predecessors.
-void RunTbb(benchmark::State& state, const Dag& dag, bool spin) {
+void RunTbb(benchmark::State& state, const Dag& dag, bool spin, bool loaded = false) {
   tbb::flow::graph graph;
   const int n = static_cast<int>(dag.preds.size());
   std::vector<std::unique_ptr<tbb::flow::continue_node<tbb::flow::continue_msg>>> nodes;
@@ -224,17 +268,22 @@ void RunTbb(benchmark::State& state, const Dag& dag, bool spin) {
     if (dag.preds[i].empty()) roots.push_back(i);
     for (int p : dag.preds[i]) tbb::flow::make_edge(*nodes[p], *nodes[i]);
   }
+  std::optional<BusyCore> load;
+  if (loaded) load.emplace();
   for (auto _ : state) {
     for (int r : roots) nodes[r]->try_put(tbb::flow::continue_msg());
     graph.wait_for_all();
   }
+  load.reset();
   state.SetItemsProcessed(state.iterations() * n);
 }
 
 // The limit: the ops' bodies called in program order.
-void RunSequential(benchmark::State& state, const Dag& dag, bool spin) {
+void RunSequential(benchmark::State& state, const Dag& dag, bool spin, bool loaded = false) {
   const int n = static_cast<int>(dag.preds.size());
   std::vector<float> values(n, 0.0f);
+  std::optional<BusyCore> load;
+  if (loaded) load.emplace();
   for (auto _ : state) {
     for (int i = 0; i < n; ++i) {
       if (spin) Spin(kSpinNs);
@@ -278,6 +327,23 @@ void BM_TbbFlowGraph_RandomDagWork(benchmark::State& s) { RunTbb(s, RandomDag(s.
 void BM_Sequential_RandomDagWork(benchmark::State& s) {
   RunSequential(s, RandomDag(s.range(0)), true);
 }
+// The same with one core kept busy by a spinning thread for the duration (BusyCore).
+void BM_Interpreter_RandomDagWorkLoaded(benchmark::State& s) {
+  RunInterpreter(s, RandomDag(s.range(0)), true, s.range(2) == 0 ? kSim : kCpu, 2, 1,
+                 /*loaded=*/true);
+  s.SetLabel(s.range(2) == 0 ? "sim:0, 2 streams, one core busy" : "cpu, 2 streams, one core busy");
+}
+void BM_TbbFlowGraph_RandomDagWorkLoaded(benchmark::State& s) {
+  RunTbb(s, RandomDag(s.range(0)), true, /*loaded=*/true);
+}
+void BM_Sequential_RandomDagWorkLoaded(benchmark::State& s) {
+  RunSequential(s, RandomDag(s.range(0)), true, /*loaded=*/true);
+}
+// A chain whose values take three sizes in turn: no value two ops later shares a released
+// one's shape, so every release frees and every op allocates (no storage hand-off).
+void BM_Interpreter_ChainShapes(benchmark::State& s) {
+  RunInterpreter(s, Chain(s.range(0)), false, kCpu, 1, /*shapes=*/3);
+}
 
 #define SLUICE_DAG_ARGS(n) \
   ->Args({n, 0})->Args({n, 1})->Unit(benchmark::kMicrosecond)->UseRealTime()
@@ -296,6 +362,19 @@ BENCHMARK(BM_Interpreter_RandomDagWork)
     ->UseRealTime();
 BENCHMARK(BM_TbbFlowGraph_RandomDagWork)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Sequential_RandomDagWork)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Interpreter_RandomDagWorkLoaded)
+    ->ArgsProduct({{2000}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_TbbFlowGraph_RandomDagWorkLoaded)
+    ->Arg(2000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_Sequential_RandomDagWorkLoaded)
+    ->Arg(2000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_Interpreter_ChainShapes) SLUICE_DAG_ARGS(10000);
 
 void BM_Interpreter_Build(benchmark::State& state) {
   Engine engine;

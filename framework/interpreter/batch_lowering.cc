@@ -14,7 +14,7 @@ namespace {
 int AddSegmentCall(const LoweringInput& in, const StreamItem& item, bool list_operands,
                    absl::flat_hash_map<const vm::Blob*, vm::BlobRef>& refs, LoweringOutput& out) {
   std::unique_ptr<vm::StepSequence> sequence = NewSequence(out.counters);
-  AppendSegment(in, in.segments[item.segment], *sequence);
+  AppendSegment(in, in.segments[item.segment], *sequence, out.release_counts);
   sequence->Close();
   vm::BlobList inputs, outputs;
   if (list_operands) {

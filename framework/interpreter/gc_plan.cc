@@ -1,5 +1,6 @@
 #include "framework/interpreter/gc_plan.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace sluice::framework {
@@ -28,19 +29,99 @@ Accesses CollectAccesses(const std::vector<OpFunc>& funcs, int num_vars) {
   return a;
 }
 
+// Whether every func in `accessors` (ascending) on a stream other than that of the last
+// one is a transitive predecessor of the last. A backward walk from the last over funcs no
+// older than the first accessor, bounded: a walk that grows too long answers no (the
+// release then stays where it was, which is always correct).
+bool LastAccessorFollowsTheOthers(const std::vector<int>& accessors, const DependencyGraph& deps,
+                                  const std::vector<int>& func_stream) {
+  constexpr int kMaxWalk = 512;
+  const int last = accessors.back();
+  const int oldest = accessors.front();
+  std::vector<int> pending;
+  for (int a : accessors) {
+    if (func_stream[a] != func_stream[last]) pending.push_back(a);
+  }
+  if (pending.empty()) return true;
+  std::vector<int> stack = {last};
+  std::vector<int> seen = {last};
+  while (!stack.empty() && !pending.empty()) {
+    const int f = stack.back();
+    stack.pop_back();
+    for (int p : deps.predecessors[f]) {
+      if (p < oldest || std::find(seen.begin(), seen.end(), p) != seen.end()) continue;
+      if (static_cast<int>(seen.size()) >= kMaxWalk) return false;
+      seen.push_back(p);
+      stack.push_back(p);
+      pending.erase(std::remove(pending.begin(), pending.end(), p), pending.end());
+    }
+  }
+  return pending.empty();
+}
+
+bool OnHost(const std::vector<bool>& host_stream, int s) {
+  return s < static_cast<int>(host_stream.size()) && host_stream[s];
+}
+
+// One release node to be: after func `after`, on `stream`, depending on the funcs `preds`.
+struct PlannedRelease {
+  int var = -1;
+  int stream = -1;
+  std::vector<int> preds;  // funcs
+  int drops = 0;           // see Node::drops
+};
+
+// Where variable `v`, touched by `accessors` (ascending), is released: appends to
+// `after[f]` the release(s) that follow func f.
+void PlanRelease(int v, const std::vector<int>& accessors, int home,
+                 const std::vector<int>& func_stream, const std::vector<bool>& host_stream,
+                 const DependencyGraph& deps, std::vector<std::vector<PlannedRelease>>& after) {
+  const int last = func_stream[accessors.back()];
+  // Another stream than home must run on the host (its memory is reusable by any stream).
+  const bool may_move = home == last || (OnHost(host_stream, home) && OnHost(host_stream, last));
+  if (may_move && LastAccessorFollowsTheOthers(accessors, deps, func_stream)) {
+    PlannedRelease release{v, last, {}, 0};
+    for (int a : accessors) {
+      if (func_stream[a] == last) release.preds.push_back(a);
+    }
+    after[accessors.back()].push_back(std::move(release));
+    return;
+  }
+  // Unordered touchers on several host streams: a drop on each, after its last touch.
+  std::vector<int> streams;  // distinct, in order of last touch
+  bool all_host = OnHost(host_stream, home);
+  for (auto it = accessors.rbegin(); it != accessors.rend(); ++it) {
+    const int s = func_stream[*it];
+    all_host = all_host && OnHost(host_stream, s);
+    if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
+  }
+  if (all_host && streams.size() > 1) {
+    for (int s : streams) {
+      PlannedRelease drop{v, s, {}, static_cast<int>(streams.size())};
+      for (int a : accessors) {
+        if (func_stream[a] == s) drop.preds.push_back(a);
+      }
+      after[drop.preds.back()].push_back(std::move(drop));
+    }
+    return;
+  }
+  after[accessors.back()].push_back(PlannedRelease{v, home, accessors, 0});
+}
+
 }  // namespace
 
 std::vector<Node> PlanNodes(const std::vector<OpFunc>& funcs, const VarTable& vars,
                             const DependencyGraph& deps, const std::vector<int>& func_stream,
-                            bool release_temporaries) {
+                            bool release_temporaries, const std::vector<bool>& host_stream) {
   const int n = static_cast<int>(funcs.size());
   const Accesses access = CollectAccesses(funcs, vars.size());
-  std::vector<std::vector<int>> releases_after(n);
+  std::vector<std::vector<PlannedRelease>> releases_after(n);
   if (release_temporaries) {
     for (int v = 0; v < vars.size(); ++v) {
       const VarSlot& var = vars.slots[v];
       if (var.kind != VarKind::kTemp || var.fetched || access.accessors[v].empty()) continue;
-      releases_after[access.accessors[v].back()].push_back(v);
+      PlanRelease(v, access.accessors[v], func_stream[access.first_writer[v]], func_stream,
+                  host_stream, deps, releases_after);
     }
   }
   std::vector<Node> nodes;
@@ -52,11 +133,13 @@ std::vector<Node> PlanNodes(const std::vector<OpFunc>& funcs, const VarTable& va
     for (int p : deps.predecessors[f]) node.preds.push_back(node_of_func[p]);
     node_of_func[f] = static_cast<int>(nodes.size());
     nodes.push_back(std::move(node));
-    for (int v : releases_after[f]) {
+    // Slot order after each func (PlanRelease ran over the slots in order).
+    for (const PlannedRelease& planned : releases_after[f]) {
       Node release;
-      release.var = v;
-      release.stream = func_stream[access.first_writer[v]];
-      for (int a : access.accessors[v]) release.preds.push_back(node_of_func[a]);
+      release.var = planned.var;
+      release.stream = planned.stream;
+      release.drops = planned.drops;
+      for (int a : planned.preds) release.preds.push_back(node_of_func[a]);
       nodes.push_back(std::move(release));
     }
   }

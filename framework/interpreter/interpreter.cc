@@ -102,19 +102,24 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
       funcs, deps, {options.device, options.compute_streams, options.cross_stream_cost});
   SLUICE_ASSIGN_OR_RETURN(const StreamTable streams, BindStreams(vm, funcs));
   SLUICE_ASSIGN_OR_RETURN(const BoundBlobs bound, BindBlobs(vm, scope, vars));
-  std::vector<Node> nodes =
-      PlanNodes(funcs, vars, deps, streams.func_stream, options.release_temporaries);
+  const std::vector<StreamInfo> stream_infos = DescribeStreams(vm, streams.streams);
+  std::vector<bool> host_stream;
+  for (const StreamInfo& info : stream_infos) host_stream.push_back(info.synchronous);
+  std::vector<Node> nodes = PlanNodes(funcs, vars, deps, streams.func_stream,
+                                      options.release_temporaries, host_stream);
   const std::vector<Segment> segments = FormSegments(nodes, options.fuse);
   const int handoffs =
       options.hand_off_storage ? PlanStorageHandoffs(funcs, segments, nodes, vars) : 0;
   const StreamPlan plan = AnalyzeStreams(
-      nodes, segments, start, DescribeStreams(vm, streams.streams), options.skip_stream_analysis);
+      nodes, segments, start, stream_infos, options.skip_stream_analysis);
   LoweringStats& stats = out.lowering_;
   stats.ops = static_cast<int64_t>(funcs.size());
   stats.inserted_copies = placed.inserted_copies;
   stats.dependencies = deps.stats;
   stats.releases = std::count_if(nodes.begin(), nodes.end(),
                                  [](const Node& n) { return n.op < 0 && n.handoff_to < 0; });
+  stats.shared_releases =
+      std::count_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.drops > 0; });
   stats.storage_handoffs = handoffs;
   stats.streams = static_cast<int64_t>(streams.streams.size());
   stats.stream_waits = plan.stream_waits;
@@ -130,7 +135,8 @@ absl::Status Interpreter::Builder::Lower(const VarTable& vars, const std::vector
                                          const StreamPlan& plan,
                                          const std::vector<vm::Stream*>& streams) {
   const LoweringInput in{vars, funcs, nodes, segments, plan, streams};
-  LoweringOutput lowered{out.batch_, out.sequences_, out.lowering_,
+  out.release_counts_ = std::make_unique<ReleaseCounts>();
+  LoweringOutput lowered{out.batch_, out.sequences_, *out.release_counts_, out.lowering_,
                          SequenceCounters{&out.cancel_, &out.ops_run_, &out.run_number_}};
   const LaneSupport support = QueryLaneSupport(vm, streams);
   if (UseLaneLowering(support, options, static_cast<int>(streams.size()))) {

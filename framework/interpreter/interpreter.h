@@ -68,6 +68,8 @@
 
 namespace sluice::framework {
 
+class ReleaseCounts;  // sequence_lowering.h
+
 // Checks a feed value against its declaration: dtype, shape and byte count. InvalidArgument
 // naming the feed. (The executor checks feeds before it builds; StageFeeds on every run.)
 absl::Status CheckFeed(absl::string_view name, const HostTensor& value, DataType dtype,
@@ -127,6 +129,7 @@ class Interpreter {
   std::vector<std::pair<std::string, vm::BlobRef>> persistables_;  // every one bound
   std::vector<vm::BlobRef> blobs_;  // every blob the graph uses: keeps them alive
   std::vector<std::unique_ptr<vm::StepSequence>> sequences_;
+  std::unique_ptr<ReleaseCounts> release_counts_;  // the sequences' shared releases
   vm::PrecomputedBatch batch_;
   std::vector<Device> devices_;
   LoweringStats lowering_;

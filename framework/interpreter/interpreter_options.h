@@ -48,7 +48,8 @@ struct LoweringStats {
   int64_t lane_sequences = 0;  // streams run as one sequence each (0: not lane mode)
   int64_t stream_waits = 0;
   int64_t record_events = 0;
-  int64_t releases = 0;          // release steps per run
+  int64_t releases = 0;          // release steps per run (shared releases' drops included)
+  int64_t shared_releases = 0;   // of which drops of shared releases (gc_plan.h)
   int64_t storage_handoffs = 0;  // releases that hand their storage on instead (no step)
   int64_t edges = 0;  // batch edges
   int64_t streams = 0;

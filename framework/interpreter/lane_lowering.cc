@@ -42,7 +42,7 @@ void LowerToLanes(const LoweringInput& in, LoweringOutput& out) {
       // The producer's segment has a smaller key than this one, so it is in its lane.
       lane.AddWait(lanes[items[w].from].get(), passed_after[items[w].from_segment]);
     }
-    AppendSegment(in, in.segments[item.segment], lane);
+    AppendSegment(in, in.segments[item.segment], lane, out.release_counts);
     passed_after[item.segment] = lane.steps();
   }
   for (int s = 0; s < k; ++s) {

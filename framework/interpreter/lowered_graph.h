@@ -78,6 +78,10 @@ struct Node {
   // A release whose storage goes to this var slot's first write instead (storage_handoff.h):
   // an ordering point with no step.
   int handoff_to = -1;
+  // A shared release (gc_plan.h): one of `drops` (>= 2) release nodes of `var`, each on
+  // its own stream after that stream's last touch; the last to run frees the storage.
+  // 0: the var's only release node.
+  int drops = 0;
   int stream = -1;         // stream table index
   std::vector<int> preds;  // node indices, each smaller than this node's
   int segment = -1;        // set by FormSegments

@@ -12,7 +12,14 @@ std::unique_ptr<vm::StepSequence> NewSequence(const SequenceCounters& counters) 
   return sequence;
 }
 
-void AppendSegment(const LoweringInput& in, const Segment& segment, vm::StepSequence& sequence) {
+vm::ReleaseCount* ReleaseCounts::For(int var, int drops) {
+  std::unique_ptr<vm::ReleaseCount>& count = counts_[var];
+  if (count == nullptr) count = std::make_unique<vm::ReleaseCount>(static_cast<uint32_t>(drops));
+  return count.get();
+}
+
+void AppendSegment(const LoweringInput& in, const Segment& segment, vm::StepSequence& sequence,
+                   ReleaseCounts& counts) {
   for (int b : segment.nodes) {
     const Node& node = in.nodes[b];
     if (node.op >= 0) {
@@ -21,6 +28,9 @@ void AppendSegment(const LoweringInput& in, const Segment& segment, vm::StepSequ
       for (int v : func.inputs) inputs.push_back(in.vars.slots[v].blob.get());
       for (int v : func.outputs) outputs.push_back(in.vars.slots[v].blob.get());
       sequence.AddCall(*func.kernel, std::move(inputs), std::move(outputs), func.attrs);
+    } else if (node.drops > 0) {
+      sequence.AddSharedRelease(in.vars.slots[node.var].blob.get(),
+                                counts.For(node.var, node.drops));
     } else if (node.handoff_to < 0) {
       sequence.AddRelease(in.vars.slots[node.var].blob.get());
     }

@@ -37,7 +37,8 @@ int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segm
     for (int b : segment.nodes) {
       Node& node = nodes[b];
       if (node.op < 0) {
-        waiting.push_back(b);
+        // A shared release's storage is freed by whichever drop runs last: not this one's.
+        if (node.drops == 0) waiting.push_back(b);
         continue;
       }
       bool allocates = false;

@@ -49,6 +49,7 @@ struct Lowered {
   StreamTable streams;
   vm::PrecomputedBatch batch;
   std::vector<std::unique_ptr<vm::StepSequence>> sequences;
+  ReleaseCounts counts;
   LoweringStats stats;
   std::atomic<bool> cancel{false};
   std::atomic<int64_t> ops_run{0};
@@ -58,7 +59,7 @@ struct Lowered {
     return LoweringInput{vars, placed.funcs, nodes, segments, plan, streams.streams};
   }
   LoweringOutput Out() {
-    return LoweringOutput{batch, sequences, stats, {&cancel, &ops_run, &run_number}};
+    return LoweringOutput{batch, sequences, counts, stats, {&cancel, &ops_run, &run_number}};
   }
 };
 
@@ -83,11 +84,13 @@ void Prepare(vm::VirtualMachine& vm, const ops::OpRegistry& registry, const ir::
   ASSERT_TRUE(streams.ok()) << streams.status();
   out.streams = *std::move(streams);
   ASSERT_TRUE(BindBlobs(vm, scope, out.vars).ok());
+  const std::vector<StreamInfo> infos = DescribeStreams(vm, out.streams.streams);
+  std::vector<bool> host_stream;
+  for (const StreamInfo& info : infos) host_stream.push_back(info.synchronous);
   out.nodes = PlanNodes(out.placed.funcs, out.vars, deps, out.streams.func_stream,
-                        options.release_temporaries);
+                        options.release_temporaries, host_stream);
   out.segments = FormSegments(out.nodes, options.fuse);
-  out.plan = AnalyzeStreams(out.nodes, out.segments, start,
-                            DescribeStreams(vm, out.streams.streams), options.skip_stream_analysis);
+  out.plan = AnalyzeStreams(out.nodes, out.segments, start, infos, options.skip_stream_analysis);
 }
 
 void Feed(const Lowered& lowered, const std::string& name, float value) {

@@ -1,7 +1,9 @@
 // PlanNodes on hand-built funcs: a release follows the last func touching a temporary, on
-// the stream of its first writer, depending on every func that touches it; fed, fetched,
-// persistable and untouched variables are never released; node predecessors map through
-// the releases in between; and with releases off there is one node per func.
+// the stream of its first writer, depending on every func that touches it; on host streams
+// an ordered release follows the last toucher alone, and unordered touchers on several
+// host streams get a drop each (a shared release); fed, fetched, persistable and untouched
+// variables are never released; node predecessors map through the releases in between;
+// and with releases off there is one node per func.
 #include "framework/interpreter/gc_plan.h"
 
 #include <string>
@@ -107,6 +109,64 @@ TEST_F(GcPlanTest, WithoutReleasesOneNodePerFunc) {
   for (int f = 0; f < 3; ++f) {
     EXPECT_EQ(nodes[f].op, f);
     EXPECT_EQ(nodes[f].stream, streams_[f]);
+  }
+}
+
+TEST_F(GcPlanTest, OnHostStreamsAnOrderedReleaseFollowsTheLastToucherAlone) {
+  // v2: written by f0 (stream 0), read by f1 and f2 (stream 1), f2 after f1 after f0: f2
+  // follows every other toucher, so the release goes after f2 on stream 1 with the
+  // touchers there as its only predecessors (f0 is implied).
+  const std::vector<Node> nodes = PlanNodes(funcs_, vars_, deps_, streams_, true, {true, true});
+  ASSERT_EQ(nodes.size(), 5u);
+  EXPECT_EQ(nodes[3].var, 2);
+  EXPECT_EQ(nodes[3].stream, 1);
+  EXPECT_THAT(nodes[3].preds, ElementsAre(1, 2));
+  EXPECT_EQ(nodes[3].drops, 0);
+}
+
+// v2 written by f0 on stream 0, then read by f1 on stream 1 and by f2 on stream 0 with no
+// order between f1 and f2.
+class SharedReleaseTest : public ::testing::Test {
+ protected:
+  SharedReleaseTest()
+      : vars_(Vars({VarKind::kFeed, VarKind::kTemp, VarKind::kTemp, VarKind::kTemp,
+                    VarKind::kTemp})),
+        funcs_({Func({0}, {1}), Func({1}, {2}), Func({1}, {3}), Func({2, 3}, {4})}),
+        deps_(Deps({{}, {0}, {0}, {1, 2}})) {
+    vars_.slots[4].fetched = true;
+  }
+  VarTable vars_;
+  std::vector<OpFunc> funcs_;
+  DependencyGraph deps_;
+  const std::vector<int> streams_ = {0, 1, 0, 0};
+};
+
+TEST_F(SharedReleaseTest, UnorderedTouchersOnHostStreamsDropOnEach) {
+  const std::vector<Node> nodes = PlanNodes(funcs_, vars_, deps_, streams_, true, {true, true});
+  std::vector<const Node*> drops;
+  for (const Node& node : nodes) {
+    if (node.op < 0 && node.var == 1) drops.push_back(&node);
+  }
+  ASSERT_EQ(drops.size(), 2u);
+  // One after f1 on stream 1 (node 2), one after f2 on stream 0 (f0 and f2 touch it there).
+  EXPECT_EQ(drops[0]->stream, 1);
+  EXPECT_THAT(drops[0]->preds, ElementsAre(1));
+  EXPECT_EQ(drops[1]->stream, 0);
+  EXPECT_THAT(drops[1]->preds, ElementsAre(0, 3));
+  for (const Node* drop : drops) EXPECT_EQ(drop->drops, 2);
+}
+
+TEST_F(SharedReleaseTest, OffTheHostOneReleaseWaitsForEveryToucher) {
+  for (const std::vector<bool>& host : {std::vector<bool>{}, std::vector<bool>{true, false}}) {
+    const std::vector<Node> nodes = PlanNodes(funcs_, vars_, deps_, streams_, true, host);
+    std::vector<const Node*> releases;
+    for (const Node& node : nodes) {
+      if (node.op < 0 && node.var == 1) releases.push_back(&node);
+    }
+    ASSERT_EQ(releases.size(), 1u);
+    EXPECT_EQ(releases[0]->stream, 0);  // the first writer's
+    EXPECT_EQ(releases[0]->drops, 0);
+    EXPECT_EQ(releases[0]->preds.size(), 3u);
   }
 }
 

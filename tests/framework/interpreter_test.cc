@@ -607,6 +607,7 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
     return outcome;
   };
   int64_t handoffs = 0;  // storage hand-offs in the lane runs (the GC plan's, checked)
+  int64_t drops = 0;     // drops of shared releases in them
   for (uint32_t seed : {21u, 22u, 23u, 24u, 25u, 26u, 27u, 28u}) {
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     const bool ssa = seed >= 26;
@@ -626,6 +627,7 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
         const Outcome lanes = run(plain, options);
         EXPECT_EQ(lanes.fetched, want.fetched) << streams << " streams, release " << release;
         handoffs += lanes.lowering.storage_handoffs;
+        drops += lanes.lowering.shared_releases;
         // The list schedule may leave a stream unused when the program is narrow.
         EXPECT_GE(lanes.lowering.lane_sequences, 2);
         EXPECT_LE(lanes.lowering.lane_sequences, streams);
@@ -645,6 +647,7 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
     }
   }
   EXPECT_GT(handoffs, 0);
+  EXPECT_GT(drops, 0);
   ASSERT_NE(context.vm()->sync_checker(), nullptr);
   EXPECT_EQ(context.vm()->sync_checker()->violation_count(), 0);
 }

@@ -8,7 +8,11 @@
 //    lanes) still get exact unions: Close notes each sequence in one pass of its own;
 //  - announcements added out of step order (two sequences waiting for one source, the later
 //    step first) are all honoured, with the sync checker on and finding nothing, and with
-//    one wait dropped the checker reports the race (the check can fail).
+//    one wait dropped the checker reports the race (the check can fail);
+//  - a shared release (ReleaseCount) frees the storage once per run, at its last drop,
+//    whichever lane drops last; the checker takes every drop as ordered before the last
+//    (no report), and reports a lane that touches the blob after its own drop while
+//    another lane's drop frees it.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -19,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
+#include "vm/release_count.h"
 #include "vm/step_sequence.h"
 
 namespace sluice::vm {
@@ -228,6 +233,65 @@ TEST(StepSequenceWaitTest, AnnouncementsAddedOutOfOrderAreAllHonoured) {
 TEST(StepSequenceWaitTest, TheCheckerReportsTheDroppedWait) {
   const OutOfOrderRun run = RunOutOfOrderAnnouncements(/*drop_q_wait=*/true);
   EXPECT_GE(run.violations, 1);
+}
+
+TEST(ReleaseCountTest, TheLastDropOfEachRunFrees) {
+  ReleaseCount count(3);
+  for (int run = 0; run < 4; ++run) {
+    EXPECT_FALSE(count.Drop());
+    EXPECT_FALSE(count.Drop());
+    EXPECT_TRUE(count.Drop()) << "run " << run;
+  }
+}
+
+// Lane A writes x, then — after B's drop — drops x itself (the last drop: it frees). Lane B
+// waits for A's write, reads x and drops it; with `touch_after_drop` B reads x once more
+// after its drop, which A's freeing drop does not order. Declared accesses only (no bytes
+// are touched), so the broken variant races in the checker's eyes alone.
+int64_t RunSharedRelease(bool touch_after_drop, bool* freed) {
+  VmOptions options;
+  options.check_sync = true;
+  std::atomic<uint32_t> run{0};
+  NoopKernel declare;
+  StepSequence a, b;
+  a.set_run_counter(&run);
+  b.set_run_counter(&run);
+  ReleaseCount count(2);
+  VmHarness h(options);
+  BlobRef x = h.vm->NewLazyBlob(h.S("cpu"), DataType::kF32, Shape({4}), "x").value();
+  a.AddCall(declare, {}, {x.get()}, nullptr);
+  b.AddWait(&a, 1);
+  b.AddCall(declare, {x.get()}, {}, nullptr);
+  b.AddSharedRelease(x.get(), &count);
+  if (touch_after_drop) b.AddCall(declare, {x.get()}, {}, nullptr);
+  a.AddWait(&b, 2);
+  a.AddSharedRelease(x.get(), &count);
+  a.Close();
+  b.Close();
+  PrecomputedBatch batch;
+  batch.AddOpCall(b, {}, {}, nullptr, h.S("cpu/compute:1"));
+  batch.AddOpCall(a, {}, {}, nullptr, h.S("cpu"));
+  *freed = true;
+  for (int r = 0; r < 3; ++r) {
+    run.fetch_add(1, std::memory_order_relaxed);
+    EXPECT_TRUE(batch.Submit(h.vm.get()).ok());
+    EXPECT_TRUE(h.vm->Sync().ok());
+    *freed = *freed && x->raw_storage() == nullptr;  // the lazy blob's storage is gone
+  }
+  const int64_t violations = h.vm->sync_checker()->violation_count();
+  EXPECT_TRUE(h.vm->Shutdown().ok());
+  return violations;
+}
+
+TEST(ReleaseCountTest, EveryDropIsOrderedBeforeTheLast) {
+  bool freed = false;
+  EXPECT_EQ(RunSharedRelease(/*touch_after_drop=*/false, &freed), 0);
+  EXPECT_TRUE(freed);
+}
+
+TEST(ReleaseCountTest, TheCheckerReportsATouchAfterTheLanesOwnDrop) {
+  bool freed = false;
+  EXPECT_GE(RunSharedRelease(/*touch_after_drop=*/true, &freed), 1);
 }
 
 }  // namespace
