@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
+
 namespace sluice::framework {
 
 namespace {
@@ -31,9 +33,12 @@ int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segm
   const std::vector<int> first_writer = FirstWriters(funcs, vars.size());
   int handoffs = 0;
   std::vector<bool> placed(vars.size(), false);  // a taker's first write was seen
-  std::vector<int> waiting;  // release nodes of this segment whose storage has no taker yet
+  // Per stream: its release nodes whose storage has no taker yet. A stream's segments run
+  // in order (one lane, or instructions chained on the stream), so a stream's nodes, taken
+  // segment by segment, are in the order they run.
+  absl::flat_hash_map<int, std::vector<int>> waiting_on;
   for (const Segment& segment : segments) {
-    waiting.clear();
+    std::vector<int>& waiting = waiting_on[segment.stream];
     for (int b : segment.nodes) {
       Node& node = nodes[b];
       if (node.op < 0) {

@@ -6,15 +6,18 @@
 //
 // The rule, for a release node r of temporary X and an op node w that first writes
 // temporary Y (Y neither fed, fetched nor persistable):
-//  - r and w are in one segment (one StepSequence: they run in that order on one stream),
-//    w after r;
-//  - no op between r and w first-writes a temporary without taking a released one (no
-//    allocation between them: what the stream holds between r and w is then a subset of
-//    what was live at X's last use, so peak bytes stay at the liveness bound);
+//  - r and w are on one stream, w after r (a stream's segments run in order: one lane, or
+//    instructions chained on the stream);
+//  - no op of that stream between r and w first-writes a temporary without taking a
+//    released one (no allocation between them: what the stream holds between r and w is
+//    then a subset of what was live at X's last use, so peak bytes stay at the liveness
+//    bound);
+//  - r is not one drop of a shared release (gc_plan.h: the last drop to run frees);
 //  - X and Y have the same device, data type and shape.
 // Then Y is bound to X's blob and r is marked `handoff_to = Y`: the back ends emit no step
 // for it, but it stays in the graph as an ordering point (a release waits for X's readers
-// on other streams, and so Y's first write to the same blob does too). Several released
+// on other streams, and so Y's first write to the same blob does too, being later on r's
+// stream). Several released
 // temporaries may wait for takers at once; each goes to at most one. A taker may hand its
 // storage on in turn, so a chain of same-sized temporaries runs on two blobs.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_STORAGE_HANDOFF_H_

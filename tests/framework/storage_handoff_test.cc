@@ -2,7 +2,8 @@
 // segments, as Build does): in a chain of same-shaped temporaries each release hands its
 // storage to the next first write and the chain runs on two blobs; a fetched temporary
 // takes nothing and its allocation ends the waiting releases' chances; a different shape,
-// an allocation in between, or another segment stops a hand-off; one release goes to one
+// an allocation in between, or another stream stops a hand-off (another segment of the
+// same stream does not); one release goes to one
 // taker; and random graphs keep the rule (checked against a reading of it written apart).
 #include "framework/interpreter/storage_handoff.h"
 
@@ -105,7 +106,7 @@ TEST(StorageHandoffTest, ChainRunsOnTwoBlobsAndTheFetchedEndAllocates) {
   }
 }
 
-TEST(StorageHandoffTest, OtherShapeAllocationInBetweenOrOtherSegmentStopsIt) {
+TEST(StorageHandoffTest, OtherShapeAllocationInBetweenOrOtherStreamStopsIt) {
   {
     // t0 (small) released before t2 (large) is first written: no taker.
     VarTable vars = Temps({kSmall, kSmall, kLarge, kLarge});
@@ -126,11 +127,21 @@ TEST(StorageHandoffTest, OtherShapeAllocationInBetweenOrOtherSegmentStopsIt) {
     EXPECT_NE(vars.slots[3].blob.get(), vars.slots[0].blob.get());
   }
   {
-    // The chain of the first test with fusion off: every node its own segment.
-    VarTable vars = Temps(std::vector<Shape>(4, kSmall));
-    const Planned p = Plan({Func({}, {0}), Func({0}, {1}), Func({1}, {2}), Func({2}, {3})}, vars,
-                           /*fuse=*/false);
-    EXPECT_EQ(p.handoffs, 0);
+    // A chain with fusion off (every node its own segment) still runs in order on its
+    // stream: hand-offs as in one segment. Its second half on another stream: none from
+    // the first half's releases to it.
+    VarTable vars = Temps(std::vector<Shape>(6, kSmall));
+    std::vector<OpFunc> funcs = {Func({}, {0})};
+    for (int i = 1; i < 6; ++i) funcs.push_back(Func({i - 1}, {i}));
+    const Planned one = Plan(funcs, vars, /*fuse=*/false);
+    EXPECT_EQ(one.handoffs, 4);
+    VarTable split = Temps(std::vector<Shape>(6, kSmall));
+    const Planned two = Plan(funcs, split, /*fuse=*/true, {0, 0, 0, 1, 1, 1});
+    for (const Node& node : two.nodes) {
+      if (node.op >= 0 || node.handoff_to < 0) continue;
+      EXPECT_NE(node.handoff_to, 3) << "t3 is first written on stream 1";
+      EXPECT_NE(node.handoff_to, 4) << "t4 is first written on stream 1";
+    }
   }
 }
 
@@ -199,9 +210,10 @@ TEST(StorageHandoffTest, RandomGraphsKeepTheRule) {
       EXPECT_FALSE(vars.slots[y].fetched);
       const int w = first_node[y];
       ASSERT_GT(w, static_cast<int>(r));
-      EXPECT_EQ(p.nodes[w].segment, node.segment);
+      EXPECT_EQ(p.nodes[w].stream, node.stream);
+      EXPECT_EQ(node.drops, 0);
       for (int b = static_cast<int>(r) + 1; b < w; ++b) {
-        if (p.nodes[b].op < 0 || p.nodes[b].segment != node.segment) continue;
+        if (p.nodes[b].op < 0 || p.nodes[b].stream != node.stream) continue;
         for (int v : funcs[p.nodes[b].op].outputs) {
           // A first write between them must itself take released storage.
           EXPECT_TRUE(first_node[v] != b || takes[v] == 1)
