@@ -109,7 +109,7 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
                                       options.release_temporaries, host_stream);
   const std::vector<Segment> segments = FormSegments(nodes, options.fuse);
   const int handoffs =
-      options.hand_off_storage ? PlanStorageHandoffs(funcs, segments, nodes, vars) : 0;
+      options.hand_off_storage ? PlanStorageHandoffs(funcs, segments, nodes, vars, host_stream) : 0;
   const StreamPlan plan = AnalyzeStreams(
       nodes, segments, start, stream_infos, options.skip_stream_analysis);
   LoweringStats& stats = out.lowering_;

@@ -29,7 +29,8 @@ bool CanTake(const VarSlot& var) { return var.kind == VarKind::kTemp && !var.fet
 }  // namespace
 
 int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segment>& segments,
-                        std::vector<Node>& nodes, VarTable& vars) {
+                        std::vector<Node>& nodes, VarTable& vars,
+                        const std::vector<bool>& host_stream) {
   const std::vector<int> first_writer = FirstWriters(funcs, vars.size());
   int handoffs = 0;
   std::vector<bool> placed(vars.size(), false);  // a taker's first write was seen
@@ -39,6 +40,9 @@ int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segm
   absl::flat_hash_map<int, std::vector<int>> waiting_on;
   for (const Segment& segment : segments) {
     std::vector<int>& waiting = waiting_on[segment.stream];
+    const bool on_host =
+        segment.stream < static_cast<int>(host_stream.size()) && host_stream[segment.stream];
+    if (!on_host) waiting.clear();  // see the header: device streams hand off in a segment
     for (int b : segment.nodes) {
       Node& node = nodes[b];
       if (node.op < 0) {

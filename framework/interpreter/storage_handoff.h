@@ -7,7 +7,10 @@
 // The rule, for a release node r of temporary X and an op node w that first writes
 // temporary Y (Y neither fed, fetched nor persistable):
 //  - r and w are on one stream, w after r (a stream's segments run in order: one lane, or
-//    instructions chained on the stream);
+//    instructions chained on the stream) — on a device stream, in one segment: there the
+//    host runs far ahead of the device, and storage held from r to a w in a later segment
+//    would keep other streams from reusing it (the stream-ordered allocator lets them have
+//    a freed block once its stream is fenced), which raised the measured peak;
 //  - no op of that stream between r and w first-writes a temporary without taking a
 //    released one (no allocation between them: what the stream holds between r and w is
 //    then a subset of what was live at X's last use, so peak bytes stay at the liveness
@@ -33,8 +36,10 @@ namespace sluice::framework {
 // `handoff_to` on the release nodes that hand off and rebinds each taker's slot in `vars`
 // to the giver's blob (slots must be bound: BindBlobs). Returns the number of hand-offs.
 // Without release nodes (GC plan off) nothing changes.
+// `host_stream[s]`: stream s runs on the host (StreamInfo::synchronous; empty: none does).
 int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segment>& segments,
-                        std::vector<Node>& nodes, VarTable& vars);
+                        std::vector<Node>& nodes, VarTable& vars,
+                        const std::vector<bool>& host_stream = {});
 
 }  // namespace sluice::framework
 

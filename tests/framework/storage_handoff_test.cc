@@ -55,7 +55,7 @@ struct Planned {
 
 // One stream; dependences: each func after every earlier func touching one of its slots.
 Planned Plan(const std::vector<OpFunc>& funcs, VarTable& vars, bool fuse = true,
-             std::vector<int> streams = {}) {
+             std::vector<int> streams = {}, std::vector<bool> host = {true, true}) {
   DependencyGraph deps;
   deps.predecessors.resize(funcs.size());
   for (size_t f = 0; f < funcs.size(); ++f) {
@@ -75,7 +75,7 @@ Planned Plan(const std::vector<OpFunc>& funcs, VarTable& vars, bool fuse = true,
   Planned out;
   out.nodes = PlanNodes(funcs, vars, deps, streams, /*release_temporaries=*/true);
   const std::vector<Segment> segments = FormSegments(out.nodes, fuse);
-  out.handoffs = PlanStorageHandoffs(funcs, segments, out.nodes, vars);
+  out.handoffs = PlanStorageHandoffs(funcs, segments, out.nodes, vars, host);
   return out;
 }
 
@@ -135,6 +135,9 @@ TEST(StorageHandoffTest, OtherShapeAllocationInBetweenOrOtherStreamStopsIt) {
     for (int i = 1; i < 6; ++i) funcs.push_back(Func({i - 1}, {i}));
     const Planned one = Plan(funcs, vars, /*fuse=*/false);
     EXPECT_EQ(one.handoffs, 4);
+    // On a device stream, only within a segment: none here.
+    VarTable device = Temps(std::vector<Shape>(6, kSmall));
+    EXPECT_EQ(Plan(funcs, device, /*fuse=*/false, {}, /*host=*/{false}).handoffs, 0);
     VarTable split = Temps(std::vector<Shape>(6, kSmall));
     const Planned two = Plan(funcs, split, /*fuse=*/true, {0, 0, 0, 1, 1, 1});
     for (const Node& node : two.nodes) {
@@ -187,7 +190,9 @@ TEST(StorageHandoffTest, RandomGraphsKeepTheRule) {
       streams.push_back(seed % 2 == 0 ? 0 : static_cast<int>(rng() % 2));
     }
     if (rng() % 2 == 0) vars.slots[funcs.back().outputs[0]].fetched = true;
-    const Planned p = Plan(funcs, vars, /*fuse=*/true, streams);
+    const Planned p = Plan(funcs, vars, /*fuse=*/true, streams,
+                           seed % 3 == 0 ? std::vector<bool>{false, false}
+                                         : std::vector<bool>{true, true});
 
     std::vector<int> first_node(n_vars, -1);  // node of each slot's first write
     for (size_t b = 0; b < p.nodes.size(); ++b) {
@@ -211,6 +216,7 @@ TEST(StorageHandoffTest, RandomGraphsKeepTheRule) {
       const int w = first_node[y];
       ASSERT_GT(w, static_cast<int>(r));
       EXPECT_EQ(p.nodes[w].stream, node.stream);
+      if (seed % 3 == 0) EXPECT_EQ(p.nodes[w].segment, node.segment);  // device streams
       EXPECT_EQ(node.drops, 0);
       for (int b = static_cast<int>(r) + 1; b < w; ++b) {
         if (p.nodes[b].op < 0 || p.nodes[b].stream != node.stream) continue;
