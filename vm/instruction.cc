@@ -1,8 +1,8 @@
 #include "vm/instruction.h"
 
 #include "absl/strings/str_cat.h"
-#include "vm/step_sequence.h"
 #include "vm/kernel.h"
+#include "vm/step_sequence.h"
 #include "vm/stream.h"
 
 namespace sluice::vm {

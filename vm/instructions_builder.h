@@ -33,10 +33,10 @@
 #include "vm/attrs.h"
 #include "vm/blob.h"
 #include "vm/blob_access_waiter.h"
-#include "vm/step_sequence.h"
 #include "vm/instruction.h"
 #include "vm/kernel.h"
 #include "vm/producer_port.h"
+#include "vm/step_sequence.h"
 #include "vm/stream.h"
 
 namespace sluice::vm {

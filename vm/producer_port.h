@@ -19,8 +19,8 @@
 #include "absl/status/status.h"
 #include "core/intrusive_queue.h"
 #include "core/prefetch.h"
-#include "vm/step_sequence.h"
 #include "vm/instruction.h"
+#include "vm/step_sequence.h"
 #include "vm/stream.h"
 #include "vm/virtual_machine.h"
 

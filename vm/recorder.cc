@@ -115,9 +115,9 @@ void Recorder::RecordChain(const Instruction* head) {
   struct Unit {
     const Instruction* instruction;
     const StepSequence* sequence = nullptr;  // a sequence with steps
-    size_t next_step = 0;                  // steps written (sequences)
-    size_t next_wait = 0;                  // waits before steps written
-    int last_line = -1;                    // its last line written
+    size_t next_step = 0;                    // steps written (sequences)
+    size_t next_wait = 0;                    // waits before steps written
+    int last_line = -1;                      // its last line written
     bool done = false;
   };
   std::vector<Unit> units;

@@ -31,9 +31,7 @@ class ReleaseCount {
 
   // One drop; true for the run's last. acq_rel: the last dropper sees every touch the other
   // droppers made before they dropped.
-  bool Drop() {
-    return (dropped_.fetch_add(1, std::memory_order_acq_rel) + 1) % drops_ == 0;
-  }
+  bool Drop() { return (dropped_.fetch_add(1, std::memory_order_acq_rel) + 1) % drops_ == 0; }
   uint32_t drops() const { return drops_; }
 
  private:

@@ -210,7 +210,7 @@ class StepSequence final : public OpKernel {
   std::vector<Blob*> born_;     // born in this run, in birth order (cleared by Close)
   std::vector<Blob*> private_;  // born and released in it: the run holds them
 
-  std::vector<Wait> waits_;             // in before_step order
+  std::vector<Wait> waits_;              // in before_step order
   std::vector<uint32_t> announcements_;  // step counts another sequence waits for, ascending
   const std::atomic<uint32_t>* run_ = nullptr;
   const std::atomic<bool>* cancel_ = nullptr;

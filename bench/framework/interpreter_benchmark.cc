@@ -69,9 +69,10 @@ void Spin(int64_t ns) {
 // Outside load: a thread that keeps one core busy while it lives (the "Loaded" variants).
 class BusyCore {
  public:
-  BusyCore() : thread_([this] {
-    while (!stop_.load(std::memory_order_relaxed)) benchmark::ClobberMemory();
-  }) {}
+  BusyCore()
+      : thread_([this] {
+          while (!stop_.load(std::memory_order_relaxed)) benchmark::ClobberMemory();
+        }) {}
   ~BusyCore() {
     stop_.store(true, std::memory_order_relaxed);
     thread_.join();
@@ -208,8 +209,8 @@ struct Engine {
 
 // Arguments: ops, then 0/1 = keep / release temporaries (the GC plan).
 // `shapes`: see ToProgram. `loaded`: a BusyCore runs beside the timed loop.
-void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device device,
-                    int streams, int shapes = 1, bool loaded = false) {
+void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device device, int streams,
+                    int shapes = 1, bool loaded = false) {
   Engine engine;
   ExecutorOptions options;
   options.interpreter.device = device;

@@ -105,13 +105,13 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   const std::vector<StreamInfo> stream_infos = DescribeStreams(vm, streams.streams);
   std::vector<bool> host_stream;
   for (const StreamInfo& info : stream_infos) host_stream.push_back(info.synchronous);
-  std::vector<Node> nodes = PlanNodes(funcs, vars, deps, streams.func_stream,
-                                      options.release_temporaries, host_stream);
+  std::vector<Node> nodes =
+      PlanNodes(funcs, vars, deps, streams.func_stream, options.release_temporaries, host_stream);
   const std::vector<Segment> segments = FormSegments(nodes, options.fuse);
   const int handoffs =
       options.hand_off_storage ? PlanStorageHandoffs(funcs, segments, nodes, vars, host_stream) : 0;
-  const StreamPlan plan = AnalyzeStreams(
-      nodes, segments, start, stream_infos, options.skip_stream_analysis);
+  const StreamPlan plan =
+      AnalyzeStreams(nodes, segments, start, stream_infos, options.skip_stream_analysis);
   LoweringStats& stats = out.lowering_;
   stats.ops = static_cast<int64_t>(funcs.size());
   stats.inserted_copies = placed.inserted_copies;

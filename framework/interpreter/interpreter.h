@@ -62,8 +62,8 @@
 #include "framework/ir/program_desc.h"
 #include "ops/op_registry.h"
 #include "vm/blob.h"
-#include "vm/step_sequence.h"
 #include "vm/precomputed_batch.h"
+#include "vm/step_sequence.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::framework {

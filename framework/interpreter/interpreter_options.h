@@ -30,8 +30,8 @@ struct InterpreterOptions {
   // Fuse same-stream runs into StepSequences. Off: one instruction per op (for comparison).
   bool fuse = true;
   // When every stream is a cpu stream with a worker of its own (VirtualMachine::CanRunLanes)
-  // and fuse is on: run each stream's work as one sequence with cross-sequence waits (vm/step_sequence.h)
-  // instead of one instruction per fused segment and StreamWait. Off: the
+  // and fuse is on: run each stream's work as one sequence with cross-sequence waits
+  // (vm/step_sequence.h) instead of one instruction per fused segment and StreamWait. Off: the
   // instruction-level lowering (for comparison).
   bool lane_sequences = true;
   // Testing only: turn cross-stream edges into plain edges with no StreamWait/RecordEvent,
@@ -51,7 +51,7 @@ struct LoweringStats {
   int64_t releases = 0;          // release steps per run (shared releases' drops included)
   int64_t shared_releases = 0;   // of which drops of shared releases (gc_plan.h)
   int64_t storage_handoffs = 0;  // releases that hand their storage on instead (no step)
-  int64_t edges = 0;  // batch edges
+  int64_t edges = 0;             // batch edges
   int64_t streams = 0;
   DependencyStats dependencies;
 };

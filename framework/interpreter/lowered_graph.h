@@ -73,8 +73,8 @@ struct OpFunc {
 
 // A node of the lowered graph: an op func, or the release of a temporary (GC plan).
 struct Node {
-  int op = -1;             // op func index, or -1 for a release
-  int var = -1;            // released var slot (op == -1)
+  int op = -1;   // op func index, or -1 for a release
+  int var = -1;  // released var slot (op == -1)
   // A release whose storage goes to this var slot's first write instead (storage_handoff.h):
   // an ordering point with no step.
   int handoff_to = -1;

@@ -12,9 +12,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "framework/interpreter/interpreter_options.h"
 #include "framework/interpreter/lowered_graph.h"
-#include "vm/step_sequence.h"
 #include "vm/precomputed_batch.h"
 #include "vm/release_count.h"
+#include "vm/step_sequence.h"
 #include "vm/stream.h"
 
 namespace sluice::framework {

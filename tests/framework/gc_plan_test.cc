@@ -129,8 +129,8 @@ TEST_F(GcPlanTest, OnHostStreamsAnOrderedReleaseFollowsTheLastToucherAlone) {
 class SharedReleaseTest : public ::testing::Test {
  protected:
   SharedReleaseTest()
-      : vars_(Vars({VarKind::kFeed, VarKind::kTemp, VarKind::kTemp, VarKind::kTemp,
-                    VarKind::kTemp})),
+      : vars_(
+            Vars({VarKind::kFeed, VarKind::kTemp, VarKind::kTemp, VarKind::kTemp, VarKind::kTemp})),
         funcs_({Func({0}, {1}), Func({1}, {2}), Func({1}, {3}), Func({2, 3}, {4})}),
         deps_(Deps({{}, {0}, {0}, {1, 2}})) {
     vars_.slots[4].fetched = true;

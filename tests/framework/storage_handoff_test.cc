@@ -152,8 +152,8 @@ TEST(StorageHandoffTest, OneReleaseGoesToOneTaker) {
   // f2 first-writes t2 and t3 (t3 listed twice) when only t0's release waits: t2 takes it,
   // t3 allocates. Then t1's release goes to f3's t4.
   VarTable vars = Temps(std::vector<Shape>(5, kSmall));
-  const Planned p = Plan({Func({}, {0}), Func({0}, {1}), Func({1}, {2, 3, 3}), Func({2, 3}, {4})},
-                         vars);
+  const Planned p =
+      Plan({Func({}, {0}), Func({0}, {1}), Func({1}, {2, 3, 3}), Func({2, 3}, {4})}, vars);
   EXPECT_EQ(p.handoffs, 2);
   EXPECT_EQ(vars.slots[2].blob.get(), vars.slots[0].blob.get());
   EXPECT_EQ(vars.slots[4].blob.get(), vars.slots[1].blob.get());
@@ -190,9 +190,9 @@ TEST(StorageHandoffTest, RandomGraphsKeepTheRule) {
       streams.push_back(seed % 2 == 0 ? 0 : static_cast<int>(rng() % 2));
     }
     if (rng() % 2 == 0) vars.slots[funcs.back().outputs[0]].fetched = true;
-    const Planned p = Plan(funcs, vars, /*fuse=*/true, streams,
-                           seed % 3 == 0 ? std::vector<bool>{false, false}
-                                         : std::vector<bool>{true, true});
+    const Planned p =
+        Plan(funcs, vars, /*fuse=*/true, streams,
+             seed % 3 == 0 ? std::vector<bool>{false, false} : std::vector<bool>{true, true});
 
     std::vector<int> first_node(n_vars, -1);  // node of each slot's first write
     for (size_t b = 0; b < p.nodes.size(); ++b) {
@@ -223,8 +223,8 @@ TEST(StorageHandoffTest, RandomGraphsKeepTheRule) {
         for (int v : funcs[p.nodes[b].op].outputs) {
           // A first write between them must itself take released storage.
           EXPECT_TRUE(first_node[v] != b || takes[v] == 1)
-              << "t" << v << " is allocated between the release of t" << node.var << " and t"
-              << y << "'s first write";
+              << "t" << v << " is allocated between the release of t" << node.var << " and t" << y
+              << "'s first write";
         }
       }
     }

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "vm/step_sequence.h"
 #include "vm/instruction.h"
+#include "vm/step_sequence.h"
 
 namespace sluice::vm::internal {
 namespace {

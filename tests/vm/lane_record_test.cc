@@ -19,11 +19,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/vm/vm_test_util.h"
-#include "vm/step_sequence.h"
 #include "vm/precomputed_batch.h"
 #include "vm/record_reader.h"
 #include "vm/recorder.h"
 #include "vm/replayer.h"
+#include "vm/step_sequence.h"
 
 namespace sluice::vm {
 namespace {

@@ -23,8 +23,8 @@
 #include "gtest/gtest.h"
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
-#include "vm/step_sequence.h"
 #include "vm/precomputed_batch.h"
+#include "vm/step_sequence.h"
 #include "vm/sync_checker.h"
 
 namespace sluice::vm {

@@ -13,6 +13,8 @@
 //    whichever lane drops last; the checker takes every drop as ordered before the last
 //    (no report), and reports a lane that touches the blob after its own drop while
 //    another lane's drop frees it.
+#include "vm/step_sequence.h"
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -24,7 +26,6 @@
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
 #include "vm/release_count.h"
-#include "vm/step_sequence.h"
 
 namespace sluice::vm {
 namespace {
@@ -84,8 +85,8 @@ class Blobs {
  public:
   explicit Blobs(int n) {
     for (int i = 0; i < n; ++i) {
-      blobs_.push_back(std::make_unique<Blob>(i, Device(DeviceType::kCpu, 0), DataType::kF32,
-                                              Shape({1}), ""));
+      blobs_.push_back(
+          std::make_unique<Blob>(i, Device(DeviceType::kCpu, 0), DataType::kF32, Shape({1}), ""));
     }
   }
   Blob* operator[](int i) const { return blobs_[i].get(); }

@@ -19,8 +19,8 @@
 #include "core/plain_mutex.h"
 #include "core/waker.h"
 #include "vm/counters.h"
-#include "vm/step_sequence.h"
 #include "vm/instruction.h"
+#include "vm/step_sequence.h"
 
 namespace sluice::vm::internal {
 
