@@ -110,6 +110,13 @@ void SyncChecker::CheckOperands(const Instruction& instruction, int stream, cons
   }
 }
 
+void SyncChecker::CertifyStep(Instruction* outer, const Stream& stream, const Clock& clock) {
+  // The outer instruction's completion certifies every step launched so far (its done
+  // clock is read only once it completed, after its last step).
+  outer->done_clock = clock;
+  if (stream.policy()->synchronous()) Join(worker_clocks_[stream.thread_ctx()], clock);
+}
+
 void SyncChecker::OnStepLaunch(Instruction* outer, const Instruction& step) {
   Stream* stream = outer->stream;
   const int s = stream->dense_index();
@@ -117,10 +124,7 @@ void SyncChecker::OnStepLaunch(Instruction* outer, const Instruction& step) {
   Clock& clock = StreamClock(s);
   Tick(clock, s);
   CheckOperands(step, s, clock);  // a Release lists its blob as an output: a write
-  // The outer instruction's completion certifies every step launched so far (its done
-  // clock is read only once it completed, after its last step).
-  outer->done_clock = clock;
-  if (stream->policy()->synchronous()) Join(worker_clocks_[stream->thread_ctx()], clock);
+  CertifyStep(outer, *stream, clock);
 }
 
 void SyncChecker::OnSharedDrop(Instruction* outer, const Instruction& step) {
@@ -130,8 +134,7 @@ void SyncChecker::OnSharedDrop(Instruction* outer, const Instruction& step) {
   Clock& clock = StreamClock(s);
   Tick(clock, s);
   Join(drop_clocks_[step.release_count], clock);
-  outer->done_clock = clock;
-  if (stream->policy()->synchronous()) Join(worker_clocks_[stream->thread_ctx()], clock);
+  CertifyStep(outer, *stream, clock);
 }
 
 void SyncChecker::OnLastDrop(Instruction* outer, const Instruction& step) {
@@ -145,8 +148,7 @@ void SyncChecker::OnLastDrop(Instruction* outer, const Instruction& step) {
     drop_clocks_.erase(it);
   }
   CheckOperands(step, s, clock);  // the release: a write of its blob
-  outer->done_clock = clock;
-  if (stream->policy()->synchronous()) Join(worker_clocks_[stream->thread_ctx()], clock);
+  CertifyStep(outer, *stream, clock);
 }
 
 void SyncChecker::OnSequencePassed(const Instruction& outer, const void* sequence, uint64_t run_tag,

@@ -129,6 +129,10 @@ class SyncChecker {
   // Checks an OpCall's, Release's or AccessBlob's accesses at `clock`.
   void CheckOperands(const Instruction& instruction, int stream, const Clock& clock)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a step of the StepSequence `outer` runs on `stream`: `outer`'s completion
+  // certifies `clock`, and on a synchronous stream so does its worker's order.
+  void CertifyStep(Instruction* outer, const Stream& stream, const Clock& clock)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Check(const Instruction& instruction, uint64_t blob_id, const std::string& blob_name,
              bool write, int stream, const Clock& clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Report(const std::string& blob, const Access& first, std::string second)
