@@ -32,7 +32,8 @@ constexpr std::chrono::nanoseconds kWaitSpin{20000};
 // A parked waiter looks at the VM's cancel flag this often (the source may never run).
 constexpr absl::Duration kCancelPoll = absl::Milliseconds(1);
 
-std::atomic<uint64_t> next_mark{1};
+// Bumped by every producer as it begins a run: a line of its own.
+alignas(64) std::atomic<uint64_t> next_mark{1};
 
 // Worker, ahead of a step: start moving its lines (written by the producer) to this core.
 void PrefetchStep(const Instruction& step) {

@@ -263,7 +263,9 @@ class VirtualMachine {
   std::atomic<int> attached_buffers_{0};  // buffers_.size(), readable without the lock
 
   bool fusion_ = false;  // set once by Create
-  std::atomic<uint64_t> next_seq_{1};
+  // Bumped by producers and by a scheduler handing over a producer's buffer: on a line of
+  // its own, away from the buffers' lock and count above.
+  alignas(64) std::atomic<uint64_t> next_seq_{1};
   // Producers only (NewBlob): apart from next_seq_, which a scheduler handing over a
   // producer's buffer also bumps.
   alignas(64) std::atomic<uint64_t> next_blob_id_{1};
