@@ -81,6 +81,8 @@ Instruction& StepSequence::NewStep() {
 }
 
 void StepSequence::NoteOperands(const Instruction& step, bool fresh_outputs) {
+  BlobPtrs& union_in = head_ != nullptr ? head_->inputs : own_inputs_;
+  BlobPtrs& union_out = head_ != nullptr ? head_->outputs : own_outputs_;
   for (Blob* blob : step.inputs) {
     uint8_t& roles = Marks::fuse_roles(blob);
     if (Marks::fuse_mark(blob) != mark_) {
@@ -90,7 +92,7 @@ void StepSequence::NoteOperands(const Instruction& step, bool fresh_outputs) {
     // A read of what an earlier step wrote (or created) is internal to the sequence.
     if ((roles & (kRead | kWritten | kBorn)) != 0) continue;
     roles |= kRead;
-    union_inputs_->push_back(blob);
+    union_in.push_back(blob);
   }
   for (Blob* blob : step.outputs) {
     uint8_t& roles = Marks::fuse_roles(blob);
@@ -108,7 +110,7 @@ void StepSequence::NoteOperands(const Instruction& step, bool fresh_outputs) {
       continue;
     }
     roles |= kWritten;
-    union_outputs_->push_back(blob);
+    union_out.push_back(blob);
   }
 }
 
@@ -121,8 +123,6 @@ void StepSequence::Begin(Instruction* head) {
   closed_ = false;
   mark_ = NewMark();
   head_ = head;
-  union_inputs_ = &head->inputs;
-  union_outputs_ = &head->outputs;
   Instruction& first = NewStep();
   first.kind = head->kind;
   first.kernel = head->kernel;
@@ -193,8 +193,6 @@ void StepSequence::Close() {
   if (head_ == nullptr) {
     // Static: one note pass over every step, with a mark of its own.
     mark_ = NewMark();
-    union_inputs_ = &own_inputs_;
-    union_outputs_ = &own_outputs_;
     for (size_t i = 0; i < size_; ++i) NoteOperands(steps_[i], /*fresh_outputs=*/false);
     return;
   }
@@ -202,7 +200,7 @@ void StepSequence::Close() {
     uint8_t& roles = Marks::fuse_roles(blob);
     if (Marks::fuse_mark(blob) == mark_ && (roles & kPrivate) != 0) continue;
     roles = static_cast<uint8_t>((roles & ~kBorn) | kWritten);
-    union_outputs_->push_back(blob);
+    head_->outputs.push_back(blob);
   }
   born_.clear();
 }

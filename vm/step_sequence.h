@@ -179,7 +179,8 @@ class StepSequence final : public OpKernel {
   // The next step, reset (an eager run's steps are reused from run to run) and, in an
   // eager run, pointed at the head and its stream.
   Instruction& NewStep();
-  // Adds a step's operands to the union operands; fresh outputs are born here.
+  // Adds a step's operands to the union operands (the head's, or own_inputs_ and
+  // own_outputs_); fresh outputs are born here.
   void NoteOperands(const Instruction& step, bool fresh_outputs);
   // Runs steps [begin, end) (no wait or announcement falls inside); returns the OpCalls
   // launched.
@@ -200,10 +201,9 @@ class StepSequence final : public OpKernel {
   int stepless_releases_ = 0;
   bool closed_ = false;
 
-  // The union operands: the eager run's head (its operands), or this sequence's own.
+  // An eager run's head, whose operands are the union operands; null for a static
+  // sequence, whose union operands are its own.
   Instruction* head_ = nullptr;
-  BlobPtrs* union_inputs_ = nullptr;
-  BlobPtrs* union_outputs_ = nullptr;
   BlobPtrs own_inputs_;
   BlobPtrs own_outputs_;
   uint64_t mark_ = 0;

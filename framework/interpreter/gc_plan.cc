@@ -59,11 +59,8 @@ bool LastAccessorFollowsTheOthers(const std::vector<int>& accessors, const Depen
   return pending.empty();
 }
 
-bool OnHost(const std::vector<bool>& host_stream, int s) {
-  return s < static_cast<int>(host_stream.size()) && host_stream[s];
-}
-
-// One release node to be: after func `after`, on `stream`, depending on the funcs `preds`.
+// One release node to be, of `var` on `stream`, depending on the funcs `preds` (it goes
+// after the last of them).
 struct PlannedRelease {
   int var = -1;
   int stream = -1;
@@ -77,31 +74,33 @@ void PlanRelease(int v, const std::vector<int>& accessors, int home,
                  const std::vector<int>& func_stream, const std::vector<bool>& host_stream,
                  const DependencyGraph& deps, std::vector<std::vector<PlannedRelease>>& after) {
   const int last = func_stream[accessors.back()];
-  // Another stream than home must run on the host (its memory is reusable by any stream).
-  const bool may_move = home == last || (OnHost(host_stream, home) && OnHost(host_stream, last));
-  if (may_move && LastAccessorFollowsTheOthers(accessors, deps, func_stream)) {
-    PlannedRelease release{v, last, {}, 0};
+  auto touchers_on = [&](int s) {
+    std::vector<int> on;
     for (int a : accessors) {
-      if (func_stream[a] == last) release.preds.push_back(a);
+      if (func_stream[a] == s) on.push_back(a);
     }
-    after[accessors.back()].push_back(std::move(release));
+    return on;
+  };
+  // Another stream than home must run on the host (its memory is reusable by any stream).
+  const bool may_move =
+      home == last || (OnHostStream(host_stream, home) && OnHostStream(host_stream, last));
+  if (may_move && LastAccessorFollowsTheOthers(accessors, deps, func_stream)) {
+    after[accessors.back()].push_back(PlannedRelease{v, last, touchers_on(last), 0});
     return;
   }
   // Unordered touchers on several host streams: a drop on each, after its last touch.
   std::vector<int> streams;  // distinct, in order of last touch
-  bool all_host = OnHost(host_stream, home);
+  bool all_host = true;      // home included: the first writer is a toucher
   for (auto it = accessors.rbegin(); it != accessors.rend(); ++it) {
     const int s = func_stream[*it];
-    all_host = all_host && OnHost(host_stream, s);
+    all_host = all_host && OnHostStream(host_stream, s);
     if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
   }
   if (all_host && streams.size() > 1) {
     for (int s : streams) {
-      PlannedRelease drop{v, s, {}, static_cast<int>(streams.size())};
-      for (int a : accessors) {
-        if (func_stream[a] == s) drop.preds.push_back(a);
-      }
-      after[drop.preds.back()].push_back(std::move(drop));
+      PlannedRelease drop{v, s, touchers_on(s), static_cast<int>(streams.size())};
+      const int after_func = drop.preds.back();
+      after[after_func].push_back(std::move(drop));
     }
     return;
   }

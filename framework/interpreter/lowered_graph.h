@@ -105,6 +105,12 @@ struct StreamInfo {
   int worker = 0;
 };
 
+// Whether stream `s` runs on the host, given a per-stream table of StreamInfo::synchronous
+// (streams past its end, e.g. with an empty table, do not).
+inline bool OnHostStream(const std::vector<bool>& host_stream, int s) {
+  return s >= 0 && s < static_cast<int>(host_stream.size()) && host_stream[s];
+}
+
 // An instruction of the stream plan, before a back end turns it into VM instructions.
 struct StreamItem {
   enum class Kind { kSequence, kStreamWait, kRecordEvent };

@@ -40,9 +40,8 @@ int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segm
   absl::flat_hash_map<int, std::vector<int>> waiting_on;
   for (const Segment& segment : segments) {
     std::vector<int>& waiting = waiting_on[segment.stream];
-    const bool on_host =
-        segment.stream < static_cast<int>(host_stream.size()) && host_stream[segment.stream];
-    if (!on_host) waiting.clear();  // see the header: device streams hand off in a segment
+    if (!OnHostStream(host_stream, segment.stream))
+      waiting.clear();  // see the header: device streams hand off in a segment
     for (int b : segment.nodes) {
       Node& node = nodes[b];
       if (node.op < 0) {
