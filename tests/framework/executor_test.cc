@@ -13,7 +13,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,6 +31,7 @@
 #include "ops/op_schema.h"
 #include "ops/standard_ops.h"
 #include "tests/framework/program_test_util.h"
+#include "tests/read_file.h"
 #include "vm/kernel.h"
 #include "vm/sync_checker.h"
 
@@ -47,6 +47,7 @@ using program_test::OnStream;
 using program_test::Op;
 using program_test::ScaleBy;
 using program_test::Var;
+using ::sluice::testing::ReadFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -710,13 +711,6 @@ int CountOf(const std::string& text, const std::string& needle) {
     ++count;
   }
   return count;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
 }
 
 TEST_F(ExecutorTest, TraceHasOneSlicePerOpAndOneRowPerStream) {

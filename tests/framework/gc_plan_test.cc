@@ -13,30 +13,20 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/framework/lowered_graph_test_util.h"
 
 namespace sluice::framework {
 namespace {
 
+using graph_test::Func;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 VarTable Vars(const std::vector<VarKind>& kinds) {
   VarTable table;
-  for (size_t v = 0; v < kinds.size(); ++v) {
-    VarSlot slot;
-    slot.name = absl::StrCat("v", v);
-    slot.kind = kinds[v];
-    table.index_of[slot.name] = static_cast<int>(v);
-    table.slots.push_back(slot);
-  }
+  for (size_t v = 0; v < kinds.size(); ++v)
+    graph_test::AddSlot(table, absl::StrCat("v", v), kinds[v]);
   return table;
-}
-
-OpFunc Func(std::vector<int> inputs, std::vector<int> outputs) {
-  OpFunc f;
-  f.inputs = std::move(inputs);
-  f.outputs = std::move(outputs);
-  return f;
 }
 
 DependencyGraph Deps(std::vector<std::vector<int>> preds) {

@@ -16,10 +16,13 @@
 #include "framework/interpreter/gc_plan.h"
 #include "framework/interpreter/segments.h"
 #include "gtest/gtest.h"
+#include "tests/framework/lowered_graph_test_util.h"
 #include "vm/blob.h"
 
 namespace sluice::framework {
 namespace {
+
+using graph_test::Func;
 
 const Shape kSmall({4});
 const Shape kLarge({8});
@@ -29,23 +32,12 @@ const Shape kLarge({8});
 VarTable Temps(const std::vector<Shape>& shapes) {
   VarTable table;
   for (size_t v = 0; v < shapes.size(); ++v) {
-    VarSlot slot;
-    slot.name = absl::StrCat("t", v);
-    slot.kind = VarKind::kTemp;
+    VarSlot& slot = graph_test::AddSlot(table, absl::StrCat("t", v), VarKind::kTemp);
     slot.device = Device(DeviceType::kCpu, 0);
     slot.shape = shapes[v];
     slot.blob = vm::BlobRef(new vm::Blob(v + 1, slot.device, slot.dtype, slot.shape, ""));
-    table.index_of[slot.name] = static_cast<int>(v);
-    table.slots.push_back(std::move(slot));
   }
   return table;
-}
-
-OpFunc Func(std::vector<int> inputs, std::vector<int> outputs) {
-  OpFunc f;
-  f.inputs = std::move(inputs);
-  f.outputs = std::move(outputs);
-  return f;
 }
 
 struct Planned {

@@ -7,9 +7,7 @@
 // waits were removed is reported by the checker (the waits are what orders the lanes);
 // malformed waits name their line.
 #include <atomic>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/read_file.h"
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
 #include "vm/record_reader.h"
@@ -28,15 +27,9 @@
 namespace sluice::vm {
 namespace {
 
+using ::sluice::testing::ReadFile;
 using ::testing::HasSubstr;
 using testing::VmHarness;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Declares its operands and touches no memory (for replays whose order is broken on
 // purpose: the checker judges declared accesses, no bytes race).

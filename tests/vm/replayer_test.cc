@@ -5,13 +5,13 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/read_file.h"
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
 #include "vm/record_reader.h"
@@ -20,15 +20,9 @@
 namespace sluice::vm {
 namespace {
 
+using ::sluice::testing::ReadFile;
 using ::testing::HasSubstr;
 using testing::VmHarness;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
