@@ -27,6 +27,11 @@ constexpr uint8_t kBorn = 4;       // created for a step of the run (not in the 
 constexpr uint8_t kPrivate = 8;    // born and released in the run: never in the union
 constexpr uint8_t kStepless = 16;  // private, and its Release has no step (MarkKept keeps it)
 
+// A cross-sequence wait usually ends within an op or two: spin that long, then park.
+constexpr std::chrono::nanoseconds kWaitSpin{20000};
+// A parked waiter looks at the VM's cancel flag this often (the source may never run).
+constexpr absl::Duration kCancelPoll = absl::Milliseconds(1);
+
 // Bumped by every producer as it begins a run: a line of its own.
 alignas(64) std::atomic<uint64_t> next_mark{1};
 
@@ -241,6 +246,32 @@ void StepSequence::DropPrivateHolds(absl::FunctionRef<void(Blob*)> last) {
   private_.clear();
 }
 
+bool StepSequence::Await(const Wait& wait, uint64_t run_tag, KernelContext& ctx) const {
+  const StepSequence& source = *wait.source;
+  // This run's tag, and at least `steps` passed: a value another run left (older, or — once
+  // the run number wrapped — numerically larger) never matches the tag.
+  auto passed = [&source, run_tag, steps = wait.steps] {
+    // seq_cst: the Waker protocol needs the waiter's look in the single total order.
+    const uint64_t progress = source.progress_.load(std::memory_order_seq_cst);
+    return (progress & ~uint64_t{0xFFFFFFFF}) == run_tag &&
+           static_cast<uint32_t>(progress) >= steps;
+  };
+  if (Waker::SpinWithBackoff(passed, kWaitSpin)) return true;
+  while (!source.progress_waker_.WaitFor(passed, kCancelPoll)) {
+    if (ctx.vm_cancelling()) return false;
+  }
+  return true;
+}
+
+void StepSequence::Announce(uint32_t passed, uint64_t run_tag, KernelContext& ctx,
+                            bool check) const {
+  // The clock goes out before the progress that lets a waiter read it.
+  if (check) ctx.NoteSequencePassed(this, run_tag, passed);
+  // seq_cst, then Notify: the Waker protocol (a parked waiter is seen or sees this).
+  progress_.store(run_tag | passed, std::memory_order_seq_cst);
+  progress_waker_.Notify();
+}
+
 int64_t StepSequence::RunSteps(size_t begin, size_t end, KernelContext& ctx, bool check) const {
   // Every step and most operands were last written on the producer's core, or — in a
   // static sequence — last touched a run ago (steps live in separate deque blocks, out of
@@ -264,9 +295,49 @@ int64_t StepSequence::RunSteps(size_t begin, size_t end, KernelContext& ctx, boo
 }
 
 absl::Status StepSequence::Launch(KernelContext& ctx) const {
-  if (!waits_.empty() || !announcements_.empty()) return LaunchLane(ctx);
-  // No lane: the steps, nothing between them (every eager run).
-  const int64_t launched = RunSteps(0, size_, ctx, ctx.sync_checker() != nullptr);
+  const bool check = ctx.sync_checker() != nullptr;
+  const size_t n = size_;
+  if (waits_.empty() && announcements_.empty()) {
+    // No lane: the steps, nothing between them (every eager run).
+    const int64_t launched = RunSteps(0, n, ctx, check);
+    if (ops_run_ != nullptr) ops_run_->fetch_add(launched, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
+  const uint64_t run_tag =
+      run_ != nullptr ? uint64_t{run_->load(std::memory_order_relaxed)} << 32 : 0;
+  int64_t launched = 0;
+  bool abandoned = false;  // the VM cancelled while this sequence waited
+  size_t next_wait = 0;
+  size_t next_announcement = 0;
+  for (size_t i = 0;;) {
+    // At point i (i steps passed): announce it if another sequence waits for it, then the
+    // waits before step i. After each wait, a cancelling VM abandons the rest: the source
+    // may have abandoned too and announced steps it skipped (it saw the flag before
+    // announcing, so this look sees it as well).
+    if (next_announcement < announcements_.size() && announcements_[next_announcement] == i) {
+      Announce(static_cast<uint32_t>(i), run_tag, ctx, check);
+      ++next_announcement;
+    }
+    for (; next_wait < waits_.size() && waits_[next_wait].before_step == i; ++next_wait) {
+      if (abandoned) continue;
+      const Wait& wait = waits_[next_wait];
+      if (!Await(wait, run_tag, ctx) || ctx.vm_cancelling()) {
+        abandoned = true;
+      } else if (check) {
+        ctx.NoteSequenceWaited(wait.source, run_tag, wait.steps);
+      }
+    }
+    if (i == n) break;
+    size_t stop = n;
+    if (next_announcement < announcements_.size()) {
+      stop = std::min<size_t>(stop, announcements_[next_announcement]);
+    }
+    if (next_wait < waits_.size()) stop = std::min(stop, waits_[next_wait].before_step);
+    // Abandoned: skip Releases too — the wait that ordered a Release after another
+    // sequence's last use did not finish, and storage is freed with its blob anyway.
+    if (!abandoned) launched += RunSteps(i, stop, ctx, check);
+    i = stop;
+  }
   if (ops_run_ != nullptr) ops_run_->fetch_add(launched, std::memory_order_relaxed);
   return absl::OkStatus();
 }

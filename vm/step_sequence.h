@@ -41,20 +41,6 @@
 // that produced it in the same run (a progress counter tagged with the run number, so a
 // value left from the previous run never satisfies it).
 //
-// Helping (static lanes, step_sequence_lanes.cc). A lane's position in the run (its
-// cursor) belongs to whoever holds the lane's *baton*, not to a thread. The lane's own
-// worker takes it when it launches the lane and puts it down whenever it would wait. A
-// worker whose lane waits for a lane whose baton is down — that lane's worker is parked, or
-// woken but not yet given a core — takes that baton and runs the other lane's steps itself,
-// up to the step it needs (and, for a lane that waits in turn, helps the lane that one
-// waits for). On a machine whose cores are taken, whichever worker has a core then runs
-// the work, instead of handing it to a worker that waits for a core (a park/wake convoy).
-// Steps run on their own lane's stream and context, in their lane's order, whoever runs
-// them; the baton (acquire/release) orders one holder's steps before the next holder's.
-// No cycle: waits follow one order of the work, so the lane a waiter helps never waits for
-// steps the waiter has not passed; and batons are only ever tried, never waited for, by a
-// helper.
-//
 // Observers. The sequence reports each step it launches to the sync checker
 // (KernelContext::sync_checker), with its stream's clock, and each wait it passed as an
 // ordering edge, so the checker checks the steps rather than the enclosing instruction.
@@ -85,9 +71,8 @@ namespace sluice::vm {
 // Thread-compatible while its producer builds it. Then its steps are immutable while an
 // instruction runs it, and one worker at a time runs it: an eager run has one instruction;
 // a static sequence runs once per run of its graph, and runs of one graph follow one
-// another (the executor serializes them). The worker whose Launch runs it owns the per-run
-// state, except that a lane's cursor and steps belong to its baton's holder (see Helping);
-// other sequences' workers read the progress (atomics).
+// another (the executor serializes them). That worker owns the per-run state (the steps'
+// stream and number, the progress); other sequences' workers read the progress (atomics).
 class StepSequence final : public OpKernel {
  public:
   StepSequence() = default;
@@ -184,9 +169,8 @@ class StepSequence final : public OpKernel {
   const BlobPtrs& union_outputs() const;
 
   absl::string_view name() const override { return "step_sequence"; }
-  // Runs every step through KernelContext::RunStep, waiting where AddWait said (a lane may
-  // see some of its steps run by the workers of lanes it is waited for: see Helping);
-  // reports steps and waits to the sync checker when the context has one.
+  // Runs every step through KernelContext::RunStep, waiting where AddWait said; reports
+  // steps and waits to the sync checker when the context has one.
   absl::Status Launch(KernelContext& ctx) const override;
   bool handles_poison() const override { return true; }
   bool checks_own_steps() const override { return true; }
@@ -201,37 +185,9 @@ class StepSequence final : public OpKernel {
   // Runs steps [begin, end) (no wait or announcement falls inside); returns the OpCalls
   // launched.
   int64_t RunSteps(size_t begin, size_t end, KernelContext& ctx, bool check) const;
-
-  // ---- Lanes (step_sequence_lanes.cc) ----
-  // Where Advance stopped: at the end, at the point a helper asked for, or before a wait
-  // whose source has not passed (waits_[cursor_.next_wait]).
-  enum class Stop { kDone, kReached, kBlocked };
-  // A lane's place in the current run; belongs to the baton's holder.
-  struct Cursor {
-    size_t at = 0;  // steps passed
-    size_t next_wait = 0;
-    size_t next_announcement = 0;
-    bool abandoned = false;  // the VM cancelled while the lane waited
-    int64_t launched = 0;    // OpCall steps launched
-  };
-  // Launch of a lane (a sequence with waits or announcements): the owner's loop.
-  absl::Status LaunchLane(KernelContext& ctx) const;
-  // Baton holder: runs from the cursor until the end, until `until` steps are passed and
-  // announced, or until a wait whose source has not passed.
-  Stop Advance(size_t until) const;
-  // Any thread, in the run tagged `run_tag`: runs this lane (and, `depth` permitting, the
-  // lanes it waits for) until it passed `steps`, if its baton is down and its owner has
-  // opened the run. True when it passed them.
-  bool HelpUntil(uint32_t steps, uint64_t run_tag, int depth) const;
-  // The owner, its baton down: waits until `wait` passed or the VM cancels, helping the
-  // source when its baton goes down meanwhile.
-  void AwaitSource(const Wait& wait, uint64_t run_tag, KernelContext& ctx) const;
-  bool Passed(uint32_t steps, uint64_t run_tag) const;
-  // Try-take for helpers: only in the open run tagged `run_tag`.
-  bool TryTakeBaton(uint64_t run_tag) const;
-  // The owner: takes the baton, waiting while a helper holds it.
-  void TakeBaton() const;
-  void DropBaton() const;
+  // Waits for `wait` in the run tagged `run_tag`. False when the VM cancelled its work
+  // meanwhile (the source may never run).
+  bool Await(const Wait& wait, uint64_t run_tag, KernelContext& ctx) const;
   // After `passed` steps of the run tagged `run_tag`: tell the waiting sequences.
   void Announce(uint32_t passed, uint64_t run_tag, KernelContext& ctx, bool check) const;
 
@@ -262,18 +218,6 @@ class StepSequence final : public OpKernel {
   // (run number << 32) | steps passed, announced after steps others wait for.
   mutable std::atomic<uint64_t> progress_{0};
   mutable Waker progress_waker_;
-  // Lanes: 1 while someone runs this lane's steps. The owner holds it from Launch to its
-  // first wait and from each wake-up to the next; helpers take it only with try.
-  mutable std::atomic<uint32_t> baton_{0};
-  // (run tag | 1) while the owner's Launch of that run is under way; 0 otherwise. Written
-  // by the owner, holding the baton.
-  mutable std::atomic<uint64_t> open_{0};
-  mutable Waker baton_waker_;
-  // Belong to the baton's holder; set by the owner before it opens the run.
-  mutable Cursor cursor_;
-  mutable KernelContext* ctx_ = nullptr;  // the owner's context (valid while open)
-  mutable uint64_t run_tag_ = 0;
-  mutable bool check_ = false;
 };
 
 }  // namespace sluice::vm
