@@ -52,6 +52,7 @@
 #include "ops/standard_ops.h"
 #include "tbb/flow_graph.h"
 #include "tbb/global_control.h"
+#include "tests/busy_core.h"
 #include "vm/kernel.h"
 #include "vm/virtual_machine.h"
 
@@ -66,22 +67,7 @@ void Spin(int64_t ns) {
   }
 }
 
-// Outside load: a thread that keeps one core busy while it lives (the "Loaded" variants).
-class BusyCore {
- public:
-  BusyCore()
-      : thread_([this] {
-          while (!stop_.load(std::memory_order_relaxed)) benchmark::ClobberMemory();
-        }) {}
-  ~BusyCore() {
-    stop_.store(true, std::memory_order_relaxed);
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using sluice::testing::BusyCore;  // outside load (the "Loaded" variants)
 
 // --- The DAGs. ---
 struct Dag {

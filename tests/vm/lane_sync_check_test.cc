@@ -5,13 +5,14 @@
 // dropped is reported, naming the blob and both steps (so the check can fail); a host read
 // after Sync is ordered after every step; random lane programs over 2-3 streams with waits
 // derived from their conflicts are clean, and removing a wait that was the only ordering of
-// a conflict is reported. Sequences that list their operands (outside lane mode) are judged
-// by step too: an engine edge carries the writer's clock after its last step, and a missing
-// edge is reported naming the step. Also the VM's capability queries. Both scheduling
-// modes.
+// a conflict is reported, with and without a busy core beside them. Sequences that list their
+// operands (outside lane mode) are judged by step too: an engine edge carries the writer's clock
+// after its last step, and a missing edge is reported naming the step. Also the VM's capability
+// queries. Both scheduling modes.
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/busy_core.h"
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
@@ -262,6 +264,10 @@ TEST_P(LaneSyncCheckTest, RandomLaneProgramsWithDerivedWaitsAreCleanAndMissingOn
         essential.empty() ? -1 : essential[rng() % static_cast<uint32_t>(essential.size())];
     std::vector<int> runs = {-1};
     if (dropped >= 0) runs.push_back(dropped);
+    // Every other trial runs beside a busy core (workers preempted mid-lane, waits that
+    // park and wake late): the verdicts must not change.
+    std::optional<::sluice::testing::BusyCore> load;
+    if (trial % 2 == 1) load.emplace();
     for (const int skip : runs) {
       VmHarness h(Checked(GetParam()));
       std::vector<BlobRef> blobs;
