@@ -39,6 +39,8 @@ absl::string_view AttrTypeName(AttrType type) {
       return "string";
     case AttrType::kInts:
       return "int list";
+    case AttrType::kBlock:
+      return "block reference";
   }
   return "?";
 }
@@ -53,6 +55,8 @@ bool AttrValueHasType(const vm::AttrValue& value, AttrType type) {
       return std::holds_alternative<std::string>(value);
     case AttrType::kInts:
       return std::holds_alternative<std::vector<int64_t>>(value);
+    case AttrType::kBlock:
+      return std::holds_alternative<vm::BlockRef>(value);
   }
   return false;
 }

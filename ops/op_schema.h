@@ -28,7 +28,8 @@
 
 namespace sluice::ops {
 
-enum class AttrType { kInt, kFloat, kString, kInts };
+// kBlock: a vm::BlockRef (a control-flow op's sub-block).
+enum class AttrType { kInt, kFloat, kString, kInts, kBlock };
 absl::string_view AttrTypeName(AttrType type);
 
 struct AttrDef {

@@ -35,6 +35,9 @@ absl::StatusOr<std::string> AttrMap::GetString(absl::string_view name) const {
 absl::StatusOr<std::vector<int64_t>> AttrMap::GetInts(absl::string_view name) const {
   return Get<std::vector<int64_t>>(values_, name, "an int list");
 }
+absl::StatusOr<BlockRef> AttrMap::GetBlock(absl::string_view name) const {
+  return Get<BlockRef>(values_, name, "a block reference");
+}
 
 std::string AttrMap::ToString() const {
   std::vector<std::string> parts;
@@ -48,6 +51,8 @@ std::string AttrMap::ToString() const {
       text = absl::StrCat("f:", buf);
     } else if (const auto* s = std::get_if<std::string>(&value)) {
       text = absl::StrCat("s:", *s);
+    } else if (const auto* b = std::get_if<BlockRef>(&value)) {
+      text = absl::StrCat("b:", b->index);
     } else {
       text = absl::StrCat("v:", absl::StrJoin(std::get<std::vector<int64_t>>(value), ";"));
     }
@@ -63,7 +68,7 @@ absl::StatusOr<AttrMap> AttrMap::Parse(absl::string_view text) {
     const size_t eq = part.find('=');
     if (eq == absl::string_view::npos || eq == 0 || part.size() < eq + 3 || part[eq + 2] != ':') {
       return absl::InvalidArgumentError(
-          absl::StrCat("bad attribute '", part, "' (want NAME=T:VALUE, T one of i f s v)"));
+          absl::StrCat("bad attribute '", part, "' (want NAME=T:VALUE, T one of i f s v b)"));
     }
     const std::string name(part.substr(0, eq));
     const char type = part[eq + 1];
@@ -106,6 +111,13 @@ absl::StatusOr<AttrMap> AttrMap::Parse(absl::string_view text) {
         }
       }
       map.Set(name, std::move(v));
+    } else if (type == 'b') {
+      int64_t index;
+      if (!absl::SimpleAtoi(body, &index) || index < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("attribute '", name, "': bad block index '", body, "'"));
+      }
+      map.Set(name, BlockRef{index});
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("attribute '", name, "': unknown type '", std::string(1, type), "'"));

@@ -15,7 +15,16 @@
 
 namespace sluice::vm {
 
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+// A reference to another graph of the same program by index (a Program's sub-block): the
+// attribute type of control-flow ops (`cond`'s branches, `while`'s condition and body).
+// Nothing in the VM follows it; the interpreter lowers the block it names. Text form
+// `b:INDEX`.
+struct BlockRef {
+  int64_t index = 0;
+  friend bool operator==(const BlockRef& a, const BlockRef& b) { return a.index == b.index; }
+};
+
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, BlockRef>;
 
 // Value type; thread-compatible. Ordered by name so that the text form is canonical.
 class AttrMap {
@@ -41,8 +50,9 @@ class AttrMap {
   absl::StatusOr<double> GetFloat(absl::string_view name) const;
   absl::StatusOr<std::string> GetString(absl::string_view name) const;
   absl::StatusOr<std::vector<int64_t>> GetInts(absl::string_view name) const;
+  absl::StatusOr<BlockRef> GetBlock(absl::string_view name) const;
 
-  // `name=i:3,alpha=f:0.5,mode=s:fast,axes=v:0;2`; empty for no attributes. Doubles are
+  // `name=i:3,alpha=f:0.5,mode=s:fast,axes=v:0;2,body=b:1`; empty for no attributes. Doubles are
   // written with 17 significant digits, so Parse(ToString()) reproduces them exactly.
   // Strings may not contain ',', '=' or whitespace (InvalidArgument from Parse otherwise).
   std::string ToString() const;

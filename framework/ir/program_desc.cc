@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
+#include "framework/ir/control_flow.h"
 
 namespace sluice::framework::ir {
 namespace {
@@ -278,10 +279,12 @@ class Parser {
     if (!ParseDecimal(tokens[1], &version)) {
       return absl::InvalidArgumentError(absl::StrCat("bad version '", tokens[1], "'"));
     }
-    if (version != kProgramFormatVersion) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unsupported version ", version, " (this build reads ", kProgramFormatVersion, ")"));
+    if (version < kOldestProgramFormatVersion || version > kProgramFormatVersion) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unsupported version ", version, " (this build reads ",
+                       kOldestProgramFormatVersion, " to ", kProgramFormatVersion, ")"));
     }
+    version_ = static_cast<int>(version);
     if (tokens.size() > 2) {
       return absl::InvalidArgumentError(
           absl::StrCat("unexpected '", tokens[2], "' after the version"));
@@ -403,6 +406,11 @@ class Parser {
     SLUICE_RETURN_IF_ERROR(ParseSlots(tokens, &i, "attrs", &op.outputs));
     if (i < tokens.size()) {
       SLUICE_ASSIGN_OR_RETURN(op.attrs, ParseAttrs(tokens[i]));
+      if (version_ < 2 && !SubBlockRefs(op).empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("block reference attribute '", SubBlockRefs(op).front().first,
+                         "' needs format version 2 (the header says ", version_, ")"));
+      }
       ++i;
     }
     if (i < tokens.size()) {
@@ -443,6 +451,7 @@ class Parser {
   }
 
   const std::string source_;
+  int version_ = kProgramFormatVersion;  // the header's
   ProgramDesc program_;
   BlockDesc* current_ = nullptr;  // the block the last 'block' line opened
   bool ended_ = false;
@@ -621,7 +630,7 @@ absl::Status ProgramDesc::Validate() const {
       SLUICE_RETURN_IF_ERROR(check_slots("output", op.outputs));
     }
   }
-  return absl::OkStatus();
+  return ValidateControlFlow(*this);
 }
 
 std::string ProgramDesc::ToText() const {

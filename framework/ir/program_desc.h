@@ -25,8 +25,11 @@
 
 namespace sluice::framework::ir {
 
-// The current version of the file format (docs/program-format.md).
-inline constexpr int kProgramFormatVersion = 1;
+// The version of the file format the writer writes (docs/program-format.md): 2 added block
+// reference attributes (`b:INDEX`, for control flow). The reader reads every version from
+// kOldestProgramFormatVersion on.
+inline constexpr int kProgramFormatVersion = 2;
+inline constexpr int kOldestProgramFormatVersion = 1;
 
 // The reserved op attribute that places an op on another compute stream of the program's
 // device ("compute:1"). Not part of any op schema: the builder keeps it apart from schema
@@ -124,8 +127,9 @@ class ProgramDesc {
 
   // Structural checks, each error naming the block, the op (index and type) or variable at
   // fault: block parents exist and precede their children; every op has a type; every
-  // operand names a variable of its block or an ancestor block. Order (a variable read
-  // before anything writes it) depends on feeds and scopes, so the interpreter checks it.
+  // operand names a variable of its block or an ancestor block; control-flow ops and their
+  // sub-blocks follow ValidateControlFlow's rules (framework/ir/control_flow.h). Order (a variable
+  // read before anything writes it) depends on feeds and scopes, so the interpreter checks it.
   absl::Status Validate() const;
 
   // The canonical text form (docs/program-format.md). Deterministic: equal programs give

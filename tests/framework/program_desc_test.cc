@@ -70,7 +70,7 @@ ProgramDesc SmallProgram() {
 }
 
 constexpr absl::string_view kSmallProgramText =
-    "sluice-program 1\n"
+    "sluice-program 2\n"
     "block 0 parent -1\n"
     "var x dtype=f32 shape=[2,3] persistable=0 parameter=0 stop_gradient=1\n"
     "var w dtype=f32 shape=[3] persistable=1 parameter=1 stop_gradient=0\n"
@@ -136,7 +136,7 @@ ProgramDesc RichProgram() {
   MustAdd(leaf, Var("flag", DataType::kBool, Shape({1})));
   leaf.AppendOp(Op("less", {{"X", {"tmp"}}, {"Y", {"x"}}}, {{"Out", {"flag", "done"}}}));
   program.mutable_global_block().AppendOp(
-      Op("while", {{"Cond", {"done"}}}, {}, vm::AttrMap().Set("sub_block", int64_t{loop})));
+      Op("repeat", {{"Cond", {"done"}}}, {}, vm::AttrMap().Set("sub_block", vm::BlockRef{loop})));
   return program;
 }
 
@@ -352,10 +352,20 @@ TEST(ProgramDescTextTest, ReaderAcceptsCommentsBlankLinesSpacingAndFieldOrder) {
   EXPECT_EQ(program->global_block().ops()[1].attrs.GetString("label").value(), "");
 }
 
+TEST(ProgramDescTextTest, VersionOneFilesStillRead) {
+  // The same program as written before block references existed.
+  std::string v1(kSmallProgramText);
+  v1.replace(0, std::string("sluice-program 2").size(), "sluice-program 1");
+  const absl::StatusOr<ProgramDesc> old = ProgramDesc::FromText(v1);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(*old == SmallProgram());
+  EXPECT_EQ(old->ToText(), kSmallProgramText);  // written back as version 2
+}
+
 TEST(ProgramDescTextTest, HashIsPinned) {
   // FNV-1a 64 over kSmallProgramText. A change here is a format change: bump the version.
-  EXPECT_EQ(SmallProgram().Hash(), 0xebc65cf025d54befull);
-  EXPECT_EQ(ProgramDesc::FromText(kSmallProgramText)->Hash(), 0xebc65cf025d54befull);
+  EXPECT_EQ(SmallProgram().Hash(), 0xf62bf62a1503c868ull);
+  EXPECT_EQ(ProgramDesc::FromText(kSmallProgramText)->Hash(), 0xf62bf62a1503c868ull);
 }
 
 TEST(ProgramDescTextTest, HashChangesWithAnyChange) {
@@ -450,7 +460,15 @@ TEST(ProgramDescParseTest, EveryErrorNamesLineAndToken) {
       {"future version",
        Text({"sluice-program 7\n", kRoot, "end\n"}),
        kInvalid,
-       {"line 1: unsupported version 7 (this build reads 1)"}},
+       {"line 1: unsupported version 7 (this build reads 1 to 2)"}},
+      {"version 0",
+       Text({"sluice-program 0\n", kRoot, "end\n"}),
+       kInvalid,
+       {"line 1: unsupported version 0"}},
+      {"block reference in a version 1 file",
+       Text({kHeader, kRoot, "op repeat in out attrs body=b:1\n", "end\n"}),
+       kInvalid,
+       {"line 3:", "'body' needs format version 2"}},
       {"junk after version", "sluice-program 1 extra\n", kInvalid, {"line 1:", "'extra'"}},
       {"unknown directive",
        Text({kHeader, kRoot, "variable x\n", "end\n"}),

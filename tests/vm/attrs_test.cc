@@ -18,7 +18,8 @@ TEST(AttrMapTest, EveryTypeRoundTrips) {
   attrs.Set("i", int64_t{-42})
       .Set("s", std::string("name_1"))
       .Set("v", std::vector<int64_t>{3, -1, 0})
-      .Set("e", std::vector<int64_t>{});
+      .Set("e", std::vector<int64_t>{})
+      .Set("body", BlockRef{3});
   const absl::StatusOr<AttrMap> parsed = AttrMap::Parse(attrs.ToString());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->ToString(), attrs.ToString());
@@ -26,6 +27,9 @@ TEST(AttrMapTest, EveryTypeRoundTrips) {
   EXPECT_EQ(parsed->GetString("s").value(), "name_1");
   EXPECT_EQ(parsed->GetInts("v").value(), (std::vector<int64_t>{3, -1, 0}));
   EXPECT_TRUE(parsed->GetInts("e").value().empty());
+  EXPECT_EQ(parsed->GetBlock("body").value(), BlockRef{3});
+  EXPECT_EQ(parsed->GetBlock("i").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(attrs.ToString().find("body=b:3"), std::string::npos) << attrs.ToString();
 }
 
 TEST(AttrMapTest, FloatsOfEveryClassRoundTripExactly) {
@@ -60,7 +64,8 @@ TEST(AttrMapTest, FloatsOfEveryClassRoundTripExactly) {
 TEST(AttrMapTest, MalformedTextNamesTheAttribute) {
   for (const char* text : {"x=f:1e400",   // overflows
                            "x=f:1e-400",  // underflows to zero
-                           "x=f:1.5z", "x=f:", "x=i:1.5", "x=v:1;;2", "x=q:1", "x=s:a b"}) {
+                           "x=f:1.5z", "x=f:", "x=i:1.5", "x=v:1;;2", "x=q:1", "x=s:a b", "x=b:-1",
+                           "x=b:", "x=b:1.5"}) {
     SCOPED_TRACE(text);
     const absl::StatusOr<AttrMap> parsed = AttrMap::Parse(text);
     ASSERT_FALSE(parsed.ok());
