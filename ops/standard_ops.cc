@@ -16,6 +16,8 @@ absl::Status RegisterStandardOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(internal::RegisterNnHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterShapeAndOptimizerOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterShapeAndOptimizerHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterCompareOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterCompareHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCudaKernels(registry));
   return absl::OkStatus();
 }

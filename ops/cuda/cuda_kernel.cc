@@ -144,6 +144,7 @@ absl::Status RegisterCudaKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(RegisterElementwiseCudaKernels(registry));
   SLUICE_RETURN_IF_ERROR(RegisterNnCudaKernels(registry));
   SLUICE_RETURN_IF_ERROR(RegisterShapeAndOptimizerCudaKernels(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterCompareCudaKernels(registry));
   return absl::OkStatus();
 }
 

@@ -151,6 +151,7 @@ absl::Status RegisterBasicCudaKernels(OpRegistry* registry);
 absl::Status RegisterElementwiseCudaKernels(OpRegistry* registry);
 absl::Status RegisterNnCudaKernels(OpRegistry* registry);
 absl::Status RegisterShapeAndOptimizerCudaKernels(OpRegistry* registry);
+absl::Status RegisterCompareCudaKernels(OpRegistry* registry);
 
 }  // namespace sluice::ops::internal
 

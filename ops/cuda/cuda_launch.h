@@ -187,6 +187,27 @@ template <typename T>
 cudaError_t LaunchAdam(const AdamOperands<T>& o, int64_t n, double beta1, double beta2,
                        double epsilon, cudaStream_t stream);
 
+// ---- Compare family (ops/cuda/compare_kernels.cu) ----
+
+enum class CompareOp : int { kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual };
+enum class LogicalOp : int { kAnd, kOr, kXor };
+
+// out[j] = op(x[...], y[...]) over a map plan (operands 0: x, 1: y), IEEE for floats (false
+// with a NaN, except kNotEqual). T: float, double, int32_t, int64_t.
+template <typename T>
+cudaError_t LaunchCompare(CompareOp op, const IndexPlan& plan, const T* x, const T* y, bool* out,
+                          cudaStream_t stream);
+// The same for bool operands, read as bytes (any nonzero byte is true); `out` may be x or y
+// when that input has the output's layout.
+cudaError_t LaunchLogical(LogicalOp op, const IndexPlan& plan, const uint8_t* x, const uint8_t* y,
+                          bool* out, cudaStream_t stream);
+// out[i] = x[i] == 0; out may be x.
+cudaError_t LaunchLogicalNot(const uint8_t* x, bool* out, int64_t n, cudaStream_t stream);
+// out[i] = x[i] + value, integers wrapping around; out may be x. T: float, double, int32_t,
+// int64_t.
+template <typename T>
+cudaError_t LaunchIncrement(const T* x, T* out, int64_t n, T value, cudaStream_t stream);
+
 }  // namespace sluice::ops::gpu
 
 #endif  // SLUICE_OPS_CUDA_CUDA_LAUNCH_H_

@@ -6,6 +6,8 @@
 #define SLUICE_OPS_INTERNAL_OP_FAMILIES_H_
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "core/data_type.h"
 #include "ops/op_registry.h"
 
 namespace sluice::ops::internal {
@@ -28,6 +30,16 @@ absl::Status RegisterNnHostKernels(OpRegistry* registry);
 // reshape, transpose, concat, split (and grads); sgd, adam.
 absl::Status RegisterShapeAndOptimizerOps(OpRegistry* registry);
 absl::Status RegisterShapeAndOptimizerHostKernels(OpRegistry* registry);
+
+// less_than, less_equal, greater_than, greater_equal, equal, not_equal (numeric X, Y ->
+// bool, broadcasting), logical_and, logical_or, logical_xor, logical_not (bool -> bool), and
+// increment (with its grad maker). Host kernels for every dtype the schemas take.
+absl::Status RegisterCompareOps(OpRegistry* registry);
+absl::Status RegisterCompareHostKernels(OpRegistry* registry);
+// increment's rule for its attribute 'value', shared by the schema and the kernels: OK for f32
+// and f64; for i32 and i64 InvalidArgument naming `op` and the attribute unless `value` is an
+// integer in the dtype's range (so that converting it is exact and defined).
+absl::Status CheckIncrementValue(absl::string_view op, DataType dtype, double value);
 
 // The cuda kernels of every family, for the dtypes their host kernels take. Registers nothing
 // (and returns OK) in a build without the CUDA provider (ops/cuda/cuda_kernels_stub.cc).

@@ -7,6 +7,8 @@
 // CUDA provider built, every (op, dtype) that has a cpu kernel has a cuda kernel; without it,
 // no op has one.
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -263,7 +265,7 @@ TEST(CudaKernelRegistrationTest, EveryHostKernelHasACudaKernelWhenTheProviderIsB
     }
   }
   EXPECT_GT(host_keys, f32_ops);
-  // The ops of the four families by name, so that a family registering nothing shows.
+  // The ops of the five families by name, so that a family registering nothing shows.
   const std::vector<std::string> ops = absl::StrSplit(
       "fill_constant fill_zeros_like assign cast cast_grad scale sum memcpy_h2d memcpy_d2h "
       "uniform_random gaussian_random "
@@ -273,7 +275,8 @@ TEST(CudaKernelRegistrationTest, EveryHostKernelHasACudaKernelWhenTheProviderIsB
       "matmul matmul_grad reduce_sum reduce_mean reduce_sum_grad reduce_mean_grad "
       "softmax log_softmax softmax_grad log_softmax_grad "
       "softmax_with_cross_entropy softmax_with_cross_entropy_grad "
-      "reshape reshape_grad transpose concat concat_grad split sgd adam",
+      "reshape reshape_grad transpose concat concat_grad split sgd adam "
+      "less_than less_equal greater_than greater_equal equal not_equal increment",
       ' ');
   for (const std::string& op : ops) {
     EXPECT_TRUE(registry.HasKernel(op, DeviceType::kCpu, DataType::kF32)) << op;
@@ -281,6 +284,11 @@ TEST(CudaKernelRegistrationTest, EveryHostKernelHasACudaKernelWhenTheProviderIsB
   }
   EXPECT_EQ(f32_ops, static_cast<int>(ops.size()))
       << "an op with an f32 host kernel is missing from the list above";
+  // The logical ops take bool alone.
+  for (const char* op : {"logical_and", "logical_or", "logical_xor", "logical_not"}) {
+    EXPECT_TRUE(registry.HasKernel(op, DeviceType::kCpu, DataType::kBool)) << op;
+    EXPECT_EQ(registry.HasKernel(op, DeviceType::kCuda, DataType::kBool), built) << op;
+  }
 }
 
 // ---- Basic family ----
@@ -678,6 +686,69 @@ TEST_F(CudaKernelsTest, SgdAndAdam) {
     // In place, as optimizers run: every output is its input.
     ExpectSame("adam", adam, attrs, std::nullopt, {{0, 0}, {3, 0}, {4, 0}, {5, 0}, {6, 0}});
   }
+}
+
+// ---- Compare family ----
+
+// Inputs that often tie: multiples of 0.5 in [-1.5, 1.5], integers in [-3, 3].
+In FewValues(DataType dtype, const Shape& shape, uint64_t seed) {
+  In in = Random(dtype, shape, seed, -0.34, 0.34);  // integers: round(10 v)
+  if (dtype == DataType::kF32 || dtype == DataType::kF64) {
+    for (double& v : in.values) v = std::round(v * 8) / 2;
+  }
+  return in;
+}
+
+TEST_F(CudaKernelsTest, ComparisonsAndLogicalOpsWithBroadcasting) {
+  const char* const compare[] = {"less_than",     "less_equal", "greater_than",
+                                 "greater_equal", "equal",      "not_equal"};
+  uint64_t seed = 1000;
+  for (const auto& [xs, ys] : BroadcastCases()) {
+    SCOPED_TRACE(absl::StrCat(xs.ToString(), " ", ys.ToString()));
+    for (DataType dtype : {DataType::kF32, DataType::kF64, DataType::kI32, DataType::kI64}) {
+      const In x = FewValues(dtype, xs, seed++);
+      const In y = FewValues(dtype, ys, seed++);
+      for (const char* op : compare) ExpectSame(op, {{x}, {y}}, {}, Tolerance{});
+    }
+    const In p = Random(DataType::kBool, xs, seed++);
+    const In q = Random(DataType::kBool, ys, seed++);
+    for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
+      ExpectSame(op, {{p}, {q}}, {}, Tolerance{});
+    }
+    ExpectSame("logical_not", {{p}}, {}, Tolerance{});
+  }
+  // IEEE special values, every pair.
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> specials = {std::nan(""), inf, -inf, 0.0, -0.0, 1.0};
+  In x{DataType::kF32, {6, 1}, specials};
+  In y{DataType::kF32, {6}, specials};
+  for (DataType dtype : kFloatDtypes) {
+    x.dtype = y.dtype = dtype;
+    for (const char* op : compare) ExpectSame(op, {{x}, {y}}, {}, Tolerance{});
+  }
+  // In place: Out is X (Y broadcast).
+  const In p = Random(DataType::kBool, {5, 7}, seed++);
+  const In q = Random(DataType::kBool, {7}, seed++);
+  ExpectSame("logical_xor", {{p}, {q}}, {}, Tolerance{}, {{0, 0}});
+  ExpectSame("logical_not", {{p}}, {}, Tolerance{}, {{0, 0}});
+}
+
+TEST_F(CudaKernelsTest, Increment) {
+  for (DataType dtype : {DataType::kF32, DataType::kF64, DataType::kI32, DataType::kI64}) {
+    SCOPED_TRACE(DataTypeName(dtype));
+    const bool floating = dtype == DataType::kF32 || dtype == DataType::kF64;
+    for (const Shape& shape : {Shape{}, Shape{0}, Shape{1000}, Shape{3, 4, 5}}) {
+      const In x = Random(dtype, shape, 1100, -50, 50);
+      ExpectSame("increment", {{x}}, {}, Tolerance{});
+      ExpectSame("increment", {{x}}, vm::AttrMap().Set("value", floating ? -0.3 : -7.0),
+                 Tolerance{});
+      ExpectSame("increment", {{x}}, {}, Tolerance{}, {{0, 0}});
+    }
+  }
+  // Integers wrap around as on the host.
+  const double i32_max = std::numeric_limits<int32_t>::max();
+  ExpectSame("increment", {{In{DataType::kI32, {2}, {i32_max, -i32_max - 1}}}},
+             vm::AttrMap().Set("value", 2.0), Tolerance{});
 }
 
 }  // namespace
