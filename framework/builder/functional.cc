@@ -140,6 +140,32 @@ absl::StatusOr<Value> Log(const Value& x) { return Unary("log", x); }
 absl::StatusOr<Value> Sqrt(const Value& x) { return Unary("sqrt", x); }
 absl::StatusOr<Value> Square(const Value& x) { return Unary("square", x); }
 
+absl::StatusOr<Value> LessThan(const Value& x, const Value& y) { return Binary("less_than", x, y); }
+absl::StatusOr<Value> LessEqual(const Value& x, const Value& y) {
+  return Binary("less_equal", x, y);
+}
+absl::StatusOr<Value> GreaterThan(const Value& x, const Value& y) {
+  return Binary("greater_than", x, y);
+}
+absl::StatusOr<Value> GreaterEqual(const Value& x, const Value& y) {
+  return Binary("greater_equal", x, y);
+}
+absl::StatusOr<Value> Equal(const Value& x, const Value& y) { return Binary("equal", x, y); }
+absl::StatusOr<Value> NotEqual(const Value& x, const Value& y) { return Binary("not_equal", x, y); }
+absl::StatusOr<Value> LogicalAnd(const Value& x, const Value& y) {
+  return Binary("logical_and", x, y);
+}
+absl::StatusOr<Value> LogicalOr(const Value& x, const Value& y) {
+  return Binary("logical_or", x, y);
+}
+absl::StatusOr<Value> LogicalXor(const Value& x, const Value& y) {
+  return Binary("logical_xor", x, y);
+}
+absl::StatusOr<Value> LogicalNot(const Value& x) { return Unary("logical_not", x); }
+absl::StatusOr<Value> Increment(const Value& x, double value) {
+  return Unary("increment", x, vm::AttrMap().Set("value", value));
+}
+
 absl::StatusOr<Value> Scale(const Value& x, double scale, double bias) {
   return Unary("scale", x, vm::AttrMap().Set("scale", scale).Set("bias", bias));
 }

@@ -65,6 +65,22 @@ absl::StatusOr<Value> Square(const Value& x);
 // scale * x + bias.
 absl::StatusOr<Value> Scale(const Value& x, double scale, double bias = 0.0);
 
+// Comparisons (numeric operands of one dtype, NumPy broadcasting) and logical ops (bool
+// operands): bool results, for predicates of fn::Cond and fn::WhileLoop (control_flow.h).
+absl::StatusOr<Value> LessThan(const Value& x, const Value& y);
+absl::StatusOr<Value> LessEqual(const Value& x, const Value& y);
+absl::StatusOr<Value> GreaterThan(const Value& x, const Value& y);
+absl::StatusOr<Value> GreaterEqual(const Value& x, const Value& y);
+absl::StatusOr<Value> Equal(const Value& x, const Value& y);
+absl::StatusOr<Value> NotEqual(const Value& x, const Value& y);
+absl::StatusOr<Value> LogicalAnd(const Value& x, const Value& y);
+absl::StatusOr<Value> LogicalOr(const Value& x, const Value& y);
+absl::StatusOr<Value> LogicalXor(const Value& x, const Value& y);
+absl::StatusOr<Value> LogicalNot(const Value& x);
+// x + value, any numeric dtype (for an integer dtype `value` must be a whole number): a
+// loop counter's step.
+absl::StatusOr<Value> Increment(const Value& x, double value = 1.0);
+
 absl::StatusOr<Value> Matmul(const Value& x, const Value& y, bool transpose_x = false,
                              bool transpose_y = false);
 // Empty axes: every axis.

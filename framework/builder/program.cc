@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "framework/ir/control_flow.h"
 
 namespace sluice::framework {
 namespace {
@@ -48,6 +49,20 @@ struct PreparedOp {
   ir::OpSlots inputs;  // names per slot; empty optional slots left out
 };
 
+// `name` as seen from the program's current block; InvalidArgument starting with `where`
+// when no block has it, or when it is a variable of a block the current one cannot see.
+absl::StatusOr<const ir::VarDesc*> VisibleVar(const Program& program, const std::string& name,
+                                              const std::string& where) {
+  const int current = program.current_block();
+  if (const ir::VarDesc* desc = ir::ResolveVar(program.desc(), current, name)) return desc;
+  if (!program.HasVarAnywhere(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " is not a variable of the program"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, " belongs to a block that block ", current,
+                   " cannot see (a variable of another branch or loop body)"));
+}
+
 absl::StatusOr<PreparedOp> Prepare(Program& program, absl::string_view type,
                                    const std::vector<std::vector<Var>>& inputs,
                                    const vm::AttrMap& attrs, std::vector<int> output_counts) {
@@ -72,7 +87,6 @@ absl::StatusOr<PreparedOp> Prepare(Program& program, absl::string_view type,
   }
 
   std::vector<std::vector<ops::TensorMeta>> metas(slots.size());
-  const ir::BlockDesc& block = program.desc().global_block();
   for (size_t s = 0; s < inputs.size(); ++s) {
     std::vector<std::string> names;
     for (size_t i = 0; i < inputs[s].size(); ++i) {
@@ -86,10 +100,7 @@ absl::StatusOr<PreparedOp> Prepare(Program& program, absl::string_view type,
         return absl::InvalidArgumentError(
             absl::StrCat(where, " belongs to another Program than the one appended to"));
       }
-      const ir::VarDesc* desc = block.FindVar(var.name());
-      if (desc == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(where, " is not a variable of the program"));
-      }
+      SLUICE_ASSIGN_OR_RETURN(const ir::VarDesc* desc, VisibleVar(program, var.name(), where));
       metas[s].push_back({desc->dtype, desc->shape});
       names.push_back(var.name());
     }
@@ -120,8 +131,25 @@ std::string Program::UniqueName(absl::string_view prefix) {
   int64_t& counter = name_counters_[prefix];
   while (true) {
     std::string name = absl::StrCat(prefix, "_", counter++);
-    if (!desc_.global_block().HasVar(name)) return name;
+    if (!HasVarAnywhere(name)) return name;
   }
+}
+
+int Program::EnterNewBlock() {
+  current_block_ = desc_.AppendBlock(current_block_);
+  return current_block_;
+}
+
+void Program::LeaveBlock() {
+  SLUICE_CHECK(current_block_ != 0);
+  current_block_ = desc_.block(current_block_).parent_idx();
+}
+
+bool Program::HasVarAnywhere(absl::string_view name) const {
+  for (int b = 0; b < desc_.num_blocks(); ++b) {
+    if (desc_.block(b).HasVar(name)) return true;
+  }
+  return false;
 }
 
 ProgramGuard::ProgramGuard(Program& main, Program& startup) {
@@ -143,24 +171,43 @@ Program* CurrentStartupProgram() {
   return stack.empty() ? nullptr : stack.back().startup;
 }
 
+namespace {
+
+// The block of `program` that has `name`; -1 when none has.
+int BlockOf(const ir::ProgramDesc& program, absl::string_view name) {
+  for (int b = 0; b < program.num_blocks(); ++b) {
+    if (program.block(b).HasVar(name)) return b;
+  }
+  return -1;
+}
+
+}  // namespace
+
 const ir::VarDesc& Var::desc() const {
   SLUICE_CHECK(program_ != nullptr);
-  const ir::VarDesc* desc = program_->desc().global_block().FindVar(name_);
-  SLUICE_CHECK(desc != nullptr);
-  return *desc;
+  const int block = BlockOf(program_->desc(), name_);
+  SLUICE_CHECK(block >= 0);
+  return *program_->desc().block(block).FindVar(name_);
 }
 
 void Var::set_stop_gradient(bool stop) const {
   SLUICE_CHECK(program_ != nullptr);
-  ir::VarDesc* desc = program_->mutable_desc().mutable_global_block().FindMutableVar(name_);
-  SLUICE_CHECK(desc != nullptr);
-  desc->stop_gradient = stop;
+  const int block = BlockOf(program_->desc(), name_);
+  SLUICE_CHECK(block >= 0);
+  program_->mutable_desc().mutable_block(block).FindMutableVar(name_)->stop_gradient = stop;
 }
 
 absl::StatusOr<Var> CreateVar(Program& program, ir::VarDesc desc) {
   std::string name = desc.name;
-  SLUICE_RETURN_IF_ERROR(
-      program.mutable_desc().mutable_global_block().AddVar(std::move(desc)).status());
+  const int block = BlockOf(program.desc(), name);
+  if (block >= 0 && block != program.current_block()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("variable '", name, "' already exists in block ", block));
+  }
+  SLUICE_RETURN_IF_ERROR(program.mutable_desc()
+                             .mutable_block(program.current_block())
+                             .AddVar(std::move(desc))
+                             .status());
   return Var(&program, std::move(name));
 }
 
@@ -170,7 +217,12 @@ absl::StatusOr<Var> Data(absl::string_view name, Shape shape, DataType dtype) {
     return absl::FailedPreconditionError(
         absl::StrCat("Data('", name, "'): no current main program (use a ProgramGuard)"));
   }
-  if (main->desc().global_block().HasVar(name)) {
+  if (main->current_block() != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Data('", name, "'): feeds belong to the global block, and block ",
+                     main->current_block(), " (a branch or loop body) is being built"));
+  }
+  if (main->HasVarAnywhere(name)) {
     return absl::AlreadyExistsError(
         absl::StrCat("Data('", name, "'): the main program already has a variable '", name, "'"));
   }
@@ -192,7 +244,6 @@ absl::StatusOr<std::vector<std::vector<Var>>> AppendOp(Program& program, absl::s
 
   // Pick the names first: nothing is added unless every output can be.
   std::vector<std::vector<std::string>> names;
-  const ir::BlockDesc& block = program.desc().global_block();
   bool free = false;
   while (!free) {
     const std::string base = program.UniqueName(type);
@@ -203,7 +254,7 @@ absl::StatusOr<std::vector<std::vector<Var>>> AppendOp(Program& program, absl::s
       for (size_t i = 0; i < prepared.outputs[s].size(); ++i) {
         std::string name = slots[s].variadic ? absl::StrCat(base, ".", slot, "_", i)
                                              : absl::StrCat(base, ".", slot);
-        free = free && !block.HasVar(name);
+        free = free && !program.HasVarAnywhere(name);
         names[s].push_back(std::move(name));
       }
     }
@@ -225,7 +276,7 @@ absl::StatusOr<std::vector<std::vector<Var>>> AppendOp(Program& program, absl::s
     }
     if (!names[s].empty()) op.outputs.emplace_back(slots[s].name, std::move(names[s]));
   }
-  program.mutable_desc().mutable_global_block().AppendOp(std::move(op));
+  program.mutable_desc().mutable_block(program.current_block()).AppendOp(std::move(op));
   return outputs;
 }
 
@@ -241,8 +292,6 @@ absl::Status AppendOpInto(Program& program, absl::string_view type,
     return absl::InvalidArgumentError(absl::StrCat("op '", type, "' has ", slots.size(),
                                                    " output slot(s), got ", outputs.size()));
   }
-  const ir::BlockDesc& block = program.desc().global_block();
-
   ir::OpDesc op;
   op.type = std::string(type);
   op.inputs = std::move(prepared.inputs);
@@ -257,10 +306,7 @@ absl::Status AppendOpInto(Program& program, absl::string_view type,
         return absl::InvalidArgumentError(absl::StrCat(
             where, var.valid() ? " belongs to another Program" : " is an empty Var handle"));
       }
-      const ir::VarDesc* desc = block.FindVar(var.name());
-      if (desc == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(where, " is not a variable of the program"));
-      }
+      SLUICE_ASSIGN_OR_RETURN(const ir::VarDesc* desc, VisibleVar(program, var.name(), where));
       const ops::TensorMeta have{desc->dtype, desc->shape};
       const ops::TensorMeta& want = prepared.outputs[s][i];
       if (!(have == want)) {
@@ -271,7 +317,7 @@ absl::Status AppendOpInto(Program& program, absl::string_view type,
     }
     if (!names.empty()) op.outputs.emplace_back(slots[s].name, std::move(names));
   }
-  program.mutable_desc().mutable_global_block().AppendOp(std::move(op));
+  program.mutable_desc().mutable_block(program.current_block()).AppendOp(std::move(op));
   return absl::OkStatus();
 }
 

@@ -52,15 +52,27 @@ class Program {
   ir::ProgramDesc& mutable_desc() { return desc_; }
   const ops::OpRegistry* registry() const { return registry_; }
 
-  // "<prefix>_<n>" with n counting per prefix from 0, skipping names the global block
-  // already has: "linear_0", then "linear_0.w"-style names derive from it. Unique among the
-  // names this program generated; derived names are checked again when added.
+  // "<prefix>_<n>" with n counting per prefix from 0, skipping names any block already
+  // has: "linear_0", then "linear_0.w"-style names derive from it. Unique among the names
+  // this program generated; derived names are checked again when added.
   std::string UniqueName(absl::string_view prefix);
+
+  // The block that AppendOp, AppendOpInto and CreateVar add to: 0 (the global block) unless
+  // a control-flow builder (fn::Cond, fn::WhileLoop) is filling one of its sub-blocks.
+  // Operands must be visible from it: its own variables or its ancestors'.
+  int current_block() const { return current_block_; }
+  // Appends a child of the current block and makes it current; returns its index.
+  int EnterNewBlock();
+  // Makes the current block's parent current again. Requires current_block() != 0.
+  void LeaveBlock();
+  // Whether any block has a variable `name` (variable names are unique program-wide).
+  bool HasVarAnywhere(absl::string_view name) const;
 
  private:
   const ops::OpRegistry* registry_;
   ir::ProgramDesc desc_;
   absl::flat_hash_map<std::string, int64_t> name_counters_;
+  int current_block_ = 0;
 };
 
 // Makes (main, startup) the current programs of the calling thread while alive — the only
@@ -81,10 +93,11 @@ class ProgramGuard {
 Program* CurrentMainProgram();
 Program* CurrentStartupProgram();
 
-// A handle to a variable of a program's global block: the program's address and the name.
-// Copyable value type; default-constructed handles are invalid. The accessors other than
-// valid(), name() and program() require the variable to exist (a handle from this API
-// always does unless someone removed it from the desc).
+// A handle to a variable of a program: the program's address and the name (variable names
+// are unique across the program's blocks). Copyable value type; default-constructed handles
+// are invalid. The accessors other than valid(), name() and program() require the variable
+// to exist (a handle from this API always does unless someone removed it from the desc, or
+// a control-flow builder removed the sub-block of a branch that failed).
 class Var {
  public:
   Var() = default;
@@ -94,8 +107,8 @@ class Var {
   const std::string& name() const { return name_; }
   Program* program() const { return program_; }
 
-  // The VarDesc in the global block. The reference stays valid until the next variable is
-  // added to the program.
+  // The VarDesc, in whichever block has it. The reference stays valid until the next
+  // variable or block is added to the program.
   const ir::VarDesc& desc() const;
   DataType dtype() const { return desc().dtype; }
   Shape shape() const { return desc().shape; }
@@ -113,12 +126,13 @@ class Var {
   std::string name_;
 };
 
-// Adds `desc` to the program's global block. AlreadyExists / InvalidArgument as
-// BlockDesc::AddVar (naming the variable).
+// Adds `desc` to the program's current block. AlreadyExists naming the variable when any
+// block has the name; InvalidArgument as BlockDesc::AddVar.
 absl::StatusOr<Var> CreateVar(Program& program, ir::VarDesc desc);
 
 // A feed variable of the current main program: stop_gradient, not persistable.
-// FailedPrecondition outside a ProgramGuard; AlreadyExists naming `name` when taken.
+// FailedPrecondition outside a ProgramGuard or inside a sub-block; AlreadyExists naming
+// `name` when taken.
 absl::StatusOr<Var> Data(absl::string_view name, Shape shape, DataType dtype = DataType::kF32);
 
 // Appends op `type` reading `inputs` (per schema input slot, in order; trailing optional
