@@ -304,5 +304,66 @@ TEST_F(BuilderControlFlowTest, EagerWhileWithAComputedCondition) {
   EXPECT_EQ((*out)[1].tensor().ToVector<float>().value(), std::vector<float>{64.0f});
 }
 
+// One loop function, two modes: a static program (run by the reference runner, which
+// follows the IR's control-flow rules) gives the eager numbers. The body has a cond whose
+// predicate changes every iteration.
+absl::StatusOr<std::vector<Value>> Loop(const Value& i, const Value& n, const Value& x) {
+  return fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], n); },
+                       [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                         SLUICE_ASSIGN_OR_RETURN(Value next_i, fn::Increment(vars[0], 1.0));
+                         SLUICE_ASSIGN_OR_RETURN(Value half, fn::Scale(n, 0.5));
+                         SLUICE_ASSIGN_OR_RETURN(Value early, fn::LessThan(vars[0], half));
+                         SLUICE_ASSIGN_OR_RETURN(
+                             std::vector<Value> next_x,
+                             fn::Cond(
+                                 early,
+                                 [&]() -> absl::StatusOr<std::vector<Value>> {
+                                   SLUICE_ASSIGN_OR_RETURN(Value y, fn::Scale(vars[1], 1.5, 0.25));
+                                   return std::vector<Value>{y};
+                                 },
+                                 [&]() -> absl::StatusOr<std::vector<Value>> {
+                                   SLUICE_ASSIGN_OR_RETURN(Value y, fn::Tanh(vars[1]));
+                                   SLUICE_ASSIGN_OR_RETURN(Value z, fn::Add(y, vars[1]));
+                                   return std::vector<Value>{z};
+                                 }));
+                         return std::vector<Value>{next_i, next_x[0]};
+                       },
+                       {i, x});
+}
+
+TEST_F(BuilderControlFlowTest, SameNumbersEagerlyAndThroughAProgram) {
+  const std::vector<float> xv = {0.5f, -1.0f, 2.0f};
+  eager::Tensor i = ctx_.FromVector(std::vector<float>{0}, Shape()).value();
+  eager::Tensor n = ctx_.FromVector(std::vector<float>{9}, Shape()).value();
+  eager::Tensor x = ctx_.FromVector(xv, Shape({3})).value();
+  absl::StatusOr<std::vector<Value>> eager_out = Loop(i, n, x);
+  ASSERT_TRUE(eager_out.ok()) << eager_out.status();
+  const std::vector<float> want = (*eager_out)[1].tensor().ToVector<float>().value();
+  EXPECT_EQ((*eager_out)[0].tensor().ToVector<float>().value(), std::vector<float>{9});
+
+  std::vector<Value> static_out;
+  {
+    ProgramGuard guard(main_, startup_);
+    const Var si = Data("i", Shape()).value();
+    const Var sn = Data("n", Shape()).value();
+    const Var sx = Data("x", Shape({3})).value();
+    absl::StatusOr<std::vector<Value>> built = Loop(si, sn, sx);
+    ASSERT_TRUE(built.ok()) << built.status();
+    static_out = *built;
+  }
+  ASSERT_TRUE(main_.desc().Validate().ok()) << main_.desc().Validate();
+  reference::Scope scope;
+  ASSERT_TRUE(reference::Feed(ctx_, &scope, "i", std::vector<float>{0}, Shape()).ok());
+  ASSERT_TRUE(reference::Feed(ctx_, &scope, "n", std::vector<float>{9}, Shape()).ok());
+  ASSERT_TRUE(reference::Feed(ctx_, &scope, "x", xv, Shape({3})).ok());
+  const absl::Status ran = reference::RunProgram(ctx_, main_.desc(), &scope);
+  ASSERT_TRUE(ran.ok()) << ran;
+  EXPECT_EQ(reference::Fetch<float>(scope, static_out[1].var().name()).value(), want);
+  EXPECT_EQ(reference::Fetch<float>(scope, static_out[0].var().name()).value(),
+            std::vector<float>{9});
+  // The loop ran: the result is not the input.
+  EXPECT_NE(want, xv);
+}
+
 }  // namespace
 }  // namespace sluice::framework

@@ -1,9 +1,11 @@
 // Test-only reference for running a Program: executes the global block's ops one by one,
-// in program order, through an eager::Context (Context::Call by op name; CallInto for an op
-// whose outputs name its inputs — the in-place optimizer updates), with variables kept in a
-// name -> Tensor map. No analysis, no streams (the "stream" attribute is ignored), no
-// garbage collection: the simplest thing that gives a program's numbers, so the builder,
-// autodiff and optimizer tests can check values independently of the interpreter.
+// in program order (a cond runs its taken branch, a while its condition and body blocks,
+// each on a copy of the scope, as framework/ir/control_flow.h defines them), through an
+// eager::Context (Context::Call by op name; CallInto for an op whose outputs name its inputs — the
+// in-place optimizer updates), with variables kept in a name -> Tensor map. No analysis, no streams
+// (the "stream" attribute is ignored), no garbage collection: the simplest thing that gives a
+// program's numbers, so the builder, autodiff and optimizer tests can check values independently of
+// the interpreter.
 //
 // A Scope map is what one would keep across runs: persistable values written by a startup
 // program stay in it for the main program; a run overwrites the non-persistable ones.
@@ -22,70 +24,145 @@
 #include "framework/builder/program.h"
 #include "framework/eager/context.h"
 #include "framework/eager/tensor.h"
+#include "framework/ir/control_flow.h"
 #include "framework/ir/program_desc.h"
 
 namespace sluice::framework::reference {
 
 using Scope = absl::flat_hash_map<std::string, eager::Tensor>;
 
-// Runs every op of `program`'s global block on `scope`'s tensors; waits for the results
-// (the first kernel error comes back here).
-inline absl::Status RunProgram(eager::Context& ctx, const ir::ProgramDesc& program, Scope* scope) {
-  const std::vector<ir::OpDesc>& ops = program.global_block().ops();
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const ir::OpDesc& op = ops[i];
-    const std::string where = absl::StrCat("op #", i, " '", op.type, "'");
-    SLUICE_ASSIGN_OR_RETURN(const ops::OpSchema* schema, ctx.registry().FindSchema(op.type));
-    std::vector<std::vector<eager::Tensor>> inputs;
-    absl::flat_hash_set<std::string> input_names;
-    for (const ops::ArgDef& slot : schema->inputs()) {
-      inputs.emplace_back();
-      for (const std::string& name : op.Input(slot.name)) {
-        auto it = scope->find(name);
-        if (it == scope->end()) {
-          return absl::FailedPreconditionError(
-              absl::StrCat(where, ": input '", slot.name, "' ('", name, "') has no value"));
-        }
-        inputs.back().push_back(it->second);
-        input_names.insert(name);
+// One op of block `block` that is not control flow, on `scope`'s tensors.
+inline absl::Status RunOp(eager::Context& ctx, const ir::OpDesc& op, const std::string& where,
+                          Scope* scope) {
+  SLUICE_ASSIGN_OR_RETURN(const ops::OpSchema* schema, ctx.registry().FindSchema(op.type));
+  std::vector<std::vector<eager::Tensor>> inputs;
+  absl::flat_hash_set<std::string> input_names;
+  for (const ops::ArgDef& slot : schema->inputs()) {
+    inputs.emplace_back();
+    for (const std::string& name : op.Input(slot.name)) {
+      auto it = scope->find(name);
+      if (it == scope->end()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(where, ": input '", slot.name, "' ('", name, "') has no value"));
       }
-    }
-    vm::AttrMap attrs;
-    for (const auto& [name, value] : op.attrs.values()) {
-      if (name != kStreamAttr) attrs.Set(name, value);
-    }
-    bool in_place = false;
-    for (const std::string& name : op.OutputNames()) in_place |= input_names.contains(name);
-    if (in_place) {
-      std::vector<std::vector<eager::Tensor>> outputs;
-      for (const ops::ArgDef& slot : schema->outputs()) {
-        outputs.emplace_back();
-        for (const std::string& name : op.Output(slot.name)) {
-          auto it = scope->find(name);
-          if (it == scope->end()) {
-            return absl::FailedPreconditionError(absl::StrCat(
-                where, ": in-place output '", slot.name, "' ('", name, "') has no value"));
-          }
-          outputs.back().push_back(it->second);
-        }
-      }
-      SLUICE_RETURN_IF_ERROR(ctx.CallInto(op.type, inputs, outputs, attrs));
-      continue;
-    }
-    SLUICE_ASSIGN_OR_RETURN(std::vector<eager::Tensor> results, ctx.Call(op.type, inputs, attrs));
-    size_t k = 0;
-    for (const ops::ArgDef& slot : schema->outputs()) {
-      for (const std::string& name : op.Output(slot.name)) {
-        if (k == results.size()) {
-          return absl::InternalError(absl::StrCat(where, ": fewer results than output names"));
-        }
-        (*scope)[name] = results[k++];
-      }
-    }
-    if (k != results.size()) {
-      return absl::InternalError(absl::StrCat(where, ": more results than output names"));
+      inputs.back().push_back(it->second);
+      input_names.insert(name);
     }
   }
+  vm::AttrMap attrs;
+  for (const auto& [name, value] : op.attrs.values()) {
+    if (name != kStreamAttr) attrs.Set(name, value);
+  }
+  bool in_place = false;
+  for (const std::string& name : op.OutputNames()) in_place |= input_names.contains(name);
+  if (in_place) {
+    std::vector<std::vector<eager::Tensor>> outputs;
+    for (const ops::ArgDef& slot : schema->outputs()) {
+      outputs.emplace_back();
+      for (const std::string& name : op.Output(slot.name)) {
+        auto it = scope->find(name);
+        if (it == scope->end()) {
+          return absl::FailedPreconditionError(absl::StrCat(where, ": in-place output '", slot.name,
+                                                            "' ('", name, "') has no value"));
+        }
+        outputs.back().push_back(it->second);
+      }
+    }
+    return ctx.CallInto(op.type, inputs, outputs, attrs);
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<eager::Tensor> results, ctx.Call(op.type, inputs, attrs));
+  size_t k = 0;
+  for (const ops::ArgDef& slot : schema->outputs()) {
+    for (const std::string& name : op.Output(slot.name)) {
+      if (k == results.size()) {
+        return absl::InternalError(absl::StrCat(where, ": fewer results than output names"));
+      }
+      (*scope)[name] = results[k++];
+    }
+  }
+  if (k != results.size()) {
+    return absl::InternalError(absl::StrCat(where, ": more results than output names"));
+  }
+  return absl::OkStatus();
+}
+
+inline absl::Status RunBlock(eager::Context& ctx, const ir::ProgramDesc& program, int block,
+                             Scope* scope);
+
+// Runs sub-block `block` on a copy of `scope` in which `bound` names hold `values` (a
+// loop's current values); returns what the block yields.
+inline absl::StatusOr<std::vector<eager::Tensor>> RunSubBlock(
+    eager::Context& ctx, const ir::ProgramDesc& program, int block, const Scope& scope,
+    const std::vector<std::string>& bound, const std::vector<eager::Tensor>& values) {
+  Scope inner = scope;
+  for (size_t i = 0; i < bound.size(); ++i) inner[bound[i]] = values[i];
+  SLUICE_RETURN_IF_ERROR(RunBlock(ctx, program, block, &inner));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> yielded, ir::YieldedNames(program, block));
+  std::vector<eager::Tensor> results;
+  for (const std::string& name : yielded) results.push_back(inner.at(name));
+  return results;
+}
+
+inline absl::StatusOr<bool> ReadBool(const eager::Tensor& t) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, t.ToBytes());
+  return !bytes.empty() && bytes[0] != 0;
+}
+
+// cond and while, by the rules of framework/ir/control_flow.h.
+inline absl::Status RunControlFlow(eager::Context& ctx, const ir::ProgramDesc& program,
+                                   const ir::OpDesc& op, const std::string& where, Scope* scope) {
+  std::vector<eager::Tensor> results;
+  if (op.type == ir::kCondOp) {
+    SLUICE_ASSIGN_OR_RETURN(const bool taken, ReadBool(scope->at(op.Input(ir::kCondSlot)[0])));
+    SLUICE_ASSIGN_OR_RETURN(vm::BlockRef branch,
+                            op.attrs.GetBlock(taken ? ir::kTrueBlockAttr : ir::kFalseBlockAttr));
+    SLUICE_ASSIGN_OR_RETURN(
+        results, RunSubBlock(ctx, program, static_cast<int>(branch.index), *scope, {}, {}));
+  } else {
+    const std::vector<std::string>& x = op.Input(ir::kLoopVarsSlot);
+    for (const std::string& name : x) results.push_back(scope->at(name));
+    SLUICE_ASSIGN_OR_RETURN(vm::BlockRef check, op.attrs.GetBlock(ir::kCondBlockAttr));
+    SLUICE_ASSIGN_OR_RETURN(vm::BlockRef body, op.attrs.GetBlock(ir::kBodyBlockAttr));
+    const absl::StatusOr<int64_t> max = op.attrs.GetInt(ir::kMaxIterationsAttr);
+    for (int64_t done = 0;; ++done) {
+      SLUICE_ASSIGN_OR_RETURN(
+          std::vector<eager::Tensor> pred,
+          RunSubBlock(ctx, program, static_cast<int>(check.index), *scope, x, results));
+      SLUICE_ASSIGN_OR_RETURN(const bool again, ReadBool(pred[0]));
+      if (!again) break;
+      if (max.ok() && done >= *max) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": more than ", *max, " iterations"));
+      }
+      SLUICE_ASSIGN_OR_RETURN(
+          results, RunSubBlock(ctx, program, static_cast<int>(body.index), *scope, x, results));
+    }
+  }
+  const std::vector<std::string>& out = op.Output(ir::kOutSlot);
+  for (size_t i = 0; i < out.size(); ++i) (*scope)[out[i]] = results[i];
+  return absl::OkStatus();
+}
+
+// Runs every op of block `block` (a `yield` does nothing: its block's caller reads it).
+inline absl::Status RunBlock(eager::Context& ctx, const ir::ProgramDesc& program, int block,
+                             Scope* scope) {
+  const std::vector<ir::OpDesc>& ops = program.block(block).ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ir::OpDesc& op = ops[i];
+    const std::string where = absl::StrCat("block ", block, " op #", i, " '", op.type, "'");
+    if (op.type == ir::kYieldOp) continue;
+    if (ir::IsControlFlowOp(op)) {
+      SLUICE_RETURN_IF_ERROR(RunControlFlow(ctx, program, op, where, scope));
+    } else {
+      SLUICE_RETURN_IF_ERROR(RunOp(ctx, op, where, scope));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Runs every op of `program`'s global block on `scope`'s tensors, control flow included;
+// waits for the results (the first kernel error comes back here).
+inline absl::Status RunProgram(eager::Context& ctx, const ir::ProgramDesc& program, Scope* scope) {
+  SLUICE_RETURN_IF_ERROR(RunBlock(ctx, program, 0, scope));
   return ctx.Sync();
 }
 
