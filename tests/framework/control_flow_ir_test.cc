@@ -10,27 +10,19 @@
 #include "framework/ir/control_flow.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/framework/program_test_util.h"
 
 namespace sluice::framework::ir {
 namespace {
 
+namespace program_test = ::sluice::framework::program_test;
+
 using ::testing::HasSubstr;
 
-VarDesc V(std::string name, DataType dtype, Shape shape) {
-  VarDesc var;
-  var.name = std::move(name);
-  var.dtype = dtype;
-  var.shape = std::move(shape);
-  return var;
-}
+using program_test::Op;
 
-OpDesc Op(std::string type, OpSlots inputs, OpSlots outputs, vm::AttrMap attrs = {}) {
-  OpDesc op;
-  op.type = std::move(type);
-  op.inputs = std::move(inputs);
-  op.outputs = std::move(outputs);
-  op.attrs = std::move(attrs);
-  return op;
+VarDesc V(std::string name, DataType dtype, Shape shape) {
+  return program_test::Var(std::move(name), std::move(shape), /*persistable=*/false, dtype);
 }
 
 void Add(BlockDesc& block, VarDesc var) { ASSERT_TRUE(block.AddVar(std::move(var)).ok()); }
