@@ -348,6 +348,10 @@ absl::StatusOr<std::vector<std::pair<Var, Var>>> AppendBackward(
     const Var& loss, const absl::flat_hash_set<std::string>& no_grad_set) {
   if (!loss.valid()) return absl::InvalidArgumentError("AppendBackward: an empty loss Var");
   Program& program = *loss.program();
+  if (program.current_block() != 0) {
+    return absl::FailedPreconditionError(
+        "AppendBackward: called while a cond branch or loop body is being built");
+  }
   // Restore the program on any error, so that a failed call changes nothing.
   ir::ProgramDesc before = program.desc();
   absl::StatusOr<std::vector<std::pair<Var, Var>>> result =

@@ -64,29 +64,29 @@ std::vector<std::string> Names(const std::vector<Var>& vars) {
   return names;
 }
 
-// Undoes a control-flow call that fails part-way: on destruction unless committed, returns
-// to the block that was current and removes the blocks added since.
+// Undoes a control-flow call that fails part-way: unless committed, returns to the block
+// that was current and puts back the program as it was (a copy, as AppendBackward keeps).
+// Names the call generated stay used (later generated names may differ).
 class Rollback {
  public:
   explicit Rollback(Program& program)
-      : program_(program),
-        current_(program.current_block()),
-        first_new_(program.desc().num_blocks()) {}
+      : program_(program), current_(program.current_block()), before_(program.desc()) {}
   ~Rollback() {
     if (committed_) return;
     while (program_.current_block() != current_) program_.LeaveBlock();
-    program_.mutable_desc().TruncateBlocks(first_new_);
+    program_.mutable_desc() = std::move(before_);
   }
   Rollback(const Rollback&) = delete;
   Rollback& operator=(const Rollback&) = delete;
 
-  int first_new_block() const { return first_new_; }
+  // The first block the call adds.
+  int first_new_block() const { return before_.num_blocks(); }
   void Commit() { committed_ = true; }
 
  private:
   Program& program_;
   const int current_;
-  const int first_new_;
+  ir::ProgramDesc before_;
   bool committed_ = false;
 };
 
@@ -99,6 +99,10 @@ absl::StatusOr<std::pair<int, std::vector<Var>>> BuildBlock(Program& program, co
   const int block = program.EnterNewBlock();
   absl::StatusOr<std::vector<Value>> results = fn();
   if (!results.ok()) return results.status();
+  if (program.current_block() != block) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        op, ": ", what, " function left block ", program.current_block(), " current, not ", block));
+  }
   SLUICE_ASSIGN_OR_RETURN(std::vector<Var> vars, ToVars(*results, program, op, what));
   ir::OpDesc yield;
   yield.type = std::string(ir::kYieldOp);
@@ -127,10 +131,18 @@ std::vector<std::string> Captured(const ir::ProgramDesc& desc, int first,
   return captured;
 }
 
-// New variables "<prefix>_<n>.out_<i>" in the current block, like `like` (dtype and shape).
+// New variables "<prefix>_<n>.out_<i>" in the current block, like `like` (dtype and shape);
+// <n> is chosen so that every name is free.
 absl::StatusOr<std::vector<Var>> NewOutputs(Program& program, absl::string_view prefix,
                                             const std::vector<Var>& like) {
-  const std::string base = program.UniqueName(prefix);
+  std::string base;
+  for (bool free = false; !free;) {
+    base = program.UniqueName(prefix);
+    free = true;
+    for (size_t i = 0; i < like.size(); ++i) {
+      free = free && !program.HasVarAnywhere(absl::StrCat(base, ".out_", i));
+    }
+  }
   std::vector<Var> outs;
   for (size_t i = 0; i < like.size(); ++i) {
     ir::VarDesc desc;
@@ -165,6 +177,7 @@ absl::Status MatchBranches(const std::vector<Var>& yes, const std::vector<Var>& 
 absl::StatusOr<std::vector<Value>> StaticCond(const Var& pred, const BranchFn& true_fn,
                                               const BranchFn& false_fn) {
   Program& program = *pred.program();
+  SLUICE_RETURN_IF_ERROR(ToVars({pred}, program, "cond", "the predicate").status());
   Rollback rollback(program);
   SLUICE_ASSIGN_OR_RETURN(auto yes, BuildBlock(program, true_fn, "cond", "the true branch's"));
   SLUICE_ASSIGN_OR_RETURN(auto no, BuildBlock(program, false_fn, "cond", "the false branch's"));
@@ -229,20 +242,24 @@ absl::StatusOr<std::vector<Value>> StaticWhile(const LoopCondFn& cond, const Loo
   SLUICE_ASSIGN_OR_RETURN(std::vector<Var> vars, LoopVars(loop_vars));
   Program& program = *vars[0].program();
   Rollback rollback(program);
+  // The outputs hold the current values inside the loop: the functions get their handles.
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Var> outs, NewOutputs(program, "while", vars));
+  const std::vector<Value> current = ToValues(outs);
   auto cond_block = [&]() -> absl::StatusOr<std::vector<Value>> {
-    SLUICE_ASSIGN_OR_RETURN(Value pred, cond(loop_vars));
+    SLUICE_ASSIGN_OR_RETURN(Value pred, cond(current));
     SLUICE_RETURN_IF_ERROR(RequireBoolScalar(pred, "while_loop", "the condition"));
     return std::vector<Value>{pred};
   };
   SLUICE_ASSIGN_OR_RETURN(auto check,
                           BuildBlock(program, cond_block, "while_loop", "the condition's"));
-  auto body_block = [&] { return body(loop_vars); };
+  auto body_block = [&] { return body(current); };
   SLUICE_ASSIGN_OR_RETURN(auto step, BuildBlock(program, body_block, "while_loop", "the body's"));
   SLUICE_RETURN_IF_ERROR(MatchLoopVars(ToValues(step.second), loop_vars, ""));
   const std::vector<std::string> names = Names(vars);
+  std::set<std::string> own(names.begin(), names.end());
+  for (const Var& out : outs) own.insert(out.name());
   const std::vector<std::string> captured =
-      Captured(program.desc(), rollback.first_new_block(), {names.begin(), names.end()});
-  SLUICE_ASSIGN_OR_RETURN(std::vector<Var> outs, NewOutputs(program, "while", vars));
+      Captured(program.desc(), rollback.first_new_block(), own);
   ir::OpDesc op;
   op.type = std::string(ir::kWhileOp);
   op.inputs.emplace_back(std::string(ir::kLoopVarsSlot), names);
@@ -256,7 +273,7 @@ absl::StatusOr<std::vector<Value>> StaticWhile(const LoopCondFn& cond, const Loo
   }
   program.mutable_desc().mutable_block(program.current_block()).AppendOp(std::move(op));
   rollback.Commit();
-  return ToValues(outs);
+  return current;
 }
 
 absl::StatusOr<std::vector<Value>> EagerWhile(const LoopCondFn& cond, const LoopBodyFn& body,
@@ -310,7 +327,15 @@ absl::StatusOr<std::vector<Value>> Cond(const Value& pred, const BranchFn& true_
     return StaticCond(pred.var(), true_fn, false_fn);
   }
   SLUICE_ASSIGN_OR_RETURN(const bool taken, ReadPredicate(pred, "cond", "the predicate"));
-  return taken ? true_fn() : false_fn();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Value> results, taken ? true_fn() : false_fn());
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].is_static()) {
+      return absl::InvalidArgumentError(absl::StrCat("cond: the ", taken ? "true" : "false",
+                                                     " branch returned a static Var as value ", i,
+                                                     " in an eager cond"));
+    }
+  }
+  return results;
 }
 
 absl::StatusOr<std::vector<Value>> WhileLoop(const LoopCondFn& cond, const LoopBodyFn& body,

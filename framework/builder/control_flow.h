@@ -8,8 +8,10 @@
 //    applies land there; its results become the block's `yield`. Then the `cond` or
 //    `while` op is appended to the block that was current (framework/ir/control_flow.h),
 //    with new output variables named "cond_<n>.out_<i>" / "while_<n>.out_<i>", and the
-//    variables the sub-blocks read from outside listed as its captured inputs. Inside a
-//    loop's functions the loop variables' handles stand for the current iteration's values.
+//    variables the sub-blocks read from outside listed as its captured inputs. A loop's
+//    functions get the handles of its outputs, which stand for the current iteration's
+//    values inside the loop (as the eager values passed to them do); the initial values'
+//    handles keep meaning the initial values, in both modes.
 //  - eager (Tensors): the predicate is read (a blocking read of one element) and the chosen
 //    function runs at once; a loop calls its condition, reads it, and runs the body until
 //    the condition is false.
@@ -20,8 +22,11 @@
 // static cond checks both; an eager one runs only one); a body returning a value whose
 // dtype or shape differs from its loop variable's; more than max_iterations runs of the
 // body (eager: at run time; static: the interpreter reports it when the program runs).
-// An error from a function is returned as is, with the sub-blocks begun for it removed
-// from the program (the program is left as it was before the call).
+// Inside a branch or body, ops write only the block's own variables (AppendOpInto into an
+// enclosing block's variable is refused), and persistables cannot be created
+// (CreatePersistable, AppendBackward and Minimize answer FailedPrecondition). An error
+// from a function is returned as is, and the program is put back as it was before the
+// call (names generated meanwhile stay used).
 //
 // Thread-compatible, like the rest of the builder.
 #ifndef SLUICE_FRAMEWORK_BUILDER_CONTROL_FLOW_H_

@@ -22,6 +22,12 @@ std::string UniqueNameInBoth(Program& main, Program& startup, absl::string_view 
 
 absl::StatusOr<Var> CreatePersistable(Program& main, Program& startup, const PersistableVar& var,
                                       absl::string_view init_op, vm::AttrMap init_attrs) {
+  if (main.current_block() != 0 || startup.current_block() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "persistable variable '", var.name,
+        "': create parameters and other persistables outside cond branches and loop bodies "
+        "(they belong to the global block)"));
+  }
   for (const Program* program : {&main, &startup}) {
     if (program->desc().global_block().HasVar(var.name)) {
       return absl::AlreadyExistsError(absl::StrCat("persistable variable '", var.name, "': the ",

@@ -36,8 +36,10 @@ struct PersistableVar {
 // initializer `init_op` writing it, with `init_attrs` plus "shape" and "dtype" from `var`
 // ("fill_constant" with "value", "uniform_random" with "min", "max", "seed", ...).
 // Returns the main program's handle. AlreadyExists naming the variable when either program
-// has it (nothing is added then); the initializer's errors as AppendOpInto (the startup
-// program keeps the declaration then: a programming error, not something to retry).
+// has it (nothing is added then); FailedPrecondition while either program is building a
+// cond branch or loop body (persistables belong to the global block); the initializer's
+// errors as AppendOpInto (the startup program keeps the declaration then: a programming
+// error, not something to retry).
 absl::StatusOr<Var> CreatePersistable(Program& main, Program& startup, const PersistableVar& var,
                                       absl::string_view init_op, vm::AttrMap init_attrs);
 

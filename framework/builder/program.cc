@@ -307,6 +307,13 @@ absl::Status AppendOpInto(Program& program, absl::string_view type,
             where, var.valid() ? " belongs to another Program" : " is an empty Var handle"));
       }
       SLUICE_ASSIGN_OR_RETURN(const ir::VarDesc* desc, VisibleVar(program, var.name(), where));
+      if (program.current_block() != 0 &&
+          program.desc().block(program.current_block()).FindVar(var.name()) == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where,
+                         " is a variable of an enclosing block; ops inside a cond branch "
+                         "or loop body write only their own block's variables"));
+      }
       const ops::TensorMeta have{desc->dtype, desc->shape};
       const ops::TensorMeta& want = prepared.outputs[s][i];
       if (!(have == want)) {

@@ -150,8 +150,9 @@ absl::StatusOr<std::vector<std::vector<Var>>> AppendOp(Program& program, absl::s
 
 // Appends op `type` writing existing variables: `outputs` per output slot, whose dtypes and
 // shapes must be what inference gives (InvalidArgument naming the op and the output
-// otherwise). For in-place updates (an optimizer's ParamOut is its Param) and for ops whose
-// output names are chosen by the caller (gradients). Other errors as AppendOp.
+// otherwise), and which, inside a sub-block, belong to the current block. For in-place updates (an
+// optimizer's ParamOut is its Param) and for ops whose output names are chosen by the caller
+// (gradients). Other errors as AppendOp.
 absl::Status AppendOpInto(Program& program, absl::string_view type,
                           const std::vector<std::vector<Var>>& inputs,
                           const std::vector<std::vector<Var>>& outputs, vm::AttrMap attrs = {});

@@ -1,5 +1,6 @@
 #include "framework/ir/control_flow.h"
 
+#include <set>
 #include <variant>
 
 #include "absl/container/flat_hash_map.h"
@@ -51,12 +52,42 @@ absl::Status OptionalPositiveInt(const std::string& where, const OpDesc& op,
   return absl::OkStatus();
 }
 
+// YieldedNames, its error prefixed with the op that references the block.
+absl::StatusOr<std::vector<std::string>> YieldedNamesAt(const ProgramDesc& program,
+                                                        const std::string& where, int sub) {
+  absl::StatusOr<std::vector<std::string>> names = YieldedNames(program, sub);
+  if (!names.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", names.status().message()));
+  }
+  return names;
+}
+
+// No name twice in `names`, and none of them among `others` (X, for Out); `what` names
+// the slot.
+absl::Status DistinctNames(const std::string& where, absl::string_view what,
+                           const std::vector<std::string>& names,
+                           const std::vector<std::string>& others) {
+  const std::set<std::string> taken(others.begin(), others.end());
+  std::set<std::string> seen;
+  for (const std::string& name : names) {
+    if (taken.contains(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", what, " names '", name, "', which is also in X"));
+    }
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", what, " names '", name, "' twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Block `sub` yields values matching `want` (by dtype and shape, in order); `what` names
 // the block's role ("the true branch"), `want_role` what each wanted variable is ("output").
 absl::Status CheckYields(const ProgramDesc& program, const std::string& where, int sub,
                          absl::string_view what, const std::vector<const VarDesc*>& want,
                          absl::string_view want_role) {
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> yielded, YieldedNames(program, sub));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> yielded, YieldedNamesAt(program, where, sub));
   if (yielded.size() != want.size()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", what, " (block ", sub, ") yields ",
                                                    yielded.size(), " values, ", want.size(),
@@ -108,6 +139,8 @@ absl::Status ValidateCond(const ProgramDesc& program, int block, const std::stri
 
 absl::Status ValidateWhile(const ProgramDesc& program, int block, const std::string& where,
                            const OpDesc& op) {
+  SLUICE_RETURN_IF_ERROR(DistinctNames(where, "X", op.Input(kLoopVarsSlot), {}));
+  SLUICE_RETURN_IF_ERROR(DistinctNames(where, "Out", op.Output(kOutSlot), op.Input(kLoopVarsSlot)));
   const std::vector<const VarDesc*> x = SlotVars(program, block, op, kLoopVarsSlot, false);
   const std::vector<const VarDesc*> out = SlotVars(program, block, op, kOutSlot, true);
   if (x.size() != out.size()) {
@@ -123,7 +156,8 @@ absl::Status ValidateWhile(const ProgramDesc& program, int block, const std::str
   }
   SLUICE_ASSIGN_OR_RETURN(const int cond_block, RequiredBlock(where, op, kCondBlockAttr));
   SLUICE_ASSIGN_OR_RETURN(const int body_block, RequiredBlock(where, op, kBodyBlockAttr));
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> cond, YieldedNames(program, cond_block));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> cond,
+                          YieldedNamesAt(program, where, cond_block));
   if (cond.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": the condition (block ", cond_block,
                                                    ") yields ", cond.size(),
@@ -132,7 +166,7 @@ absl::Status ValidateWhile(const ProgramDesc& program, int block, const std::str
   SLUICE_RETURN_IF_ERROR(IsBoolScalar(where,
                                       absl::StrCat("the condition (block ", cond_block, ") yields"),
                                       *ResolveVar(program, cond_block, cond[0])));
-  SLUICE_RETURN_IF_ERROR(CheckYields(program, where, body_block, "the body", x, "loop variable"));
+  SLUICE_RETURN_IF_ERROR(CheckYields(program, where, body_block, "the body", out, "loop variable"));
   SLUICE_RETURN_IF_ERROR(OptionalPositiveInt(where, op, kMaxIterationsAttr));
   return OptionalPositiveInt(where, op, kParallelIterationsAttr);
 }
@@ -231,6 +265,15 @@ absl::Status ValidateControlFlow(const ProgramDesc& program) {
       }
       if (!ops[k].outputs.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": a yield has no outputs"));
+      }
+      if (!ops[k].attrs.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": a yield has no attributes"));
+      }
+      for (const auto& [slot, names] : ops[k].inputs) {
+        if (slot != kLoopVarsSlot) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ": a yield has one input slot, X, not '", slot, "'"));
+        }
       }
     }
   }

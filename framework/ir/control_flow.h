@@ -7,17 +7,19 @@
 //          Runs block T when the bool scalar P is true, else block F. Each branch ends in a
 //          `yield` of as many values as Out has, matching Out's dtypes and shapes in order;
 //          Out takes the taken branch's values.
-//   while  in  X=x... [Input=captured...]          out Out=x_final...
+//   while  in  X=x... [Input=captured...]          out Out=x_loop...
 //          attrs cond_block=b:C, body_block=b:B [, max_iterations=i:N]
 //                [, parallel_iterations=i:K]
-//          The loop-carried variables X (names of the op's block or an ancestor, holding
-//          the initial values). Block C yields one bool scalar: whether to run the body
-//          again. Block B yields the next value of each X, in order, each with that X's
-//          dtype and shape. Inside C and B, the X names read the current iteration's
-//          values. Out takes the values X hold when C yields false. Running the body more
-//          than N times is an error naming the loop (no attribute: no limit). Up to K
-//          iterations may be in flight at once where the body allows it (default 1).
-//   yield  in  X=v...                               out (none)
+//          X holds the loop-carried variables' initial values; Out (one per X, each with
+//          its X's dtype and shape, no name twice and none an X) holds their current
+//          values. Inside C and B the Out names read the current
+//          iteration's values (X names read the initial ones, like any outer variable).
+//          Block C yields one bool scalar: whether to run the body again. Block B yields
+//          the next value of each Out, in order. When C yields false, Out keeps the last
+//          values. Running the body more than N times is an error naming the loop (no
+//          attribute: no limit). Up to K iterations may be in flight at once where the
+//          body allows it (default 1).
+//   yield  in  X=v...                               out (none), no attributes
 //          The last op of a sub-block referenced by a cond or while: the block's results.
 //
 // Sub-blocks are children of the block that holds the op that references them; names
@@ -80,9 +82,11 @@ absl::StatusOr<std::vector<std::string>> YieldedNames(const ProgramDesc& program
 //    outputs;
 //  - cond: one bool scalar Cond; both branch attributes; each branch yields as many values
 //    as Out names, each with the dtype and shape of its Out variable;
-//  - while: as many X as Out, Out[i] with X[i]'s dtype and shape; the condition block
-//    yields one bool scalar; the body yields one value per X with X's dtype and shape;
-//    max_iterations and parallel_iterations, when present, are ints of at least 1.
+//  - while: as many X as Out, Out[i] with X[i]'s dtype and shape, no Out name twice or
+//    among X, no X name twice; the condition block yields one bool scalar; the body
+//    yields one value per Out with its dtype and shape; max_iterations and
+//    parallel_iterations, when present, are ints of at least 1;
+//  - a yield has exactly the X slot, no outputs and no attributes.
 // Expects the checks ProgramDesc::Validate makes first (blocks well formed, operands
 // defined).
 absl::Status ValidateControlFlow(const ProgramDesc& program);

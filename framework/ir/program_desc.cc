@@ -553,11 +553,6 @@ int BlockDesc::AppendOp(OpDesc op) {
 
 ProgramDesc::ProgramDesc() { blocks_.emplace_back(0, -1); }
 
-void ProgramDesc::TruncateBlocks(int first) {
-  SLUICE_CHECK(first >= 1 && first <= num_blocks());
-  blocks_.erase(blocks_.begin() + first, blocks_.end());
-}
-
 int ProgramDesc::AppendBlock(int parent_idx) {
   const int idx = num_blocks();
   blocks_.emplace_back(idx, parent_idx);

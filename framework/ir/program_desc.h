@@ -125,9 +125,6 @@ class ProgramDesc {
   // Appends a block whose parent is `parent_idx`; returns its index. May move the blocks:
   // references to BlockDescs do not survive it.
   int AppendBlock(int parent_idx);
-  // Removes blocks `first` and after (a builder undoing a sub-block it failed to finish).
-  // Requires 1 <= first <= num_blocks().
-  void TruncateBlocks(int first);
 
   // Structural checks, each error naming the block, the op (index and type) or variable at
   // fault: block parents exist and precede their children; every op has a type; every

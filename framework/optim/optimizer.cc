@@ -15,6 +15,10 @@ absl::StatusOr<std::vector<std::pair<Var, Var>>> Optimizer::Minimize(
     return absl::FailedPreconditionError(
         "Minimize: no current programs (call it inside a ProgramGuard)");
   }
+  if (main->current_block() != 0) {
+    return absl::FailedPreconditionError(
+        "Minimize: called while a cond branch or loop body is being built");
+  }
   // A failed call leaves both programs as they were.
   ir::ProgramDesc main_before = main->desc();
   ir::ProgramDesc startup_before = startup->desc();

@@ -7,6 +7,7 @@
 
 #include "core/status.h"
 #include "framework/builder/control_flow.h"
+#include "framework/builder/persistable.h"
 #include "framework/builder/program.h"
 #include "framework/ir/control_flow.h"
 #include "gmock/gmock.h"
@@ -105,8 +106,10 @@ TEST_F(BuilderControlFlowTest, StaticWhileWithACondInsideItsBody) {
   const int body = static_cast<int>(loop.attrs.GetBlock("body_block").value().index);
   const ir::OpDesc& inner = desc.block(body).ops()[desc.block(body).ops().size() - 2];
   EXPECT_EQ(inner.type, "cond");
-  // The inner cond captures the body's own `scaled`, and `odd` from block 0.
-  EXPECT_EQ(inner.Input("Input").size(), 1u);
+  // The inner cond captures the body's own `scaled` (the body's first op makes it); `odd`
+  // is its predicate, not a capture.
+  EXPECT_EQ(inner.Input("Input"), desc.block(body).ops()[0].Output("Out"));
+  EXPECT_EQ(inner.Input("Cond"), std::vector<std::string>{"odd"});
   for (const auto& [attr, index] : ir::SubBlockRefs(inner)) {
     EXPECT_EQ(desc.block(static_cast<int>(index)).parent_idx(), body) << attr;
   }
@@ -115,26 +118,68 @@ TEST_F(BuilderControlFlowTest, StaticWhileWithACondInsideItsBody) {
   EXPECT_TRUE(*ir::ProgramDesc::FromText(desc.ToText()) == desc);
 }
 
-TEST_F(BuilderControlFlowTest, WhileInsideWhile) {
-  ProgramGuard guard(main_, startup_);
-  const Var x = Data("x", Shape({2})).value();
-  const Var go = Data("go", Shape(), DataType::kBool).value();
-  auto again = [&](const std::vector<Value>&) -> absl::StatusOr<Value> { return Value(go); };
-  absl::StatusOr<std::vector<Value>> out = fn::WhileLoop(
-      again,
+// Outer: while i < 3 { y = x; inner: while j < 2 { y = y + x; j++ }; x = y; i++ }, where x
+// inside the inner loop is the outer loop's current value and `base` (read in both) the
+// value fed. Eager and static give the same numbers.
+absl::StatusOr<std::vector<Value>> Nested(const Value& i0, const Value& j0, const Value& x0,
+                                          const Value& base) {
+  auto below = [](double n) {
+    return [n](const std::vector<Value>& vars) -> absl::StatusOr<Value> {
+      SLUICE_ASSIGN_OR_RETURN(Value bound, fn::Scale(vars[0], 0.0, n));
+      return fn::LessThan(vars[0], bound);
+    };
+  };
+  return fn::WhileLoop(
+      below(3),
       [&](const std::vector<Value>& outer) -> absl::StatusOr<std::vector<Value>> {
-        return fn::WhileLoop(
-            again,
-            [&](const std::vector<Value>& inner) -> absl::StatusOr<std::vector<Value>> {
-              SLUICE_ASSIGN_OR_RETURN(Value y, fn::Add(inner[0], outer[0]));
-              return std::vector<Value>{y};
-            },
-            outer);
+        SLUICE_ASSIGN_OR_RETURN(
+            std::vector<Value> inner,
+            fn::WhileLoop(
+                below(2),
+                [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                  SLUICE_ASSIGN_OR_RETURN(Value j, fn::Increment(vars[0]));
+                  SLUICE_ASSIGN_OR_RETURN(Value y, fn::Add(vars[1], outer[1]));
+                  SLUICE_ASSIGN_OR_RETURN(Value z, fn::Add(y, base));
+                  return std::vector<Value>{j, z};
+                },
+                {j0, outer[1]}));
+        SLUICE_ASSIGN_OR_RETURN(Value i, fn::Increment(outer[0]));
+        return std::vector<Value>{i, inner[1]};
       },
-      {x});
-  ASSERT_TRUE(out.ok()) << out.status();
+      {i0, x0});
+}
+
+TEST_F(BuilderControlFlowTest, WhileInsideWhileGivesTheEagerNumbers) {
+  const std::vector<float> xv = {0.25f, -0.5f};
+  const std::vector<float> bv = {1.0f, 0.125f};
+  eager::Tensor i = ctx_.FromVector(std::vector<float>{0}, Shape()).value();
+  eager::Tensor x = ctx_.FromVector(xv, Shape({2})).value();
+  eager::Tensor b = ctx_.FromVector(bv, Shape({2})).value();
+  absl::StatusOr<std::vector<Value>> eager_out = Nested(i, i, x, b);
+  ASSERT_TRUE(eager_out.ok()) << eager_out.status();
+  const std::vector<float> want = (*eager_out)[1].tensor().ToVector<float>().value();
+  // Each outer iteration maps x to 3x + 2b: three of them give 27x + 26b.
+  EXPECT_EQ(want, (std::vector<float>{27 * 0.25f + 26 * 1.0f, 27 * -0.5f + 26 * 0.125f}));
+
+  std::string result;
+  {
+    ProgramGuard guard(main_, startup_);
+    const Var si = Data("i", Shape()).value();
+    const Var sx = Data("x", Shape({2})).value();
+    const Var sb = Data("b", Shape({2})).value();
+    absl::StatusOr<std::vector<Value>> built = Nested(si, si, sx, sb);
+    ASSERT_TRUE(built.ok()) << built.status();
+    result = (*built)[1].var().name();
+  }
   ASSERT_TRUE(main_.desc().Validate().ok()) << main_.desc().Validate();
   EXPECT_EQ(main_.desc().num_blocks(), 5);  // outer cond and body; inner cond and body
+  reference::Scope scope;
+  ASSERT_TRUE(reference::Feed(ctx_, &scope, "i", std::vector<float>{0}, Shape()).ok());
+  ASSERT_TRUE(reference::Feed(ctx_, &scope, "x", xv, Shape({2})).ok());
+  ASSERT_TRUE(reference::Feed(ctx_, &scope, "b", bv, Shape({2})).ok());
+  const absl::Status ran = reference::RunProgram(ctx_, main_.desc(), &scope);
+  ASSERT_TRUE(ran.ok()) << ran;
+  EXPECT_EQ(reference::Fetch<float>(scope, result).value(), want);
 }
 
 TEST_F(BuilderControlFlowTest, ErrorsNameTheProblemAndLeaveTheProgramAsItWas) {
@@ -216,6 +261,99 @@ TEST_F(BuilderControlFlowTest, ErrorsNameTheProblemAndLeaveTheProgramAsItWas) {
                    "loop variable 1 is an eager Tensor but loop variable 0 is not");
   expect_unchanged(fn::Cond(p, just(x), just(t)).status(),
                    "cond: the false branch's value 0 is an eager Tensor in a static cond");
+  // A failure after a nested call succeeded: the nested blocks go too.
+  expect_unchanged(
+      fn::WhileLoop(forever,
+                    [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                      SLUICE_RETURN_IF_ERROR(fn::Cond(p, just(x), just(x)).status());
+                      return absl::InternalError("body failed after a cond");
+                    },
+                    {x})
+          .status(),
+      "body failed after a cond");
+  // Writing a variable of an enclosing block from a branch.
+  expect_unchanged(fn::Cond(
+                       p,
+                       [&]() -> absl::StatusOr<std::vector<Value>> {
+                         SLUICE_RETURN_IF_ERROR(AppendOpInto(main_, "relu", {{x}}, {{v}}));
+                         return std::vector<Value>{x};
+                       },
+                       just(x))
+                       .status(),
+                   "is a variable of an enclosing block");
+  // Parameters belong to block 0.
+  expect_unchanged(
+      fn::Cond(
+          p,
+          [&]() -> absl::StatusOr<std::vector<Value>> {
+            SLUICE_ASSIGN_OR_RETURN(
+                Var w, CreatePersistable(main_, startup_, {"w", Shape({4}), DataType::kF32, true},
+                                         "fill_constant", vm::AttrMap()));
+            return std::vector<Value>{w};
+          },
+          just(x))
+          .status(),
+      "create parameters and other persistables outside cond branches");
+  // A predicate made inside a branch is not visible after it.
+  Value inner_pred = p;
+  ASSERT_TRUE(fn::Cond(
+                  p,
+                  [&]() -> absl::StatusOr<std::vector<Value>> {
+                    SLUICE_ASSIGN_OR_RETURN(inner_pred, fn::LogicalNot(p));
+                    return std::vector<Value>{x};
+                  },
+                  just(x))
+                  .ok());
+  const std::string after_one = main_.desc().ToText();
+  const absl::Status hidden = fn::Cond(inner_pred, just(x), just(x)).status();
+  EXPECT_THAT(std::string(hidden.message()), HasSubstr("a block this one cannot see"));
+  EXPECT_EQ(main_.desc().ToText(), after_one);
+}
+
+TEST_F(BuilderControlFlowTest, OutputNamesSkipTakenOnes) {
+  ProgramGuard guard(main_, startup_);
+  const Var x = Data("x", Shape({4})).value();
+  const Var p = Data("p", Shape(), DataType::kBool).value();
+  ASSERT_TRUE(Data("cond_0.out_1", Shape({4})).ok());  // a feed that takes a generated name
+  auto both = [&]() -> absl::StatusOr<std::vector<Value>> { return std::vector<Value>{x, x}; };
+  absl::StatusOr<std::vector<Value>> out = fn::Cond(p, both, both);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].var().name(), "cond_1.out_0");
+  EXPECT_EQ((*out)[1].var().name(), "cond_1.out_1");
+  EXPECT_TRUE(main_.desc().Validate().ok()) << main_.desc().Validate();
+}
+
+TEST_F(BuilderControlFlowTest, EagerCondRefusesStaticResults) {
+  eager::Tensor p = fn::FillConstant(Shape(), 1, DataType::kBool, &ctx_).value().tensor();
+  ProgramGuard guard(main_, startup_);
+  const Var x = Data("x", Shape({4})).value();
+  auto static_x = [&]() -> absl::StatusOr<std::vector<Value>> { return std::vector<Value>{x}; };
+  EXPECT_THAT(std::string(fn::Cond(p, static_x, static_x).status().message()),
+              HasSubstr("cond: the true branch returned a static Var as value 0 in an eager cond"));
+}
+
+TEST_F(BuilderControlFlowTest, StaticMaxIterationsIsEnforcedWhenTheProgramRuns) {
+  std::string result;
+  {
+    ProgramGuard guard(main_, startup_);
+    const Var x = Data("x", Shape({1})).value();
+    const Var go = Data("go", Shape(), DataType::kBool).value();
+    fn::WhileOptions options;
+    options.max_iterations = 4;
+    absl::StatusOr<std::vector<Value>> out =
+        fn::WhileLoop([&](const std::vector<Value>&) -> absl::StatusOr<Value> { return Value(go); },
+                      [](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                        SLUICE_ASSIGN_OR_RETURN(Value y, fn::Scale(vars[0], 2.0));
+                        return std::vector<Value>{y};
+                      },
+                      {x}, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  reference::Scope scope;
+  ASSERT_TRUE(reference::Feed(ctx_, &scope, "x", std::vector<float>{1}, Shape({1})).ok());
+  scope["go"] = fn::FillConstant(Shape(), 1, DataType::kBool, &ctx_).value().tensor();
+  EXPECT_THAT(std::string(reference::RunProgram(ctx_, main_.desc(), &scope).message()),
+              HasSubstr("'while': more than 4 iterations"));
 }
 
 // Eager: the predicate is read and the chosen function runs at once.

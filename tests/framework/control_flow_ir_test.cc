@@ -28,8 +28,8 @@ VarDesc V(std::string name, DataType dtype, Shape shape) {
 void Add(BlockDesc& block, VarDesc var) { ASSERT_TRUE(block.AddVar(std::move(var)).ok()); }
 
 // Block 0: x f32[4], i i64[], p bool[]; y = cond(p, x) (blocks 1 and 2); (x_out, i_out) =
-// while(x, i) with condition block 3 (i < 10) and body block 4, whose cond (blocks 5, 6)
-// picks x*2 or x+1.
+// while(x, i) with condition block 3 (i_out < 10) and body block 4, whose cond (blocks 5,
+// 6) picks x_out*2 or x_out+1 (inside the loop, x_out and i_out are the current values).
 ProgramDesc Valid() {
   ProgramDesc program;
   BlockDesc& root = program.mutable_global_block();
@@ -51,7 +51,7 @@ ProgramDesc Valid() {
          vm::AttrMap().Set("true_block", vm::BlockRef{yes}).Set("false_block", vm::BlockRef{no})));
   const int check = program.AppendBlock(0);
   Add(program.mutable_block(check), V("go", DataType::kBool, Shape()));
-  program.mutable_block(check).AppendOp(Op("less_than", {{"X", {"i"}}}, {{"Out", {"go"}}}));
+  program.mutable_block(check).AppendOp(Op("less_than", {{"X", {"i_out"}}}, {{"Out", {"go"}}}));
   program.mutable_block(check).AppendOp(Op("yield", {{"X", {"go"}}}, {}));
   const int body = program.AppendBlock(0);
   Add(program.mutable_block(body), V("odd", DataType::kBool, Shape()));
@@ -59,18 +59,18 @@ ProgramDesc Valid() {
   Add(program.mutable_block(body), V("i_next", DataType::kI64, Shape()));
   const int twice = program.AppendBlock(body);
   Add(program.mutable_block(twice), V("t", DataType::kF32, Shape({4})));
-  program.mutable_block(twice).AppendOp(Op("scale", {{"X", {"x"}}}, {{"Out", {"t"}}}));
+  program.mutable_block(twice).AppendOp(Op("scale", {{"X", {"x_out"}}}, {{"Out", {"t"}}}));
   program.mutable_block(twice).AppendOp(Op("yield", {{"X", {"t"}}}, {}));
   const int plus = program.AppendBlock(body);
   Add(program.mutable_block(plus), V("u", DataType::kF32, Shape({4})));
-  program.mutable_block(plus).AppendOp(Op("scale", {{"X", {"x"}}}, {{"Out", {"u"}}}));
+  program.mutable_block(plus).AppendOp(Op("scale", {{"X", {"x_out"}}}, {{"Out", {"u"}}}));
   program.mutable_block(plus).AppendOp(Op("yield", {{"X", {"u"}}}, {}));
   BlockDesc& b = program.mutable_block(body);
-  b.AppendOp(Op("is_odd", {{"X", {"i"}}}, {{"Out", {"odd"}}}));
+  b.AppendOp(Op("is_odd", {{"X", {"i_out"}}}, {{"Out", {"odd"}}}));
   b.AppendOp(Op(
       "cond", {{"Cond", {"odd"}}}, {{"Out", {"x_next"}}},
       vm::AttrMap().Set("true_block", vm::BlockRef{twice}).Set("false_block", vm::BlockRef{plus})));
-  b.AppendOp(Op("increment", {{"X", {"i"}}}, {{"Out", {"i_next"}}}));
+  b.AppendOp(Op("increment", {{"X", {"i_out"}}}, {{"Out", {"i_next"}}}));
   b.AppendOp(Op("yield", {{"X", {"x_next", "i_next"}}}, {}));
   program.mutable_global_block().AppendOp(Op("while", {{"X", {"x", "i"}}},
                                              {{"Out", {"x_out", "i_out"}}},
@@ -167,7 +167,7 @@ TEST(ControlFlowIrTest, EveryBrokenRuleIsNamed) {
        {"the true branch (block 1) yields 2 values, 1 expected"}},
       {"branch without a yield",
        [](ProgramDesc& p) { p.mutable_block(kYes).mutable_ops().pop_back(); },
-       {"block 1 does not end in a 'yield' op"}},
+       {"block 0 op #0 'cond': block 1 does not end in a 'yield' op"}},
       {"yield not last",
        [](ProgramDesc& p) {
          auto& ops = p.mutable_block(kYes).mutable_ops();
@@ -186,13 +186,13 @@ TEST(ControlFlowIrTest, EveryBrokenRuleIsNamed) {
        {"block 2 op #0 'yield': a yield has no outputs"}},
       {"loop variable changes shape in the body",
        [](ProgramDesc& p) { p.mutable_block(kBody).FindMutableVar("x_next")->shape = Shape({5}); },
-       {"block 0 op #1 'while': loop variable 'x' is f32[4] but the body (block 4) yields "
+       {"block 0 op #1 'while': loop variable 'x_out' is f32[4] but the body (block 4) yields "
         "'x_next' f32[5]"}},
       {"loop variable changes dtype in the body",
        [](ProgramDesc& p) {
          p.mutable_block(kBody).FindMutableVar("i_next")->dtype = DataType::kI32;
        },
-       {"loop variable 'i' is i64[] but the body (block 4) yields 'i_next' i32[]"}},
+       {"loop variable 'i_out' is i64[] but the body (block 4) yields 'i_next' i32[]"}},
       {"fewer outputs than loop variables",
        [](ProgramDesc& p) { RootOp(p, kWhileOpIndex).outputs[0].second = {"x_out"}; },
        {"block 0 op #1 'while': 2 loop variables (X) but 1 outputs (Out)"}},
@@ -204,6 +204,29 @@ TEST(ControlFlowIrTest, EveryBrokenRuleIsNamed) {
       {"condition yields a float",
        [](ProgramDesc& p) { p.mutable_block(kCheck).FindMutableVar("go")->dtype = DataType::kF32; },
        {"the condition (block 3) yields 'go' must be a bool scalar, not f32[]"}},
+      {"a loop variable twice",
+       [](ProgramDesc& p) {
+         RootOp(p, kWhileOpIndex).inputs[0].second = {"x", "x"};
+       },
+       {"block 0 op #1 'while': X names 'x' twice"}},
+      {"an output twice",
+       [](ProgramDesc& p) {
+         RootOp(p, kWhileOpIndex).outputs[0].second = {"x_out", "x_out"};
+       },
+       {"Out names 'x_out' twice"}},
+      {"an output that is a loop variable's initial value",
+       [](ProgramDesc& p) {
+         RootOp(p, kWhileOpIndex).outputs[0].second = {"x", "i_out"};
+       },
+       {"Out names 'x', which is also in X"}},
+      {"yield with attributes",
+       [](ProgramDesc& p) { p.mutable_block(kNo).mutable_ops()[0].attrs.Set("k", int64_t{1}); },
+       {"block 2 op #0 'yield': a yield has no attributes"}},
+      {"yield with another slot",
+       [](ProgramDesc& p) {
+         p.mutable_block(kNo).mutable_ops()[0].inputs.push_back({"Y", {"x"}});
+       },
+       {"block 2 op #0 'yield': a yield has one input slot, X, not 'Y'"}},
       {"missing body",
        [](ProgramDesc& p) { RootOp(p, kWhileOpIndex).attrs.Erase("body_block"); },
        {"block 0 op #1 'while': missing attribute 'body_block'"}},

@@ -86,6 +86,16 @@ inline absl::Status RunOp(eager::Context& ctx, const ir::OpDesc& op, const std::
   return absl::OkStatus();
 }
 
+// `name`'s tensor in `scope`, or FailedPrecondition starting with `where`.
+inline absl::StatusOr<eager::Tensor> Lookup(const Scope& scope, const std::string& name,
+                                            const std::string& where) {
+  auto it = scope.find(name);
+  if (it == scope.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(where, ": '", name, "' has no value"));
+  }
+  return it->second;
+}
+
 inline absl::Status RunBlock(eager::Context& ctx, const ir::ProgramDesc& program, int block,
                              Scope* scope);
 
@@ -99,7 +109,11 @@ inline absl::StatusOr<std::vector<eager::Tensor>> RunSubBlock(
   SLUICE_RETURN_IF_ERROR(RunBlock(ctx, program, block, &inner));
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> yielded, ir::YieldedNames(program, block));
   std::vector<eager::Tensor> results;
-  for (const std::string& name : yielded) results.push_back(inner.at(name));
+  for (const std::string& name : yielded) {
+    SLUICE_ASSIGN_OR_RETURN(eager::Tensor value,
+                            Lookup(inner, name, absl::StrCat("block ", block, "'s yield")));
+    results.push_back(std::move(value));
+  }
   return results;
 }
 
@@ -113,28 +127,33 @@ inline absl::Status RunControlFlow(eager::Context& ctx, const ir::ProgramDesc& p
                                    const ir::OpDesc& op, const std::string& where, Scope* scope) {
   std::vector<eager::Tensor> results;
   if (op.type == ir::kCondOp) {
-    SLUICE_ASSIGN_OR_RETURN(const bool taken, ReadBool(scope->at(op.Input(ir::kCondSlot)[0])));
+    SLUICE_ASSIGN_OR_RETURN(eager::Tensor pred, Lookup(*scope, op.Input(ir::kCondSlot)[0], where));
+    SLUICE_ASSIGN_OR_RETURN(const bool taken, ReadBool(pred));
     SLUICE_ASSIGN_OR_RETURN(vm::BlockRef branch,
                             op.attrs.GetBlock(taken ? ir::kTrueBlockAttr : ir::kFalseBlockAttr));
     SLUICE_ASSIGN_OR_RETURN(
         results, RunSubBlock(ctx, program, static_cast<int>(branch.index), *scope, {}, {}));
   } else {
-    const std::vector<std::string>& x = op.Input(ir::kLoopVarsSlot);
-    for (const std::string& name : x) results.push_back(scope->at(name));
+    // Inside the loop the Out names hold the current values; X names the initial ones.
+    const std::vector<std::string>& current = op.Output(ir::kOutSlot);
+    for (const std::string& name : op.Input(ir::kLoopVarsSlot)) {
+      SLUICE_ASSIGN_OR_RETURN(eager::Tensor value, Lookup(*scope, name, where));
+      results.push_back(std::move(value));
+    }
     SLUICE_ASSIGN_OR_RETURN(vm::BlockRef check, op.attrs.GetBlock(ir::kCondBlockAttr));
     SLUICE_ASSIGN_OR_RETURN(vm::BlockRef body, op.attrs.GetBlock(ir::kBodyBlockAttr));
     const absl::StatusOr<int64_t> max = op.attrs.GetInt(ir::kMaxIterationsAttr);
     for (int64_t done = 0;; ++done) {
       SLUICE_ASSIGN_OR_RETURN(
           std::vector<eager::Tensor> pred,
-          RunSubBlock(ctx, program, static_cast<int>(check.index), *scope, x, results));
+          RunSubBlock(ctx, program, static_cast<int>(check.index), *scope, current, results));
       SLUICE_ASSIGN_OR_RETURN(const bool again, ReadBool(pred[0]));
       if (!again) break;
       if (max.ok() && done >= *max) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": more than ", *max, " iterations"));
       }
-      SLUICE_ASSIGN_OR_RETURN(
-          results, RunSubBlock(ctx, program, static_cast<int>(body.index), *scope, x, results));
+      SLUICE_ASSIGN_OR_RETURN(results, RunSubBlock(ctx, program, static_cast<int>(body.index),
+                                                   *scope, current, results));
     }
   }
   const std::vector<std::string>& out = op.Output(ir::kOutSlot);
