@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/interpreter/batch_lowering.h"
+#include "framework/interpreter/control_flow/lower_sub_blocks.h"
 #include "framework/interpreter/gc_plan.h"
 #include "framework/interpreter/lane_lowering.h"
 #include "framework/interpreter/list_schedule.h"
@@ -26,11 +27,12 @@ namespace {
 
 // Resolution, placement and kernel choice, each over the ops the step before it got
 // through: the error reported is that of the first op to fail any of them.
-absl::StatusOr<PlacedBlock> ResolveAndPlace(const ir::BlockDesc& block,
+absl::StatusOr<PlacedBlock> ResolveAndPlace(const ir::ProgramDesc& program,
+                                            const ir::BlockDesc& block,
                                             const ops::OpRegistry& registry, const Device& device,
                                             VarTable& vars,
                                             const std::vector<std::string>& fetch_names) {
-  const ResolvedBlock resolved = ResolveOps(block, registry, vars, fetch_names);
+  const ResolvedBlock resolved = ResolveOps(block, registry, vars, fetch_names, &program);
   PlacedBlock placed = PlaceOps(resolved, registry, device, vars);
   SLUICE_RETURN_IF_ERROR(ChooseKernels(registry, vars, placed.funcs));
   SLUICE_RETURN_IF_ERROR(placed.error);
@@ -80,20 +82,43 @@ struct Interpreter::Builder {
                      const StreamPlan& plan, const std::vector<vm::Stream*>& streams);
   void Commit(const VarTable& vars, const PlacedBlock& placed, const BoundBlobs& bound,
               const std::vector<int>& must_check);
+  // The kernel of every control-flow func (a ControlStep over its lowered sub-blocks).
+  absl::Status BuildControlSteps(const VarTable& vars, const StreamTable& streams,
+                                 std::vector<OpFunc>& funcs);
 };
+
+absl::Status Interpreter::Builder::BuildControlSteps(const VarTable& vars,
+                                                     const StreamTable& streams,
+                                                     std::vector<OpFunc>& funcs) {
+  control_flow::Bindings bound;
+  for (const VarSlot& slot : vars.slots) bound[slot.name] = slot.blob.get();
+  for (size_t f = 0; f < funcs.size(); ++f) {
+    if (funcs[f].schema != nullptr || funcs[f].source < 0) continue;
+    vm::Stream* stream = streams.streams[static_cast<size_t>(streams.func_stream[f])];
+    control_flow::SubBlockLowering lowering(program, registry, vm, stream, &out.cancel_,
+                                            &out.ops_run_);
+    const ir::OpDesc& op = program.global_block().ops()[static_cast<size_t>(funcs[f].source)];
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<control_flow::ControlStep> step,
+                            lowering.Build(0, funcs[f].source, op, bound));
+    funcs[f].kernel = step.get();
+    out.control_steps_.push_back(std::move(step));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_names,
                                        const std::vector<std::string>& fetch_names) {
   SLUICE_RETURN_IF_ERROR(program.Validate());
-  if (program.num_blocks() > 1) {
+  if (program.num_blocks() > 1 && options.device.type() != DeviceType::kCpu) {
     return absl::UnimplementedError(absl::StrCat("program has ", program.num_blocks(),
-                                                 " blocks; control-flow blocks are not supported"));
+                                                 " blocks; control flow runs on cpu only (device ",
+                                                 options.device.ToString(), ")"));
   }
   const ir::BlockDesc& block = program.global_block();
   SLUICE_ASSIGN_OR_RETURN(VarTable vars,
                           CollectVars(block, feed_names, fetch_names, options.device, scope));
-  SLUICE_ASSIGN_OR_RETURN(PlacedBlock placed,
-                          ResolveAndPlace(block, registry, options.device, vars, fetch_names));
+  SLUICE_ASSIGN_OR_RETURN(PlacedBlock placed, ResolveAndPlace(program, block, registry,
+                                                              options.device, vars, fetch_names));
   std::vector<OpFunc>& funcs = placed.funcs;
   const std::vector<int> must_check = PersistablesReadBeforeWritten(funcs, vars, fetch_names);
   SLUICE_RETURN_IF_ERROR(CheckHaveValues(must_check, vars, scope));
@@ -102,6 +127,7 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
       funcs, deps, {options.device, options.compute_streams, options.cross_stream_cost});
   SLUICE_ASSIGN_OR_RETURN(const StreamTable streams, BindStreams(vm, funcs));
   SLUICE_ASSIGN_OR_RETURN(const BoundBlobs bound, BindBlobs(vm, scope, vars));
+  SLUICE_RETURN_IF_ERROR(BuildControlSteps(vars, streams, funcs));
   const std::vector<StreamInfo> stream_infos = DescribeStreams(vm, streams.streams);
   std::vector<bool> host_stream;
   for (const StreamInfo& info : stream_infos) host_stream.push_back(info.synchronous);

@@ -128,6 +128,9 @@ class Interpreter {
   std::vector<std::pair<std::string, vm::BlobRef>> must_be_initialized_;
   std::vector<std::pair<std::string, vm::BlobRef>> persistables_;  // every one bound
   std::vector<vm::BlobRef> blobs_;  // every blob the graph uses: keeps them alive
+  // The kernels of control-flow ops (with their frames); outlive the sequences and batch
+  // that call them (declared before them, so destroyed after them).
+  std::vector<std::unique_ptr<vm::OpKernel>> control_steps_;
   std::vector<std::unique_ptr<vm::StepSequence>> sequences_;
   std::unique_ptr<ReleaseCounts> release_counts_;  // the sequences' shared releases
   vm::PrecomputedBatch batch_;

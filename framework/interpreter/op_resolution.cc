@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "framework/ir/control_flow.h"
 #include "ops/op_schema.h"
 
 namespace sluice::framework {
@@ -112,6 +113,38 @@ class OpResolver {
   std::vector<std::vector<ops::TensorMeta>> metas_;  // input metas by slot
 };
 
+// A cond or while: its outer reads and its Out, no schema, no attributes of its own.
+absl::StatusOr<ResolvedOp> ResolveControlFlow(const ir::OpDesc& desc, int index,
+                                              const ir::ProgramDesc& program, const VarTable& vars,
+                                              const std::vector<bool>& written) {
+  const std::string where = OpName(index, desc.type);
+  ResolvedOp op;
+  op.type = desc.type;
+  op.source = index;
+  for (const std::string& name : ir::OuterReads(program, desc)) {
+    auto it = vars.index_of.find(name);
+    if (it == vars.index_of.end()) {
+      return Invalid(where, absl::StrCat("reads undefined variable '", name, "'"));
+    }
+    if (vars.slots[it->second].kind == VarKind::kTemp && !written[it->second]) {
+      return Invalid(where, absl::StrCat("reads variable '", name,
+                                         "' before any op writes it (not fed, not persistable)"));
+    }
+    op.inputs.push_back(it->second);
+  }
+  for (const std::string& name : desc.Output(ir::kOutSlot)) {
+    auto it = vars.index_of.find(name);
+    if (it == vars.index_of.end()) {
+      return Invalid(where, absl::StrCat("output names undefined variable '", name, "'"));
+    }
+    if (vars.slots[it->second].kind == VarKind::kFeed) {
+      return Invalid(where, absl::StrCat("writes feed variable '", name, "'"));
+    }
+    op.outputs.push_back(it->second);
+  }
+  return op;
+}
+
 absl::StatusOr<ResolvedOp> ResolveOp(const ir::OpDesc& desc, int index,
                                      const ops::OpRegistry& registry, const VarTable& vars,
                                      const std::vector<bool>& written) {
@@ -140,11 +173,17 @@ std::string OpName(int index, const std::string& type) {
 }
 
 ResolvedBlock ResolveOps(const ir::BlockDesc& block, const ops::OpRegistry& registry,
-                         const VarTable& vars, const std::vector<std::string>& fetch_names) {
+                         const VarTable& vars, const std::vector<std::string>& fetch_names,
+                         const ir::ProgramDesc* program) {
   ResolvedBlock resolved;
   std::vector<bool> written(vars.slots.size(), false);
   for (int i = 0; i < static_cast<int>(block.ops().size()); ++i) {
-    absl::StatusOr<ResolvedOp> op = ResolveOp(block.ops()[i], i, registry, vars, written);
+    const ir::OpDesc& desc = block.ops()[i];
+    absl::StatusOr<ResolvedOp> op =
+        !ir::IsControlFlowOp(desc) ? ResolveOp(desc, i, registry, vars, written)
+        : program != nullptr       ? ResolveControlFlow(desc, i, *program, vars, written)
+                                   : absl::InvalidArgumentError(absl::StrCat(
+                                         OpName(i, desc.type), ": control flow needs its program"));
     if (!op.ok()) {
       resolved.error = op.status();
       return resolved;
@@ -167,7 +206,8 @@ ResolvedBlock ResolveOps(const ir::BlockDesc& block, const ops::OpRegistry& regi
 absl::Status ChooseKernels(const ops::OpRegistry& registry, const VarTable& vars,
                            std::vector<OpFunc>& funcs) {
   for (OpFunc& func : funcs) {
-    if (func.source < 0) continue;  // an inserted copy: chosen at insertion
+    if (func.source < 0) continue;         // an inserted copy: chosen at insertion
+    if (func.schema == nullptr) continue;  // control flow: built after blob binding
     DataType key_dtype = DataType::kF32;
     if (!func.inputs.empty()) {
       key_dtype = vars.slots[func.inputs.front()].dtype;

@@ -49,10 +49,16 @@ struct ResolvedBlock {
 // stream attribute, unknown slot, undefined variable, a temporary read before any op
 // writes it, a fed variable written, inference failure or a declared dtype/shape the op
 // does not make.
+// Control-flow ops (cond, while) have no schema: they resolve to what they read from the
+// block (ir::OuterReads over `program`, which holds `block`; without it, a control-flow op
+// is an error) and what they write (Out); their kernel is built later
+// (framework/interpreter/control_flow/).
 ResolvedBlock ResolveOps(const ir::BlockDesc& block, const ops::OpRegistry& registry,
-                         const VarTable& vars, const std::vector<std::string>& fetch_names);
+                         const VarTable& vars, const std::vector<std::string>& fetch_names,
+                         const ir::ProgramDesc* program = nullptr);
 
-// Picks the kernel of every block op in `funcs` (inserted copies already have one) for its
+// Picks the kernel of every block op in `funcs` but the control-flow ones (schema null) and
+// the inserted copies (which have one) for its
 // device type and the dtype of its first input, else of its first output, else f32.
 // NotFound naming the first op without one.
 absl::Status ChooseKernels(const ops::OpRegistry& registry, const VarTable& vars,

@@ -128,7 +128,7 @@ absl::Status PlaceOp(const ResolvedOp& op, const Device& device, CopyInserter& c
   func.device = device;
   func.inputs = op.inputs;
   func.outputs = op.outputs;
-  if (op.schema->placement()) {
+  if (op.schema != nullptr && op.schema->placement()) {
     SLUICE_RETURN_IF_ERROR(PlaceByRule(op, device, vars, func));
   } else {
     SLUICE_RETURN_IF_ERROR(PlaceOnDevice(op, copies, vars, func));

@@ -226,6 +226,49 @@ const VarDesc* ResolveVar(const ProgramDesc& program, int block, absl::string_vi
   return nullptr;
 }
 
+namespace {
+
+// The blocks of `roots`' subtrees (each root and its descendants).
+std::set<int> Subtree(const ProgramDesc& program, const std::vector<int>& roots) {
+  std::set<int> blocks(roots.begin(), roots.end());
+  // Children come after their parents (Validate checks it), so one pass in index order
+  // finds every descendant.
+  for (int b = 0; b < program.num_blocks(); ++b) {
+    if (blocks.contains(program.block(b).parent_idx())) blocks.insert(b);
+  }
+  return blocks;
+}
+
+}  // namespace
+
+std::vector<std::string> OuterReads(const ProgramDesc& program, const OpDesc& op) {
+  std::vector<int> roots;
+  for (const auto& [attr, index] : SubBlockRefs(op)) roots.push_back(static_cast<int>(index));
+  const std::set<int> inside = Subtree(program, roots);
+  std::set<std::string> seen;
+  std::vector<std::string> reads;
+  for (const std::string& name : op.InputNames()) {
+    if (seen.insert(name).second) reads.push_back(name);
+  }
+  if (op.type == kWhileOp) {
+    for (const std::string& name : op.Output(kOutSlot)) seen.insert(name);
+  }
+  for (int b : inside) {
+    for (const OpDesc& inner : program.block(b).ops()) {
+      for (const std::string& name : inner.InputNames()) {
+        int owner = b;
+        while (owner >= 0 && !program.block(owner).HasVar(name)) {
+          owner = program.block(owner).parent_idx();
+        }
+        if (owner >= 0 && !inside.contains(owner) && seen.insert(name).second) {
+          reads.push_back(name);
+        }
+      }
+    }
+  }
+  return reads;
+}
+
 absl::StatusOr<std::vector<std::string>> YieldedNames(const ProgramDesc& program, int block) {
   const std::vector<OpDesc>& ops = program.block(block).ops();
   if (ops.empty() || ops.back().type != kYieldOp) {

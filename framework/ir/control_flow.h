@@ -70,6 +70,13 @@ std::vector<std::pair<std::string, int64_t>> SubBlockRefs(const OpDesc& op);
 // when no block on the chain has it.
 const VarDesc* ResolveVar(const ProgramDesc& program, int block, absl::string_view name);
 
+// The names that control-flow op `op` and its sub-blocks, nested ones included, read from
+// outside those sub-blocks: its own inputs (Cond, X, Input) first, then every other name a
+// sub-block op reads that resolves to the op's block or an ancestor, in order of first
+// use, each once. A while's Out names, which its blocks read as the current
+// values, are not among them. What a node for `op` in `block`'s plan reads.
+std::vector<std::string> OuterReads(const ProgramDesc& program, const OpDesc& op);
+
 // The names block `block` yields: the X slot of its last op, which must be a `yield`
 // (InvalidArgument naming the block otherwise).
 absl::StatusOr<std::vector<std::string>> YieldedNames(const ProgramDesc& program, int block);
