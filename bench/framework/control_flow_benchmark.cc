@@ -1,0 +1,73 @@
+// Control flow through the interpreter, default options (GC plan on, default scheduling).
+//
+//   BM_Interpreter_WhileLoop/<n>   while i < n { i += 1; x = x * 1.0001 + 0.5 } on a [4] f32
+//                                  tensor, one run of a prepared program per benchmark
+//                                  iteration; `per_iteration` is the time of one loop
+//                                  iteration (the run's time over n). cpu only: the
+//                                  interpreter lowers control flow on cpu so far.
+//
+// Peers (docs/benchmarks.md): TensorFlow's tf.while_loop in a tf.function and
+// PaddlePaddle's static while_loop, measured by their own scripts.
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "core/status.h"
+#include "framework/builder/control_flow.h"
+#include "framework/builder/program.h"
+#include "framework/eager/context.h"
+#include "framework/executor/executor.h"
+#include "framework/interpreter/scope.h"
+#include "ops/standard_ops.h"
+
+namespace sluice::framework {
+namespace {
+
+void BM_Interpreter_WhileLoop(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  eager::ContextOptions context_options;
+  context_options.runtime.num_sim_devices = 0;
+  context_options.runtime.enable_cuda = false;
+  eager::Context context = eager::Context::Create(context_options).value();
+  ops::OpRegistry registry;
+  SLUICE_CHECK(ops::RegisterStandardOps(&registry).ok());
+  Program main(&registry), startup(&registry);
+  std::vector<std::string> fetches;
+  {
+    ProgramGuard guard(main, startup);
+    const Var i = Data("i", Shape()).value();
+    const Var limit = Data("n", Shape()).value();
+    const Var x = Data("x", Shape({4})).value();
+    std::vector<Value> out =
+        fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], limit); },
+                      [](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                        SLUICE_ASSIGN_OR_RETURN(Value next_i, fn::Increment(vars[0]));
+                        SLUICE_ASSIGN_OR_RETURN(Value next_x, fn::Scale(vars[1], 1.0001, 0.5));
+                        return std::vector<Value>{next_i, next_x};
+                      },
+                      {i, x})
+            .value();
+    fetches.push_back(out[1].var().name());
+  }
+  Executor executor(&context.registry(), context.vm(), ExecutorOptions());
+  Scope scope;
+  const Feeds feeds = {
+      {"i", HostTensor::FromVector(std::vector<float>{0}, Shape())},
+      {"n", HostTensor::FromVector(std::vector<float>{static_cast<float>(n)}, Shape())},
+      {"x", HostTensor::FromVector(std::vector<float>{1, 2, 3, 4}, Shape({4}))}};
+  const PreparedRun prepared =
+      executor.Prepare(main.desc(), {"i", "n", "x"}, fetches, &scope).value();
+  SLUICE_CHECK(executor.Run(prepared, feeds).ok());  // warm up: the frames' first allocations
+  for (auto _ : state) {
+    absl::StatusOr<RunResult> result = executor.Run(prepared, feeds);
+    SLUICE_CHECK(result.ok());
+    benchmark::DoNotOptimize(result->fetches);
+  }
+  state.counters["per_iteration"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate |
+                                                     benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Interpreter_WhileLoop)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+}  // namespace sluice::framework
