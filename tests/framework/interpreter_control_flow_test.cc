@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "core/status.h"
 #include "framework/builder/control_flow.h"
 #include "framework/builder/program.h"
@@ -284,6 +285,45 @@ TEST_F(InterpreterControlFlowTest, MaxIterationsIsAnErrorNamingTheLoop) {
   float value = 0;
   std::memcpy(&value, good->fetches[0].bytes.data(), 4);
   EXPECT_EQ(value, 5.0f);
+}
+
+// Cancel stops a long loop before its next iteration; the scope stays usable and the next
+// run of the same graph completes. (Without the control step's check before each
+// iteration the cancelled run never ends: cancelled steps are skipped, so the condition
+// is never recomputed. A run with the check removed hangs here.)
+TEST_F(InterpreterControlFlowTest, CancelStopsALoopAndTheNextRunWorks) {
+  Program main(&registry_), startup(&registry_);
+  std::string result;
+  {
+    ProgramGuard guard(main, startup);
+    const Var i = Data("i", Shape()).value();
+    const Var n = Data("n", Shape()).value();
+    absl::StatusOr<std::vector<Value>> out =
+        fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], n); },
+                      [](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                        SLUICE_ASSIGN_OR_RETURN(Value next, fn::Increment(vars[0]));
+                        return std::vector<Value>{next};
+                      },
+                      {i});
+    ASSERT_TRUE(out.ok()) << out.status();
+    result = (*out)[0].var().name();
+  }
+  Executor executor(&context_->registry(), context_->vm(), ExecutorOptions());
+  Scope scope;
+  absl::StatusOr<std::shared_ptr<RunHandle>> handle =
+      executor.RunAsync(main.desc(), {{"i", Scalar(0)}, {"n", Scalar(2e7f)}}, {result}, &scope);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  absl::SleepFor(absl::Milliseconds(20));
+  (*handle)->Cancel();
+  const absl::StatusOr<RunResult>& cancelled = (*handle)->Wait();
+  ASSERT_FALSE(cancelled.ok());
+  EXPECT_EQ(cancelled.status().code(), absl::StatusCode::kCancelled) << cancelled.status();
+  absl::StatusOr<RunResult> next =
+      executor.Run(main.desc(), {{"i", Scalar(0)}, {"n", Scalar(3)}}, {result}, &scope);
+  ASSERT_TRUE(next.ok()) << next.status();
+  float value = 0;
+  std::memcpy(&value, next->fetches[0].bytes.data(), 4);
+  EXPECT_EQ(value, 3.0f);
 }
 
 }  // namespace
