@@ -13,11 +13,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/standard_ops.h"
+#include "tests/framework/control_flow_programs.h"
 #include "tests/framework/program_reference_runner.h"
 
 namespace sluice::framework {
 namespace {
 
+using control_flow_programs::LoopWithCond;
+using control_flow_programs::Nested;
 using ::testing::HasSubstr;
 
 class BuilderControlFlowTest : public ::testing::Test {
@@ -116,37 +119,6 @@ TEST_F(BuilderControlFlowTest, StaticWhileWithACondInsideItsBody) {
   EXPECT_EQ(desc.num_blocks(), 5);
   // The text form carries it all.
   EXPECT_TRUE(*ir::ProgramDesc::FromText(desc.ToText()) == desc);
-}
-
-// Outer: while i < 3 { y = x; inner: while j < 2 { y = y + x; j++ }; x = y; i++ }, where x
-// inside the inner loop is the outer loop's current value and `base` (read in both) the
-// value fed. Eager and static give the same numbers.
-absl::StatusOr<std::vector<Value>> Nested(const Value& i0, const Value& j0, const Value& x0,
-                                          const Value& base) {
-  auto below = [](double n) {
-    return [n](const std::vector<Value>& vars) -> absl::StatusOr<Value> {
-      SLUICE_ASSIGN_OR_RETURN(Value bound, fn::Scale(vars[0], 0.0, n));
-      return fn::LessThan(vars[0], bound);
-    };
-  };
-  return fn::WhileLoop(
-      below(3),
-      [&](const std::vector<Value>& outer) -> absl::StatusOr<std::vector<Value>> {
-        SLUICE_ASSIGN_OR_RETURN(
-            std::vector<Value> inner,
-            fn::WhileLoop(
-                below(2),
-                [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
-                  SLUICE_ASSIGN_OR_RETURN(Value j, fn::Increment(vars[0]));
-                  SLUICE_ASSIGN_OR_RETURN(Value y, fn::Add(vars[1], outer[1]));
-                  SLUICE_ASSIGN_OR_RETURN(Value z, fn::Add(y, base));
-                  return std::vector<Value>{j, z};
-                },
-                {j0, outer[1]}));
-        SLUICE_ASSIGN_OR_RETURN(Value i, fn::Increment(outer[0]));
-        return std::vector<Value>{i, inner[1]};
-      },
-      {i0, x0});
 }
 
 TEST_F(BuilderControlFlowTest, WhileInsideWhileGivesTheEagerNumbers) {
@@ -445,36 +417,13 @@ TEST_F(BuilderControlFlowTest, EagerWhileWithAComputedCondition) {
 // One loop function, two modes: a static program (run by the reference runner, which
 // follows the IR's control-flow rules) gives the eager numbers. The body has a cond whose
 // predicate changes every iteration.
-absl::StatusOr<std::vector<Value>> Loop(const Value& i, const Value& n, const Value& x) {
-  return fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], n); },
-                       [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
-                         SLUICE_ASSIGN_OR_RETURN(Value next_i, fn::Increment(vars[0], 1.0));
-                         SLUICE_ASSIGN_OR_RETURN(Value half, fn::Scale(n, 0.5));
-                         SLUICE_ASSIGN_OR_RETURN(Value early, fn::LessThan(vars[0], half));
-                         SLUICE_ASSIGN_OR_RETURN(
-                             std::vector<Value> next_x,
-                             fn::Cond(
-                                 early,
-                                 [&]() -> absl::StatusOr<std::vector<Value>> {
-                                   SLUICE_ASSIGN_OR_RETURN(Value y, fn::Scale(vars[1], 1.5, 0.25));
-                                   return std::vector<Value>{y};
-                                 },
-                                 [&]() -> absl::StatusOr<std::vector<Value>> {
-                                   SLUICE_ASSIGN_OR_RETURN(Value y, fn::Tanh(vars[1]));
-                                   SLUICE_ASSIGN_OR_RETURN(Value z, fn::Add(y, vars[1]));
-                                   return std::vector<Value>{z};
-                                 }));
-                         return std::vector<Value>{next_i, next_x[0]};
-                       },
-                       {i, x});
-}
-
 TEST_F(BuilderControlFlowTest, SameNumbersEagerlyAndThroughAProgram) {
   const std::vector<float> xv = {0.5f, -1.0f, 2.0f};
   eager::Tensor i = ctx_.FromVector(std::vector<float>{0}, Shape()).value();
   eager::Tensor n = ctx_.FromVector(std::vector<float>{9}, Shape()).value();
   eager::Tensor x = ctx_.FromVector(xv, Shape({3})).value();
-  absl::StatusOr<std::vector<Value>> eager_out = Loop(i, n, x);
+  eager::Tensor w = ctx_.FromVector(std::vector<float>{1, 1, 1}, Shape({3})).value();
+  absl::StatusOr<std::vector<Value>> eager_out = LoopWithCond(i, n, x, w);
   ASSERT_TRUE(eager_out.ok()) << eager_out.status();
   const std::vector<float> want = (*eager_out)[1].tensor().ToVector<float>().value();
   EXPECT_EQ((*eager_out)[0].tensor().ToVector<float>().value(), std::vector<float>{9});
@@ -485,7 +434,8 @@ TEST_F(BuilderControlFlowTest, SameNumbersEagerlyAndThroughAProgram) {
     const Var si = Data("i", Shape()).value();
     const Var sn = Data("n", Shape()).value();
     const Var sx = Data("x", Shape({3})).value();
-    absl::StatusOr<std::vector<Value>> built = Loop(si, sn, sx);
+    const Var sw = Data("w", Shape({3})).value();
+    absl::StatusOr<std::vector<Value>> built = LoopWithCond(si, sn, sx, sw);
     ASSERT_TRUE(built.ok()) << built.status();
     static_out = *built;
   }
@@ -494,6 +444,7 @@ TEST_F(BuilderControlFlowTest, SameNumbersEagerlyAndThroughAProgram) {
   ASSERT_TRUE(reference::Feed(ctx_, &scope, "i", std::vector<float>{0}, Shape()).ok());
   ASSERT_TRUE(reference::Feed(ctx_, &scope, "n", std::vector<float>{9}, Shape()).ok());
   ASSERT_TRUE(reference::Feed(ctx_, &scope, "x", xv, Shape({3})).ok());
+  ASSERT_TRUE(reference::Feed(ctx_, &scope, "w", std::vector<float>{1, 1, 1}, Shape({3})).ok());
   const absl::Status ran = reference::RunProgram(ctx_, main_.desc(), &scope);
   ASSERT_TRUE(ran.ok()) << ran;
   EXPECT_EQ(reference::Fetch<float>(scope, static_out[1].var().name()).value(), want);

@@ -21,73 +21,16 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/standard_ops.h"
+#include "tests/framework/control_flow_programs.h"
 #include "tests/framework/program_reference_runner.h"
 #include "vm/sync_checker.h"
 
 namespace sluice::framework {
 namespace {
 
+using control_flow_programs::LoopWithCond;
+using control_flow_programs::Nested;
 using ::testing::HasSubstr;
-
-// half = n / 2 (made before the loop, read only inside it: an ordering the loop's node
-// must carry on two streams); while i < n { i += 1; x = i < half ? 1.5 x + 0.25 :
-// tanh(x) + x }, then y = x * w.
-absl::StatusOr<std::vector<Value>> LoopWithCond(const Value& i, const Value& n, const Value& x,
-                                                const Value& w) {
-  SLUICE_ASSIGN_OR_RETURN(Value half, fn::Scale(n, 0.5));
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<Value> loop,
-      fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], n); },
-                    [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
-                      SLUICE_ASSIGN_OR_RETURN(Value next_i, fn::Increment(vars[0]));
-                      SLUICE_ASSIGN_OR_RETURN(Value early, fn::LessThan(vars[0], half));
-                      SLUICE_ASSIGN_OR_RETURN(
-                          std::vector<Value> next_x,
-                          fn::Cond(
-                              early,
-                              [&]() -> absl::StatusOr<std::vector<Value>> {
-                                SLUICE_ASSIGN_OR_RETURN(Value y, fn::Scale(vars[1], 1.5, 0.25));
-                                return std::vector<Value>{y};
-                              },
-                              [&]() -> absl::StatusOr<std::vector<Value>> {
-                                SLUICE_ASSIGN_OR_RETURN(Value t, fn::Tanh(vars[1]));
-                                SLUICE_ASSIGN_OR_RETURN(Value z, fn::Add(t, vars[1]));
-                                return std::vector<Value>{z};
-                              }));
-                      return std::vector<Value>{next_i, next_x[0]};
-                    },
-                    {i, x}));
-  SLUICE_ASSIGN_OR_RETURN(Value y, fn::Mul(loop[1], w));
-  return std::vector<Value>{loop[0], y};
-}
-
-// Outer while i < 3 { inner while j < 2 { y = y + x + b }; x = y; i++ } (27x + 26b).
-absl::StatusOr<std::vector<Value>> Nested(const Value& i0, const Value& x0, const Value& b) {
-  auto below = [](double n) {
-    return [n](const std::vector<Value>& vars) -> absl::StatusOr<Value> {
-      SLUICE_ASSIGN_OR_RETURN(Value bound, fn::Scale(vars[0], 0.0, n));
-      return fn::LessThan(vars[0], bound);
-    };
-  };
-  return fn::WhileLoop(
-      below(3),
-      [&](const std::vector<Value>& outer) -> absl::StatusOr<std::vector<Value>> {
-        SLUICE_ASSIGN_OR_RETURN(
-            std::vector<Value> inner,
-            fn::WhileLoop(
-                below(2),
-                [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
-                  SLUICE_ASSIGN_OR_RETURN(Value j, fn::Increment(vars[0]));
-                  SLUICE_ASSIGN_OR_RETURN(Value y, fn::Add(vars[1], outer[1]));
-                  SLUICE_ASSIGN_OR_RETURN(Value z, fn::Add(y, b));
-                  return std::vector<Value>{j, z};
-                },
-                {i0, outer[1]}));
-        SLUICE_ASSIGN_OR_RETURN(Value i, fn::Increment(outer[0]));
-        return std::vector<Value>{i, inner[1]};
-      },
-      {i0, x0});
-}
 
 class InterpreterControlFlowTest : public ::testing::Test {
  protected:
@@ -156,6 +99,22 @@ class InterpreterControlFlowTest : public ::testing::Test {
     EXPECT_EQ(context_->vm()->sync_checker()->violation_count(), 0);
   }
 
+  // LoopWithCond built into `main` over feeds i, n, x [3] and w [3]; its fetch names.
+  static std::vector<std::string> BuildLoopWithCond(Program& main, Program& startup) {
+    ProgramGuard guard(main, startup);
+    const Var i = Data("i", Shape()).value();
+    const Var n = Data("n", Shape()).value();
+    const Var x = Data("x", Shape({3})).value();
+    const Var w = Data("w", Shape({3})).value();
+    absl::StatusOr<std::vector<Value>> out = LoopWithCond(i, n, x, w);
+    EXPECT_TRUE(out.ok()) << out.status();
+    std::vector<std::string> fetches;
+    if (out.ok()) {
+      for (const Value& v : *out) fetches.push_back(v.var().name());
+    }
+    return fetches;
+  }
+
   static HostTensor Scalar(float v) {
     return HostTensor::FromVector(std::vector<float>{v}, Shape());
   }
@@ -166,17 +125,8 @@ class InterpreterControlFlowTest : public ::testing::Test {
 
 TEST_F(InterpreterControlFlowTest, LoopWithACondMatchesTheReference) {
   Program main(&registry_), startup(&registry_);
-  std::vector<std::string> fetches;
-  {
-    ProgramGuard guard(main, startup);
-    const Var i = Data("i", Shape()).value();
-    const Var n = Data("n", Shape()).value();
-    const Var x = Data("x", Shape({3})).value();
-    const Var w = Data("w", Shape({3})).value();
-    absl::StatusOr<std::vector<Value>> out = LoopWithCond(i, n, x, w);
-    ASSERT_TRUE(out.ok()) << out.status();
-    for (const Value& v : *out) fetches.push_back(v.var().name());
-  }
+  const std::vector<std::string> fetches = BuildLoopWithCond(main, startup);
+  ASSERT_EQ(fetches.size(), 2u);
   std::vector<Feeds> runs;
   // n = 0 (no iteration), 1, 9: every run reuses the one lowered graph.
   for (float n : {0.0f, 1.0f, 9.0f, 4.0f}) {
@@ -194,17 +144,8 @@ TEST_F(InterpreterControlFlowTest, LoopWithACondMatchesTheReference) {
 // schedule picks), and the checker verifies the loop is ordered after them.
 TEST_F(InterpreterControlFlowTest, UnlistedCapturesAreFoundAndOrdered) {
   Program main(&registry_), startup(&registry_);
-  std::vector<std::string> fetches;
-  {
-    ProgramGuard guard(main, startup);
-    const Var i = Data("i", Shape()).value();
-    const Var n = Data("n", Shape()).value();
-    const Var x = Data("x", Shape({3})).value();
-    const Var w = Data("w", Shape({3})).value();
-    absl::StatusOr<std::vector<Value>> out = LoopWithCond(i, n, x, w);
-    ASSERT_TRUE(out.ok()) << out.status();
-    for (const Value& v : *out) fetches.push_back(v.var().name());
-  }
+  const std::vector<std::string> fetches = BuildLoopWithCond(main, startup);
+  ASSERT_EQ(fetches.size(), 2u);
   ir::ProgramDesc program = main.desc();
   int stripped = 0;
   for (int b = 0; b < program.num_blocks(); ++b) {
@@ -233,7 +174,7 @@ TEST_F(InterpreterControlFlowTest, LoopInALoopMatchesTheReference) {
     const Var i = Data("i", Shape()).value();
     const Var x = Data("x", Shape({2})).value();
     const Var b = Data("b", Shape({2})).value();
-    absl::StatusOr<std::vector<Value>> out = Nested(i, x, b);
+    absl::StatusOr<std::vector<Value>> out = Nested(i, i, x, b);
     ASSERT_TRUE(out.ok()) << out.status();
     fetches.push_back((*out)[1].var().name());
   }
