@@ -127,7 +127,6 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
       funcs, deps, {options.device, options.compute_streams, options.cross_stream_cost});
   SLUICE_ASSIGN_OR_RETURN(const StreamTable streams, BindStreams(vm, funcs));
   SLUICE_ASSIGN_OR_RETURN(const BoundBlobs bound, BindBlobs(vm, scope, vars));
-  SLUICE_RETURN_IF_ERROR(BuildControlSteps(vars, streams, funcs));
   const std::vector<StreamInfo> stream_infos = DescribeStreams(vm, streams.streams);
   std::vector<bool> host_stream;
   for (const StreamInfo& info : stream_infos) host_stream.push_back(info.synchronous);
@@ -136,6 +135,9 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   const std::vector<Segment> segments = FormSegments(nodes, options.fuse);
   const int handoffs =
       options.hand_off_storage ? PlanStorageHandoffs(funcs, segments, nodes, vars, host_stream) : 0;
+  // After the hand-offs: they rebind slots to other blobs, and a control step binds the
+  // blobs its frames read and write once, here.
+  SLUICE_RETURN_IF_ERROR(BuildControlSteps(vars, streams, funcs));
   const StreamPlan plan =
       AnalyzeStreams(nodes, segments, start, stream_infos, options.skip_stream_analysis);
   LoweringStats& stats = out.lowering_;

@@ -166,6 +166,43 @@ TEST_F(InterpreterControlFlowTest, UnlistedCapturesAreFoundAndOrdered) {
   ExpectMatchesReference(program, runs, fetches);
 }
 
+// A temporary released just before the loop (t) has the shape of the loop's outputs: the
+// GC plan hands its storage to the loop's first write, and the control step must write
+// where the rest of the graph then reads.
+TEST_F(InterpreterControlFlowTest, StorageHandedToALoopOutput) {
+  Program main(&registry_), startup(&registry_);
+  std::vector<std::string> fetches;
+  {
+    ProgramGuard guard(main, startup);
+    const Var i = Data("i", Shape()).value();
+    const Var n = Data("n", Shape()).value();
+    const Var x = Data("x", Shape({3})).value();
+    const Var w = Data("w", Shape({3})).value();
+    const Value t = fn::Scale(x, 2.0).value();
+    const Value u = fn::Relu(t).value();
+    absl::StatusOr<std::vector<Value>> out = LoopWithCond(i, n, u, w);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (const Value& v : *out) fetches.push_back(v.var().name());
+  }
+  const std::vector<Feeds> runs = {
+      {{"i", Scalar(0)},
+       {"n", Scalar(5)},
+       {"x", HostTensor::FromVector(std::vector<float>{0.5f, -1.0f, 2.0f}, Shape({3}))},
+       {"w", HostTensor::FromVector(std::vector<float>{1.0f, 2.0f, -0.5f}, Shape({3}))}}};
+  ExpectMatchesReference(main.desc(), runs, fetches);
+  // The hand-off this test is about happens (in some placement of the ops).
+  int64_t handoffs = 0;
+  for (int streams : {1, 2}) {
+    ExecutorOptions executor_options;
+    executor_options.interpreter.compute_streams = streams;
+    Executor executor(&context_->registry(), context_->vm(), executor_options);
+    Scope scope;
+    ASSERT_TRUE(executor.Run(main.desc(), runs[0], fetches, &scope).ok());
+    handoffs += executor.LastLowering().value().storage_handoffs;
+  }
+  EXPECT_GT(handoffs, 0);
+}
+
 TEST_F(InterpreterControlFlowTest, LoopInALoopMatchesTheReference) {
   Program main(&registry_), startup(&registry_);
   std::vector<std::string> fetches;
