@@ -25,21 +25,6 @@ namespace sluice::framework {
 
 namespace {
 
-// Resolution, placement and kernel choice, each over the ops the step before it got
-// through: the error reported is that of the first op to fail any of them.
-absl::StatusOr<PlacedBlock> ResolveAndPlace(const ir::ProgramDesc& program,
-                                            const ir::BlockDesc& block,
-                                            const ops::OpRegistry& registry, const Device& device,
-                                            VarTable& vars,
-                                            const std::vector<std::string>& fetch_names) {
-  const ResolvedBlock resolved = ResolveOps(block, registry, vars, fetch_names, &program);
-  PlacedBlock placed = PlaceOps(resolved, registry, device, vars);
-  SLUICE_RETURN_IF_ERROR(ChooseKernels(registry, vars, placed.funcs));
-  SLUICE_RETURN_IF_ERROR(placed.error);
-  SLUICE_RETURN_IF_ERROR(resolved.error);
-  return placed;
-}
-
 // FailedPrecondition naming the first of `persistables` the scope has no value for.
 absl::Status CheckHaveValues(const std::vector<int>& persistables, const VarTable& vars,
                              const Scope& scope) {

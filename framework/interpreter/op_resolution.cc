@@ -179,6 +179,8 @@ ResolvedBlock ResolveOps(const ir::BlockDesc& block, const ops::OpRegistry& regi
   std::vector<bool> written(vars.slots.size(), false);
   for (int i = 0; i < static_cast<int>(block.ops().size()); ++i) {
     const ir::OpDesc& desc = block.ops()[i];
+    // A sub-block's results: read by the op that runs the block, not an op to run.
+    if (desc.type == ir::kYieldOp) continue;
     absl::StatusOr<ResolvedOp> op =
         !ir::IsControlFlowOp(desc) ? ResolveOp(desc, i, registry, vars, written)
         : program != nullptr       ? ResolveControlFlow(desc, i, *program, vars, written)

@@ -49,9 +49,9 @@ struct ResolvedBlock {
 // stream attribute, unknown slot, undefined variable, a temporary read before any op
 // writes it, a fed variable written, inference failure or a declared dtype/shape the op
 // does not make.
-// Control-flow ops (cond, while) have no schema: they resolve to what they read from the
-// block (ir::OuterReads over `program`, which holds `block`; without it, a control-flow op
-// is an error) and what they write (Out); their kernel is built later
+// A `yield` (a sub-block's results) is skipped. Control-flow ops (cond, while) have no schema: they
+// resolve to what they read from the block (ir::OuterReads over `program`, which holds `block`;
+// without it, a control-flow op is an error) and what they write (Out); their kernel is built later
 // (framework/interpreter/control_flow/).
 ResolvedBlock ResolveOps(const ir::BlockDesc& block, const ops::OpRegistry& registry,
                          const VarTable& vars, const std::vector<std::string>& fetch_names,

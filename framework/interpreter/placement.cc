@@ -165,4 +165,17 @@ PlacedBlock PlaceOps(const ResolvedBlock& resolved, const ops::OpRegistry& regis
   return placed;
 }
 
+absl::StatusOr<PlacedBlock> ResolveAndPlace(const ir::ProgramDesc& program,
+                                            const ir::BlockDesc& block,
+                                            const ops::OpRegistry& registry, const Device& device,
+                                            VarTable& vars,
+                                            const std::vector<std::string>& fetch_names) {
+  const ResolvedBlock resolved = ResolveOps(block, registry, vars, fetch_names, &program);
+  PlacedBlock placed = PlaceOps(resolved, registry, device, vars);
+  SLUICE_RETURN_IF_ERROR(ChooseKernels(registry, vars, placed.funcs));
+  SLUICE_RETURN_IF_ERROR(placed.error);
+  SLUICE_RETURN_IF_ERROR(resolved.error);
+  return placed;
+}
+
 }  // namespace sluice::framework

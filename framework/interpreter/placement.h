@@ -12,12 +12,15 @@
 #define SLUICE_FRAMEWORK_INTERPRETER_PLACEMENT_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/device.h"
 #include "framework/interpreter/lowered_graph.h"
 #include "framework/interpreter/op_resolution.h"
+#include "framework/ir/program_desc.h"
 #include "ops/op_registry.h"
 
 namespace sluice::framework {
@@ -38,6 +41,16 @@ struct PlacedBlock {
 // that lives on another device; registry errors of the copy ops as the registry says.
 PlacedBlock PlaceOps(const ResolvedBlock& resolved, const ops::OpRegistry& registry,
                      const Device& device, VarTable& vars);
+
+// Resolution (ResolveOps, with `program` for control flow), placement and kernel choice
+// (ChooseKernels) of `block`, each over the ops the step before it got through: the error
+// reported is that of the first op to fail any of them. What every block's lowering
+// starts with, block 0's and sub-blocks' alike.
+absl::StatusOr<PlacedBlock> ResolveAndPlace(const ir::ProgramDesc& program,
+                                            const ir::BlockDesc& block,
+                                            const ops::OpRegistry& registry, const Device& device,
+                                            VarTable& vars,
+                                            const std::vector<std::string>& fetch_names);
 
 }  // namespace sluice::framework
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/status.h"
 #include "framework/builder/control_flow.h"
@@ -201,6 +202,40 @@ TEST_F(InterpreterControlFlowTest, StorageHandedToALoopOutput) {
     handoffs += executor.LastLowering().value().storage_handoffs;
   }
   EXPECT_GT(handoffs, 0);
+}
+
+// Sub-block ops go through block 0's checks: a temporary inside a branch declared with a
+// shape its op does not make (nothing Validate can see: it is not yielded) is refused
+// before anything runs, naming the block, the op and the variable.
+TEST_F(InterpreterControlFlowTest, SubBlockOpsAreCheckedLikeBlockZerosOps) {
+  Program main(&registry_), startup(&registry_);
+  const std::vector<std::string> fetches = BuildLoopWithCond(main, startup);
+  ir::ProgramDesc program = main.desc();
+  std::string culprit;
+  for (int b = 1; b < program.num_blocks() && culprit.empty(); ++b) {
+    for (const ir::OpDesc& op : program.block(b).ops()) {
+      if (op.type != "tanh") continue;
+      culprit = op.Output("Out")[0];
+      program.mutable_block(b).FindMutableVar(culprit)->shape = Shape({2});
+      break;
+    }
+  }
+  ASSERT_FALSE(culprit.empty());
+  ASSERT_TRUE(program.Validate().ok()) << program.Validate();
+  Executor executor(&context_->registry(), context_->vm(), ExecutorOptions());
+  Scope scope;
+  const absl::StatusOr<RunResult> result = executor.Run(
+      program,
+      {{"i", Scalar(0)},
+       {"n", Scalar(6)},
+       {"x", HostTensor::FromVector(std::vector<float>{0.5f, -1.0f, 2.0f}, Shape({3}))},
+       {"w", HostTensor::FromVector(std::vector<float>{1.0f, 2.0f, -0.5f}, Shape({3}))}},
+      fetches, &scope);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr(absl::StrCat("op #0 'tanh': output '", culprit, "' is declared f32 [2]")));
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("block "));
 }
 
 TEST_F(InterpreterControlFlowTest, LoopInALoopMatchesTheReference) {

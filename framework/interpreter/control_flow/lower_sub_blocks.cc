@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "framework/interpreter/placement.h"
 #include "framework/ir/control_flow.h"
-#include "ops/op_schema.h"
 
 namespace sluice::framework::control_flow {
 namespace {
@@ -108,68 +108,65 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(const 
   return ControlStep::While(where, std::move(loop));
 }
 
+// Block `desc` as the passes see it: its own variables are temporaries; every other name
+// in `bound` comes from an enclosing block and is read-only here (a write to it is refused,
+// as a write to a fed variable is).
+VarTable SubBlockLowering::ViewOf(const ir::BlockDesc& desc, const Bindings& bound) {
+  const Device cpu(DeviceType::kCpu, 0);
+  VarTable vars;
+  auto add = [&](const std::string& name, VarKind kind, DataType dtype, const Shape& shape) {
+    vars.index_of.emplace(name, vars.size());
+    vars.slots.push_back({name, kind, cpu, dtype, shape, nullptr, false});
+  };
+  for (const ir::VarDesc& var : desc.vars()) add(var.name, VarKind::kTemp, var.dtype, var.shape);
+  for (const auto& [name, blob] : bound) {
+    if (!desc.HasVar(name)) add(name, VarKind::kFeed, blob->dtype(), blob->shape());
+  }
+  return vars;
+}
+
 absl::StatusOr<Frame> SubBlockLowering::LowerBlock(int block, Bindings bound) {
+  const ir::BlockDesc& desc = program_.block(block);
+  VarTable vars = ViewOf(desc, bound);
+  // The passes block 0 goes through: schemas, attributes, inference against the declared
+  // variables, kernels for cpu; control-flow ops resolve to their outer reads.
+  absl::StatusOr<PlacedBlock> placed =
+      ResolveAndPlace(program_, desc, registry_, Device(DeviceType::kCpu, 0), vars, {});
+  if (!placed.ok()) {
+    return absl::Status(placed.status().code(),
+                        absl::StrCat("block ", block, " ", placed.status().message()));
+  }
   Frame frame;
   frame.steps = NewSteps();
-  const ir::BlockDesc& desc = program_.block(block);
   for (const ir::VarDesc& var : desc.vars()) {
     SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob,
                             vm_.NewLazyBlob(stream_, var.dtype, var.shape, var.name));
     bound[var.name] = blob.get();
     frame.blobs.push_back(std::move(blob));
   }
-  const std::vector<ir::OpDesc>& ops = desc.ops();
-  for (int k = 0; k < static_cast<int>(ops.size()); ++k) {
-    if (ops[k].type == ir::kYieldOp) {
-      SLUICE_ASSIGN_OR_RETURN(frame.results, Bound(bound, ops[k].Input(ir::kLoopVarsSlot),
-                                                   Where(block, k, ops[k].type)));
+  for (const OpFunc& func : placed->funcs) {
+    const std::string where = Where(block, func.source, func.type);
+    auto names = [&vars](const std::vector<int>& slots) {
+      std::vector<std::string> out;
+      for (int v : slots) out.push_back(vars.slots[static_cast<size_t>(v)].name);
+      return out;
+    };
+    SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> reads, Bound(bound, names(func.inputs), where));
+    SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> writes,
+                            Bound(bound, names(func.outputs), where));
+    if (func.schema != nullptr) {
+      frame.steps->AddCall(*func.kernel, reads, writes, func.attrs);
       continue;
     }
-    SLUICE_RETURN_IF_ERROR(LowerOp(block, k, ops[k], bound, frame));
-  }
-  return frame;
-}
-
-absl::Status SubBlockLowering::LowerOp(int block, int index, const ir::OpDesc& op,
-                                       const Bindings& bound, Frame& frame) {
-  const std::string where = Where(block, index, op.type);
-  if (ir::IsControlFlowOp(op)) {
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ControlStep> nested, Build(block, index, op, bound));
-    SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> reads,
-                            Bound(bound, ir::OuterReads(program_, op), where));
-    SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> writes,
-                            Bound(bound, op.Output(ir::kOutSlot), where));
+    const ir::OpDesc& op = desc.ops()[static_cast<size_t>(func.source)];
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ControlStep> nested,
+                            Build(block, func.source, op, bound));
     frame.steps->AddCall(*nested, reads, writes, nullptr);
     frame.nested.push_back(std::move(nested));
-    return absl::OkStatus();
   }
-  absl::StatusOr<const ops::OpSchema*> schema = registry_.FindSchema(op.type);
-  if (!schema.ok())
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", schema.status().message()));
-  vm::AttrMap given = op.attrs;
-  given.Erase(ir::kStreamAttr);
-  absl::StatusOr<vm::AttrMap> attrs = (*schema)->NormalizeAttrs(given);
-  if (!attrs.ok())
-    return absl::InvalidArgumentError(absl::StrCat(where, ": ", attrs.status().message()));
-  std::vector<vm::Blob*> inputs, outputs;
-  for (const ops::ArgDef& arg : (*schema)->inputs()) {
-    SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> blobs, Bound(bound, op.Input(arg.name), where));
-    inputs.insert(inputs.end(), blobs.begin(), blobs.end());
-  }
-  for (const ops::ArgDef& arg : (*schema)->outputs()) {
-    SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> blobs, Bound(bound, op.Output(arg.name), where));
-    outputs.insert(outputs.end(), blobs.begin(), blobs.end());
-  }
-  const DataType key = !inputs.empty()    ? inputs.front()->dtype()
-                       : !outputs.empty() ? outputs.front()->dtype()
-                                          : DataType::kF32;
-  absl::StatusOr<const vm::OpKernel*> kernel = registry_.FindKernel(op.type, DeviceType::kCpu, key);
-  if (!kernel.ok())
-    return absl::NotFoundError(absl::StrCat(where, ": ", kernel.status().message()));
-  std::shared_ptr<const vm::AttrMap> shared;
-  if (!attrs->empty()) shared = std::make_shared<const vm::AttrMap>(*std::move(attrs));
-  frame.steps->AddCall(**kernel, inputs, outputs, std::move(shared));
-  return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> yielded, ir::YieldedNames(program_, block));
+  SLUICE_ASSIGN_OR_RETURN(frame.results, Bound(bound, yielded, absl::StrCat("block ", block)));
+  return frame;
 }
 
 absl::Status SubBlockLowering::AddCopy(vm::StepSequence& steps, vm::Blob* from, vm::Blob* to) {

@@ -3,11 +3,12 @@
 // and reused by every run and every iteration.
 //
 // Each sub-block is lowered in program order into one StepSequence on the control step's
-// stream: its ops checked against their schemas (attributes normalized, the "stream"
-// attribute dropped: a sub-block runs where its control step runs), their kernels chosen
-// for cpu, their operands bound by name — the block's own variables to lazy blobs of the
-// frame (allocated by their first write and kept: frames are reused, so memory does not
-// grow with iterations), every other name to the enclosing frame's binding.
+// stream: its ops go through the resolution, placement and kernel choice block 0 goes
+// through (ResolveAndPlace: schemas, attributes, inference against the declared
+// variables, kernels for cpu; a "stream" attribute is checked but a sub-block runs where
+// its control step runs), their operands bound by name — the block's own variables to lazy blobs of
+// the frame (allocated by their first write and kept: frames are reused, so memory does not grow
+// with iterations), every other name to the enclosing frame's binding.
 //
 // Thread-compatible; used while the interpreter builds.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_CONTROL_FLOW_LOWER_SUB_BLOCKS_H_
@@ -21,6 +22,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "framework/interpreter/control_flow/control_step.h"
+#include "framework/interpreter/lowered_graph.h"
 #include "framework/ir/program_desc.h"
 #include "ops/op_registry.h"
 #include "vm/stream.h"
@@ -62,9 +64,7 @@ class SubBlockLowering {
   // Block `block`'s steps into a new frame (not closed), its own variables bound to new
   // lazy blobs in a copy of `bound`.
   absl::StatusOr<Frame> LowerBlock(int block, Bindings bound);
-  // Appends the steps of op #`index` of `block` to `frame`.
-  absl::Status LowerOp(int block, int index, const ir::OpDesc& op, const Bindings& bound,
-                       Frame& frame);
+  static VarTable ViewOf(const ir::BlockDesc& desc, const Bindings& bound);
   // Appends a copy step from -> to (nothing when they are one blob).
   absl::Status AddCopy(vm::StepSequence& steps, vm::Blob* from, vm::Blob* to);
   // A frame of copy steps only.
