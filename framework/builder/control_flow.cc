@@ -1,5 +1,6 @@
 #include "framework/builder/control_flow.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -79,8 +80,6 @@ class Rollback {
   Rollback(const Rollback&) = delete;
   Rollback& operator=(const Rollback&) = delete;
 
-  // The first block the call adds.
-  int first_new_block() const { return before_.num_blocks(); }
   void Commit() { committed_ = true; }
 
  private:
@@ -112,23 +111,16 @@ absl::StatusOr<std::pair<int, std::vector<Var>>> BuildBlock(Program& program, co
   return std::make_pair(block, std::move(vars));
 }
 
-// The names the blocks from `first` on read from blocks before `first` (the sub-blocks a
-// call built read them from outside), in order of first use, without `exclude`.
-std::vector<std::string> Captured(const ir::ProgramDesc& desc, int first,
-                                  const std::set<std::string>& exclude) {
-  std::vector<std::string> captured;
-  std::set<std::string> seen = exclude;
-  for (int b = first; b < desc.num_blocks(); ++b) {
-    for (const ir::OpDesc& op : desc.block(b).ops()) {
-      for (const std::string& name : op.InputNames()) {
-        int owner = b;
-        while (owner >= 0 && !desc.block(owner).HasVar(name))
-          owner = desc.block(owner).parent_idx();
-        if (owner >= 0 && owner < first && seen.insert(name).second) captured.push_back(name);
-      }
-    }
-  }
-  return captured;
+// Lists in `op`'s Input slot what its sub-blocks read from outside them (ir::OuterReads,
+// without the op's own inputs), if anything. `op` has its other slots and its block
+// attributes.
+void ListCaptures(const ir::ProgramDesc& desc, ir::OpDesc& op) {
+  const std::vector<std::string> own = op.InputNames();
+  std::vector<std::string> captured = ir::OuterReads(desc, op);
+  std::erase_if(captured, [&own](const std::string& name) {
+    return std::find(own.begin(), own.end(), name) != own.end();
+  });
+  if (!captured.empty()) op.inputs.emplace_back(std::string(ir::kCapturedSlot), captured);
 }
 
 // New variables "<prefix>_<n>.out_<i>" in the current block, like `like` (dtype and shape);
@@ -182,16 +174,14 @@ absl::StatusOr<std::vector<Value>> StaticCond(const Var& pred, const BranchFn& t
   SLUICE_ASSIGN_OR_RETURN(auto yes, BuildBlock(program, true_fn, "cond", "the true branch's"));
   SLUICE_ASSIGN_OR_RETURN(auto no, BuildBlock(program, false_fn, "cond", "the false branch's"));
   SLUICE_RETURN_IF_ERROR(MatchBranches(yes.second, no.second));
-  const std::vector<std::string> captured =
-      Captured(program.desc(), rollback.first_new_block(), {pred.name()});
   SLUICE_ASSIGN_OR_RETURN(std::vector<Var> outs, NewOutputs(program, "cond", yes.second));
   ir::OpDesc op;
   op.type = std::string(ir::kCondOp);
   op.inputs.emplace_back(std::string(ir::kCondSlot), std::vector<std::string>{pred.name()});
-  if (!captured.empty()) op.inputs.emplace_back(std::string(ir::kCapturedSlot), captured);
   op.outputs.emplace_back(std::string(ir::kOutSlot), Names(outs));
   op.attrs.Set(std::string(ir::kTrueBlockAttr), vm::BlockRef{yes.first})
       .Set(std::string(ir::kFalseBlockAttr), vm::BlockRef{no.first});
+  ListCaptures(program.desc(), op);
   program.mutable_desc().mutable_block(program.current_block()).AppendOp(std::move(op));
   rollback.Commit();
   return ToValues(outs);
@@ -255,15 +245,9 @@ absl::StatusOr<std::vector<Value>> StaticWhile(const LoopCondFn& cond, const Loo
   auto body_block = [&] { return body(current); };
   SLUICE_ASSIGN_OR_RETURN(auto step, BuildBlock(program, body_block, "while_loop", "the body's"));
   SLUICE_RETURN_IF_ERROR(MatchLoopVars(ToValues(step.second), loop_vars, ""));
-  const std::vector<std::string> names = Names(vars);
-  std::set<std::string> own(names.begin(), names.end());
-  for (const Var& out : outs) own.insert(out.name());
-  const std::vector<std::string> captured =
-      Captured(program.desc(), rollback.first_new_block(), own);
   ir::OpDesc op;
   op.type = std::string(ir::kWhileOp);
-  op.inputs.emplace_back(std::string(ir::kLoopVarsSlot), names);
-  if (!captured.empty()) op.inputs.emplace_back(std::string(ir::kCapturedSlot), captured);
+  op.inputs.emplace_back(std::string(ir::kLoopVarsSlot), Names(vars));
   op.outputs.emplace_back(std::string(ir::kOutSlot), Names(outs));
   op.attrs.Set(std::string(ir::kCondBlockAttr), vm::BlockRef{check.first})
       .Set(std::string(ir::kBodyBlockAttr), vm::BlockRef{step.first})
@@ -271,6 +255,7 @@ absl::StatusOr<std::vector<Value>> StaticWhile(const LoopCondFn& cond, const Loo
   if (options.max_iterations.has_value()) {
     op.attrs.Set(std::string(ir::kMaxIterationsAttr), *options.max_iterations);
   }
+  ListCaptures(program.desc(), op);
   program.mutable_desc().mutable_block(program.current_block()).AppendOp(std::move(op));
   rollback.Commit();
   return current;
