@@ -49,6 +49,14 @@ struct PreparedOp {
   ir::OpSlots inputs;  // names per slot; empty optional slots left out
 };
 
+// The block of `program` that has `name` (names are unique program-wide); -1 when none has.
+int BlockOf(const ir::ProgramDesc& program, absl::string_view name) {
+  for (int b = 0; b < program.num_blocks(); ++b) {
+    if (program.block(b).HasVar(name)) return b;
+  }
+  return -1;
+}
+
 // `name` as seen from the program's current block; InvalidArgument starting with `where`
 // when no block has it, or when it is a variable of a block the current one cannot see.
 absl::StatusOr<const ir::VarDesc*> VisibleVar(const Program& program, const std::string& name,
@@ -145,12 +153,7 @@ void Program::LeaveBlock() {
   current_block_ = desc_.block(current_block_).parent_idx();
 }
 
-bool Program::HasVarAnywhere(absl::string_view name) const {
-  for (int b = 0; b < desc_.num_blocks(); ++b) {
-    if (desc_.block(b).HasVar(name)) return true;
-  }
-  return false;
-}
+bool Program::HasVarAnywhere(absl::string_view name) const { return BlockOf(desc_, name) >= 0; }
 
 ProgramGuard::ProgramGuard(Program& main, Program& startup) {
   GuardStack().push_back({&main, &startup});
@@ -170,18 +173,6 @@ Program* CurrentStartupProgram() {
   const std::vector<GuardFrame>& stack = GuardStack();
   return stack.empty() ? nullptr : stack.back().startup;
 }
-
-namespace {
-
-// The block of `program` that has `name`; -1 when none has.
-int BlockOf(const ir::ProgramDesc& program, absl::string_view name) {
-  for (int b = 0; b < program.num_blocks(); ++b) {
-    if (program.block(b).HasVar(name)) return b;
-  }
-  return -1;
-}
-
-}  // namespace
 
 const ir::VarDesc& Var::desc() const {
   SLUICE_CHECK(program_ != nullptr);

@@ -219,11 +219,22 @@ std::vector<std::pair<std::string, int64_t>> SubBlockRefs(const OpDesc& op) {
   return refs;
 }
 
-const VarDesc* ResolveVar(const ProgramDesc& program, int block, absl::string_view name) {
-  for (int b = block; b >= 0; b = program.block(b).parent_idx()) {
-    if (const VarDesc* var = program.block(b).FindVar(name)) return var;
+namespace {
+
+// The block on `block`'s parent chain (itself first) that has `name`; -1 when none has.
+int OwnerBlock(const ProgramDesc& program, int block, absl::string_view name) {
+  int owner = block;
+  while (owner >= 0 && !program.block(owner).HasVar(name)) {
+    owner = program.block(owner).parent_idx();
   }
-  return nullptr;
+  return owner;
+}
+
+}  // namespace
+
+const VarDesc* ResolveVar(const ProgramDesc& program, int block, absl::string_view name) {
+  const int owner = OwnerBlock(program, block, name);
+  return owner >= 0 ? program.block(owner).FindVar(name) : nullptr;
 }
 
 namespace {
@@ -256,10 +267,7 @@ std::vector<std::string> OuterReads(const ProgramDesc& program, const OpDesc& op
   for (int b : inside) {
     for (const OpDesc& inner : program.block(b).ops()) {
       for (const std::string& name : inner.InputNames()) {
-        int owner = b;
-        while (owner >= 0 && !program.block(owner).HasVar(name)) {
-          owner = program.block(owner).parent_idx();
-        }
+        const int owner = OwnerBlock(program, b, name);
         if (owner >= 0 && !inside.contains(owner) && seen.insert(name).second) {
           reads.push_back(name);
         }

@@ -406,9 +406,9 @@ class Parser {
     SLUICE_RETURN_IF_ERROR(ParseSlots(tokens, &i, "attrs", &op.outputs));
     if (i < tokens.size()) {
       SLUICE_ASSIGN_OR_RETURN(op.attrs, ParseAttrs(tokens[i]));
-      if (version_ < 2 && !SubBlockRefs(op).empty()) {
+      if (const auto refs = SubBlockRefs(op); version_ < 2 && !refs.empty()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("block reference attribute '", SubBlockRefs(op).front().first,
+            absl::StrCat("block reference attribute '", refs.front().first,
                          "' needs format version 2 (the header says ", version_, ")"));
       }
       ++i;
@@ -592,12 +592,6 @@ absl::Status ProgramDesc::Validate() const {
       }
     }
   }
-  const auto defined = [this](int block, const std::string& name) {
-    for (int b = block; b >= 0; b = blocks_[b].parent_idx()) {
-      if (blocks_[b].HasVar(name)) return true;
-    }
-    return false;
-  };
   for (int i = 0; i < num_blocks(); ++i) {
     const std::vector<OpDesc>& ops = blocks_[i].ops();
     for (size_t k = 0; k < ops.size(); ++k) {
@@ -618,7 +612,7 @@ absl::Status ProgramDesc::Validate() const {
                 absl::StrCat(where, ": ", kind, " slot ", slot, " appears twice"));
           }
           for (const std::string& name : names) {
-            if (!defined(i, name)) {
+            if (ResolveVar(*this, i, name) == nullptr) {
               return absl::InvalidArgumentError(absl::StrCat(
                   where, ": ", kind, " ", slot, " names undefined variable '", name, "'"));
             }
