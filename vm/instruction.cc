@@ -39,6 +39,7 @@ std::string Instruction::DebugString() const {
   absl::StrAppend(&text, " #", outer != nullptr ? outer->seq : seq);
   if (stream != nullptr) absl::StrAppend(&text, " on ", stream->name());
   if (wait_target != nullptr) absl::StrAppend(&text, " -> ", wait_target->name());
+  if (origin != nullptr) absl::StrAppend(&text, " (", origin->Describe(), ")");
   return text;
 }
 
@@ -73,6 +74,7 @@ void Instruction::Reset() {
   if (barrier_callback) barrier_callback = nullptr;
   if (on_retire) on_retire = nullptr;
   if (fused != nullptr) fused.reset();  // normally taken back by the pool before
+  if (origin != nullptr) origin = nullptr;
   if (!host_clock.empty()) host_clock.clear();
   if (!done_clock.empty()) done_clock.clear();
   joins_worker_clock = false;

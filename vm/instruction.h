@@ -38,6 +38,17 @@ enum class InstructionKind : uint8_t {
 inline constexpr int kInstructionKinds = static_cast<int>(InstructionKind::kAccessBlob) + 1;
 absl::string_view InstructionKindName(InstructionKind kind);
 
+// Where an instruction's work comes from, beyond its op name, for its error messages: a
+// producer that lowers a program's nested blocks points the steps at one (e.g. "block 2
+// op #1, iteration 7 of block 0 op #3 'while'"). Describe is called on the thread that
+// formats the error, which is the thread running the instruction's work; an origin whose
+// text changes (an iteration number) must change it in that work's order.
+class InstructionOrigin {
+ public:
+  virtual ~InstructionOrigin() = default;
+  virtual std::string Describe() const = 0;
+};
+
 // AccessBlob's host code: gets the blob's bytes; its error becomes the instruction's.
 using BlobCallback = absl::AnyInvocable<absl::Status(void* data, size_t bytes)>;
 // Barrier's host code.
@@ -137,6 +148,8 @@ class alignas(64) Instruction {
   // A run of fused eager calls (see StepSequence): `kernel` points to it. Owned here while
   // the instruction is in flight; the pool takes it back when the instruction is recycled.
   std::unique_ptr<StepSequence> fused;
+  // Optional, for errors (see InstructionOrigin); not owned. DebugString appends it.
+  const InstructionOrigin* origin = nullptr;
 
   // --- Sync checker (when enabled). ---
   std::vector<uint32_t> host_clock;  // what the host knew done when it was launched
@@ -147,7 +160,8 @@ class alignas(64) Instruction {
 
   // The op name for OpCall, the kind name otherwise.
   absl::string_view name() const;
-  // "op 'add' #12 on sim:0/compute", for errors and sync reports.
+  // "op 'add' #12 on sim:0/compute", for errors and sync reports; with an origin,
+  // "op 'add' #12 on sim:0/compute (block 1 op #0, iteration 3 of ...)".
   std::string DebugString() const;
   // True for instructions whose completion the engine observes (RecordEvent, StreamWait):
   // an edge from one to another stream's instruction waits for completion, not launch.

@@ -111,6 +111,11 @@ class StepSequence final : public OpKernel {
   void Close();
 
   // ---- Static only, set before first use ----
+  // Points step `i` (0 <= i < steps()) at `origin` for its error messages (see
+  // InstructionOrigin); `origin` must outlive the sequence.
+  void set_step_origin(int i, const InstructionOrigin* origin) {
+    steps_[static_cast<size_t>(i)].origin = origin;
+  }
   // `cancel`: once true, OpCall steps not yet started are skipped (their outputs keep their
   // contents and are not poisoned, so a cancelled run leaves persistent state as the last
   // finished op left it); Release steps still run. `ops_run`: incremented by the number of

@@ -94,9 +94,10 @@ absl::Status Interpreter::Builder::BuildControlSteps(const VarTable& vars,
 absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_names,
                                        const std::vector<std::string>& fetch_names) {
   SLUICE_RETURN_IF_ERROR(program.Validate());
-  if (program.num_blocks() > 1 && options.device.type() != DeviceType::kCpu) {
+  if (program.num_blocks() > 1 && options.device.type() == DeviceType::kCuda) {
     return absl::UnimplementedError(absl::StrCat("program has ", program.num_blocks(),
-                                                 " blocks; control flow runs on cpu only (device ",
+                                                 " blocks; control flow runs on cpu and sim only "
+                                                 "(device ",
                                                  options.device.ToString(), ")"));
   }
   const ir::BlockDesc& block = program.global_block();

@@ -1,9 +1,10 @@
 // Control flow through the interpreter (framework/interpreter/control_flow/): programs with
 // cond and while, built with fn::Cond / fn::WhileLoop, give the reference runner's bytes on
-// cpu with one and two compute streams, with the GC plan on and off, under the sync
-// checker, for several runs of one lowered graph (zero, one and many iterations; a cond in
-// a loop; a loop in a loop). Exceeding max_iterations is an error naming the loop, and the
-// next run works.
+// cpu and on sim (with jitter), each with one and two compute streams, with the GC plan on
+// and off, under the sync checker, for several runs of one lowered graph (zero, one and
+// many iterations; a cond in a loop; a loop in a loop). Exceeding max_iterations is an
+// error naming the loop, and the next run works; an op failing inside a body names its
+// block and the iteration.
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -21,6 +22,8 @@
 #include "framework/ir/control_flow.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ops/cpu/host_kernel.h"
+#include "ops/op_schema.h"
 #include "ops/standard_ops.h"
 #include "tests/framework/control_flow_programs.h"
 #include "tests/framework/program_reference_runner.h"
@@ -33,16 +36,54 @@ using control_flow_programs::LoopWithCond;
 using control_flow_programs::Nested;
 using ::testing::HasSubstr;
 
+// test_fail_from_3: Out = X for an f32 scalar X < 3; fails ("boom at 3") from 3 on. Host
+// work: on sim it fails on the stream's thread, after the control step moved on.
+class FailFromThree final : public ops::HostKernel {
+ public:
+  FailFromThree() : HostKernel("test_fail_from_3") {}
+
+ protected:
+  absl::StatusOr<ops::HostWork> Prepare(const ops::HostArgs& args) const override {
+    const float* x = args.inputs[0].as<float>();
+    float* out = args.outputs[0].as<float>();
+    return ops::HostWork([x, out]() -> absl::Status {
+      if (*x >= 3) return absl::InternalError(absl::StrCat("boom at ", *x));
+      *out = *x;
+      return absl::OkStatus();
+    });
+  }
+};
+
+absl::Status RegisterFailFromThree(ops::OpRegistry& registry) {
+  SLUICE_RETURN_IF_ERROR(registry.RegisterSchema(
+      ops::OpSchema("test_fail_from_3")
+          .Input("X")
+          .Output("Out")
+          .Infer([](const ops::InferContext& ctx) {
+            return absl::StatusOr<std::vector<std::vector<ops::TensorMeta>>>(
+                std::vector<std::vector<ops::TensorMeta>>{{ctx.input(0)}});
+          })));
+  for (DeviceType device : {DeviceType::kCpu, DeviceType::kSim}) {
+    SLUICE_RETURN_IF_ERROR(registry.RegisterKernel("test_fail_from_3", device, DataType::kF32,
+                                                   std::make_unique<FailFromThree>()));
+  }
+  return absl::OkStatus();
+}
+
 class InterpreterControlFlowTest : public ::testing::Test {
  protected:
   InterpreterControlFlowTest() {
     eager::ContextOptions options;
-    options.runtime.num_sim_devices = 0;
+    options.runtime.num_sim_devices = 1;
+    options.runtime.sim.max_jitter_us = 20;
+    options.runtime.sim.seed = 21;
     options.runtime.enable_cuda = false;
     options.vm.check_sync = true;
     context_.emplace(eager::Context::Create(options).value());
     SLUICE_CHECK(ops::RegisterStandardOps(&registry_).ok());
   }
+
+  static constexpr Device kSim{DeviceType::kSim, 0};
 
   // Runs `program` once per feed set through an executor with `options`; the fetches of
   // every run, in order.
@@ -88,13 +129,16 @@ class InterpreterControlFlowTest : public ::testing::Test {
                               const std::vector<std::string>& fetches) {
     const std::vector<std::vector<uint8_t>> want = Reference(program, runs, fetches);
     ASSERT_EQ(want.size(), runs.size() * fetches.size());
-    for (int streams : {1, 2}) {
-      for (bool release : {true, false}) {
-        InterpreterOptions options;
-        options.compute_streams = streams;
-        options.release_temporaries = release;
-        EXPECT_EQ(RunAll(program, runs, fetches, options), want)
-            << streams << " streams, release " << release;
+    for (Device device : {Device(DeviceType::kCpu, 0), kSim}) {
+      for (int streams : {1, 2}) {
+        for (bool release : {true, false}) {
+          InterpreterOptions options;
+          options.device = device;
+          options.compute_streams = streams;
+          options.release_temporaries = release;
+          EXPECT_EQ(RunAll(program, runs, fetches, options), want)
+              << device.ToString() << ", " << streams << " streams, release " << release;
+        }
       }
     }
     EXPECT_EQ(context_->vm()->sync_checker()->violation_count(), 0);
@@ -298,6 +342,65 @@ TEST_F(InterpreterControlFlowTest, MaxIterationsIsAnErrorNamingTheLoop) {
   float value = 0;
   std::memcpy(&value, good->fetches[0].bytes.data(), 4);
   EXPECT_EQ(value, 5.0f);
+}
+
+// An op failing inside a loop body names its block and op and the iteration of every
+// enclosing loop — on sim too, where the failure happens on the stream's thread after the
+// control step has enqueued later work; what depends on the loop is skipped, and a run
+// that stays below the failing value works on the same graph.
+TEST_F(InterpreterControlFlowTest, FailingBodyOpNamesItsBlockAndIteration) {
+  ASSERT_TRUE(RegisterFailFromThree(registry_).ok());
+  Program main(&registry_), startup(&registry_);
+  std::string result;
+  {
+    ProgramGuard guard(main, startup);
+    const Var i = Data("i", Shape()).value();
+    const Var n = Data("n", Shape()).value();
+    // while (i < n) { j = 0; while (j < 2) j += 1; i = fail_from_3(i) + j - 1 }
+    absl::StatusOr<std::vector<Value>> out = fn::WhileLoop(
+        [&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], n); },
+        [](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+          SLUICE_ASSIGN_OR_RETURN(Value zero, fn::FillConstant(Shape(), 0.0));
+          SLUICE_ASSIGN_OR_RETURN(Value two, fn::FillConstant(Shape(), 2.0));
+          SLUICE_ASSIGN_OR_RETURN(
+              std::vector<Value> inner,
+              fn::WhileLoop([&](const std::vector<Value>& v) { return fn::LessThan(v[0], two); },
+                            [](const std::vector<Value>& v) -> absl::StatusOr<std::vector<Value>> {
+                              SLUICE_ASSIGN_OR_RETURN(Value next, fn::Increment(v[0]));
+                              return std::vector<Value>{next};
+                            },
+                            {zero}));
+          SLUICE_ASSIGN_OR_RETURN(
+              std::vector<std::vector<Var>> checked,
+              AppendOp(*CurrentMainProgram(), "test_fail_from_3", {{vars[0].var()}}));
+          SLUICE_ASSIGN_OR_RETURN(Value sum, fn::Add(checked[0][0], inner[0]));
+          SLUICE_ASSIGN_OR_RETURN(Value next, fn::Scale(sum, 1.0, -1.0));
+          return std::vector<Value>{next};
+        },
+        {i});
+    ASSERT_TRUE(out.ok()) << out.status();
+    result = (*out)[0].var().name();
+  }
+  for (Device device : {Device(DeviceType::kCpu, 0), kSim}) {
+    ExecutorOptions executor_options;
+    executor_options.interpreter.device = device;
+    Executor executor(&registry_, context_->vm(), executor_options);
+    Scope scope;
+    absl::StatusOr<RunResult> bad =
+        executor.Run(main.desc(), {{"i", Scalar(0)}, {"n", Scalar(6)}}, {result}, &scope);
+    ASSERT_FALSE(bad.ok()) << device.ToString();
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInternal) << bad.status();
+    EXPECT_THAT(std::string(bad.status().message()),
+                HasSubstr("op #3 'test_fail_from_3', iteration 3 of block 0 op #0 'while'"))
+        << bad.status();
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("boom at 3")) << bad.status();
+    absl::StatusOr<RunResult> good =
+        executor.Run(main.desc(), {{"i", Scalar(0)}, {"n", Scalar(3)}}, {result}, &scope);
+    ASSERT_TRUE(good.ok()) << device.ToString() << ": " << good.status();
+    float value = 0;
+    std::memcpy(&value, good->fetches[0].bytes.data(), 4);
+    EXPECT_EQ(value, 3.0f) << device.ToString();
+  }
 }
 
 // Cancel stops a long loop before its next iteration; the scope stays usable and the next

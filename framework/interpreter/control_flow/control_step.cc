@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/tensor_storage.h"
+#include "ep/device.h"
 
 namespace sluice::framework::control_flow {
 namespace {
@@ -19,7 +20,22 @@ std::optional<bool> ReadPredicate(const vm::Blob* pred) {
   return byte != 0;
 }
 
+void PoisonAll(absl::Span<vm::Blob* const> blobs, const absl::Status& cause) {
+  for (vm::Blob* blob : blobs) blob->Poison(cause);
+}
+
 }  // namespace
+
+std::string LoopIteration::Describe() const {
+  std::string text = absl::StrCat("iteration ", value_, " of ", where_);
+  if (parent_ != nullptr) absl::StrAppend(&text, ", ", parent_->Describe());
+  return text;
+}
+
+std::string StepOrigin::Describe() const {
+  if (loop_ == nullptr) return where_;
+  return absl::StrCat(where_, ", ", loop_->Describe());
+}
 
 std::unique_ptr<ControlStep> ControlStep::Cond(std::string where, vm::Blob* pred, Frame on_true,
                                                Frame on_false) {
@@ -39,11 +55,56 @@ std::unique_ptr<ControlStep> ControlStep::While(std::string where, Loop loop) {
   return step;
 }
 
+absl::StatusOr<std::optional<bool>> ControlStep::ReadInOrder(vm::KernelContext& ctx,
+                                                             const vm::Blob* pred,
+                                                             absl::Status* poison) const {
+  ep::Stream* stream = ctx.stream();
+  std::optional<bool> value;
+  if (!stream->IsAsync()) {
+    value = ReadPredicate(pred);
+    if (!value.has_value() && pred->poisoned()) *poison = pred->poison();
+    return value;
+  }
+  if (read_event_ == nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(read_event_, stream->device()->CreateEvent());
+  }
+  // Two pointers: fits the task's inline storage. The event's Sync orders the task's writes
+  // before the reads below.
+  SLUICE_RETURN_IF_ERROR(stream->Launch([&value, pred]() -> absl::Status {
+    value = ReadPredicate(pred);
+    return absl::OkStatus();
+  }));
+  SLUICE_RETURN_IF_ERROR(stream->RecordEvent(read_event_.get()));
+  SLUICE_RETURN_IF_ERROR(read_event_->Sync());
+  if (!value.has_value() && pred->poisoned()) *poison = pred->poison();
+  return value;
+}
+
+absl::Status ControlStep::SetIteration(vm::KernelContext& ctx, int64_t iteration) const {
+  LoopIteration* counter = loop_.iteration.get();
+  if (!ctx.stream()->IsAsync()) {
+    counter->set_value(iteration);
+    return absl::OkStatus();
+  }
+  // Stream work: the steps enqueued before it (the previous iteration's, which may not have
+  // run yet) still read the previous number when they fail.
+  return ctx.stream()->Launch([counter, iteration]() -> absl::Status {
+    counter->set_value(iteration);
+    return absl::OkStatus();
+  });
+}
+
 absl::Status ControlStep::Launch(vm::KernelContext& ctx) const {
   if (is_loop_) return RunLoop(ctx);
-  const std::optional<bool> taken = ReadPredicate(pred_);
-  // The executor skips a step whose input is poisoned: only a cancel leaves no value.
-  if (!taken.has_value()) return absl::OkStatus();
+  absl::Status poison;
+  SLUICE_ASSIGN_OR_RETURN(const std::optional<bool> taken, ReadInOrder(ctx, pred_, &poison));
+  if (!taken.has_value()) {
+    // Poisoned after this step launched (an asynchronous producer failed): Out inherits the
+    // error, in stream order since the stream has run everything enqueued before the read.
+    // Never written: a cancel skipped the producer, and Out keeps its contents.
+    if (!poison.ok()) PoisonAll(ctx.outputs(), poison);
+    return absl::OkStatus();
+  }
   return branches_[*taken ? 0 : 1].steps->Launch(ctx);
 }
 
@@ -52,8 +113,17 @@ absl::Status ControlStep::RunLoop(vm::KernelContext& ctx) const {
   int parity = 0;
   for (int64_t done = 0;; ++done) {
     if (loop_.cancel != nullptr && loop_.cancel->load(std::memory_order_relaxed)) break;
+    SLUICE_RETURN_IF_ERROR(SetIteration(ctx, done));
     SLUICE_RETURN_IF_ERROR(loop_.check[parity].steps->Launch(ctx));
-    const std::optional<bool> again = ReadPredicate(loop_.check[parity].results[0]);
+    absl::Status poison;
+    SLUICE_ASSIGN_OR_RETURN(const std::optional<bool> again,
+                            ReadInOrder(ctx, loop_.check[parity].results[0], &poison));
+    if (!poison.ok()) {
+      // The condition failed, or read a value a failed body op left (the error was
+      // reported when it happened): what the loop would have produced is unknown.
+      PoisonAll(ctx.outputs(), poison);
+      return absl::OkStatus();
+    }
     if (!again.has_value() || !*again) break;
     if (loop_.max_iterations.has_value() && done >= *loop_.max_iterations) {
       return absl::InvalidArgumentError(absl::StrCat(where_, ": more than ", *loop_.max_iterations,

@@ -4,8 +4,18 @@
 // steps: every step goes through KernelContext::RunStep on the control step's stream, so
 // the poison rules, lazy allocation, error reports and the sync checker see each step as
 // they see any other. This is the *inline* form: every stream the sub-blocks use is the
-// control step's own synchronous cpu stream (the interpreter lowers control flow on cpu
-// only, for now).
+// control step's own stream.
+//  - On a synchronous (cpu) stream the steps have run when their launch returns, and the
+//    predicate's byte is read directly.
+//  - On an asynchronous stream whose memory the host addresses (sim), the steps are
+//    enqueued; the predicate is read by a task enqueued behind them, and the worker waits
+//    for that task (an event recorded after it). The wait covers only work already on the
+//    control step's stream (a cross-stream wait there was enqueued after the work it waits
+//    for was), so it always ends. Everything the control step launched is on its stream
+//    before Launch returns: the instruction's own completion covers its frames.
+//
+// Errors: each step of a sub-block names its block and op, and inside a loop the
+// iteration of every enclosing loop (LoopIteration, written in the steps' stream order).
 //
 // Frames (lower_sub_blocks.h builds them): a frame is one instance of a sub-block's steps
 // with blobs of its own. A cond has a frame per branch, each ending with copies of its
@@ -31,12 +41,46 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "ep/event.h"
 #include "vm/blob.h"
+#include "vm/instruction.h"
 #include "vm/kernel.h"
 #include "vm/step_sequence.h"
 
 namespace sluice::framework::control_flow {
+
+// The iteration a loop is running, for the error messages of the steps inside it. The
+// loop's control step sets it in stream order (set_value: at once on a synchronous
+// stream, as stream work on an asynchronous one), so a step's error, formatted on the
+// thread that runs the step, reads the iteration that step belongs to.
+class LoopIteration {
+ public:
+  // `where` names the loop ("block 0 op #3 'while'"); `parent`: the enclosing loop's, or null.
+  LoopIteration(std::string where, const LoopIteration* parent)
+      : where_(std::move(where)), parent_(parent) {}
+  // "iteration 7 of block 0 op #3 'while'", then the enclosing loops'.
+  std::string Describe() const;
+  void set_value(int64_t value) { value_ = value; }
+
+ private:
+  const std::string where_;
+  const LoopIteration* const parent_;
+  int64_t value_ = 0;
+};
+
+// A sub-block step's origin: "block 2 op #1 'mul'", then its loops' iterations.
+class StepOrigin final : public vm::InstructionOrigin {
+ public:
+  StepOrigin(std::string where, const LoopIteration* loop)
+      : where_(std::move(where)), loop_(loop) {}
+  std::string Describe() const override;
+
+ private:
+  const std::string where_;
+  const LoopIteration* const loop_;  // null outside loops
+};
 
 // One lowered sub-block instance.
 struct Frame {
@@ -44,6 +88,7 @@ struct Frame {
   std::vector<vm::Blob*> results;                     // what the block yields, once its steps ran
   std::vector<vm::BlobRef> blobs;                     // the block's own variables (kept alive)
   std::vector<std::unique_ptr<vm::OpKernel>> nested;  // control steps its steps call
+  std::vector<std::unique_ptr<StepOrigin>> origins;   // its steps point at them
 };
 
 class ControlStep final : public vm::OpKernel {
@@ -59,24 +104,35 @@ class ControlStep final : public vm::OpKernel {
     std::vector<vm::BlobRef> current;  // both parities' current values
     std::optional<int64_t> max_iterations;
     const std::atomic<bool>* cancel = nullptr;  // set: stop before the next iteration
+    std::unique_ptr<LoopIteration> iteration;   // the frames' steps' origins point at it
   };
   static std::unique_ptr<ControlStep> While(std::string where, Loop loop);
 
   absl::string_view name() const override { return is_loop_ ? "while" : "cond"; }
   // Runs the chosen frames. A predicate whose producer failed (poisoned) ends a loop: the
-  // exit copies then poison Out with that error, which was reported when it happened.
-  // InvalidArgument naming the op when a loop runs its body more than max_iterations times.
+  // exit copies then poison Out with that error, which was reported when it happened; a
+  // cond poisons Out with it. InvalidArgument naming the op when a loop runs its body more
+  // than max_iterations times.
   absl::Status Launch(vm::KernelContext& ctx) const override;
 
  private:
   ControlStep() = default;
   absl::Status RunLoop(vm::KernelContext& ctx) const;
+  // `pred`'s value once the work enqueued so far on ctx's stream has run; nullopt when it
+  // has no value (poisoned: `poison` gets the error; or never written, by a cancel).
+  absl::StatusOr<std::optional<bool>> ReadInOrder(vm::KernelContext& ctx, const vm::Blob* pred,
+                                                  absl::Status* poison) const;
+  // Sets the loop's iteration in the stream order of ctx's stream.
+  absl::Status SetIteration(vm::KernelContext& ctx, int64_t iteration) const;
 
   std::string where_;
   bool is_loop_ = false;
   vm::Blob* pred_ = nullptr;  // cond
   std::array<Frame, 2> branches_;
   Loop loop_;
+  // Asynchronous streams: the event the worker waits on to read a predicate (created at
+  // the first read; one worker at a time runs the step).
+  mutable std::unique_ptr<ep::Event> read_event_;
 };
 
 }  // namespace sluice::framework::control_flow

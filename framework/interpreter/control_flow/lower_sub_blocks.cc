@@ -42,15 +42,16 @@ std::unique_ptr<vm::StepSequence> SubBlockLowering::NewSteps() const {
 
 absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::Build(int block, int index,
                                                                      const ir::OpDesc& op,
-                                                                     const Bindings& bound) {
+                                                                     const Bindings& bound,
+                                                                     const LoopIteration* loop) {
   const std::string where = Where(block, index, op.type);
-  if (op.type == ir::kCondOp) return BuildCond(where, op, bound);
-  return BuildWhile(where, op, bound);
+  if (op.type == ir::kCondOp) return BuildCond(where, op, bound, loop);
+  return BuildWhile(where, op, bound, loop);
 }
 
-absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildCond(const std::string& where,
-                                                                         const ir::OpDesc& op,
-                                                                         const Bindings& bound) {
+absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildCond(
+    const std::string& where, const ir::OpDesc& op, const Bindings& bound,
+    const LoopIteration* loop) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> pred,
                           Bound(bound, op.Input(ir::kCondSlot), where));
   SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> out, Bound(bound, op.Output(ir::kOutSlot), where));
@@ -58,7 +59,7 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildCond(const s
   const absl::string_view attrs[2] = {ir::kTrueBlockAttr, ir::kFalseBlockAttr};
   for (int b = 0; b < 2; ++b) {
     SLUICE_ASSIGN_OR_RETURN(vm::BlockRef ref, op.attrs.GetBlock(attrs[b]));
-    SLUICE_ASSIGN_OR_RETURN(branches[b], LowerBlock(static_cast<int>(ref.index), bound));
+    SLUICE_ASSIGN_OR_RETURN(branches[b], LowerBlock(static_cast<int>(ref.index), bound, loop));
     for (size_t i = 0; i < out.size(); ++i) {
       SLUICE_RETURN_IF_ERROR(AddCopy(*branches[b].steps, branches[b].results[i], out[i]));
     }
@@ -67,9 +68,9 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildCond(const s
   return ControlStep::Cond(where, pred[0], std::move(branches[0]), std::move(branches[1]));
 }
 
-absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(const std::string& where,
-                                                                          const ir::OpDesc& op,
-                                                                          const Bindings& bound) {
+absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(
+    const std::string& where, const ir::OpDesc& op, const Bindings& bound,
+    const LoopIteration* enclosing) {
   const std::vector<std::string>& names = op.Output(ir::kOutSlot);
   SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> x,
                           Bound(bound, op.Input(ir::kLoopVarsSlot), where));
@@ -81,6 +82,7 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(const 
     loop.max_iterations = *max;
   }
   loop.cancel = cancel_;
+  loop.iteration = std::make_unique<LoopIteration>(where, enclosing);
   std::array<std::vector<vm::Blob*>, 2> current;
   for (int p = 0; p < 2; ++p) {
     for (size_t i = 0; i < out.size(); ++i) {
@@ -95,9 +97,11 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(const 
   for (int p = 0; p < 2; ++p) {
     Bindings inside = bound;
     for (size_t i = 0; i < names.size(); ++i) inside[names[i]] = current[p][i];
-    SLUICE_ASSIGN_OR_RETURN(loop.check[p], LowerBlock(static_cast<int>(check.index), inside));
+    SLUICE_ASSIGN_OR_RETURN(
+        loop.check[p], LowerBlock(static_cast<int>(check.index), inside, loop.iteration.get()));
     loop.check[p].steps->Close();
-    SLUICE_ASSIGN_OR_RETURN(loop.body[p], LowerBlock(static_cast<int>(body.index), inside));
+    SLUICE_ASSIGN_OR_RETURN(loop.body[p],
+                            LowerBlock(static_cast<int>(body.index), inside, loop.iteration.get()));
     for (size_t i = 0; i < out.size(); ++i) {
       SLUICE_RETURN_IF_ERROR(
           AddCopy(*loop.body[p].steps, loop.body[p].results[i], current[1 - p][i]));
@@ -111,12 +115,11 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(const 
 // Block `desc` as the passes see it: its own variables are temporaries; every other name
 // in `bound` comes from an enclosing block and is read-only here (a write to it is refused,
 // as a write to a fed variable is).
-VarTable SubBlockLowering::ViewOf(const ir::BlockDesc& desc, const Bindings& bound) {
-  const Device cpu(DeviceType::kCpu, 0);
+VarTable SubBlockLowering::ViewOf(const ir::BlockDesc& desc, const Bindings& bound) const {
   VarTable vars;
   auto add = [&](const std::string& name, VarKind kind, DataType dtype, const Shape& shape) {
     vars.index_of.emplace(name, vars.size());
-    vars.slots.push_back({name, kind, cpu, dtype, shape, nullptr, false});
+    vars.slots.push_back({name, kind, device_, dtype, shape, nullptr, false});
   };
   for (const ir::VarDesc& var : desc.vars()) add(var.name, VarKind::kTemp, var.dtype, var.shape);
   for (const auto& [name, blob] : bound) {
@@ -125,13 +128,14 @@ VarTable SubBlockLowering::ViewOf(const ir::BlockDesc& desc, const Bindings& bou
   return vars;
 }
 
-absl::StatusOr<Frame> SubBlockLowering::LowerBlock(int block, Bindings bound) {
+absl::StatusOr<Frame> SubBlockLowering::LowerBlock(int block, Bindings bound,
+                                                   const LoopIteration* loop) {
   const ir::BlockDesc& desc = program_.block(block);
   VarTable vars = ViewOf(desc, bound);
   // The passes block 0 goes through: schemas, attributes, inference against the declared
-  // variables, kernels for cpu; control-flow ops resolve to their outer reads.
+  // variables, kernels for the device; control-flow ops resolve to their outer reads.
   absl::StatusOr<PlacedBlock> placed =
-      ResolveAndPlace(program_, desc, registry_, Device(DeviceType::kCpu, 0), vars, {});
+      ResolveAndPlace(program_, desc, registry_, device_, vars, {});
   if (!placed.ok()) {
     return absl::Status(placed.status().code(),
                         absl::StrCat("block ", block, " ", placed.status().message()));
@@ -156,13 +160,15 @@ absl::StatusOr<Frame> SubBlockLowering::LowerBlock(int block, Bindings bound) {
                             Bound(bound, names(func.outputs), where));
     if (func.schema != nullptr) {
       frame.steps->AddCall(*func.kernel, reads, writes, func.attrs);
-      continue;
+    } else {
+      const ir::OpDesc& op = desc.ops()[static_cast<size_t>(func.source)];
+      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ControlStep> nested,
+                              Build(block, func.source, op, bound, loop));
+      frame.steps->AddCall(*nested, reads, writes, nullptr);
+      frame.nested.push_back(std::move(nested));
     }
-    const ir::OpDesc& op = desc.ops()[static_cast<size_t>(func.source)];
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ControlStep> nested,
-                            Build(block, func.source, op, bound));
-    frame.steps->AddCall(*nested, reads, writes, nullptr);
-    frame.nested.push_back(std::move(nested));
+    frame.origins.push_back(std::make_unique<StepOrigin>(where, loop));
+    frame.steps->set_step_origin(frame.steps->steps() - 1, frame.origins.back().get());
   }
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> yielded, ir::YieldedNames(program_, block));
   SLUICE_ASSIGN_OR_RETURN(frame.results, Bound(bound, yielded, absl::StrCat("block ", block)));
@@ -172,7 +178,7 @@ absl::StatusOr<Frame> SubBlockLowering::LowerBlock(int block, Bindings bound) {
 absl::Status SubBlockLowering::AddCopy(vm::StepSequence& steps, vm::Blob* from, vm::Blob* to) {
   if (from == to) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(const vm::OpKernel* assign,
-                          registry_.FindKernel("assign", DeviceType::kCpu, from->dtype()));
+                          registry_.FindKernel("assign", device_.type(), from->dtype()));
   steps.AddCall(*assign, {from}, {to}, nullptr);
   return absl::OkStatus();
 }

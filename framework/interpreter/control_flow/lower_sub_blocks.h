@@ -5,10 +5,12 @@
 // Each sub-block is lowered in program order into one StepSequence on the control step's
 // stream: its ops go through the resolution, placement and kernel choice block 0 goes
 // through (ResolveAndPlace: schemas, attributes, inference against the declared
-// variables, kernels for cpu; a "stream" attribute is checked but a sub-block runs where
-// its control step runs), their operands bound by name — the block's own variables to lazy blobs of
-// the frame (allocated by their first write and kept: frames are reused, so memory does not grow
-// with iterations), every other name to the enclosing frame's binding.
+// variables, kernels for the control step's device; a "stream" attribute is checked but a
+// sub-block runs where its control step runs), their operands bound by name — the block's
+// own variables to lazy blobs of the frame (allocated by their first write and kept:
+// frames are reused, so memory does not grow with iterations), every other name to the
+// enclosing frame's binding. Each step's origin (errors) names its block, its op and the
+// iterations of its enclosing loops.
 //
 // Thread-compatible; used while the interpreter builds.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_CONTROL_FLOW_LOWER_SUB_BLOCKS_H_
@@ -35,8 +37,9 @@ using Bindings = absl::flat_hash_map<std::string, vm::Blob*>;
 
 class SubBlockLowering {
  public:
-  // `stream`: the control step's stream (a synchronous cpu stream). `cancel` and `ops_run`:
-  // the interpreter's cancel flag and op counter, given to every frame.
+  // `stream`: the control step's stream (cpu, or an asynchronous stream whose memory the
+  // host addresses: sim). `cancel` and `ops_run`: the interpreter's cancel flag and op
+  // counter, given to every frame.
   SubBlockLowering(const ir::ProgramDesc& program, const ops::OpRegistry& registry,
                    vm::VirtualMachine& vm, vm::Stream* stream, const std::atomic<bool>* cancel,
                    std::atomic<int64_t>* ops_run)
@@ -44,27 +47,36 @@ class SubBlockLowering {
         registry_(registry),
         vm_(vm),
         stream_(stream),
+        device_(stream->key().device),
         cancel_(cancel),
         ops_run_(ops_run) {}
 
   // The control step of op #`index` of block `block` (a cond or while that passed
   // ProgramDesc::Validate), whose names resolve through `bound`. Errors name the block and
-  // the op at fault: an unknown op, a bad attribute, a name without a binding, no cpu
-  // kernel.
+  // the op at fault: an unknown op, a bad attribute, a name without a binding, no kernel
+  // for the stream's device.
   absl::StatusOr<std::unique_ptr<ControlStep>> Build(int block, int index, const ir::OpDesc& op,
-                                                     const Bindings& bound);
+                                                     const Bindings& bound) {
+    return Build(block, index, op, bound, nullptr);
+  }
 
  private:
+  // `loop`: the innermost loop enclosing the op, or null.
+  absl::StatusOr<std::unique_ptr<ControlStep>> Build(int block, int index, const ir::OpDesc& op,
+                                                     const Bindings& bound,
+                                                     const LoopIteration* loop);
   absl::StatusOr<std::unique_ptr<ControlStep>> BuildCond(const std::string& where,
                                                          const ir::OpDesc& op,
-                                                         const Bindings& bound);
+                                                         const Bindings& bound,
+                                                         const LoopIteration* loop);
   absl::StatusOr<std::unique_ptr<ControlStep>> BuildWhile(const std::string& where,
                                                           const ir::OpDesc& op,
-                                                          const Bindings& bound);
+                                                          const Bindings& bound,
+                                                          const LoopIteration* loop);
   // Block `block`'s steps into a new frame (not closed), its own variables bound to new
-  // lazy blobs in a copy of `bound`.
-  absl::StatusOr<Frame> LowerBlock(int block, Bindings bound);
-  static VarTable ViewOf(const ir::BlockDesc& desc, const Bindings& bound);
+  // lazy blobs in a copy of `bound`; `loop` as in Build.
+  absl::StatusOr<Frame> LowerBlock(int block, Bindings bound, const LoopIteration* loop);
+  VarTable ViewOf(const ir::BlockDesc& desc, const Bindings& bound) const;
   // Appends a copy step from -> to (nothing when they are one blob).
   absl::Status AddCopy(vm::StepSequence& steps, vm::Blob* from, vm::Blob* to);
   // A frame of copy steps only.
@@ -76,6 +88,7 @@ class SubBlockLowering {
   const ops::OpRegistry& registry_;
   vm::VirtualMachine& vm_;
   vm::Stream* const stream_;
+  const Device device_;  // stream_'s
   const std::atomic<bool>* const cancel_;
   std::atomic<int64_t>* const ops_run_;
 };
