@@ -1,10 +1,12 @@
 // Control flow through the interpreter, default options (GC plan on, default scheduling).
 //
-//   BM_Interpreter_WhileLoop/<n>   while i < n { i += 1; x = x * 1.0001 + 0.5 } on a [4] f32
-//                                  tensor, one run of a prepared program per benchmark
-//                                  iteration; `per_iteration` is the time of one loop
-//                                  iteration (the run's time over n). cpu only: the
-//                                  interpreter lowers control flow on cpu so far.
+//   BM_Interpreter_WhileLoop/<n>      while i < n { i += 1; x = x * 1.0001 + 0.5 } on a [4]
+//                                     f32 tensor on cpu, one run of a prepared program per
+//                                     benchmark iteration; `per_iteration` is the time of one
+//                                     loop iteration (the run's time over n).
+//   BM_Interpreter_WhileLoop_Sim/<n>  the same on sim:0 (no jitter): the control step
+//                                     enqueues each frame on the sim stream and waits for
+//                                     each predicate (an event) before the next iteration.
 //
 // Peers (docs/benchmarks.md): TensorFlow's tf.while_loop in a tf.function and
 // PaddlePaddle's static while_loop, measured by their own scripts.
@@ -23,10 +25,10 @@
 namespace sluice::framework {
 namespace {
 
-void BM_Interpreter_WhileLoop(benchmark::State& state) {
+void RunWhileLoop(benchmark::State& state, DeviceType device) {
   const int64_t n = state.range(0);
   eager::ContextOptions context_options;
-  context_options.runtime.num_sim_devices = 0;
+  context_options.runtime.num_sim_devices = device == DeviceType::kSim ? 1 : 0;
   context_options.runtime.enable_cuda = false;
   eager::Context context = eager::Context::Create(context_options).value();
   ops::OpRegistry registry;
@@ -49,7 +51,9 @@ void BM_Interpreter_WhileLoop(benchmark::State& state) {
             .value();
     fetches.push_back(out[1].var().name());
   }
-  Executor executor(&context.registry(), context.vm(), ExecutorOptions());
+  ExecutorOptions options;
+  options.interpreter.device = Device(device, 0);
+  Executor executor(&context.registry(), context.vm(), options);
   Scope scope;
   const Feeds feeds = {
       {"i", HostTensor::FromVector(std::vector<float>{0}, Shape())},
@@ -67,7 +71,13 @@ void BM_Interpreter_WhileLoop(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate |
                                                      benchmark::Counter::kInvert);
 }
+
+void BM_Interpreter_WhileLoop(benchmark::State& state) { RunWhileLoop(state, DeviceType::kCpu); }
+void BM_Interpreter_WhileLoop_Sim(benchmark::State& state) {
+  RunWhileLoop(state, DeviceType::kSim);
+}
 BENCHMARK(BM_Interpreter_WhileLoop)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Interpreter_WhileLoop_Sim)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace sluice::framework

@@ -75,6 +75,18 @@ inline absl::StatusOr<std::vector<Value>> Nested(const Value& i0, const Value& j
       {i0, x0});
 }
 
+// The benchmark's loop: while i < n { i += 1; x = x * 1.0001 + 0.5 }; returns (i, x).
+inline absl::StatusOr<std::vector<Value>> CountingLoop(const Value& i, const Value& n,
+                                                       const Value& x) {
+  return fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], n); },
+                       [](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                         SLUICE_ASSIGN_OR_RETURN(Value next_i, fn::Increment(vars[0]));
+                         SLUICE_ASSIGN_OR_RETURN(Value next_x, fn::Scale(vars[1], 1.0001, 0.5));
+                         return std::vector<Value>{next_i, next_x};
+                       },
+                       {i, x});
+}
+
 }  // namespace sluice::framework::control_flow_programs
 
 #endif  // SLUICE_TESTS_FRAMEWORK_CONTROL_FLOW_PROGRAMS_H_
