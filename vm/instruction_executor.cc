@@ -117,6 +117,10 @@ void KernelContext::RunStep(Instruction* step, bool check) {
   executor_->RunStep(step, instruction_, check);
 }
 
+Tracer* KernelContext::tracer() const {
+  return executor_ != nullptr ? executor_->tracer() : nullptr;
+}
+
 SyncChecker* KernelContext::sync_checker() const {
   return executor_ != nullptr ? executor_->checker() : nullptr;
 }

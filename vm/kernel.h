@@ -23,6 +23,7 @@ class Instruction;
 class ErrorSink;
 class InstructionExecutor;
 class SyncChecker;
+class Tracer;
 
 // Built by the ThreadCtx worker for one Launch call; valid only during it.
 class KernelContext {
@@ -41,6 +42,8 @@ class KernelContext {
   absl::Span<Blob* const> outputs() const;
   const AttrMap& attrs() const;
   ep::Stream* stream() const { return stream_; }
+  // The instruction being run (its vm::Stream, its sequence number).
+  const Instruction* instruction() const { return instruction_; }
 
   // Enqueues host code on the stream (cpu runs it now). The work runs in stream order and
   // re-checks the inputs' poison when it runs: if an earlier failure on the device poisoned
@@ -64,6 +67,8 @@ class KernelContext {
   // `check` (only with a sync_checker()): the checker sees the step's accesses as it is
   // launched, in this instruction's stream order (SyncChecker::OnStepLaunch).
   void RunStep(Instruction* step, bool check = false);
+  // The tracer timing this run's work, or null (also without an executor).
+  Tracer* tracer() const;
   // The VM's sync checker, or null when it checks nothing (or the context has no executor).
   // A kernel that runs steps and orders them against other work itself (StepSequence) tests
   // this once per Launch and reports through RunStep(step, true) and the two calls below,

@@ -1,7 +1,8 @@
 // Tracer: collects a timeline of what ran where — one slice per OpCall (or sequence step),
-// with its stream, op name and wall-clock begin/end — for a Chrome trace of a run
-// (framework/executor writes the JSON). Off unless a Tracer is installed on the VM; then
-// every kernel's host work is timed where it runs (the cpu worker or a sim stream thread).
+// with its stream, op name and wall-clock begin/end, and one per loop iteration a control
+// step ran — for a Chrome trace of a run (framework/executor writes the JSON). Off unless a Tracer
+// is installed on the VM; then every kernel's host work is timed where it runs (the cpu worker or a
+// sim stream thread).
 #ifndef SLUICE_VM_TRACER_H_
 #define SLUICE_VM_TRACER_H_
 
@@ -21,9 +22,11 @@ class Tracer {
  public:
   struct Slice {
     const Stream* stream;    // outlives the tracer's user: streams live as long as the VM
-    absl::string_view name;  // the kernel's name: static storage
+    absl::string_view name;  // the kernel's name (static storage), or a loop's (lives with
+                             // the graph that ran it, until the trace is written)
     int64_t begin_ns;        // steady clock
     int64_t end_ns;
+    int64_t iteration = -1;  // >= 0: the slice is this iteration of the loop `name`
   };
 
   static int64_t NowNs();

@@ -334,11 +334,25 @@ absl::Status WriteChromeTrace(const std::vector<vm::Tracer::Slice>& slices,
   bool first = true;
   for (const auto& slice : slices) {
     const int tid = row(slice.stream);
-    file << (first ? "" : ",\n")
-         << absl::StrFormat(
-                R"({"name":"%s","cat":"op","ph":"X","pid":1,"tid":%d,"ts":%.3f,"dur":%.3f})",
-                slice.name, tid, (slice.begin_ns - origin) / 1e3,
-                (slice.end_ns - slice.begin_ns) / 1e3);
+    const double ts = (slice.begin_ns - origin) / 1e3;
+    const double dur = (slice.end_ns - slice.begin_ns) / 1e3;
+    file << (first ? "" : ",\n");
+    if (slice.iteration >= 0) {
+      // A loop iteration, on its loop's stream: it encloses the slices of the steps it ran.
+      std::string loop;
+      for (char c : slice.name) {
+        if (c == '"' || c == '\\') loop.push_back('\\');
+        loop.push_back(c);
+      }
+      file << absl::StrFormat(
+          R"({"name":"iteration %d","cat":"iteration","ph":"X","pid":1,"tid":%d,"ts":%.3f,)"
+          R"("dur":%.3f,"args":{"loop":"%s","iteration":%d}})",
+          slice.iteration, tid, ts, dur, loop, slice.iteration);
+    } else {
+      file << absl::StrFormat(
+          R"({"name":"%s","cat":"op","ph":"X","pid":1,"tid":%d,"ts":%.3f,"dur":%.3f})", slice.name,
+          tid, ts, dur);
+    }
     first = false;
   }
   for (size_t tid = 0; tid < streams.size(); ++tid) {

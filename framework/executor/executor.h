@@ -44,7 +44,8 @@ struct ExecutorOptions {
 
 struct RunOptions {
   // When not empty, the run's timeline is written here as Chrome trace JSON (one row per
-  // stream, one slice per op), for Perfetto or chrome://tracing.
+  // stream, one slice per op, and one slice "iteration K" per loop iteration, with the
+  // loop in its args), for Perfetto or chrome://tracing.
   std::string trace_path;
 };
 

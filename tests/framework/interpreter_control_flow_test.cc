@@ -6,7 +6,10 @@
 // error naming the loop, and the next run works; an op failing inside a body names its
 // block and the iteration.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -400,6 +403,57 @@ TEST_F(InterpreterControlFlowTest, FailingBodyOpNamesItsBlockAndIteration) {
     float value = 0;
     std::memcpy(&value, good->fetches[0].bytes.data(), 4);
     EXPECT_EQ(value, 3.0f) << device.ToString();
+  }
+}
+
+// The Chrome trace of a run has one "iteration K" slice per iteration of the loop, each
+// naming the loop, on cpu and sim, besides the ops' slices.
+TEST_F(InterpreterControlFlowTest, TraceShowsEveryIteration) {
+  Program main(&registry_), startup(&registry_);
+  std::vector<std::string> fetches;
+  {
+    ProgramGuard guard(main, startup);
+    const Var i = Data("i", Shape()).value();
+    const Var n = Data("n", Shape()).value();
+    const Var x = Data("x", Shape({4})).value();
+    absl::StatusOr<std::vector<Value>> out = control_flow_programs::CountingLoop(i, n, x);
+    ASSERT_TRUE(out.ok()) << out.status();
+    fetches.push_back((*out)[1].var().name());
+  }
+  for (Device device : {Device(DeviceType::kCpu, 0), kSim}) {
+    ExecutorOptions executor_options;
+    executor_options.interpreter.device = device;
+    Executor executor(&context_->registry(), context_->vm(), executor_options);
+    Scope scope;
+    const std::string path = ::testing::TempDir() + "/control_flow_trace.json";
+    std::remove(path.c_str());
+    RunOptions run_options;
+    run_options.trace_path = path;
+    absl::StatusOr<RunResult> result =
+        executor.Run(main.desc(),
+                     {{"i", Scalar(0)},
+                      {"n", Scalar(7)},
+                      {"x", HostTensor::FromVector(std::vector<float>{1, 2, 3, 4}, Shape({4}))}},
+                     fetches, &scope, run_options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    std::ifstream file(path);
+    const std::string json((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
+    auto count = [&json](const std::string& needle) {
+      int n = 0;
+      for (size_t at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1)) {
+        ++n;
+      }
+      return n;
+    };
+    EXPECT_EQ(count("\"cat\":\"iteration\""), 7) << device.ToString();
+    for (int k = 0; k < 7; ++k) {
+      EXPECT_EQ(count(absl::StrCat("{\"name\":\"iteration ", k, "\"")), 1) << k;
+    }
+    EXPECT_EQ(count("\"loop\":\"block 0 op #0 'while'\""), 7) << device.ToString();
+    // Every step of every iteration is a slice too: 7 x (less_than, increment, scale and
+    // two yield copies), the last check, the entry and exit copies.
+    EXPECT_GE(count("\"cat\":\"op\""), 7 * 5 + 1) << device.ToString();
   }
 }
 

@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "core/tensor_storage.h"
 #include "ep/device.h"
+#include "vm/tracer.h"
 
 namespace sluice::framework::control_flow {
 namespace {
@@ -110,14 +111,28 @@ absl::Status ControlStep::Launch(vm::KernelContext& ctx) const {
 
 absl::Status ControlStep::RunLoop(vm::KernelContext& ctx) const {
   SLUICE_RETURN_IF_ERROR(loop_.entry.steps->Launch(ctx));
+  // Tracing: one slice per iteration, from its condition's launch to the body's return (on
+  // an asynchronous stream, to the next condition's predicate read: the body has run then).
+  vm::Tracer* const tracer = ctx.tracer();
+  const bool async = ctx.stream()->IsAsync();
+  int64_t iteration_begin = 0;
+  auto trace_iteration = [&](int64_t iteration) {
+    tracer->Add(
+        {ctx.instruction()->stream, where_, iteration_begin, vm::Tracer::NowNs(), iteration});
+  };
   int parity = 0;
   for (int64_t done = 0;; ++done) {
     if (loop_.cancel != nullptr && loop_.cancel->load(std::memory_order_relaxed)) break;
+    if (tracer != nullptr && !async) iteration_begin = vm::Tracer::NowNs();
     SLUICE_RETURN_IF_ERROR(SetIteration(ctx, done));
     SLUICE_RETURN_IF_ERROR(loop_.check[parity].steps->Launch(ctx));
     absl::Status poison;
     SLUICE_ASSIGN_OR_RETURN(const std::optional<bool> again,
                             ReadInOrder(ctx, loop_.check[parity].results[0], &poison));
+    if (tracer != nullptr && async) {
+      if (done > 0) trace_iteration(done - 1);
+      iteration_begin = vm::Tracer::NowNs();
+    }
     if (!poison.ok()) {
       // The condition failed, or read a value a failed body op left (the error was
       // reported when it happened): what the loop would have produced is unknown.
@@ -130,6 +145,7 @@ absl::Status ControlStep::RunLoop(vm::KernelContext& ctx) const {
                                                      " iterations (max_iterations)"));
     }
     SLUICE_RETURN_IF_ERROR(loop_.body[parity].steps->Launch(ctx));
+    if (tracer != nullptr && !async) trace_iteration(done);
     parity ^= 1;
   }
   return loop_.exit[parity].steps->Launch(ctx);
