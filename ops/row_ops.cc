@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "core/status.h"
 #include "ops/internal/op_families.h"
 #include "ops/internal/schema_helpers.h"
@@ -30,25 +31,26 @@ std::string MetaText(const TensorMeta& m) {
   return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
 }
 
-// Buffer (slot 0) of rank >= 1 and an integer scalar Index (slot 1): the shape of one row.
-absl::StatusOr<Shape> RowShape(const InferContext& ctx) {
+// Buffer (slot 0) of rank >= 1 and an integer scalar Index (slot 1): the shape of one row,
+// in `row`.
+absl::Status RowShape(const InferContext& ctx, Shape* row) {
   const TensorMeta& buffer = ctx.input(0);
   const TensorMeta& index = ctx.input(1);
   if (buffer.shape.rank() < 1) {
     return ctx.Error(
         absl::StrCat("input Buffer is ", MetaText(buffer), "; it must have at least one axis"));
   }
-  if ((index.dtype != DataType::kI32 && index.dtype != DataType::kI64) ||
-      index.shape.rank() != 0) {
+  if ((index.dtype != DataType::kI32 && index.dtype != DataType::kI64) || index.shape.rank() != 0) {
     return ctx.Error(
         absl::StrCat("input Index is ", MetaText(index), "; it must be an i32 or i64 scalar"));
   }
-  std::vector<int64_t> dims(buffer.shape.dims().begin() + 1, buffer.shape.dims().end());
-  return Shape(dims);
+  *row = Shape(absl::MakeConstSpan(buffer.shape.dims()).subspan(1));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Metas> InferWriteRow(const InferContext& ctx) {
-  SLUICE_ASSIGN_OR_RETURN(Shape row, RowShape(ctx));
+  Shape row;
+  SLUICE_RETURN_IF_ERROR(RowShape(ctx, &row));
   const TensorMeta& buffer = ctx.input(0);
   const TensorMeta& x = ctx.input(2);
   if (x.dtype != buffer.dtype || x.shape != row) {
@@ -60,8 +62,9 @@ absl::StatusOr<Metas> InferWriteRow(const InferContext& ctx) {
 }
 
 absl::StatusOr<Metas> InferReadRow(const InferContext& ctx) {
-  SLUICE_ASSIGN_OR_RETURN(Shape row, RowShape(ctx));
-  return Single({ctx.input(0).dtype, std::move(row)});
+  TensorMeta out{ctx.input(0).dtype, Shape()};
+  SLUICE_RETURN_IF_ERROR(RowShape(ctx, &out.shape));
+  return Single(std::move(out));
 }
 
 }  // namespace

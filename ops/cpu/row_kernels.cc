@@ -57,8 +57,8 @@ std::shared_ptr<const vm::OpKernel> MakeWriteRow() {
     if (out.dtype != buffer.dtype || out.size != buffer.size || x.dtype != buffer.dtype ||
         static_cast<size_t>(x.size) * SizeOf(x.dtype) != row_bytes) {
       return OpError(kOp, absl::StrCat(out.Describe("output", 0), " must be like ",
-                                       buffer.Describe("input", 0), " and ",
-                                       x.Describe("input", 2), " like one of its rows"));
+                                       buffer.Describe("input", 0), " and ", x.Describe("input", 2),
+                                       " like one of its rows"));
     }
     const char* src = static_cast<const char*>(buffer.data);
     const void* idx = index.data;
@@ -87,7 +87,8 @@ std::shared_ptr<const vm::OpKernel> MakeReadRow() {
     int64_t rows = 0;
     size_t row_bytes = 0;
     SLUICE_RETURN_IF_ERROR(CheckBufferAndIndex(kOp, buffer, index, &rows, &row_bytes));
-    if (out.dtype != buffer.dtype || static_cast<size_t>(out.size) * SizeOf(out.dtype) != row_bytes) {
+    if (out.dtype != buffer.dtype ||
+        static_cast<size_t>(out.size) * SizeOf(out.dtype) != row_bytes) {
       return OpError(kOp, absl::StrCat(out.Describe("output", 0), " must be like one row of ",
                                        buffer.Describe("input", 0)));
     }

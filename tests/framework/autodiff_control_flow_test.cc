@@ -109,12 +109,12 @@ absl::StatusOr<Var> WhileModel(const std::vector<Var>& v) {
   options.max_iterations = 8;
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<Value> out,
-      fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], v[1]); },
-                    [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
-                      return std::vector<Value>{Get(fn::Increment(vars[0])),
-                                                RnnStep(vars[1], v[3], v[2])};
-                    },
-                    {v[0], v[2]}, options));
+      fn::WhileLoop(
+          [&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], v[1]); },
+          [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+            return std::vector<Value>{Get(fn::Increment(vars[0])), RnnStep(vars[1], v[3], v[2])};
+          },
+          {v[0], v[2]}, options));
   return WeightedSum(out[1], v[4]);
 }
 BuildFn UnrolledWhile(int n) {
@@ -142,8 +142,8 @@ absl::StatusOr<Var> NestedModel(const std::vector<Var>& v) {
                 fn::WhileLoop(
                     [&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], v[3]); },
                     [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
-                      const Value g = Get(fn::Tanh(Get(fn::Add(Get(fn::Mul(vars[1], v[5])),
-                                                               outer[1]))));
+                      const Value g =
+                          Get(fn::Tanh(Get(fn::Add(Get(fn::Mul(vars[1], v[5])), outer[1]))));
                       return std::vector<Value>{Get(fn::Increment(vars[0])), g};
                     },
                     {v[1], outer[1]}, inner_options));
@@ -174,23 +174,21 @@ absl::StatusOr<Var> CondInWhileModel(const std::vector<Var>& v) {
   SLUICE_ASSIGN_OR_RETURN(Value half, fn::Scale(v[1], 0.5));
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<Value> out,
-      fn::WhileLoop(
-          [&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], v[1]); },
-          [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
-            SLUICE_ASSIGN_OR_RETURN(Value early, fn::LessThan(vars[0], half));
-            SLUICE_ASSIGN_OR_RETURN(
-                std::vector<Value> next,
-                fn::Cond(
-                    early,
-                    [&]() -> absl::StatusOr<std::vector<Value>> {
-                      return std::vector<Value>{Early(vars[1], v[3])};
+      fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], v[1]); },
+                    [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                      SLUICE_ASSIGN_OR_RETURN(Value early, fn::LessThan(vars[0], half));
+                      SLUICE_ASSIGN_OR_RETURN(std::vector<Value> next,
+                                              fn::Cond(
+                                                  early,
+                                                  [&]() -> absl::StatusOr<std::vector<Value>> {
+                                                    return std::vector<Value>{Early(vars[1], v[3])};
+                                                  },
+                                                  [&]() -> absl::StatusOr<std::vector<Value>> {
+                                                    return std::vector<Value>{Late(vars[1], v[2])};
+                                                  }));
+                      return std::vector<Value>{Get(fn::Increment(vars[0])), next[0]};
                     },
-                    [&]() -> absl::StatusOr<std::vector<Value>> {
-                      return std::vector<Value>{Late(vars[1], v[2])};
-                    }));
-            return std::vector<Value>{Get(fn::Increment(vars[0])), next[0]};
-          },
-          {v[0], v[2]}, options));
+                    {v[0], v[2]}, options));
   return WeightedSum(out[1], v[4]);
 }
 BuildFn UnrolledCondInWhile(int n) {
@@ -379,8 +377,7 @@ std::vector<Input> WithVectors(std::vector<Input> inputs, std::vector<std::strin
 TEST_F(AutodiffControlFlowTest, CondTakenEitherWay) {
   for (double flag : {1.0, -1.0}) {
     SCOPED_TRACE(flag);
-    const std::vector<Input> inputs =
-        WithVectors({Scalar("flag", flag)}, {"x", "w", "b", "c"}, 7);
+    const std::vector<Input> inputs = WithVectors({Scalar("flag", flag)}, {"x", "w", "b", "c"}, 7);
     const std::vector<std::vector<double>> grads =
         ExpectGradients(inputs, CondModel, UnrolledCond(flag > 0));
     ASSERT_EQ(grads.size(), 3u);  // x, w, b
@@ -420,7 +417,9 @@ TEST_F(AutodiffControlFlowTest, WhileInWhile) {
         ExpectGradients(inputs, NestedModel, UnrolledNested(n, m));
     ASSERT_EQ(grads.size(), 2u);
     EXPECT_GT(Largest({grads[0]}), 1e-3);
-    if (n > 0 && m > 0) EXPECT_GT(Largest({grads[1]}), 1e-3);
+    if (n > 0 && m > 0) {
+      EXPECT_GT(Largest({grads[1]}), 1e-3);
+    }
   }
 }
 

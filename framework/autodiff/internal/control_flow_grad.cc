@@ -100,8 +100,8 @@ absl::StatusOr<std::string> AppendZeros(Program& program, DataType dtype, const 
 void AppendYield(Program& program, std::vector<std::string> values) {
   program.mutable_desc()
       .mutable_block(program.current_block())
-      .AppendOp(Op(std::string(ir::kYieldOp), {{std::string(ir::kLoopVarsSlot), std::move(values)}},
-                   {}));
+      .AppendOp(
+          Op(std::string(ir::kYieldOp), {{std::string(ir::kLoopVarsSlot), std::move(values)}}, {}));
 }
 
 // Lists in `op`'s Input slot what its sub-blocks read from outside them, as the builder does.
@@ -142,9 +142,9 @@ absl::StatusOr<std::string> SaveFromBranch(Program& program, const std::string& 
                     Op("fill_constant", {}, {{"Out", {zero}}}, FillAttrs(var.dtype, var.shape, 0)));
   MutableYield(program, branch).push_back(name);
   MutableYield(program, other).push_back(zero);
-  ir::OpDesc& cond =
-      program.mutable_desc().mutable_block(block).mutable_ops()[FindOpWriting(program.desc(), block,
-                                                                              out0)];
+  ir::OpDesc& cond = program.mutable_desc()
+                         .mutable_block(block)
+                         .mutable_ops()[FindOpWriting(program.desc(), block, out0)];
   MutableSlot(cond.outputs, ir::kOutSlot).push_back(saved);
   return saved;
 }
@@ -158,8 +158,7 @@ absl::Status BuildCondGrad(GradPlanner& outer, const ir::OpDesc& op,
   SLUICE_ASSIGN_OR_RETURN(const std::string pred, outer.Visible(op.Input(ir::kCondSlot)[0]));
   SLUICE_ASSIGN_OR_RETURN(const vm::BlockRef true_block, op.attrs.GetBlock(ir::kTrueBlockAttr));
   SLUICE_ASSIGN_OR_RETURN(const vm::BlockRef false_block, op.attrs.GetBlock(ir::kFalseBlockAttr));
-  const int branches[2] = {static_cast<int>(true_block.index),
-                           static_cast<int>(false_block.index)};
+  const int branches[2] = {static_cast<int>(true_block.index), static_cast<int>(false_block.index)};
   const std::string out0 = op.Output(ir::kOutSlot)[0];
   int grad_branches[2];
   for (int b = 0; b < 2; ++b) {
@@ -232,8 +231,8 @@ struct WhileGradSpec {
   ir::OpDesc op;
   int body = 0;
   int64_t max_iterations = 0;
-  std::vector<size_t> carried;  // loop variables whose gradient the backward loop carries
-  std::vector<size_t> x_grads;  // of those, the ones whose X needs a gradient
+  std::vector<size_t> carried;        // loop variables whose gradient the backward loop carries
+  std::vector<size_t> x_grads;        // of those, the ones whose X needs a gradient
   std::vector<std::string> captures;  // outer variables the body reads that need one
   std::vector<std::optional<std::string>> seeds;  // per carried: the gradient of its Out
 };
@@ -242,8 +241,8 @@ struct WhileGradSpec {
 // fill_constant 0 (inserted before the loop), current value "<base>_<n>" (returned), next
 // value written in the body by next_op(current, next).
 absl::StatusOr<std::string> AddLoopVar(
-    Program& program, const std::string& out0, int body, const std::string& base,
-    DataType dtype, const Shape& shape,
+    Program& program, const std::string& out0, int body, const std::string& base, DataType dtype,
+    const Shape& shape,
     const std::function<ir::OpDesc(const std::string&, const std::string&)>& next_op) {
   const int block = OwnerBlockOf(program.desc(), out0);
   const std::string current = program.UniqueName(base);
@@ -254,8 +253,8 @@ absl::StatusOr<std::string> AddLoopVar(
   SLUICE_RETURN_IF_ERROR(Declare(program, body, next, dtype, shape));
   std::vector<ir::OpDesc>& ops = program.mutable_desc().mutable_block(block).mutable_ops();
   const size_t at = FindOpWriting(program.desc(), block, out0);
-  ops.insert(ops.begin() + at, Op("fill_constant", {}, {{"Out", {init}}},
-                                  FillAttrs(dtype, shape, 0)));
+  ops.insert(ops.begin() + at,
+             Op("fill_constant", {}, {{"Out", {init}}}, FillAttrs(dtype, shape, 0)));
   ir::OpDesc& loop = ops[at + 1];
   MutableSlot(loop.inputs, ir::kLoopVarsSlot).push_back(init);
   MutableSlot(loop.outputs, ir::kOutSlot).push_back(current);
@@ -323,9 +322,8 @@ absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
 
   // Body: k = counter - 1; the stacks' rows k; the forward body's gradient.
   const int grad_body = program.EnterNewBlock();
-  SLUICE_ASSIGN_OR_RETURN(
-      const std::string k,
-      AppendOne(program, "increment", {{backward_counter}}, vm::AttrMap().Set("value", -1.0)));
+  SLUICE_ASSIGN_OR_RETURN(const std::string k, AppendOne(program, "increment", {{backward_counter}},
+                                                         vm::AttrMap().Set("value", -1.0)));
   const absl::flat_hash_set<std::string> current_values(fwd_out.begin(), fwd_out.end());
   auto pops = std::make_shared<size_t>(0);
   GradPlanner::LocalView view =
@@ -342,7 +340,8 @@ absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
         const std::string stack,
         AddLoopVar(program, out0, body, absl::StrCat(name, "@STACK"), var.dtype, Shape(dims),
                    [&](const std::string& current, const std::string& next) {
-                     return Op("write_row", {{"Buffer", {current}}, {"Index", {counter}}, {"X", {name}}},
+                     return Op("write_row",
+                               {{"Buffer", {current}}, {"Index", {counter}}, {"X", {name}}},
                                {{"Out", {next}}});
                    }));
     SLUICE_ASSIGN_OR_RETURN(const std::string visible, outer.Visible(stack));

@@ -47,8 +47,7 @@ std::string GradPlanner::OpWhere(size_t index, const std::string& type) const {
 }
 
 bool GradPlanner::Differentiable(const std::string& name) const {
-  const ir::VarDesc* var =
-      ir::ResolveVar(config_.program->desc(), config_.forward_block, name);
+  const ir::VarDesc* var = ir::ResolveVar(config_.program->desc(), config_.forward_block, name);
   return var != nullptr && IsFloating(var->dtype) && !var->stop_gradient &&
          (config_.no_grad_set == nullptr || !config_.no_grad_set->contains(name));
 }
@@ -155,7 +154,8 @@ absl::Status GradPlanner::PlanFromSeeds(const std::vector<std::optional<std::str
   for (size_t j = 0; j < yielded.size() && j < seeds.size(); ++j) {
     if (!seeds[j].has_value() || !NeedsGrad(yielded[j])) continue;
     AddContribution(yielded[j], 0, 0);
-    plan_.push_back({"assign", {{"X", {*seeds[j]}}}, {{"Out", {GradVar(yielded[j])}}}, {}, nullptr});
+    plan_.push_back(
+        {"assign", {{"X", {*seeds[j]}}}, {{"Out", {GradVar(yielded[j])}}}, {}, nullptr});
   }
   return PlanOps();
 }
@@ -203,10 +203,10 @@ absl::Status GradPlanner::PlanOp(size_t index) {
   }
   const ops::GradContext context(fwd.inputs, fwd.outputs, &attrs);
   for (ops::GradOpDesc& grad : (*schema)->grad_maker()(context)) {
-    SLUICE_RETURN_IF_ERROR(PlanGradOp(fwd, {std::move(grad.type), std::move(grad.inputs),
-                                            std::move(grad.outputs), std::move(grad.attrs),
-                                            nullptr})
-                               .status());
+    SLUICE_RETURN_IF_ERROR(
+        PlanGradOp(fwd, {std::move(grad.type), std::move(grad.inputs), std::move(grad.outputs),
+                         std::move(grad.attrs), nullptr})
+            .status());
   }
   return absl::OkStatus();
 }
