@@ -7,6 +7,7 @@
 // forward body, read back by the backward one).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <random>
@@ -24,6 +25,7 @@
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
 #include "framework/interpreter/scope.h"
+#include "framework/io/npy.h"
 #include "framework/ir/control_flow.h"
 #include "framework/optim/optimizer.h"
 #include "gmock/gmock.h"
@@ -525,6 +527,18 @@ TEST_F(AutodiffControlFlowTest, RecurrentModelTrainsThroughAWhileLoop) {
   }
   for (size_t k = 1; k < losses.size(); ++k) EXPECT_LT(losses[k], losses[k - 1]) << "step " << k;
   EXPECT_LT(losses.back(), 0.2 * losses.front());
+
+  // The example of examples/control_flow/README.md is this model, written out when asked.
+  if (const char* dir = std::getenv("SLUICE_WRITE_RNN_EXAMPLE")) {
+    const std::string prefix = absl::StrCat(dir, "/");
+    ASSERT_TRUE(main.desc().Save(prefix + "rnn_main.program").ok());
+    ASSERT_TRUE(startup.desc().Save(prefix + "rnn_startup.program").ok());
+    for (const auto& [name, tensor] : feeds) {
+      ASSERT_TRUE(io::WriteNpy(absl::StrCat(prefix, "rnn_", name, ".npy"),
+                               io::NpyArray{tensor.dtype, tensor.shape, tensor.bytes})
+                      .ok());
+    }
+  }
 }
 
 TEST_F(AutodiffControlFlowTest, WhileWithoutMaxIterationsIsRefused) {
