@@ -18,6 +18,8 @@ absl::Status RegisterStandardOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(internal::RegisterShapeAndOptimizerHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCompareOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCompareHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterRowOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterRowHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCudaKernels(registry));
   return absl::OkStatus();
 }

@@ -41,6 +41,11 @@ absl::Status RegisterCompareHostKernels(OpRegistry* registry);
 // integer in the dtype's range (so that converting it is exact and defined).
 absl::Status CheckIncrementValue(absl::string_view op, DataType dtype, double value);
 
+// write_row and read_row (a buffer's row by a scalar index, for autodiff's loop stacks).
+// Host kernels for every dtype.
+absl::Status RegisterRowOps(OpRegistry* registry);
+absl::Status RegisterRowHostKernels(OpRegistry* registry);
+
 // The cuda kernels of every family, for the dtypes their host kernels take. Registers nothing
 // (and returns OK) in a build without the CUDA provider (ops/cuda/cuda_kernels_stub.cc).
 // Call it after the families' schemas are registered.
