@@ -117,6 +117,10 @@ void KernelContext::RunStep(Instruction* step, bool check) {
   executor_->RunStep(step, instruction_, check);
 }
 
+Recorder* KernelContext::recorder() const {
+  return executor_ != nullptr ? executor_->recorder() : nullptr;
+}
+
 Tracer* KernelContext::tracer() const {
   return executor_ != nullptr ? executor_->tracer() : nullptr;
 }

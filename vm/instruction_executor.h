@@ -47,6 +47,7 @@ class InstructionExecutor {
   bool cancelling() const { return cancel_ != nullptr && cancel_->load(std::memory_order_acquire); }
   // Set once, before any instruction runs: AccessBlob writes then record their bytes.
   void set_recorder(Recorder* recorder) { recorder_ = recorder; }
+  Recorder* recorder() const { return recorder_; }
   // Installs (or, with null, removes) the tracer that times every OpCall from now on. Any
   // thread; work already launched may still add to the previous tracer, which must stay
   // alive until that work is complete (remove it after a sync).

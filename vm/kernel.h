@@ -24,6 +24,7 @@ class ErrorSink;
 class InstructionExecutor;
 class SyncChecker;
 class Tracer;
+class Recorder;
 
 // Built by the ThreadCtx worker for one Launch call; valid only during it.
 class KernelContext {
@@ -67,6 +68,8 @@ class KernelContext {
   // `check` (only with a sync_checker()): the checker sees the step's accesses as it is
   // launched, in this instruction's stream order (SyncChecker::OnStepLaunch).
   void RunStep(Instruction* step, bool check = false);
+  // The VM's recorder, or null when it records nothing (or the context has no executor).
+  Recorder* recorder() const;
   // The tracer timing this run's work, or null (also without an executor).
   Tracer* tracer() const;
   // The VM's sync checker, or null when it checks nothing (or the context has no executor).
@@ -110,6 +113,10 @@ class OpKernel {
   // (KernelContext::RunStep with `check`), so the checker does not check the enclosing
   // instruction's listed operands (StepSequence).
   virtual bool checks_own_steps() const { return false; }
+  // True for kernels whose Launch runs steps it decides on at run time (control flow) and
+  // logs them for the recorder (vm/step_log.h): a StepSequence logging its steps leaves
+  // such a step out, since its own steps are logged.
+  virtual bool logs_own_steps() const { return false; }
 };
 
 }  // namespace sluice::vm

@@ -50,6 +50,10 @@ class Parser {
           return Error(absl::StrCat("'end' inside a batch: ", batch_left_,
                                     " announced instruction(s) missing"));
         }
+        if (expand_left_ > 0) {
+          return Error(absl::StrCat("'end' inside an expansion: ", expand_left_,
+                                    " announced step(s) missing"));
+        }
         ended = true;
         continue;
       }
@@ -64,6 +68,8 @@ class Parser {
           program_.source, ":", line_, ": truncated: the file ends without its 'end' line",
           batch_left_ > 0
               ? absl::StrCat(" (inside a batch, ", batch_left_, " instruction(s) missing)")
+          : expand_left_ > 0
+              ? absl::StrCat(" (inside an expansion, ", expand_left_, " step(s) missing)")
               : ""));
     }
     SLUICE_RETURN_IF_ERROR(ResolveData());
@@ -137,6 +143,11 @@ class Parser {
     if (directive == "batch") return BatchLine(tokens);
     if (directive == "data") return DataLine(tokens);
     if (directive == "checksum") return ChecksumLine(tokens);
+    if (directive == "expand") return ExpandLine(tokens);
+    if (expand_left_ > 0 && directive != "op" && directive != "release") {
+      return Error(absl::StrCat("'", directive, "' inside an expansion (", expand_left_,
+                                " step line(s) missing): only op and release lines"));
+    }
     if (directive == "op" || directive == "wait" || directive == "record" ||
         directive == "release" || directive == "access" || directive == "barrier") {
       return InstructionLine(tokens);
@@ -172,8 +183,46 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // "expand SEQ in=IDS out=IDS steps=N" (version 4): the next N lines are the steps the
+  // op line of instruction SEQ with these operands ran (the first such line not yet
+  // expanded).
+  absl::Status ExpandLine(const std::vector<absl::string_view>& t) {
+    if (version_ < 4) return Error("'expand' needs format version 4");
+    if (t.size() != 5) return Error("'expand' needs: expand SEQ in=IDS out=IDS steps=N");
+    if (batch_left_ > 0 || expand_left_ > 0) {
+      return Error("an expansion starts inside a batch or another expansion");
+    }
+    SLUICE_ASSIGN_OR_RETURN(uint64_t seq, Number<uint64_t>(t[1], "sequence number"));
+    SLUICE_ASSIGN_OR_RETURN(absl::string_view in_list, Field(t[2], "in"));
+    SLUICE_ASSIGN_OR_RETURN(std::vector<int> inputs, BlobIndices(in_list));
+    SLUICE_ASSIGN_OR_RETURN(absl::string_view out_list, Field(t[3], "out"));
+    SLUICE_ASSIGN_OR_RETURN(std::vector<int> outputs, BlobIndices(out_list));
+    SLUICE_ASSIGN_OR_RETURN(absl::string_view count, Field(t[4], "steps"));
+    SLUICE_ASSIGN_OR_RETURN(int steps, Number<int>(count, "step count"));
+    if (steps < 0) return Error(absl::StrCat("bad step count ", steps));
+    int target = -1;
+    if (auto it = op_lines_.find(seq); it != op_lines_.end()) {
+      for (int index : it->second) {
+        const RecordedInstruction& r = program_.instructions[index];
+        if (r.expansion < 0 && r.inputs == inputs && r.outputs == outputs) {
+          target = index;
+          break;
+        }
+      }
+    }
+    if (target < 0) {
+      return Error(absl::StrCat("expansion of #", seq,
+                                ", which has no op line with these operands left to expand"));
+    }
+    program_.instructions[target].expansion = static_cast<int>(program_.expansions.size());
+    program_.expansions.push_back({target, {}, line_});
+    expand_left_ = steps;
+    return absl::OkStatus();
+  }
+
   absl::Status BatchLine(const std::vector<absl::string_view>& t) {
     if (t.size() != 2) return Error("'batch' needs: batch COUNT");
+    if (expand_left_ > 0) return Error("a batch starts inside an expansion");
     if (batch_left_ > 0) {
       return Error(absl::StrCat("a new batch starts while ", batch_left_,
                                 " instruction(s) of the previous one are missing"));
@@ -318,8 +367,16 @@ class Parser {
       }
     }
     if (next != t.size()) return Error(absl::StrCat("unexpected '", t[next], "'"));
+    if (expand_left_ > 0) {
+      --expand_left_;
+      program_.expansions.back().steps.push_back(std::move(r));
+      return absl::OkStatus();
+    }
     if (r.kind == InstructionKind::kAccessBlob && !r.outputs.empty()) {
       write_seqs_.emplace(r.seq, static_cast<int>(program_.instructions.size()));
+    }
+    if (r.kind == InstructionKind::kOpCall && version_ >= 4) {
+      op_lines_[r.seq].push_back(static_cast<int>(program_.instructions.size()));
     }
     program_.instructions.push_back(std::move(r));
     return absl::OkStatus();
@@ -380,6 +437,9 @@ class Parser {
   int line_ = 0;
   int batch_left_ = 0;
   int version_ = 0;
+  int expand_left_ = 0;  // step lines of the current expansion still to come
+  // Op lines by instruction number (version 4: what an expansion names).
+  absl::flat_hash_map<uint64_t, std::vector<int>> op_lines_;
   // The current batch's positions, by instruction number (a sequence's steps share one).
   absl::flat_hash_map<uint64_t, std::vector<int>> batch_lines_;
   absl::flat_hash_map<uint64_t, int> blob_index_;

@@ -59,6 +59,17 @@ struct RecordedInstruction {
   int drops = 0;
   // AccessBlob writes: index into RecordedProgram::data (-1: none).
   int data = -1;
+  // OpCalls of a kernel that ran steps of its own (control flow; format version 4): index
+  // into RecordedProgram::expansions (-1: none). Replay runs those steps in its place.
+  int expansion = -1;
+  int line = 0;
+};
+
+// What a control-flow op ran, as the recorder wrote it (`expand`): its steps in launch
+// order, on the op's stream. The steps are op and release lines.
+struct RecordedExpansion {
+  int instruction = 0;  // index into RecordedProgram::instructions: the op it expands
+  std::vector<RecordedInstruction> steps;
   int line = 0;
 };
 
@@ -74,6 +85,7 @@ struct RecordedProgram {
   std::vector<RecordedInstruction> instructions;  // in file order
   std::vector<std::vector<uint8_t>> data;         // host bytes of AccessBlob writes
   std::vector<RecordedChecksum> checksums;
+  std::vector<RecordedExpansion> expansions;
   // Batch b spans instructions [batch_begin[b], batch_begin[b] + batch_size[b]).
   std::vector<int> batch_begin;
   std::vector<int> batch_size;
@@ -82,8 +94,8 @@ struct RecordedProgram {
 // Parses `text` (format versions Recorder::kOldestReadableVersion to kFormatVersion).
 // Errors (InvalidArgument, or DataLoss for a truncated file) name `source:LINE` and what is
 // wrong: an unknown directive, a bad number, an unknown blob id, a batch with fewer lines
-// than announced, a wait for steps not written before it, a missing `end` line, an
-// unsupported version.
+// than announced, a wait for steps not written before it, an expansion of no recorded op
+// or with fewer steps than announced, a missing `end` line, an unsupported version.
 absl::StatusOr<RecordedProgram> ParseRecord(absl::string_view text,
                                             absl::string_view source = "<memory>");
 // Reads and parses a file (NotFound / InvalidArgument naming the path when unreadable).

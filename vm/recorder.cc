@@ -225,6 +225,22 @@ void Recorder::RecordChain(const Instruction* head) {
   for (const std::string& line : lines) WriteLine(line);
 }
 
+void Recorder::RecordExpansion(const Instruction& control,
+                               absl::Span<const Instruction* const> steps) {
+  const std::string stream = control.stream->name();
+  std::vector<std::string> lines;
+  lines.reserve(steps.size() + 1);
+  lines.push_back(absl::StrCat("expand ", control.seq, " in=", BlobIds(control.inputs),
+                               " out=", BlobIds(control.outputs), " steps=", steps.size()));
+  for (const Instruction* step : steps) {
+    std::string line = InstructionLine(*step, stream, control.seq);
+    if (step->kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(*step));
+    lines.push_back(std::move(line));
+  }
+  absl::MutexLock lock(&mu_);
+  for (const std::string& line : lines) WriteLine(line);
+}
+
 void Recorder::RecordWrite(uint64_t seq, absl::Span<const uint8_t> bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string line = absl::StrCat("data ", seq, " ");

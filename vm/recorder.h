@@ -23,7 +23,7 @@ namespace sluice::vm {
 // Thread-safe: the VM calls it from submitting threads and workers.
 class Recorder {
  public:
-  static constexpr int kFormatVersion = 3;
+  static constexpr int kFormatVersion = 4;
   // The oldest version ParseRecord still reads (version 1 has no `waits=` fields, version 2
   // no `drops=`).
   static constexpr int kOldestReadableVersion = 1;
@@ -39,6 +39,11 @@ class Recorder {
   void RecordBlob(const BlobRef& blob, const std::string& stream_name);
   // A submitted chain, in submission order (`precomputed` chains carry their edges).
   void RecordChain(const Instruction* head);
+  // What a kernel that runs steps of its own (control flow; vm/step_log.h) ran when it ran
+  // as `control` (an OpCall, or a step of a sequence: its stream and number are the
+  // sequence's): an `expand` line naming `control` by number and operands, then `steps`
+  // in launch order, on `control`'s stream. Called by the worker, after the kernel ran.
+  void RecordExpansion(const Instruction& control, absl::Span<const Instruction* const> steps);
   // The bytes an AccessBlob write (instruction `seq`) put into its blob, so that replay can
   // reproduce host input without the host code.
   void RecordWrite(uint64_t seq, absl::Span<const uint8_t> bytes);

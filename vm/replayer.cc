@@ -119,6 +119,23 @@ absl::StatusOr<Stream*> Replayer::ResolveStream(absl::string_view recorded, int 
   return *stream;
 }
 
+absl::StatusOr<const OpKernel*> Replayer::ResolveKernel(const RecordedInstruction& r,
+                                                        const Stream& stream,
+                                                        const KernelLookup& kernels) const {
+  DataType dtype = DataType::kF32;
+  if (!r.inputs.empty()) {
+    dtype = program_->blobs[r.inputs[0]].dtype;
+  } else if (!r.outputs.empty()) {
+    dtype = program_->blobs[r.outputs[0]].dtype;
+  }
+  absl::StatusOr<const OpKernel*> kernel = kernels(r.kernel, stream.key(), dtype);
+  if (!kernel.ok()) {
+    return absl::Status(kernel.status().code(), absl::StrCat(program_->source, ":", r.line, ": ",
+                                                             kernel.status().message()));
+  }
+  return *kernel;
+}
+
 absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
                                                            const RecordedProgram* program,
                                                            const KernelLookup& kernels,
@@ -192,19 +209,34 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
                                                      out.stream->name(),
                                                      ", whose memory the host cannot address"));
     }
-    if (r.kind == InstructionKind::kOpCall) {
-      DataType dtype = DataType::kF32;
-      if (!r.inputs.empty()) {
-        dtype = program->blobs[r.inputs[0]].dtype;
-      } else if (!r.outputs.empty()) {
-        dtype = program->blobs[r.outputs[0]].dtype;
+    if (r.kind == InstructionKind::kOpCall && r.expansion < 0) {
+      SLUICE_ASSIGN_OR_RETURN(out.kernel, replayer->ResolveKernel(r, *out.stream, kernels));
+    }
+  }
+  // Expansions: their steps run on the expanded op's stream, and their blobs (a loop's
+  // frames, reused by every run of the graph) stay alive to the end of the replay.
+  replayer->expansion_kernels_.resize(program->expansions.size());
+  for (size_t e = 0; e < program->expansions.size(); ++e) {
+    const RecordedExpansion& expansion = program->expansions[e];
+    Stream* stream = replayer->resolved_[expansion.instruction].stream;
+    for (const RecordedInstruction& step : expansion.steps) {
+      for (int b : step.inputs) replayer->last_use_[b] = -1;
+      for (int b : step.outputs) replayer->last_use_[b] = -1;
+      SLUICE_ASSIGN_OR_RETURN(Stream * at, replayer->ResolveStream(step.stream, step.line));
+      if (at != stream) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ":", step.line, ": a step of the expansion at line ", expansion.line,
+            " runs on ", at->name(), ", not on its op's stream ", stream->name()));
       }
-      absl::StatusOr<const OpKernel*> kernel = kernels(r.kernel, out.stream->key(), dtype);
-      if (!kernel.ok()) {
-        return absl::Status(kernel.status().code(),
-                            absl::StrCat(source, ":", r.line, ": ", kernel.status().message()));
+      if (step.kind == InstructionKind::kRelease && step.drops > 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(source, ":", step.line, ": a shared release inside an expansion"));
       }
-      out.kernel = *kernel;
+      const OpKernel* kernel = nullptr;
+      if (step.kind == InstructionKind::kOpCall) {
+        SLUICE_ASSIGN_OR_RETURN(kernel, replayer->ResolveKernel(step, *stream, kernels));
+      }
+      replayer->expansion_kernels_[e].push_back(kernel);
     }
   }
   for (const RecordedChecksum& c : program->checksums) replayer->last_use_[c.blob] = -1;
@@ -242,6 +274,36 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
                              : vm_->NewBlob(blob_streams_[b], r.dtype, r.shape, r.name));
     }
     return blobs[b].get();
+  };
+  // The kernel of instruction `i`: its op's, or — for an op recorded with an expansion —
+  // a sequence of the steps it ran, kept with the lanes' sequences.
+  auto kernel_of = [&](int i) -> absl::StatusOr<const OpKernel*> {
+    const RecordedInstruction& r = program.instructions[i];
+    if (r.expansion < 0) return resolved_[i].kernel;
+    const RecordedExpansion& expansion = program.expansions[r.expansion];
+    sequences_.push_back(std::make_unique<StepSequence>());
+    StepSequence& steps = *sequences_.back();
+    for (size_t k = 0; k < expansion.steps.size(); ++k) {
+      const RecordedInstruction& step = expansion.steps[k];
+      BlobPtrs inputs, outputs;
+      for (int b : step.inputs) {
+        SLUICE_ASSIGN_OR_RETURN(Blob * ptr, blob(b));
+        inputs.push_back(ptr);
+      }
+      for (int b : step.outputs) {
+        SLUICE_ASSIGN_OR_RETURN(Blob * ptr, blob(b));
+        outputs.push_back(ptr);
+      }
+      if (step.kind == InstructionKind::kRelease) {
+        steps.AddRelease(outputs.front());
+      } else {
+        steps.AddCall(*expansion_kernels_[r.expansion][k], std::move(inputs), std::move(outputs),
+                      step.attrs);
+      }
+    }
+    steps.Close();
+    ++result.expansions;
+    return &steps;
   };
   auto flush = [&]() -> absl::Status {
     absl::Status status = port.Submit(std::move(chain));
@@ -325,8 +387,9 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
         } else if (r.kind == InstructionKind::kRelease) {
           sequence.AddRelease(outputs.front());
         } else {
-          sequence.AddCall(*resolved_[begin + p].kernel, std::move(inputs), std::move(outputs),
-                           r.attrs);
+          absl::StatusOr<const OpKernel*> kernel = kernel_of(begin + p);
+          if (!kernel.ok()) return finish(kernel.status());
+          sequence.AddCall(**kernel, std::move(inputs), std::move(outputs), r.attrs);
         }
       }
       for (StepSequence* sequence : lane_sequence) sequence->Close();
@@ -401,7 +464,11 @@ absl::StatusOr<ReplayResult> Replayer::Run(bool verify) {
       instruction->kind = r.kind;
       instruction->stream = where.stream;
       instruction->wait_target = where.wait_target;
-      instruction->kernel = where.kernel;
+      if (r.kind == InstructionKind::kOpCall) {
+        absl::StatusOr<const OpKernel*> kernel = kernel_of(i);
+        if (!kernel.ok()) return finish(kernel.status());
+        instruction->kernel = *kernel;
+      }
       instruction->attrs = r.attrs;
       if (r.drops > 0) instruction->release_count = ReleaseCountFor(r);
       for (int b : r.inputs) {

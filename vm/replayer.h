@@ -18,7 +18,10 @@
 //    same order of the work, kept by the engine and the devices instead of the sequences);
 //  - a barrier is a host sync point (VirtualMachine::Sync): later lines are submitted after
 //    it, as the recording host did. The first kernel error a sync reports is kept;
-//  - `access ... write` puts the recorded bytes back; `access ... read` runs an empty read.
+//  - `access ... write` puts the recorded bytes back; `access ... read` runs an empty read;
+//  - an op recorded with an expansion (a control-flow op; format version 4) runs the steps
+//    it ran when recorded, in order on its stream, as one sequence in its place: the loop's
+//    iterations as they happened, not decided again. The expansion's blobs live to the end.
 // Blobs are created at first use and dropped after their last use unless a checksum names
 // them, so memory stays bounded by the program's live set.
 #ifndef SLUICE_VM_REPLAYER_H_
@@ -82,6 +85,7 @@ struct ReplayResult {
   int64_t checksums_compared = 0;
   int64_t checksums_skipped = 0;  // blobs on memory the host cannot read (cuda)
   int64_t lane_sequences = 0;     // StepSequences rebuilt with their waits
+  int64_t expansions = 0;         // control-flow ops run as the steps they ran when recorded
   std::vector<ChecksumMismatch> mismatches;
   absl::Status op_error;  // the first kernel error a sync point reported (OK if none)
 };
@@ -111,6 +115,9 @@ class Replayer {
   };
   Replayer(VirtualMachine* vm, const RecordedProgram* program, ReplayOptions options);
   absl::StatusOr<Stream*> ResolveStream(absl::string_view recorded, int line) const;
+  // The kernel of op line `r` on `stream`; errors name the line.
+  absl::StatusOr<const OpKernel*> ResolveKernel(const RecordedInstruction& r, const Stream& stream,
+                                                const KernelLookup& kernels) const;
   // How one batch's sequences with waits are rebuilt (empty `lane`: not rebuilt).
   struct LanePlan {
     std::vector<int> lane;                    // per batch position: its lane, or -1
@@ -130,6 +137,8 @@ class Replayer {
   std::vector<int> last_use_;          // per blob: last instruction index; -1: keep
   std::vector<bool> lazy_;             // per blob: used again after a release
   std::vector<LanePlan> lanes_;        // per batch
+  // Per expansion, per step: its kernel (null for a release).
+  std::vector<std::vector<const OpKernel*>> expansion_kernels_;
   // Sequences rebuilt by the current Run; kept until the work that runs them is complete.
   std::vector<std::unique_ptr<StepSequence>> sequences_;
   std::atomic<uint32_t> run_{0};  // the rebuilt sequences' run number (one per batch)

@@ -7,6 +7,7 @@
 #include "core/prefetch.h"
 #include "core/status.h"
 #include "vm/internal/blob_lifecycle.h"
+#include "vm/step_log.h"
 
 namespace sluice::vm {
 
@@ -280,6 +281,7 @@ int64_t StepSequence::RunSteps(size_t begin, size_t end, KernelContext& ctx, boo
   const size_t n = size_;
   for (size_t i = begin; i < n && i < begin + 2; ++i) PrefetchStep(steps_[i]);
   int64_t launched = 0;
+  StepLog* const log = StepLog::Current();  // a control-flow kernel recording what it ran
   for (size_t i = begin; i < end; ++i) {
     if (i + 2 < n) PrefetchStep(steps_[i + 2]);
     if (i + 1 < n) PrefetchOperands(steps_[i + 1]);
@@ -288,6 +290,9 @@ int64_t StepSequence::RunSteps(size_t begin, size_t end, KernelContext& ctx, boo
       // Relaxed: cancellation is a request; a step that misses it just runs.
       if (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) continue;
       ++launched;
+    }
+    if (log != nullptr && (step->kernel == nullptr || !step->kernel->logs_own_steps())) {
+      log->Add(step);
     }
     ctx.RunStep(step, check);
   }

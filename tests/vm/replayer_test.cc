@@ -90,7 +90,7 @@ absl::StatusOr<ReplayResult> Replay(const std::string& path, ReplayOptions optio
 
 TEST(ReplayerTest, RecordedFileHoldsEveryInstructionKind) {
   const std::string text = ReadFile(RecordProgram("kinds"));
-  EXPECT_THAT(text, ::testing::StartsWith("sluice-instructions 3\n"));
+  EXPECT_THAT(text, ::testing::StartsWith("sluice-instructions 4\n"));
   for (const char* needle :
        {"\nblob ", "\nop ", " fill ", " copy ", "\nwait ", "\nrecord ", "\nrelease ", "\naccess ",
         " write blob=", " read blob=", "\ndata ", "\nbarrier ", "\nbatch 3\n", " after=0\n",

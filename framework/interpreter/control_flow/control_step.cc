@@ -7,6 +7,8 @@
 #include "core/status.h"
 #include "core/tensor_storage.h"
 #include "ep/device.h"
+#include "vm/recorder.h"
+#include "vm/step_log.h"
 #include "vm/tracer.h"
 
 namespace sluice::framework::control_flow {
@@ -96,6 +98,21 @@ absl::Status ControlStep::SetIteration(vm::KernelContext& ctx, int64_t iteration
 }
 
 absl::Status ControlStep::Launch(vm::KernelContext& ctx) const {
+  vm::Recorder* const recorder = ctx.recorder();
+  if (recorder == nullptr || vm::StepLog::Current() != nullptr) return Run(ctx);
+  // The outermost control step of a recording run logs every step its frames launch (a
+  // nested one adds to this log) and writes them as its line's expansion.
+  vm::StepLog log;
+  absl::Status status;
+  {
+    vm::StepLogScope scope(&log);
+    status = Run(ctx);
+  }
+  recorder->RecordExpansion(*ctx.instruction(), log.steps());
+  return status;
+}
+
+absl::Status ControlStep::Run(vm::KernelContext& ctx) const {
   if (is_loop_) return RunLoop(ctx);
   absl::Status poison;
   SLUICE_ASSIGN_OR_RETURN(const std::optional<bool> taken, ReadInOrder(ctx, pred_, &poison));

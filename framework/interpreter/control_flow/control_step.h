@@ -109,6 +109,9 @@ class ControlStep final : public vm::OpKernel {
   static std::unique_ptr<ControlStep> While(std::string where, Loop loop);
 
   absl::string_view name() const override { return is_loop_ ? "while" : "cond"; }
+  // With the VM recording, the steps a launch ran (iterations unrolled, nested control
+  // flow flattened) are written as the expansion of this op's line (vm/step_log.h).
+  bool logs_own_steps() const override { return true; }
   // Runs the chosen frames. A predicate whose producer failed (poisoned) ends a loop: the
   // exit copies then poison Out with that error, which was reported when it happened; a
   // cond poisons Out with it. InvalidArgument naming the op when a loop runs its body more
@@ -117,6 +120,7 @@ class ControlStep final : public vm::OpKernel {
 
  private:
   ControlStep() = default;
+  absl::Status Run(vm::KernelContext& ctx) const;
   absl::Status RunLoop(vm::KernelContext& ctx) const;
   // `pred`'s value once the work enqueued so far on ctx's stream has run; nullopt when it
   // has no value (poisoned: `poison` gets the error; or never written, by a cancel).
