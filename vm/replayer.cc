@@ -222,6 +222,11 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
     for (const RecordedInstruction& step : expansion.steps) {
       for (int b : step.inputs) replayer->last_use_[b] = -1;
       for (int b : step.outputs) replayer->last_use_[b] = -1;
+      // A frame's temporary, released within each iteration and written again by the next:
+      // lazy, as when recorded.
+      if (step.kind == InstructionKind::kRelease) {
+        for (int b : step.outputs) replayer->lazy_[b] = true;
+      }
       SLUICE_ASSIGN_OR_RETURN(Stream * at, replayer->ResolveStream(step.stream, step.line));
       if (at != stream) {
         return absl::InvalidArgumentError(absl::StrCat(

@@ -81,7 +81,7 @@ absl::Status Interpreter::Builder::BuildControlSteps(const VarTable& vars,
     if (funcs[f].schema != nullptr || funcs[f].source < 0) continue;
     vm::Stream* stream = streams.streams[static_cast<size_t>(streams.func_stream[f])];
     control_flow::SubBlockLowering lowering(program, registry, vm, stream, &out.cancel_,
-                                            &out.ops_run_);
+                                            &out.ops_run_, options.release_temporaries);
     const ir::OpDesc& op = program.global_block().ops()[static_cast<size_t>(funcs[f].source)];
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<control_flow::ControlStep> step,
                             lowering.Build(0, funcs[f].source, op, bound));

@@ -1,7 +1,8 @@
 // Long control-flow runs, kept out of the sanitizer builds (.ci/run runs this binary in the
 // Release test stage only): a 10^5-iteration loop on two sim streams with jitter and the
 // sync checker on. Memory stays flat — a run's peak device bytes are the same after 10^3
-// and after 10^5 iterations, since frames are reused — the checker sees no violation over
+// and after 10^5 iterations, since frames are reused and each iteration's temporaries are
+// released within it — the checker sees no violation over
 // every step of every iteration, and the loop computes what the host computes.
 #include <cmath>
 #include <cstdint>
@@ -64,6 +65,10 @@ TEST(ControlFlowLongLoop, MemoryStaysFlatOverTenToTheFiveIterationsOnSim) {
     if (!result.ok()) return std::nullopt;
     return *std::move(result);
   };
+  // A first run allocates what the graph then keeps (the frames' kept blobs, among them
+  // the condition's predicate): runs after it start with those in use. Its peak is not
+  // compared; the 10^3- and 10^5-iteration runs after it must peak at the same bytes.
+  ASSERT_TRUE(run(10).has_value());
   int64_t first_peak = 0;
   for (int n : {1000, 100000}) {
     std::optional<RunResult> result = run(n);
@@ -78,11 +83,11 @@ TEST(ControlFlowLongLoop, MemoryStaysFlatOverTenToTheFiveIterationsOnSim) {
       for (int it = 0; it < n; ++it) want = want * 1.0001f + 0.5f;
       EXPECT_NEAR(y[k], want + x0[k] * 0.5f, 1e-3 * std::abs(want)) << n << " element " << k;
     }
-    if (n == 1000) {
+    if (first_peak == 0) {
       first_peak = result->stats.peak_bytes;
       EXPECT_GT(first_peak, 0);
     } else {
-      EXPECT_EQ(result->stats.peak_bytes, first_peak);
+      EXPECT_EQ(result->stats.peak_bytes, first_peak) << n;
     }
   }
   EXPECT_EQ(context.vm()->sync_checker()->violation_count(), 0);

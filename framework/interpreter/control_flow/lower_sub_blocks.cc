@@ -1,5 +1,7 @@
 #include "framework/interpreter/control_flow/lower_sub_blocks.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -33,11 +35,99 @@ absl::StatusOr<std::vector<vm::Blob*>> Bound(const Bindings& bound,
 
 }  // namespace
 
-std::unique_ptr<vm::StepSequence> SubBlockLowering::NewSteps() const {
-  auto steps = std::make_unique<vm::StepSequence>();
-  steps->set_cancel_flag(cancel_);
-  steps->set_ops_counter(ops_run_);
-  return steps;
+Frame SubBlockLowering::Finish(PendingFrame pending, absl::Span<vm::Blob* const> keep) const {
+  Frame frame = std::move(pending.frame);
+  if (release_temporaries_) ShareStorage(pending, frame, keep);
+  frame.steps = std::make_unique<vm::StepSequence>();
+  frame.steps->set_cancel_flag(cancel_);
+  frame.steps->set_ops_counter(ops_run_);
+  for (PendingFrame::Call& call : pending.calls) {
+    frame.steps->AddCall(*call.kernel, std::move(call.reads), std::move(call.writes),
+                         std::move(call.attrs));
+    if (call.origin != nullptr) {
+      frame.steps->set_step_origin(frame.steps->steps() - 1, call.origin);
+    }
+  }
+  frame.steps->Close();
+  return frame;
+}
+
+void SubBlockLowering::ShareStorage(PendingFrame& pending, Frame& frame,
+                                    absl::Span<vm::Blob* const> keep) {
+  // Each own blob's live range in call order: from its first touch, which must be a write
+  // (else it carries a value in, and is not shared), to its last. Blobs a nested control
+  // step touches are not shared either: its frames were bound to them by pointer.
+  struct Range {
+    size_t first = SIZE_MAX, last = 0;
+    bool shareable = true;
+  };
+  absl::flat_hash_map<vm::Blob*, Range> ranges;
+  for (const vm::BlobRef& blob : frame.blobs) ranges.emplace(blob.get(), Range());
+  for (vm::Blob* blob : keep) {
+    if (auto it = ranges.find(blob); it != ranges.end()) it->second.shareable = false;
+  }
+  for (size_t c = 0; c < pending.calls.size(); ++c) {
+    const PendingFrame::Call& call = pending.calls[c];
+    const bool nested = call.kernel->logs_own_steps();
+    for (const auto* list : {&call.reads, &call.writes}) {
+      for (vm::Blob* blob : *list) {
+        auto it = ranges.find(blob);
+        if (it == ranges.end()) continue;
+        Range& range = it->second;
+        if (range.first == SIZE_MAX) {
+          range.first = c;
+          const bool written =
+              std::find(call.writes.begin(), call.writes.end(), blob) != call.writes.end();
+          const bool read =
+              std::find(call.reads.begin(), call.reads.end(), blob) != call.reads.end();
+          if (!written || read) range.shareable = false;
+        }
+        range.last = c;
+        if (nested) range.shareable = false;
+      }
+    }
+  }
+  // Greedy, in order of first write: a blob takes the storage (the blob) of an earlier one
+  // of its dtype and shape whose range ended before it starts.
+  std::vector<vm::Blob*> order;
+  for (const vm::BlobRef& blob : frame.blobs) {
+    const Range& range = ranges.at(blob.get());
+    if (range.shareable && range.first != SIZE_MAX) order.push_back(blob.get());
+  }
+  std::sort(order.begin(), order.end(),
+            [&](vm::Blob* a, vm::Blob* b) { return ranges.at(a).first < ranges.at(b).first; });
+  absl::flat_hash_map<vm::Blob*, vm::Blob*> replaced;  // blob -> the blob it shares
+  std::vector<vm::Blob*> holders;                      // blobs that keep their storage
+  for (vm::Blob* blob : order) {
+    const Range& range = ranges.at(blob);
+    vm::Blob* host = nullptr;
+    for (vm::Blob* holder : holders) {
+      if (holder->dtype() == blob->dtype() && holder->shape() == blob->shape() &&
+          ranges.at(holder).last < range.first) {
+        host = holder;
+        break;
+      }
+    }
+    if (host == nullptr) {
+      holders.push_back(blob);
+      continue;
+    }
+    replaced.emplace(blob, host);
+    ranges.at(host).last = range.last;
+  }
+  if (replaced.empty()) return;
+  auto rebind = [&](std::vector<vm::Blob*>& blobs) {
+    for (vm::Blob*& blob : blobs) {
+      if (auto it = replaced.find(blob); it != replaced.end()) blob = it->second;
+    }
+  };
+  for (PendingFrame::Call& call : pending.calls) {
+    rebind(call.reads);
+    rebind(call.writes);
+  }
+  rebind(frame.results);
+  std::erase_if(frame.blobs,
+                [&](const vm::BlobRef& blob) { return replaced.contains(blob.get()); });
 }
 
 absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::Build(int block, int index,
@@ -59,11 +149,12 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildCond(
   const absl::string_view attrs[2] = {ir::kTrueBlockAttr, ir::kFalseBlockAttr};
   for (int b = 0; b < 2; ++b) {
     SLUICE_ASSIGN_OR_RETURN(vm::BlockRef ref, op.attrs.GetBlock(attrs[b]));
-    SLUICE_ASSIGN_OR_RETURN(branches[b], LowerBlock(static_cast<int>(ref.index), bound, loop));
+    SLUICE_ASSIGN_OR_RETURN(PendingFrame branch,
+                            LowerBlock(static_cast<int>(ref.index), bound, loop));
     for (size_t i = 0; i < out.size(); ++i) {
-      SLUICE_RETURN_IF_ERROR(AddCopy(*branches[b].steps, branches[b].results[i], out[i]));
+      SLUICE_RETURN_IF_ERROR(AddCopy(branch, branch.frame.results[i], out[i]));
     }
-    branches[b].steps->Close();
+    branches[b] = Finish(std::move(branch), {});
   }
   return ControlStep::Cond(where, pred[0], std::move(branches[0]), std::move(branches[1]));
 }
@@ -97,16 +188,17 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(
   for (int p = 0; p < 2; ++p) {
     Bindings inside = bound;
     for (size_t i = 0; i < names.size(); ++i) inside[names[i]] = current[p][i];
-    SLUICE_ASSIGN_OR_RETURN(
-        loop.check[p], LowerBlock(static_cast<int>(check.index), inside, loop.iteration.get()));
-    loop.check[p].steps->Close();
-    SLUICE_ASSIGN_OR_RETURN(loop.body[p],
+    SLUICE_ASSIGN_OR_RETURN(PendingFrame check_frame, LowerBlock(static_cast<int>(check.index),
+                                                                 inside, loop.iteration.get()));
+    // The predicate is read after the frame ran: kept.
+    const std::vector<vm::Blob*> predicate = check_frame.frame.results;
+    loop.check[p] = Finish(std::move(check_frame), predicate);
+    SLUICE_ASSIGN_OR_RETURN(PendingFrame body_frame,
                             LowerBlock(static_cast<int>(body.index), inside, loop.iteration.get()));
     for (size_t i = 0; i < out.size(); ++i) {
-      SLUICE_RETURN_IF_ERROR(
-          AddCopy(*loop.body[p].steps, loop.body[p].results[i], current[1 - p][i]));
+      SLUICE_RETURN_IF_ERROR(AddCopy(body_frame, body_frame.frame.results[i], current[1 - p][i]));
     }
-    loop.body[p].steps->Close();
+    loop.body[p] = Finish(std::move(body_frame), {});
     SLUICE_ASSIGN_OR_RETURN(loop.exit[p], CopyFrame(current[p], out));
   }
   return ControlStep::While(where, std::move(loop));
@@ -128,8 +220,8 @@ VarTable SubBlockLowering::ViewOf(const ir::BlockDesc& desc, const Bindings& bou
   return vars;
 }
 
-absl::StatusOr<Frame> SubBlockLowering::LowerBlock(int block, Bindings bound,
-                                                   const LoopIteration* loop) {
+absl::StatusOr<SubBlockLowering::PendingFrame> SubBlockLowering::LowerBlock(
+    int block, Bindings bound, const LoopIteration* loop) {
   const ir::BlockDesc& desc = program_.block(block);
   VarTable vars = ViewOf(desc, bound);
   // The passes block 0 goes through: schemas, attributes, inference against the declared
@@ -140,8 +232,8 @@ absl::StatusOr<Frame> SubBlockLowering::LowerBlock(int block, Bindings bound,
     return absl::Status(placed.status().code(),
                         absl::StrCat("block ", block, " ", placed.status().message()));
   }
-  Frame frame;
-  frame.steps = NewSteps();
+  PendingFrame pending;
+  Frame& frame = pending.frame;
   for (const ir::VarDesc& var : desc.vars()) {
     SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob,
                             vm_.NewLazyBlob(stream_, var.dtype, var.shape, var.name));
@@ -158,40 +250,37 @@ absl::StatusOr<Frame> SubBlockLowering::LowerBlock(int block, Bindings bound,
     SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> reads, Bound(bound, names(func.inputs), where));
     SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> writes,
                             Bound(bound, names(func.outputs), where));
+    frame.origins.push_back(std::make_unique<StepOrigin>(where, loop));
     if (func.schema != nullptr) {
-      frame.steps->AddCall(*func.kernel, reads, writes, func.attrs);
+      pending.calls.push_back({func.kernel, std::move(reads), std::move(writes), func.attrs,
+                               frame.origins.back().get()});
     } else {
       const ir::OpDesc& op = desc.ops()[static_cast<size_t>(func.source)];
       SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ControlStep> nested,
                               Build(block, func.source, op, bound, loop));
-      frame.steps->AddCall(*nested, reads, writes, nullptr);
+      pending.calls.push_back(
+          {nested.get(), std::move(reads), std::move(writes), nullptr, frame.origins.back().get()});
       frame.nested.push_back(std::move(nested));
     }
-    frame.origins.push_back(std::make_unique<StepOrigin>(where, loop));
-    frame.steps->set_step_origin(frame.steps->steps() - 1, frame.origins.back().get());
   }
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> yielded, ir::YieldedNames(program_, block));
   SLUICE_ASSIGN_OR_RETURN(frame.results, Bound(bound, yielded, absl::StrCat("block ", block)));
-  return frame;
+  return pending;
 }
 
-absl::Status SubBlockLowering::AddCopy(vm::StepSequence& steps, vm::Blob* from, vm::Blob* to) {
+absl::Status SubBlockLowering::AddCopy(PendingFrame& pending, vm::Blob* from, vm::Blob* to) const {
   if (from == to) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(const vm::OpKernel* assign,
                           registry_.FindKernel("assign", device_.type(), from->dtype()));
-  steps.AddCall(*assign, {from}, {to}, nullptr);
+  pending.calls.push_back({assign, {from}, {to}, nullptr, nullptr});
   return absl::OkStatus();
 }
 
 absl::StatusOr<Frame> SubBlockLowering::CopyFrame(const std::vector<vm::Blob*>& from,
-                                                  const std::vector<vm::Blob*>& to) {
-  Frame frame;
-  frame.steps = NewSteps();
-  for (size_t i = 0; i < from.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(AddCopy(*frame.steps, from[i], to[i]));
-  }
-  frame.steps->Close();
-  return frame;
+                                                  const std::vector<vm::Blob*>& to) const {
+  PendingFrame pending;
+  for (size_t i = 0; i < from.size(); ++i) SLUICE_RETURN_IF_ERROR(AddCopy(pending, from[i], to[i]));
+  return Finish(std::move(pending), {});
 }
 
 }  // namespace sluice::framework::control_flow
