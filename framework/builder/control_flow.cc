@@ -111,18 +111,6 @@ absl::StatusOr<std::pair<int, std::vector<Var>>> BuildBlock(Program& program, co
   return std::make_pair(block, std::move(vars));
 }
 
-// Lists in `op`'s Input slot what its sub-blocks read from outside them (ir::OuterReads,
-// without the op's own inputs), if anything. `op` has its other slots and its block
-// attributes.
-void ListCaptures(const ir::ProgramDesc& desc, ir::OpDesc& op) {
-  const std::vector<std::string> own = op.InputNames();
-  std::vector<std::string> captured = ir::OuterReads(desc, op);
-  std::erase_if(captured, [&own](const std::string& name) {
-    return std::find(own.begin(), own.end(), name) != own.end();
-  });
-  if (!captured.empty()) op.inputs.emplace_back(std::string(ir::kCapturedSlot), captured);
-}
-
 // New variables "<prefix>_<n>.out_<i>" in the current block, like `like` (dtype and shape);
 // <n> is chosen so that every name is free.
 absl::StatusOr<std::vector<Var>> NewOutputs(Program& program, absl::string_view prefix,
@@ -181,7 +169,7 @@ absl::StatusOr<std::vector<Value>> StaticCond(const Var& pred, const BranchFn& t
   op.outputs.emplace_back(std::string(ir::kOutSlot), Names(outs));
   op.attrs.Set(std::string(ir::kTrueBlockAttr), vm::BlockRef{yes.first})
       .Set(std::string(ir::kFalseBlockAttr), vm::BlockRef{no.first});
-  ListCaptures(program.desc(), op);
+  ir::ListCaptures(program.desc(), op);
   program.mutable_desc().mutable_block(program.current_block()).AppendOp(std::move(op));
   rollback.Commit();
   return ToValues(outs);
@@ -255,7 +243,7 @@ absl::StatusOr<std::vector<Value>> StaticWhile(const LoopCondFn& cond, const Loo
   if (options.max_iterations.has_value()) {
     op.attrs.Set(std::string(ir::kMaxIterationsAttr), *options.max_iterations);
   }
-  ListCaptures(program.desc(), op);
+  ir::ListCaptures(program.desc(), op);
   program.mutable_desc().mutable_block(program.current_block()).AppendOp(std::move(op));
   rollback.Commit();
   return current;

@@ -1,5 +1,6 @@
 #include "framework/ir/control_flow.h"
 
+#include <algorithm>
 #include <set>
 #include <variant>
 
@@ -339,6 +340,15 @@ absl::Status ValidateControlFlow(const ProgramDesc& program) {
     }
   }
   return absl::OkStatus();
+}
+
+void ListCaptures(const ProgramDesc& program, OpDesc& op) {
+  const std::vector<std::string> own = op.InputNames();
+  std::vector<std::string> captured = OuterReads(program, op);
+  std::erase_if(captured, [&own](const std::string& name) {
+    return std::find(own.begin(), own.end(), name) != own.end();
+  });
+  if (!captured.empty()) op.inputs.emplace_back(std::string(kCapturedSlot), captured);
 }
 
 }  // namespace sluice::framework::ir

@@ -77,6 +77,11 @@ const VarDesc* ResolveVar(const ProgramDesc& program, int block, absl::string_vi
 // values, are not among them. What a node for `op` in `block`'s plan reads.
 std::vector<std::string> OuterReads(const ProgramDesc& program, const OpDesc& op);
 
+// Sets `op`'s Input (captured) slot to what its sub-blocks read from outside them:
+// OuterReads without the op's own inputs; no slot when that is nothing. `op` has its other
+// slots and its block attributes. (The builder and autodiff list captures this way.)
+void ListCaptures(const ProgramDesc& program, OpDesc& op);
+
 // The names block `block` yields: the X slot of its last op, which must be a `yield`
 // (InvalidArgument naming the block otherwise).
 absl::StatusOr<std::vector<std::string>> YieldedNames(const ProgramDesc& program, int block);

@@ -104,16 +104,6 @@ void AppendYield(Program& program, std::vector<std::string> values) {
           Op(std::string(ir::kYieldOp), {{std::string(ir::kLoopVarsSlot), std::move(values)}}, {}));
 }
 
-// Lists in `op`'s Input slot what its sub-blocks read from outside them, as the builder does.
-void ListCaptures(const ir::ProgramDesc& desc, ir::OpDesc& op) {
-  const std::vector<std::string> own = op.InputNames();
-  std::vector<std::string> captured = ir::OuterReads(desc, op);
-  std::erase_if(captured, [&own](const std::string& name) {
-    return std::find(own.begin(), own.end(), name) != own.end();
-  });
-  if (!captured.empty()) op.inputs.emplace_back(std::string(ir::kCapturedSlot), captured);
-}
-
 GradPlanner::Config SubConfig(GradPlanner& outer, int forward_block, int grad_block,
                               GradPlanner::LocalView view) {
   GradPlanner::Config config;
@@ -194,7 +184,7 @@ absl::Status BuildCondGrad(GradPlanner& outer, const ir::OpDesc& op,
                        {{std::string(ir::kOutSlot), out_names}});
   grad.attrs.Set(std::string(ir::kTrueBlockAttr), vm::BlockRef{grad_branches[0]})
       .Set(std::string(ir::kFalseBlockAttr), vm::BlockRef{grad_branches[1]});
-  ListCaptures(program.desc(), grad);
+  ir::ListCaptures(program.desc(), grad);
   program.mutable_desc().mutable_block(grad_block).AppendOp(std::move(grad));
   return absl::OkStatus();
 }
@@ -387,7 +377,7 @@ absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
       .Set(std::string(ir::kBodyBlockAttr), vm::BlockRef{grad_body})
       .Set(std::string(ir::kMaxIterationsAttr), spec.max_iterations)
       .Set(std::string(ir::kParallelIterationsAttr), int64_t{1});
-  ListCaptures(program.desc(), grad);
+  ir::ListCaptures(program.desc(), grad);
   program.mutable_desc().mutable_block(grad_block).AppendOp(std::move(grad));
   return absl::OkStatus();
 }
