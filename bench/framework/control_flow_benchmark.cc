@@ -7,6 +7,12 @@
 //   BM_Interpreter_WhileLoop_Sim/<n>  the same on sim:0 (no jitter): the control step
 //                                     enqueues each frame on the sim stream and waits for
 //                                     each predicate (an event) before the next iteration.
+//   BM_Interpreter_ParallelIterations/<p>
+//                                     while i < n { i += 1; acc = acc + tanh(tanh(c * i)) / 2 }
+//                                     on [8192] f32 (the tanh chain, about 20 µs, depends
+//                                     on i alone: iteration k + 1's chain could run beside
+//                                     iteration k's), 200 iterations, two cpu compute
+//                                     streams, parallel_iterations p; per_iteration as above.
 //
 // Peers (docs/benchmarks.md): TensorFlow's tf.while_loop in a tf.function and
 // PaddlePaddle's static while_loop, measured by their own scripts.
@@ -71,6 +77,66 @@ void RunWhileLoop(benchmark::State& state, DeviceType device) {
       benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate |
                                                      benchmark::Counter::kInvert);
 }
+
+void BM_Interpreter_ParallelIterations(benchmark::State& state) {
+  constexpr int64_t kIterations = 200;
+  constexpr int64_t kSize = 8192;
+  eager::ContextOptions context_options;
+  context_options.runtime.num_sim_devices = 0;
+  context_options.runtime.enable_cuda = false;
+  eager::Context context = eager::Context::Create(context_options).value();
+  ops::OpRegistry registry;
+  SLUICE_CHECK(ops::RegisterStandardOps(&registry).ok());
+  Program main(&registry), startup(&registry);
+  std::vector<std::string> fetches;
+  {
+    ProgramGuard guard(main, startup);
+    const Var i = Data("i", Shape()).value();
+    const Var limit = Data("n", Shape()).value();
+    const Var c = Data("c", Shape({kSize})).value();
+    const Var acc = Data("acc", Shape({kSize})).value();
+    fn::WhileOptions options;
+    options.parallel_iterations = state.range(0);
+    std::vector<Value> out =
+        fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], limit); },
+                      [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                        SLUICE_ASSIGN_OR_RETURN(Value next_i, fn::Increment(vars[0]));
+                        SLUICE_ASSIGN_OR_RETURN(Value t, fn::Mul(c, vars[0]));
+                        SLUICE_ASSIGN_OR_RETURN(t, fn::Tanh(t));
+                        SLUICE_ASSIGN_OR_RETURN(t, fn::Scale(t, 0.5));
+                        SLUICE_ASSIGN_OR_RETURN(Value next_acc, fn::Add(vars[1], t));
+                        return std::vector<Value>{next_i, next_acc};
+                      },
+                      {i, acc}, options)
+            .value();
+    fetches.push_back(out[1].var().name());
+  }
+  ExecutorOptions options;
+  options.interpreter.compute_streams = 2;
+  Executor executor(&context.registry(), context.vm(), options);
+  Scope scope;
+  const Feeds feeds = {
+      {"i", HostTensor::FromVector(std::vector<float>{0}, Shape())},
+      {"n", HostTensor::FromVector(std::vector<float>{kIterations}, Shape())},
+      {"c", HostTensor::FromVector(std::vector<float>(kSize, 0.001f), Shape({kSize}))},
+      {"acc", HostTensor::FromVector(std::vector<float>(kSize, 0.0f), Shape({kSize}))}};
+  const PreparedRun prepared =
+      executor.Prepare(main.desc(), {"i", "n", "c", "acc"}, fetches, &scope).value();
+  SLUICE_CHECK(executor.Run(prepared, feeds).ok());
+  for (auto _ : state) {
+    absl::StatusOr<RunResult> result = executor.Run(prepared, feeds);
+    SLUICE_CHECK(result.ok());
+    benchmark::DoNotOptimize(result->fetches);
+  }
+  state.counters["per_iteration"] = benchmark::Counter(
+      static_cast<double>(kIterations),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Interpreter_ParallelIterations)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void BM_Interpreter_WhileLoop(benchmark::State& state) { RunWhileLoop(state, DeviceType::kCpu); }
 void BM_Interpreter_WhileLoop_Sim(benchmark::State& state) {
