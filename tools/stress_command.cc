@@ -253,9 +253,11 @@ int StressMain(int argc, char** argv) {
       "streams, the sync checker on; every fetched value is compared bit for bit with a\n"
       "sequential host evaluation of the program. Ends with one JSON line:\n"
       "  {\"programs\":..,\"runs\":..,\"conds\":..,\"whiles\":..,\"stream_waits\":..,\n"
-      "   \"compared\":..,\"mismatches\":..,\"sync_errors\":..,\"hangs\":..,\"run_errors\":..}\n"
+      "   \"compared\":..,\"mismatches\":..,\"sync_errors\":..,\"programs_with_sync_errors\":..,\n"
+      "   \"hangs\":..,\"run_errors\":..}\n"
       "stream_waits counts the cross-stream waits of the lowered programs, mismatches\n"
-      "fetched values that differ, hangs runs not done within the timeout (then cancelled),\n"
+      "fetched values that differ, programs_with_sync_errors the programs whose runs made\n"
+      "the checker report, hangs runs not done within the timeout (then cancelled),\n"
       "run_errors runs that failed.\n",
       "Exit status: 0 when no mismatch, sync error, hang or failed run was found (with\n"
       "--expect-errors: when at least one was), 1 otherwise or when the run could not be\n"

@@ -269,6 +269,7 @@ absl::Status Generator::While(Pool& pool, int depth) {
   };
   fn::WhileOptions options;
   if (Chance(25)) options.max_iterations = std::max(1, shape_.max_trips);
+  if (Chance(15)) options.parallel_iterations = 2 + Uniform(2);
   SLUICE_ASSIGN_OR_RETURN(std::vector<Value> outs, fn::WhileLoop(cond, body, initial, options));
   ++whiles;
   if (depth == 0) counters.push_back(outs[0]);

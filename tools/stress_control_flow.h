@@ -8,8 +8,8 @@
 //  - a while carries a counter from 0 to a random trip count in 0..max_trips (a constant
 //    made before the loop, read inside it as a capture) and one or two data values, reads
 //    outer values, and may hold a cond or another while, down to `depth` levels; sometimes
-//    it also stops early on a data comparison, and sometimes it has max_iterations set to
-//    exactly the most it can run;
+//    it also stops early on a data comparison, sometimes it has max_iterations set to
+//    the most it can run, sometimes parallel_iterations 2 or 3;
 //  - branches and bodies yield new values or, sometimes, outer ones unchanged.
 // Every op keeps values in [-1, 1] (products, halved sums and differences, max, min, relu,
 // scale with |scale| + |bias| <= 1), so loops never overflow, and uses only the ops the

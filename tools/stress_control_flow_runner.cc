@@ -58,9 +58,10 @@ void Compare(const std::vector<framework::HostTensor>& got,
 std::string ControlFlowStressTotals::ToJson() const {
   return absl::StrFormat(
       "{\"programs\":%d,\"runs\":%d,\"conds\":%d,\"whiles\":%d,\"stream_waits\":%d,"
-      "\"compared\":%d,\"mismatches\":%d,\"sync_errors\":%d,\"hangs\":%d,\"run_errors\":%d}",
-      programs, runs, conds, whiles, stream_waits, compared, mismatches, sync_errors, hangs,
-      run_errors);
+      "\"compared\":%d,\"mismatches\":%d,\"sync_errors\":%d,\"programs_with_sync_errors\":%d,"
+      "\"hangs\":%d,\"run_errors\":%d}",
+      programs, runs, conds, whiles, stream_waits, compared, mismatches, sync_errors,
+      programs_with_sync_errors, hangs, run_errors);
 }
 
 absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
@@ -98,6 +99,7 @@ absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
     totals.conds += generated->conds;
     totals.whiles += generated->whiles;
     framework::Scope scope;
+    const int64_t violations_before = checker.violation_count();
     for (size_t set = 0; set < generated->feed_sets.size(); ++set) {
       const std::string where = absl::StrCat("program ", p, " (seed ", seed, ") run ", set);
       const framework::Feeds& feeds = generated->feed_sets[set];
@@ -144,6 +146,7 @@ absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
       Compare(result->fetches, *want, generated->fetches, where, &totals);
     }
     ++totals.programs;
+    if (checker.violation_count() > violations_before) ++totals.programs_with_sync_errors;
     const int percent = static_cast<int>(100LL * (p + 1) / options.programs);
     if (options.progress && (percent >= reported_percent + 10 || p + 1 == options.programs)) {
       reported_percent = percent - percent % 10;

@@ -43,6 +43,7 @@ struct ControlFlowStressTotals {
   int64_t compared = 0;      // fetched values compared with the reference
   int64_t mismatches = 0;    // fetched values that differ from the reference
   int64_t sync_errors = 0;   // the checker's violation count
+  int64_t programs_with_sync_errors = 0;  // programs during whose runs the count grew
   int64_t hangs = 0;
   int64_t run_errors = 0;  // runs that returned an error
   // A hung run that a cancel did not end: the VM cannot be shut down, so it was left

@@ -114,7 +114,7 @@ echo "---- successes"
 expect 0 selfcheck --iterations 2 --elements 16
 expect 0 stress --programs 3 --streams 2 --devices 1
 expect 0 stress --control-flow --programs 3 --streams 2 --jitter-us 10
-contains out '"mismatches":0,"sync_errors":0,"hangs":0,"run_errors":0'
+contains out '"mismatches":0,"sync_errors":0,"programs_with_sync_errors":0,"hangs":0,"run_errors":0'
 expect 0 stress --control-flow --programs 3 --streams 3 --no-soft-sync --expect-errors
 expect 1 stress --control-flow --programs 3 --streams 3 --no-soft-sync
 expect 0 demo --steps 3
