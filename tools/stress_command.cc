@@ -115,7 +115,7 @@ void DeclareOptions(OptionParser& parser, Options* o) {
                      "--control-flow: nesting levels of cond and while below block 0", 0, 6, "2",
                      &o->depth);
   AddOptionalInteger(parser, "--max-trips", "R", "--control-flow: a loop runs 0..R iterations", 0,
-                     1000, "4", &o->max_trips);
+                     1000000, "4", &o->max_trips);
 }
 
 // Checks the options that belong to one mode only and fills in that mode's shape; a usage

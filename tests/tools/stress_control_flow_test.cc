@@ -2,7 +2,8 @@
 // deterministic and makes valid programs with cond, while and pinned streams; the reference
 // (tools/stress_reference.h) gives a loop's closed form and refuses ops outside its subset;
 // the reference agrees with runs on cpu with one stream; a handful of seeds run clean on sim
-// with jitter across streams; without the stream analysis the checker reports errors.
+// with jitter across streams; without the stream analysis the checker reports errors; a
+// run past the timeout counts as a hang and is cancelled.
 #include "tools/stress_control_flow.h"
 
 #include <string>
@@ -188,6 +189,28 @@ TEST_F(StressControlFlowTest, WithoutStreamAnalysisTheCheckerReportsErrors) {
   EXPECT_TRUE(totals.problems());
   EXPECT_EQ(totals.stream_waits, 0);
   EXPECT_THAT(totals.first_problem, ::testing::Not(::testing::IsEmpty()));
+}
+
+// A loop of up to 10^6 iterations on a jittered sim stream (seed 1's first program draws a
+// large trip count) does not finish within the 1 s timeout: a hang, counted, and the
+// cancel ends the run, so the VM is not left behind.
+TEST_F(StressControlFlowTest, ARunPastTheTimeoutIsAHangAndIsCancelled) {
+  ControlFlowStressOptions options;
+  options.programs = 1;
+  options.seed = 1;
+  options.streams = 2;
+  options.jitter_us = 50;
+  options.timeout_s = 1;
+  options.shape.ops = 0;  // just the one loop
+  options.shape.depth = 1;
+  options.shape.max_trips = 1000000;
+  options.shape.feed_sets = 1;
+  const ControlFlowStressTotals totals = RunControlFlowStress(options).value();
+  EXPECT_EQ(totals.hangs, 1) << totals.ToJson();
+  EXPECT_EQ(totals.runs, 0);
+  EXPECT_FALSE(totals.abandoned);
+  EXPECT_TRUE(totals.problems());
+  EXPECT_THAT(totals.first_problem, HasSubstr("did not finish within 1 s"));
 }
 
 }  // namespace
