@@ -28,6 +28,8 @@ struct Pool {
   const std::vector<Value>& Of(bool vector) const { return vector ? vectors : scalars; }
 };
 
+// Builds one program into the current ProgramGuard's main program, drawing every choice
+// from one seeded engine in a fixed order. Thread-compatible; one per program.
 class Generator {
  public:
   Generator(const ControlFlowShape& shape, uint64_t seed) : shape_(shape), rng_(seed) {}
@@ -46,8 +48,8 @@ class Generator {
     return absl::OkStatus();
   }
 
+  // A while in the current block; its results join `pool`.
   absl::Status While(Pool& pool, int depth);
-  absl::StatusOr<Value> ElementOp(const Pool& pool, bool vector);
 
   int conds = 0;
   int whiles = 0;
@@ -66,6 +68,7 @@ class Generator {
   }
 
   absl::Status Statement(Pool& pool, int depth);
+  absl::StatusOr<Value> ElementOp(const Pool& pool, bool vector);
   absl::StatusOr<Value> Binary(const Value& a, const Value& b);
   absl::StatusOr<Value> ElementOf(const Value& vector);
   absl::StatusOr<Value> Compare(const Value& a, const Value& b);
