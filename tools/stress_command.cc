@@ -39,6 +39,7 @@ struct Options {
   // Options whose meaning or default depends on the mode: unset unless given.
   std::optional<int> tensors, ops, devices, depth, max_trips;
   std::optional<int64_t> elements;
+  std::optional<Device> device;
   std::string record_path;
   StressShape shape;          // the eager mode's, filled in by Resolve
   ControlFlowShape cf_shape;  // --control-flow's, filled in by Resolve
@@ -111,6 +112,16 @@ void DeclareOptions(OptionParser& parser, Options* o) {
                  "random static programs with cond and while instead, run through the "
                  "executor on sim:0 with K compute streams (see above)",
                  &o->control_flow);
+  parser.AddValue(
+      "--device", "DEV", "--control-flow: where the programs run, sim:0 or cpu (no jitter there)",
+      "sim:0", [o](absl::string_view text) -> absl::Status {
+        SLUICE_ASSIGN_OR_RETURN(const Device device, Device::Parse(text));
+        if (device != Device(DeviceType::kSim, 0) && device != Device::Cpu()) {
+          return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not sim:0 or cpu"));
+        }
+        o->device = device;
+        return absl::OkStatus();
+      });
   AddOptionalInteger(parser, "--depth", "L",
                      "--control-flow: nesting levels of cond and while below block 0", 0, 6, "2",
                      &o->depth);
@@ -132,6 +143,7 @@ std::string Resolve(Options* o) {
     o->cf_shape.max_trips = o->max_trips.value_or(o->cf_shape.max_trips);
     return "";
   }
+  if (o->device) return "option '--device' needs --control-flow";
   if (o->depth) return "option '--depth' needs --control-flow";
   if (o->max_trips) return "option '--max-trips' needs --control-flow";
   o->shape.streams = o->streams;
@@ -148,6 +160,7 @@ int ControlFlowMain(const Options& o) {
   options.programs = o.programs;
   options.seed = o.seed;
   options.streams = o.streams;
+  options.device = o.device.value_or(options.device);
   options.jitter_us = o.jitter_us;
   options.no_soft_sync = o.no_soft_sync;
   options.scheduling = o.scheduling == "caller" ? vm::VmOptions::Scheduling::kCallerThread
@@ -249,8 +262,9 @@ int StressMain(int argc, char** argv) {
       "sub, mul, max, min, scale, relu), conds on comparisons of earlier values, whiles\n"
       "with a counter running 0..R times, loop-carried values and captured outer values,\n"
       "nested down to L levels; about half of block 0's ops pinned to random streams. Each\n"
-      "program runs twice (two feed sets) through an executor on sim:0 with K compute\n"
-      "streams, the sync checker on; every fetched value is compared bit for bit with a\n"
+      "program runs twice (two feed sets) through an executor on sim:0 (or --device cpu)\n"
+      "with K compute streams, the sync checker on; every fetched value is compared bit for bit "
+      "with a\n"
       "sequential host evaluation of the program. Ends with one JSON line:\n"
       "  {\"programs\":..,\"runs\":..,\"conds\":..,\"whiles\":..,\"stream_waits\":..,\n"
       "   \"compared\":..,\"mismatches\":..,\"sync_errors\":..,\"programs_with_sync_errors\":..,\n"
