@@ -12,7 +12,9 @@
 // x >= y ? x : y, s * x + b with s and b rounded to float, ...), in the same order, so a
 // correct run fetches the reference's exact bytes: the comparison is bit for bit, with no
 // tolerance. (tanh, exp and friends are left out for that reason: their f32 kernels are
-// private polynomial approximations.)
+// private polynomial approximations.) One assumption: scale's s * x + b is either
+// contracted into a fused multiply-add in both places or in neither — true on the default
+// x86-64 target, which has no FMA; a build for a target with FMA might break it.
 //
 // Free functions; thread-compatible.
 #ifndef SLUICE_TOOLS_STRESS_REFERENCE_H_
