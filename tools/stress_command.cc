@@ -36,6 +36,7 @@ struct Options {
   int timeout_s = 120;
   int streams = 4;
   bool control_flow = false;
+  bool keep_temporaries = false;
   // Options whose meaning or default depends on the mode: unset unless given.
   std::optional<int> tensors, ops, devices, depth, max_trips;
   std::optional<int64_t> elements;
@@ -122,6 +123,10 @@ void DeclareOptions(OptionParser& parser, Options* o) {
         o->device = device;
         return absl::OkStatus();
       });
+  parser.AddFlag("--keep-temporaries",
+                 "--control-flow: the interpreter keeps temporaries' storage across runs (no GC "
+                 "plan), so each program's second run overwrites what its first one read",
+                 &o->keep_temporaries);
   AddOptionalInteger(parser, "--depth", "L",
                      "--control-flow: nesting levels of cond and while below block 0", 0, 6, "2",
                      &o->depth);
@@ -144,6 +149,7 @@ std::string Resolve(Options* o) {
     return "";
   }
   if (o->device) return "option '--device' needs --control-flow";
+  if (o->keep_temporaries) return "option '--keep-temporaries' needs --control-flow";
   if (o->depth) return "option '--depth' needs --control-flow";
   if (o->max_trips) return "option '--max-trips' needs --control-flow";
   o->shape.streams = o->streams;
@@ -163,6 +169,7 @@ int ControlFlowMain(const Options& o) {
   options.device = o.device.value_or(options.device);
   options.jitter_us = o.jitter_us;
   options.no_soft_sync = o.no_soft_sync;
+  options.keep_temporaries = o.keep_temporaries;
   options.scheduling = o.scheduling == "caller" ? vm::VmOptions::Scheduling::kCallerThread
                                                 : vm::VmOptions::Scheduling::kDedicatedThread;
   options.timeout_s = o.timeout_s;

@@ -80,6 +80,7 @@ absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
   executor_options.interpreter.device = options.device;
   executor_options.interpreter.compute_streams = options.streams;
   executor_options.interpreter.skip_stream_analysis = options.no_soft_sync;
+  executor_options.interpreter.release_temporaries = !options.keep_temporaries;
   auto executor =
       std::make_unique<framework::Executor>(&context->registry(), context->vm(), executor_options);
   const vm::SyncChecker& checker = *context->vm()->sync_checker();

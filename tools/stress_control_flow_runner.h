@@ -28,6 +28,9 @@ struct ControlFlowStressOptions {
   // InterpreterOptions::skip_stream_analysis: no StreamWait / RecordEvent across streams,
   // so the checker must report the unordered accesses.
   bool no_soft_sync = false;
+  // InterpreterOptions::release_temporaries = false: temporaries keep their storage across
+  // runs, so a program's second run writes the blobs its first run read.
+  bool keep_temporaries = false;
   vm::VmOptions::Scheduling scheduling = vm::VmOptions::Scheduling::kDedicatedThread;
   int timeout_s = 120;     // a run taking longer is a hang: it is cancelled and counted
   ControlFlowShape shape;  // its `streams` is replaced by `streams` above
