@@ -110,11 +110,14 @@ absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
         return absl::InternalError(absl::StrCat(where, ": reference: ", want.status().ToString()));
       }
       auto finished = std::make_shared<absl::Notification>();
-      SLUICE_ASSIGN_OR_RETURN(
-          std::shared_ptr<framework::RunHandle> handle,
-          executor->RunAsync(
-              generated->program, feeds, generated->fetches, &scope,
-              [finished](const absl::StatusOr<framework::RunResult>&) { finished->Notify(); }));
+      absl::StatusOr<std::shared_ptr<framework::RunHandle>> submitted = executor->RunAsync(
+          generated->program, feeds, generated->fetches, &scope,
+          [finished](const absl::StatusOr<framework::RunResult>&) { finished->Notify(); });
+      if (!submitted.ok()) {
+        return absl::InternalError(
+            absl::StrCat(where, ": not submitted: ", submitted.status().ToString()));
+      }
+      const std::shared_ptr<framework::RunHandle> handle = *std::move(submitted);
       if (!finished->WaitForNotificationWithTimeout(absl::Seconds(options.timeout_s))) {
         ++totals.hangs;
         NoteProblem(&totals,
