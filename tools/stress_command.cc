@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "core/status.h"
@@ -16,6 +18,7 @@
 #include "ops/kernel_registry.h"
 #include "ops/stress_kernels.h"
 #include "tools/options.h"
+#include "tools/stress_control_flow_runner.h"
 #include "tools/stress_program.h"
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
@@ -31,8 +34,16 @@ struct Options {
   bool expect_errors = false;
   std::string scheduling = "dedicated";
   int timeout_s = 120;
+  int streams = 4;
+  bool control_flow = false;
+  bool keep_temporaries = false;
+  // Options whose meaning or default depends on the mode: unset unless given.
+  std::optional<int> tensors, ops, devices, depth, max_trips;
+  std::optional<int64_t> elements;
+  std::optional<Device> device;
   std::string record_path;
-  StressShape shape;
+  StressShape shape;          // the eager mode's, filled in by Resolve
+  ControlFlowShape cf_shape;  // --control-flow's, filled in by Resolve
 };
 
 struct Totals {
@@ -45,35 +56,143 @@ struct Totals {
   std::string first_problem;
 };
 
+// An integer option that stays unset unless given; `default_text` is what --help shows.
+template <typename T>
+void AddOptionalInteger(OptionParser& parser, std::string name, std::string value_name,
+                        std::string help, T min, T max, std::string default_text,
+                        std::optional<T>* out) {
+  parser.AddValue(std::move(name), std::move(value_name), std::move(help), std::move(default_text),
+                  [min, max, out](absl::string_view text) {
+                    T value;
+                    if (!absl::SimpleAtoi(text, &value) || value < min || value > max) {
+                      return absl::InvalidArgumentError(
+                          absl::StrCat("'", text, "' is not an integer in [", min, ", ", max, "]"));
+                    }
+                    *out = value;
+                    return absl::OkStatus();
+                  });
+}
+
 void DeclareOptions(OptionParser& parser, Options* o) {
   parser.AddInteger("--programs", "N", "programs to run", 1, 100000000, &o->programs);
-  parser.AddInteger("--streams", "K", "compute streams per sim device", 1, 64, &o->shape.streams);
-  parser.AddInteger("--devices", "D", "sim devices", 1, ep::Runtime::kMaxSimDevices,
-                    &o->shape.sim_devices);
+  parser.AddInteger("--streams", "K", "compute streams per sim device", 1, 64, &o->streams);
+  AddOptionalInteger(parser, "--devices", "D", "sim devices (not with --control-flow: sim:0)", 1,
+                     ep::Runtime::kMaxSimDevices, "2", &o->devices);
   parser.AddInteger<uint64_t>("--seed", "S", "seed of programs and sim delays", 0, INT64_MAX,
                               &o->seed);
   parser.AddInteger("--jitter-us", "J", "random delay of up to J us before each sim work item", 0,
                     1000000, &o->jitter_us);
   parser.AddFlag("--no-soft-sync",
-                 "emit no sync instructions: the run must then report errors, which proves the "
+                 "emit no sync instructions (with --control-flow: the interpreter's "
+                 "skip_stream_analysis): the run must then report errors, which proves the "
                  "checks can fail",
                  &o->no_soft_sync);
   parser.AddFlag("--expect-errors",
                  "exit 0 only if errors were reported (for --no-soft-sync in CI)",
                  &o->expect_errors);
-  parser.AddInteger("--tensors", "T", "tensors per program", 1, 10000, &o->shape.tensors);
-  parser.AddInteger("--ops", "M", "random ops per program after the initial fills", 0, 1000000,
-                    &o->shape.ops);
-  parser.AddInteger<int64_t>("--elements", "E", "floats per tensor", 1, 1 << 24,
-                             &o->shape.elements);
+  AddOptionalInteger(parser, "--tensors", "T",
+                     "tensors per program (with --control-flow: fed vectors)", 1, 10000,
+                     "8; 3 with --control-flow", &o->tensors);
+  AddOptionalInteger(parser, "--ops", "M",
+                     "random ops per program after the initial fills (with --control-flow: "
+                     "statements of block 0)",
+                     0, 1000000, "40; 10 with --control-flow", &o->ops);
+  AddOptionalInteger<int64_t>(parser, "--elements", "E", "floats per tensor", 1, 1 << 24,
+                              "64; 8 with --control-flow", &o->elements);
   parser.AddChoice("--scheduling", "X", "dedicated (a scheduler thread) or caller",
                    {"dedicated", "caller"}, &o->scheduling);
-  parser.AddInteger("--timeout-s", "T", "a program running longer counts as a hang", 1, 86400,
-                    &o->timeout_s);
+  parser.AddInteger("--timeout-s", "T",
+                    "a program (with --control-flow: a run) taking longer counts as a hang", 1,
+                    86400, &o->timeout_s);
   parser.AddString("--record", "FILE",
                    "record every instruction (docs/instruction_record_format.md); `sluice replay "
-                   "FILE` re-executes the run and checks the final tensors of the last program",
+                   "FILE` re-executes the run and checks the final tensors of the last program "
+                   "(not with --control-flow)",
                    &o->record_path);
+  parser.AddFlag("--control-flow",
+                 "random static programs with cond and while instead, run through the "
+                 "executor on sim:0 with K compute streams (see above)",
+                 &o->control_flow);
+  parser.AddValue(
+      "--device", "DEV", "--control-flow: where the programs run, sim:0 or cpu (no jitter there)",
+      "sim:0", [o](absl::string_view text) -> absl::Status {
+        SLUICE_ASSIGN_OR_RETURN(const Device device, Device::Parse(text));
+        if (device != Device(DeviceType::kSim, 0) && device != Device::Cpu()) {
+          return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not sim:0 or cpu"));
+        }
+        o->device = device;
+        return absl::OkStatus();
+      });
+  parser.AddFlag("--keep-temporaries",
+                 "--control-flow: the interpreter keeps temporaries' storage across runs (no GC "
+                 "plan), so each program's second run overwrites what its first one read",
+                 &o->keep_temporaries);
+  AddOptionalInteger(parser, "--depth", "L",
+                     "--control-flow: nesting levels of cond and while below block 0", 0, 6, "2",
+                     &o->depth);
+  AddOptionalInteger(parser, "--max-trips", "R", "--control-flow: a loop runs 0..R iterations", 0,
+                     1000000, "4", &o->max_trips);
+}
+
+// Checks the options that belong to one mode only and fills in that mode's shape; a usage
+// error message, or "".
+std::string Resolve(Options* o) {
+  if (o->control_flow) {
+    if (o->devices) return "option '--devices' does not apply to --control-flow (sim:0 only)";
+    if (!o->record_path.empty()) return "option '--record' does not apply to --control-flow";
+    o->cf_shape.streams = o->streams;
+    o->cf_shape.inputs = o->tensors.value_or(o->cf_shape.inputs);
+    o->cf_shape.ops = o->ops.value_or(o->cf_shape.ops);
+    o->cf_shape.elements = o->elements.value_or(o->cf_shape.elements);
+    o->cf_shape.depth = o->depth.value_or(o->cf_shape.depth);
+    o->cf_shape.max_trips = o->max_trips.value_or(o->cf_shape.max_trips);
+    return "";
+  }
+  if (o->device) return "option '--device' needs --control-flow";
+  if (o->keep_temporaries) return "option '--keep-temporaries' needs --control-flow";
+  if (o->depth) return "option '--depth' needs --control-flow";
+  if (o->max_trips) return "option '--max-trips' needs --control-flow";
+  o->shape.streams = o->streams;
+  o->shape.sim_devices = o->devices.value_or(o->shape.sim_devices);
+  o->shape.tensors = o->tensors.value_or(o->shape.tensors);
+  o->shape.ops = o->ops.value_or(o->shape.ops);
+  o->shape.elements = o->elements.value_or(o->shape.elements);
+  return "";
+}
+
+// --control-flow: runs the programs and prints the JSON line; the exit code.
+int ControlFlowMain(const Options& o) {
+  ControlFlowStressOptions options;
+  options.programs = o.programs;
+  options.seed = o.seed;
+  options.streams = o.streams;
+  options.device = o.device.value_or(options.device);
+  options.jitter_us = o.jitter_us;
+  options.no_soft_sync = o.no_soft_sync;
+  options.keep_temporaries = o.keep_temporaries;
+  options.scheduling = o.scheduling == "caller" ? vm::VmOptions::Scheduling::kCallerThread
+                                                : vm::VmOptions::Scheduling::kDedicatedThread;
+  options.timeout_s = o.timeout_s;
+  options.shape = o.cf_shape;
+  options.progress = true;
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<ControlFlowStressTotals> totals = RunControlFlowStress(options);
+  if (!totals.ok()) return ReportFailure("stress", totals.status());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "sluice stress: %.2f s\n", seconds);
+  if (!totals->first_problem.empty()) {
+    std::fprintf(stderr, "first problem: %s\n", totals->first_problem.c_str());
+  }
+  std::printf("%s\n", totals->ToJson().c_str());
+  std::fflush(stdout);
+  const int exit = totals->problems() == o.expect_errors ? kExitOk : kExitFailure;
+  if (totals->abandoned) {
+    std::fprintf(stderr, "sluice stress: a hung run could not be cancelled; leaving\n");
+    std::fflush(stderr);
+    std::_Exit(exit);  // the VM cannot shut down under it
+  }
+  return exit;
 }
 
 // Runs one program through the VM; adds its findings to `totals`. A failed VM call is an
@@ -143,12 +262,34 @@ int StressMain(int argc, char** argv) {
       "bit for bit with a sequential host reference. Ends with one JSON line:\n"
       "  {\"programs\":..,\"instructions\":..,\"mismatches\":..,\"sync_errors\":..,\"hangs\":..}\n"
       "mismatches counts tensors that differ, sync_errors accesses the checker found\n"
-      "unordered, hangs programs that did not finish within the timeout.\n",
-      "Exit status: 0 when no mismatch, sync error or hang was found (with\n"
+      "unordered, hangs programs that did not finish within the timeout.\n"
+      "\n"
+      "With --control-flow: N random static programs instead, each block 0 a sequence of M\n"
+      "statements over T fed vectors of E floats and two fed scalars: elementwise ops (add,\n"
+      "sub, mul, max, min, scale, relu), conds on comparisons of earlier values, whiles\n"
+      "with a counter running 0..R times, loop-carried values and captured outer values,\n"
+      "nested down to L levels; about half of block 0's ops pinned to random streams. Each\n"
+      "program runs twice (two feed sets) through an executor on sim:0 (or --device cpu)\n"
+      "with K compute streams, the sync checker on; every fetched value is compared bit for bit "
+      "with a\n"
+      "sequential host evaluation of the program. Ends with one JSON line:\n"
+      "  {\"programs\":..,\"runs\":..,\"conds\":..,\"whiles\":..,\"stream_waits\":..,\n"
+      "   \"compared\":..,\"mismatches\":..,\"sync_errors\":..,\"programs_with_sync_errors\":..,\n"
+      "   \"hangs\":..,\"run_errors\":..}\n"
+      "stream_waits counts the cross-stream waits of the lowered programs, mismatches\n"
+      "fetched values that differ, programs_with_sync_errors the programs whose runs made\n"
+      "the checker report, hangs runs not done within the timeout (then cancelled),\n"
+      "run_errors runs that failed.\n",
+      "Exit status: 0 when no mismatch, sync error, hang or failed run was found (with\n"
       "--expect-errors: when at least one was), 1 otherwise or when the run could not be\n"
       "set up, 2 for bad options.\n");
   DeclareOptions(parser, &options);
   if (std::optional<int> exit = ParseCommandLine(parser, argc, argv)) return *exit;
+  if (const std::string error = Resolve(&options); !error.empty()) {
+    std::fprintf(stderr, "%s\n", parser.UsageError(error).c_str());
+    return kExitUsage;
+  }
+  if (options.control_flow) return ControlFlowMain(options);
 
   ep::RuntimeOptions runtime_options;
   runtime_options.num_sim_devices = options.shape.sim_devices;

@@ -49,7 +49,7 @@ declare -A options=(
   [run]="--startup --feed --fetch --steps --device --streams --trace --sync-check --record --load --save"
   [demo]="--steps --device --streams --trace --sync-check --record --write-programs"
   [selfcheck]="--sim-devices --jitter-us --seed --iterations --elements"
-  [stress]="--programs --streams --devices --seed --jitter-us --no-soft-sync --expect-errors --tensors --ops --elements --scheduling --timeout-s --record"
+  [stress]="--programs --streams --devices --seed --jitter-us --no-soft-sync --expect-errors --tensors --ops --elements --scheduling --timeout-s --record --control-flow --device --keep-temporaries --depth --max-trips"
   [replay]="--device-map --check-sync --scheduling --repeat --no-verify --ops"
 )
 # A positional argument each needs, so that only the option under test is wrong.
@@ -88,6 +88,23 @@ expect 2 run "$ex/main.program" --feed x
 contains err "option '--feed'"
 expect 2 stress --scheduling sometimes
 expect 2 stress --devices 99
+expect 2 stress --control-flow --devices 2
+contains err "option '--devices' does not apply to --control-flow"
+expect 2 stress --control-flow --record "$tmp/cf.rec"
+contains err "option '--record' does not apply to --control-flow"
+expect 2 stress --depth 2
+contains err "option '--depth' needs --control-flow"
+expect 2 stress --max-trips 3
+contains err "option '--max-trips' needs --control-flow"
+expect 2 stress --control-flow --depth 99
+contains err "option '--depth': '99' is not an integer in [0, 6]"
+expect 2 stress --control-flow --ops x
+expect 2 stress --control-flow --device sim:1
+contains err "option '--device': 'sim:1' is not sim:0 or cpu"
+expect 2 stress --device cpu
+contains err "option '--device' needs --control-flow"
+expect 2 stress --keep-temporaries
+contains err "option '--keep-temporaries' needs --control-flow"
 expect 2 selfcheck --sim-devices 99
 expect 2 replay "$tmp/none.rec" --ops other
 
@@ -102,6 +119,12 @@ expect 1 replay "$tmp/none.rec"
 echo "---- successes"
 expect 0 selfcheck --iterations 2 --elements 16
 expect 0 stress --programs 3 --streams 2 --devices 1
+expect 0 stress --control-flow --programs 3 --streams 2 --jitter-us 10
+contains out '"mismatches":0,"sync_errors":0,"programs_with_sync_errors":0,"hangs":0,"run_errors":0'
+expect 0 stress --control-flow --programs 3 --streams 3 --no-soft-sync --expect-errors
+expect 0 stress --control-flow --programs 3 --streams 2 --device cpu
+expect 0 stress --control-flow --programs 3 --streams 2 --keep-temporaries --jitter-us 10
+expect 1 stress --control-flow --programs 3 --streams 3 --no-soft-sync
 expect 0 demo --steps 3
 expect 0 run "$ex/main.program" --startup "$ex/startup.program" --feed x="$ex/x.npy" \
   --feed y="$ex/y.npy" --fetch reduce_mean_0.out --steps 2 --save "$tmp/params"
