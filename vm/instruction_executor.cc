@@ -262,6 +262,11 @@ void InstructionExecutor::RunStep(Instruction* step, Instruction* outer_instruct
     return;
   }
   RunKernel(step);
+  // Steps the kernel ran itself certified only the step (their `outer`); the enclosing
+  // instruction's completion must cover them too, even when this step is its last.
+  if (check && (step->kernel->checks_own_steps() || step->kernel->logs_own_steps())) {
+    checker_->OnNestedStepsDone(outer_instruction);
+  }
 }
 
 void InstructionExecutor::RunOpCall(Instruction* instruction) {

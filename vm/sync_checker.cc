@@ -127,6 +127,12 @@ void SyncChecker::OnStepLaunch(Instruction* outer, const Instruction& step) {
   CertifyStep(outer, *stream, clock);
 }
 
+void SyncChecker::OnNestedStepsDone(Instruction* outer) {
+  Stream* stream = outer->stream;
+  absl::MutexLock lock(&mu_);
+  CertifyStep(outer, *stream, StreamClock(stream->dense_index()));
+}
+
 void SyncChecker::OnSharedDrop(Instruction* outer, const Instruction& step) {
   Stream* stream = outer->stream;
   const int s = stream->dense_index();

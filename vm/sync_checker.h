@@ -71,6 +71,10 @@ class SyncChecker {
   // stream and number are set): ticks the stream, checks the step's accesses, and makes
   // `outer`'s completion certify the step.
   void OnStepLaunch(Instruction* outer, const Instruction& step);
+  // Worker, after a step of `outer` whose kernel runs steps of its own (a control-flow
+  // kernel, a nested StepSequence) returned: those steps were reported against the step,
+  // so `outer`'s completion now certifies everything its stream launched so far.
+  void OnNestedStepsDone(Instruction* outer);
   // Worker: `sequence`, run by `outer` in the run tagged `run_tag`, passed its first
   // `steps` steps; keeps the stream's clock for the sequences that wait for them. Called
   // before the waiters can see the progress.
