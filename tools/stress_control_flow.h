@@ -2,8 +2,8 @@
 // random sequence of elementwise ops, `cond`s and `while`s built with the functional front
 // end (framework/builder/control_flow.h), many of its ops pinned to random compute streams
 // through the "stream" attribute, so values cross streams into, out of and around the
-// control-flow ops (cond and while get the attribute too, but the interpreter places them
-// by its list schedule: it ignores their attribute today). Inside:
+// control-flow ops (cond and while get the attribute too, which pins their control steps
+// in block 0; inside a sub-block every op runs on its control step's stream). Inside:
 //  - a cond's predicate is a comparison of two scalars computed earlier (often an element
 //    picked out of a vector with split + reshape), so both branches get taken;
 //  - a while carries a counter from 0 to a random trip count in 0..max_trips (a constant

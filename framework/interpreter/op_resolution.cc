@@ -121,6 +121,11 @@ absl::StatusOr<ResolvedOp> ResolveControlFlow(const ir::OpDesc& desc, int index,
   ResolvedOp op;
   op.type = desc.type;
   op.source = index;
+  // A "stream" attribute pins the control step as it pins any op (placement checks it).
+  vm::AttrMap given = desc.attrs;
+  absl::StatusOr<std::string> stream_attr = ir::TakeStreamAttr(given);
+  if (!stream_attr.ok()) return Invalid(where, stream_attr.status().message());
+  op.stream_attr = *std::move(stream_attr);
   for (const std::string& name : ir::OuterReads(program, desc)) {
     auto it = vars.index_of.find(name);
     if (it == vars.index_of.end()) {

@@ -228,6 +228,33 @@ TEST_F(InterpreterControlFlowTest, ParallelIterationsOneAndFourGiveTheSameResult
   EXPECT_EQ(results[0], results[1]);
 }
 
+// A "stream" attribute on a control-flow op pins its control step like any op's, and a bad
+// one is refused naming the op.
+TEST_F(InterpreterControlFlowTest, StreamAttributePinsTheControlStep) {
+  Program main(&registry_), startup(&registry_);
+  const std::vector<std::string> fetches = BuildLoopWithCond(main, startup);
+  ir::ProgramDesc program = main.desc();
+  ir::OpDesc* loop = nullptr;
+  for (ir::OpDesc& op : program.mutable_global_block().mutable_ops()) {
+    if (op.type == ir::kWhileOp) loop = &op;
+  }
+  ASSERT_NE(loop, nullptr);
+  const Feeds feeds = {
+      {"i", Scalar(0)},
+      {"n", Scalar(4)},
+      {"x", HostTensor::FromVector(std::vector<float>{0.5f, -1.0f, 2.0f}, Shape({3}))},
+      {"w", HostTensor::FromVector(std::vector<float>{1.0f, 2.0f, -0.5f}, Shape({3}))}};
+  Executor executor(&context_->registry(), context_->vm(), ExecutorOptions());
+  Scope scope;
+  loop->attrs.Set(std::string(ir::kStreamAttr), std::string("compute:1"));
+  ASSERT_TRUE(executor.Run(program, feeds, fetches, &scope).ok());
+  EXPECT_EQ(executor.LastLowering()->streams, 2);  // compute:0, and the loop's compute:1
+  loop->attrs.Set(std::string(ir::kStreamAttr), std::string("sideways"));
+  const absl::StatusOr<RunResult> bad = executor.Run(program, feeds, fetches, &scope);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("'while': bad stream attribute"));
+}
+
 // A hand-written program need not list what its sub-blocks capture: the interpreter finds
 // the outer reads itself (here `half`, made before the loop on whichever stream the
 // schedule picks), and the checker verifies the loop is ordered after them.
