@@ -30,7 +30,8 @@ void PoisonAll(absl::Span<vm::Blob* const> blobs, const absl::Status& cause) {
 }  // namespace
 
 std::string LoopIteration::Describe() const {
-  std::string text = absl::StrCat("iteration ", value_, " of ", where_);
+  std::string text =
+      absl::StrCat("iteration ", value_.load(std::memory_order_relaxed), " of ", where_);
   if (parent_ != nullptr) absl::StrAppend(&text, ", ", parent_->Describe());
   return text;
 }
@@ -71,14 +72,16 @@ absl::StatusOr<std::optional<bool>> ControlStep::ReadInOrder(vm::KernelContext& 
   if (read_event_ == nullptr) {
     SLUICE_ASSIGN_OR_RETURN(read_event_, stream->device()->CreateEvent());
   }
-  // Two pointers: fits the task's inline storage. The event's Sync orders the task's writes
-  // before the reads below.
-  SLUICE_RETURN_IF_ERROR(stream->Launch([&value, pred]() -> absl::Status {
-    value = ReadPredicate(pred);
+  // The task writes a member, not a local: if recording the event failed, the task may
+  // still run after this returns. Two pointers fit the task's inline storage. The event's
+  // Sync orders the task's write before the read below; the next task is enqueued after it.
+  SLUICE_RETURN_IF_ERROR(stream->Launch([this, pred]() -> absl::Status {
+    read_value_ = ReadPredicate(pred);
     return absl::OkStatus();
   }));
   SLUICE_RETURN_IF_ERROR(stream->RecordEvent(read_event_.get()));
   SLUICE_RETURN_IF_ERROR(read_event_->Sync());
+  value = read_value_;
   if (!value.has_value() && pred->poisoned()) *poison = pred->poison();
   return value;
 }

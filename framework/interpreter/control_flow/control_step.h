@@ -54,7 +54,9 @@ namespace sluice::framework::control_flow {
 // The iteration a loop is running, for the error messages of the steps inside it. The
 // loop's control step sets it in stream order (set_value: at once on a synchronous
 // stream, as stream work on an asynchronous one), so a step's error, formatted on the
-// thread that runs the step, reads the iteration that step belongs to.
+// thread that runs the step, reads the iteration that step belongs to. Atomic (relaxed):
+// on an asynchronous stream the sync checker also describes steps, on the worker as it
+// launches them, and may then name the iteration before.
 class LoopIteration {
  public:
   // `where` names the loop ("block 0 op #3 'while'"); `parent`: the enclosing loop's, or null.
@@ -62,12 +64,12 @@ class LoopIteration {
       : where_(std::move(where)), parent_(parent) {}
   // "iteration 7 of block 0 op #3 'while'", then the enclosing loops'.
   std::string Describe() const;
-  void set_value(int64_t value) { value_ = value; }
+  void set_value(int64_t value) { value_.store(value, std::memory_order_relaxed); }
 
  private:
   const std::string where_;
   const LoopIteration* const parent_;
-  int64_t value_ = 0;
+  std::atomic<int64_t> value_{0};
 };
 
 // A sub-block step's origin: "block 2 op #1 'mul'", then its loops' iterations.
@@ -137,6 +139,7 @@ class ControlStep final : public vm::OpKernel {
   // Asynchronous streams: the event the worker waits on to read a predicate (created at
   // the first read; one worker at a time runs the step).
   mutable std::unique_ptr<ep::Event> read_event_;
+  mutable std::optional<bool> read_value_;  // written by the stream's task
 };
 
 }  // namespace sluice::framework::control_flow
