@@ -171,6 +171,12 @@ void InstructionExecutor::Fail(Instruction* instruction, const absl::Status& err
 
 void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cause) {
   instruction->status = cause;
+  if (recorder_ != nullptr && instruction->kind == InstructionKind::kOpCall &&
+      instruction->kernel != nullptr && instruction->kernel->logs_own_steps()) {
+    // A control step that did not run ran no steps: an empty expansion keeps the record
+    // replayable (its line names no kernel of its own).
+    recorder_->RecordExpansion(*instruction, {});
+  }
   PoisonOutputs(instruction, cause);
   // A fused run skipped as a whole (cancellation) counts as the calls and releases in it.
   VmCounters::Add(counters_->skipped,
@@ -315,6 +321,10 @@ void InstructionExecutor::RunKernel(Instruction* instruction) {
     return;
   }
   if (ctx.ran_host_work() || instruction->outputs.empty()) return;
+  // A kernel that runs steps of its own (a nested StepSequence, a control step) leaves its
+  // outputs as those steps settled them: clearing them here would erase the poison a
+  // failed step put there, and what depends on them would run on stale bytes.
+  if (kernel->handles_poison() || kernel->logs_own_steps()) return;
   if (stream_ordered) {
     // No work of its own (e.g. an empty tensor): settle the outputs in stream order.
     const absl::Status launched = instruction->stream->ep_stream()->Launch(

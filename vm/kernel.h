@@ -97,7 +97,9 @@ class KernelContext {
   bool ran_host_work_ = false;
 };
 
-// Thread-safe: Launch may run on several workers at once; kernels keep no mutable state.
+// Thread-safe: Launch may run on several workers at once; kernels keep no mutable state —
+// except a kernel that one instruction or step alone runs (a StepSequence, a control step),
+// which may keep per-launch state, since its launches follow one another.
 class OpKernel {
  public:
   virtual ~OpKernel() = default;

@@ -139,15 +139,15 @@ class Parser {
     std::vector<absl::string_view> tokens = absl::StrSplit(line, ' ', absl::SkipEmpty());
     if (tokens.empty()) return Error("empty line");
     const absl::string_view directive = tokens[0];
+    if (expand_left_ > 0 && directive != "op" && directive != "release") {
+      return Error(absl::StrCat("'", directive, "' inside an expansion (", expand_left_,
+                                " step line(s) missing): only op and release lines"));
+    }
     if (directive == "blob") return BlobLine(tokens);
     if (directive == "batch") return BatchLine(tokens);
     if (directive == "data") return DataLine(tokens);
     if (directive == "checksum") return ChecksumLine(tokens);
     if (directive == "expand") return ExpandLine(tokens);
-    if (expand_left_ > 0 && directive != "op" && directive != "release") {
-      return Error(absl::StrCat("'", directive, "' inside an expansion (", expand_left_,
-                                " step line(s) missing): only op and release lines"));
-    }
     if (directive == "op" || directive == "wait" || directive == "record" ||
         directive == "release" || directive == "access" || directive == "barrier") {
       return InstructionLine(tokens);

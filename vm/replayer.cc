@@ -222,8 +222,8 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
     for (const RecordedInstruction& step : expansion.steps) {
       for (int b : step.inputs) replayer->last_use_[b] = -1;
       for (int b : step.outputs) replayer->last_use_[b] = -1;
-      // A frame's temporary, released within each iteration and written again by the next:
-      // lazy, as when recorded.
+      // A blob an expansion releases is written again by a later step or run: lazy, as
+      // when recorded.
       if (step.kind == InstructionKind::kRelease) {
         for (int b : step.outputs) replayer->lazy_[b] = true;
       }

@@ -7,9 +7,11 @@
 #define SLUICE_VM_TRACER_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/node_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
@@ -22,8 +24,7 @@ class Tracer {
  public:
   struct Slice {
     const Stream* stream;    // outlives the tracer's user: streams live as long as the VM
-    absl::string_view name;  // the kernel's name (static storage), or a loop's (lives with
-                             // the graph that ran it, until the trace is written)
+    absl::string_view name;  // the kernel's name (static storage), or one Intern returned
     int64_t begin_ns;        // steady clock
     int64_t end_ns;
     int64_t iteration = -1;  // >= 0: the slice is this iteration of the loop `name`
@@ -35,6 +36,12 @@ class Tracer {
     absl::MutexLock lock(&mu_);
     slices_.push_back(slice);
   }
+  // A copy of `name` that lives as long as the tracer, for slices named by something that
+  // may go away before the trace is written (a loop of a graph that is then destroyed).
+  absl::string_view Intern(absl::string_view name) {
+    absl::MutexLock lock(&mu_);
+    return *names_.emplace(name).first;
+  }
   // Everything added so far, in arrival order; the tracer is empty afterwards.
   std::vector<Slice> Take() {
     absl::MutexLock lock(&mu_);
@@ -44,6 +51,7 @@ class Tracer {
  private:
   absl::Mutex mu_;
   std::vector<Slice> slices_ ABSL_GUARDED_BY(mu_);
+  absl::node_hash_set<std::string> names_ ABSL_GUARDED_BY(mu_);  // stable addresses
 };
 
 }  // namespace sluice::vm

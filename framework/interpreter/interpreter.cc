@@ -20,6 +20,7 @@
 #include "framework/interpreter/stream_analysis.h"
 #include "framework/interpreter/var_table.h"
 #include "framework/interpreter/vm_binding.h"
+#include "framework/ir/control_flow.h"
 
 namespace sluice::framework {
 
@@ -83,8 +84,21 @@ absl::Status Interpreter::Builder::BuildControlSteps(const VarTable& vars,
     control_flow::SubBlockLowering lowering(program, registry, vm, stream, &out.cancel_,
                                             &out.ops_run_, options.release_temporaries);
     const ir::OpDesc& op = program.global_block().ops()[static_cast<size_t>(funcs[f].source)];
+    // The op's reads are its outer reads in order, each replaced by its copy where
+    // placement put one on the op's device: the frames read what the node lists (and what
+    // the graph orders and keeps alive for it), not the original.
+    control_flow::Bindings op_bound = bound;
+    const std::vector<std::string> reads = ir::OuterReads(program, op);
+    if (reads.size() != funcs[f].inputs.size()) {
+      return absl::InternalError(absl::StrCat("block 0 op #", funcs[f].source, " '", op.type,
+                                              "': its node lists ", funcs[f].inputs.size(),
+                                              " reads for ", reads.size(), " outer reads"));
+    }
+    for (size_t r = 0; r < reads.size(); ++r) {
+      op_bound[reads[r]] = vars.slots[static_cast<size_t>(funcs[f].inputs[r])].blob.get();
+    }
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<control_flow::ControlStep> step,
-                            lowering.Build(0, funcs[f].source, op, bound));
+                            lowering.Build(0, funcs[f].source, op, op_bound));
     funcs[f].kernel = step.get();
     out.control_steps_.push_back(std::move(step));
   }

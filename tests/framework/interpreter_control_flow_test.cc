@@ -5,6 +5,8 @@
 // many iterations; a cond in a loop; a loop in a loop). Exceeding max_iterations is an
 // error naming the loop, and the next run works; an op failing inside a body names its
 // block and the iteration.
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -57,6 +59,25 @@ class FailFromThree final : public ops::HostKernel {
   }
 };
 
+// test_count: Out = X (f32), counting the runs of its work (skipped ones do not count).
+std::atomic<int> count_runs{0};
+class CountRuns final : public ops::HostKernel {
+ public:
+  CountRuns() : HostKernel("test_count") {}
+
+ protected:
+  absl::StatusOr<ops::HostWork> Prepare(const ops::HostArgs& args) const override {
+    const float* x = args.inputs[0].as<float>();
+    float* out = args.outputs[0].as<float>();
+    const int64_t n = args.inputs[0].size;
+    return ops::HostWork([x, out, n]() -> absl::Status {
+      std::copy(x, x + n, out);
+      count_runs.fetch_add(1);
+      return absl::OkStatus();
+    });
+  }
+};
+
 absl::Status RegisterFailFromThree(ops::OpRegistry& registry) {
   SLUICE_RETURN_IF_ERROR(registry.RegisterSchema(
       ops::OpSchema("test_fail_from_3")
@@ -66,9 +87,16 @@ absl::Status RegisterFailFromThree(ops::OpRegistry& registry) {
             return absl::StatusOr<std::vector<std::vector<ops::TensorMeta>>>(
                 std::vector<std::vector<ops::TensorMeta>>{{ctx.input(0)}});
           })));
+  SLUICE_RETURN_IF_ERROR(registry.RegisterSchema(
+      ops::OpSchema("test_count").Input("X").Output("Out").Infer([](const ops::InferContext& ctx) {
+        return absl::StatusOr<std::vector<std::vector<ops::TensorMeta>>>(
+            std::vector<std::vector<ops::TensorMeta>>{{ctx.input(0)}});
+      })));
   for (DeviceType device : {DeviceType::kCpu, DeviceType::kSim}) {
     SLUICE_RETURN_IF_ERROR(registry.RegisterKernel("test_fail_from_3", device, DataType::kF32,
                                                    std::make_unique<FailFromThree>()));
+    SLUICE_RETURN_IF_ERROR(registry.RegisterKernel("test_count", device, DataType::kF32,
+                                                   std::make_unique<CountRuns>()));
   }
   return absl::OkStatus();
 }
@@ -450,16 +478,22 @@ TEST_F(InterpreterControlFlowTest, FailingBodyOpNamesItsBlockAndIteration) {
         },
         {i});
     ASSERT_TRUE(out.ok()) << out.status();
-    result = (*out)[0].var().name();
+    // What reads the loop's result: skipped when the loop failed.
+    absl::StatusOr<std::vector<std::vector<Var>>> counted =
+        AppendOp(main, "test_count", {{(*out)[0].var()}});
+    ASSERT_TRUE(counted.ok()) << counted.status();
+    result = (*counted)[0][0].name();
   }
   for (Device device : {Device(DeviceType::kCpu, 0), kSim}) {
     ExecutorOptions executor_options;
     executor_options.interpreter.device = device;
     Executor executor(&registry_, context_->vm(), executor_options);
     Scope scope;
+    const int counted_before = count_runs.load();
     absl::StatusOr<RunResult> bad =
         executor.Run(main.desc(), {{"i", Scalar(0)}, {"n", Scalar(6)}}, {result}, &scope);
     ASSERT_FALSE(bad.ok()) << device.ToString();
+    EXPECT_EQ(count_runs.load(), counted_before) << device.ToString() << ": ran on a failed loop";
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInternal) << bad.status();
     EXPECT_THAT(std::string(bad.status().message()),
                 HasSubstr("op #3 'test_fail_from_3', iteration 3 of block 0 op #0 'while'"))
@@ -471,6 +505,7 @@ TEST_F(InterpreterControlFlowTest, FailingBodyOpNamesItsBlockAndIteration) {
     float value = 0;
     std::memcpy(&value, good->fetches[0].bytes.data(), 4);
     EXPECT_EQ(value, 3.0f) << device.ToString();
+    EXPECT_EQ(count_runs.load(), counted_before + 1) << device.ToString();
   }
 }
 

@@ -152,6 +152,52 @@ std::string WithoutSteps(const std::string& path, int expansion, int first, int 
   return text.str();
 }
 
+// A loop skipped because its input failed (read_row past the end) ran no steps: its line
+// gets an empty expansion, and the record replays (the failure replays with it).
+TEST(RecordReplayControlFlowTest, ASkippedLoopReplays) {
+  const std::string path = (std::filesystem::temp_directory_path() / "sluice_cf_skip.rec").string();
+  {
+    eager::ContextOptions options;
+    options.runtime.num_sim_devices = 1;
+    options.runtime.enable_cuda = false;
+    options.vm.record_path = path;
+    eager::Context context = eager::Context::Create(options).value();
+    ops::OpRegistry registry;
+    ASSERT_TRUE(ops::RegisterStandardOps(&registry).ok());
+    Program main(&registry), startup(&registry);
+    std::string fetch;
+    {
+      ProgramGuard guard(main, startup);
+      const Var rows = Data("rows", Shape({2, 3})).value();
+      const Var k = Data("k", Shape(), DataType::kI64).value();
+      const Var i = Data("i", Shape()).value();
+      const Var n = Data("n", Shape()).value();
+      const Var x = AppendOp(main, "read_row", {{rows}, {k}}).value()[0][0];
+      std::vector<Value> out = control_flow_programs::CountingLoop(i, n, x).value();
+      fetch = out[1].var().name();
+    }
+    Executor executor(&context.registry(), context.vm(), ExecutorOptions());
+    Scope scope;
+    const absl::StatusOr<RunResult> result =
+        executor.Run(main.desc(),
+                     {{"rows", HostTensor::FromVector(std::vector<float>(6, 1.0f), Shape({2, 3}))},
+                      {"k", HostTensor::FromVector(std::vector<int64_t>{5}, Shape())},
+                      {"i", Scalar(0)},
+                      {"n", Scalar(3)}},
+                     {fetch}, &scope);
+    ASSERT_FALSE(result.ok());
+    EXPECT_TRUE(context.vm()->Shutdown().ok());
+  }
+  const vm::RecordedProgram program = vm::ReadRecordFile(path).value();
+  ASSERT_EQ(program.expansions.size(), 1u);
+  EXPECT_TRUE(program.expansions[0].steps.empty());
+  absl::StatusOr<vm::ReplayResult> result = Replay(program, {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->op_error.ok());  // read_row fails again
+  EXPECT_TRUE(result->mismatches.empty());
+  std::filesystem::remove(path);
+}
+
 TEST(RecordReplayControlFlowTest, AnExpansionThatLostAnIterationIsCaught) {
   const std::string path =
       Record(Device(DeviceType::kSim, 0), "sluice_cf_tamper.rec", CountingLoop);

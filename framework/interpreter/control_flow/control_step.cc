@@ -75,12 +75,17 @@ absl::StatusOr<std::optional<bool>> ControlStep::ReadInOrder(vm::KernelContext& 
   // The task writes a member, not a local: if recording the event failed, the task may
   // still run after this returns. Two pointers fit the task's inline storage. The event's
   // Sync orders the task's write before the read below; the next task is enqueued after it.
+  read_ran_ = false;
   SLUICE_RETURN_IF_ERROR(stream->Launch([this, pred]() -> absl::Status {
     read_value_ = ReadPredicate(pred);
+    read_ran_ = true;
     return absl::OkStatus();
   }));
   SLUICE_RETURN_IF_ERROR(stream->RecordEvent(read_event_.get()));
-  SLUICE_RETURN_IF_ERROR(read_event_->Sync());
+  // The event reports the stream's first error since it was last cleared, which may be
+  // another op's (already reported as that op's): what counts is whether the read ran.
+  const absl::Status synced = read_event_->Sync();
+  if (!read_ran_) return synced.ok() ? absl::InternalError("predicate read did not run") : synced;
   value = read_value_;
   if (!value.has_value() && pred->poisoned()) *poison = pred->poison();
   return value;

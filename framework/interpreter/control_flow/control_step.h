@@ -27,8 +27,9 @@
 //    variables swapped reads nothing it overwrites);
 //  - per parity, an exit frame that copies the current values into Out.
 //
-// Immutable once built; Launch may run on any worker (one at a time: runs of a graph
-// follow one another).
+// Immutable once built, but for per-launch state (the predicate read's event and value,
+// the loops' iteration numbers) that one launch at a time uses: Launch may run on any
+// worker, one at a time (runs of a graph follow one another).
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_CONTROL_FLOW_CONTROL_STEP_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_CONTROL_FLOW_CONTROL_STEP_H_
 
@@ -114,9 +115,10 @@ class ControlStep final : public vm::OpKernel {
   // With the VM recording, the steps a launch ran (iterations unrolled, nested control
   // flow flattened) are written as the expansion of this op's line (vm/step_log.h).
   bool logs_own_steps() const override { return true; }
-  // Runs the chosen frames. A predicate whose producer failed (poisoned) ends a loop: the
-  // exit copies then poison Out with that error, which was reported when it happened; a
-  // cond poisons Out with it. InvalidArgument naming the op when a loop runs its body more
+  // Runs the chosen frames. A predicate whose producer failed (poisoned) ends a loop or a
+  // cond with Out poisoned by that error, which was reported when it happened (a failed
+  // body op poisons the next condition's predicate through the values it yields), so what
+  // depends on Out is skipped. InvalidArgument naming the op when a loop runs its body more
   // than max_iterations times.
   absl::Status Launch(vm::KernelContext& ctx) const override;
 
@@ -140,6 +142,7 @@ class ControlStep final : public vm::OpKernel {
   // the first read; one worker at a time runs the step).
   mutable std::unique_ptr<ep::Event> read_event_;
   mutable std::optional<bool> read_value_;  // written by the stream's task
+  mutable bool read_ran_ = false;           // set by it (the worker resets it before)
 };
 
 }  // namespace sluice::framework::control_flow
