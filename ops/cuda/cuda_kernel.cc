@@ -145,6 +145,7 @@ absl::Status RegisterCudaKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(RegisterNnCudaKernels(registry));
   SLUICE_RETURN_IF_ERROR(RegisterShapeAndOptimizerCudaKernels(registry));
   SLUICE_RETURN_IF_ERROR(RegisterCompareCudaKernels(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterRowCudaKernels(registry));
   return absl::OkStatus();
 }
 

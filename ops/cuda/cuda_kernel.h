@@ -152,6 +152,7 @@ absl::Status RegisterElementwiseCudaKernels(OpRegistry* registry);
 absl::Status RegisterNnCudaKernels(OpRegistry* registry);
 absl::Status RegisterShapeAndOptimizerCudaKernels(OpRegistry* registry);
 absl::Status RegisterCompareCudaKernels(OpRegistry* registry);
+absl::Status RegisterRowCudaKernels(OpRegistry* registry);
 
 }  // namespace sluice::ops::internal
 

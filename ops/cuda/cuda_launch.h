@@ -208,6 +208,17 @@ cudaError_t LaunchLogicalNot(const uint8_t* x, bool* out, int64_t n, cudaStream_
 template <typename T>
 cudaError_t LaunchIncrement(const T* x, T* out, int64_t n, T value, cudaStream_t stream);
 
+// ---- Row family (ops/cuda/row_kernels.cu) ----
+
+// write_row: out = buffer (a device copy unless they are one) with row *index (i64 when
+// `index_i64`, else i32, read on the device) replaced by `row`; an index outside [0, rows)
+// writes no row. Byte copies: any element type.
+cudaError_t LaunchWriteRow(const void* buffer, const void* index, bool index_i64, const void* row,
+                           void* out, int64_t rows, int64_t row_bytes, cudaStream_t stream);
+// read_row: out = row *index of buffer; zeros for an index outside [0, rows).
+cudaError_t LaunchReadRow(const void* buffer, const void* index, bool index_i64, void* out,
+                          int64_t rows, int64_t row_bytes, cudaStream_t stream);
+
 }  // namespace sluice::ops::gpu
 
 #endif  // SLUICE_OPS_CUDA_CUDA_LAUNCH_H_

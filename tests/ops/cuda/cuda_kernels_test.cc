@@ -276,7 +276,8 @@ TEST(CudaKernelRegistrationTest, EveryHostKernelHasACudaKernelWhenTheProviderIsB
       "softmax log_softmax softmax_grad log_softmax_grad "
       "softmax_with_cross_entropy softmax_with_cross_entropy_grad "
       "reshape reshape_grad transpose concat concat_grad split sgd adam "
-      "less_than less_equal greater_than greater_equal equal not_equal increment",
+      "less_than less_equal greater_than greater_equal equal not_equal increment "
+      "write_row read_row",
       ' ');
   for (const std::string& op : ops) {
     EXPECT_TRUE(registry.HasKernel(op, DeviceType::kCpu, DataType::kF32)) << op;
