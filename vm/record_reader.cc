@@ -189,9 +189,7 @@ class Parser {
   absl::Status ExpandLine(const std::vector<absl::string_view>& t) {
     if (version_ < 4) return Error("'expand' needs format version 4");
     if (t.size() != 5) return Error("'expand' needs: expand SEQ in=IDS out=IDS steps=N");
-    if (batch_left_ > 0 || expand_left_ > 0) {
-      return Error("an expansion starts inside a batch or another expansion");
-    }
+    if (batch_left_ > 0) return Error("an expansion starts inside a batch");
     SLUICE_ASSIGN_OR_RETURN(uint64_t seq, Number<uint64_t>(t[1], "sequence number"));
     SLUICE_ASSIGN_OR_RETURN(absl::string_view in_list, Field(t[2], "in"));
     SLUICE_ASSIGN_OR_RETURN(std::vector<int> inputs, BlobIndices(in_list));

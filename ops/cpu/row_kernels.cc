@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "ops/cpu/host_kernel.h"
 #include "ops/internal/op_families.h"
+#include "ops/internal/row_operands.h"
 
 namespace sluice::ops::internal {
 namespace {
@@ -27,20 +28,6 @@ absl::StatusOr<int64_t> ReadIndex(absl::string_view op, const void* index, DataT
   return i;
 }
 
-// Checks Buffer [N, d...] and Index (i32 or i64 scalar); returns N and a row's bytes.
-absl::Status CheckBufferAndIndex(absl::string_view op, const HostTensor& buffer,
-                                 const HostTensor& index, int64_t* rows, size_t* row_bytes) {
-  if (buffer.shape->rank() < 1 || buffer.shape->dim(0) == 0) {
-    return OpError(op, absl::StrCat(buffer.Describe("input", 0), " must have at least one row"));
-  }
-  if ((index.dtype != DataType::kI32 && index.dtype != DataType::kI64) || index.size != 1) {
-    return OpError(op, absl::StrCat(index.Describe("input", 1), " must be an i32 or i64 scalar"));
-  }
-  *rows = buffer.shape->dim(0);
-  *row_bytes = static_cast<size_t>(buffer.size / *rows) * SizeOf(buffer.dtype);
-  return absl::OkStatus();
-}
-
 std::shared_ptr<const vm::OpKernel> MakeWriteRow() {
   return MakeHostKernel("write_row", [](const HostArgs& a) -> absl::StatusOr<HostWork> {
     constexpr absl::string_view kOp = "write_row";
@@ -51,15 +38,10 @@ std::shared_ptr<const vm::OpKernel> MakeWriteRow() {
     const HostTensor& index = a.inputs[1];
     const HostTensor& x = a.inputs[2];
     const HostTensor& out = a.outputs[0];
-    int64_t rows = 0;
-    size_t row_bytes = 0;
-    SLUICE_RETURN_IF_ERROR(CheckBufferAndIndex(kOp, buffer, index, &rows, &row_bytes));
-    if (out.dtype != buffer.dtype || out.size != buffer.size || x.dtype != buffer.dtype ||
-        static_cast<size_t>(x.size) * SizeOf(x.dtype) != row_bytes) {
-      return OpError(kOp, absl::StrCat(out.Describe("output", 0), " must be like ",
-                                       buffer.Describe("input", 0), " and ", x.Describe("input", 2),
-                                       " like one of its rows"));
-    }
+    SLUICE_ASSIGN_OR_RETURN(const RowGeometry geometry,
+                            CheckWriteRowOperands(buffer, index, x, out));
+    const int64_t rows = geometry.rows;
+    const size_t row_bytes = static_cast<size_t>(geometry.row_bytes);
     const char* src = static_cast<const char*>(buffer.data);
     const void* idx = index.data;
     const DataType idx_dtype = index.dtype;
@@ -84,14 +66,9 @@ std::shared_ptr<const vm::OpKernel> MakeReadRow() {
     const HostTensor& buffer = a.inputs[0];
     const HostTensor& index = a.inputs[1];
     const HostTensor& out = a.outputs[0];
-    int64_t rows = 0;
-    size_t row_bytes = 0;
-    SLUICE_RETURN_IF_ERROR(CheckBufferAndIndex(kOp, buffer, index, &rows, &row_bytes));
-    if (out.dtype != buffer.dtype ||
-        static_cast<size_t>(out.size) * SizeOf(out.dtype) != row_bytes) {
-      return OpError(kOp, absl::StrCat(out.Describe("output", 0), " must be like one row of ",
-                                       buffer.Describe("input", 0)));
-    }
+    SLUICE_ASSIGN_OR_RETURN(const RowGeometry geometry, CheckReadRowOperands(buffer, index, out));
+    const int64_t rows = geometry.rows;
+    const size_t row_bytes = static_cast<size_t>(geometry.row_bytes);
     const char* src = static_cast<const char*>(buffer.data);
     const void* idx = index.data;
     const DataType idx_dtype = index.dtype;
