@@ -229,6 +229,16 @@ void StepSequence::AddWait(StepSequence* source, int steps) {
   }
 }
 
+void StepSequence::AnnounceAt(int steps) {
+  SLUICE_CHECK(head_ == nullptr && !closed_ && run_ != nullptr && steps > 0 &&
+               steps <= this->steps());
+  const auto at =
+      std::lower_bound(announcements_.begin(), announcements_.end(), static_cast<uint32_t>(steps));
+  if (at == announcements_.end() || *at != static_cast<uint32_t>(steps)) {
+    announcements_.insert(at, static_cast<uint32_t>(steps));
+  }
+}
+
 void StepSequence::MarkKept() {
   for (Blob* blob : private_) {
     // A released blob's roles stay as its run left them (nobody may name it again). No

@@ -138,6 +138,21 @@ class StepSequence final : public OpKernel {
   // the blob), since the step it waited for may have been skipped.
   void AddWait(StepSequence* source, int steps);
 
+  // Static, before Close: the sequence announces each run that it passed its first
+  // `steps` steps (0 < steps <= steps()), for a kernel of another sequence that watches it
+  // with Passed (a control-flow helper learning that the step it serves was skipped). Also
+  // requires set_run_counter.
+  void AnnounceAt(int steps);
+  // Any thread: true once this sequence has passed its first `steps` steps in the run
+  // tagged `run_tag` (run number << 32), `steps` being an AnnounceAt or AddWait point.
+  // seq_cst (the Waker protocol, should the caller park on something this announcement
+  // does not notify, it polls).
+  bool Passed(uint64_t run_tag, uint32_t steps) const {
+    const uint64_t progress = progress_.load(std::memory_order_seq_cst);
+    return (progress & ~uint64_t{0xFFFFFFFF}) == run_tag &&
+           static_cast<uint32_t>(progress) >= steps;
+  }
+
   // One AddWait, as the recorder writes it: before step(before_step) (== steps(): after
   // the last step), `source` has passed its first `steps` steps.
   struct Wait {

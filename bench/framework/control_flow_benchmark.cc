@@ -122,6 +122,9 @@ void BM_Interpreter_ParallelIterations(benchmark::State& state) {
       {"acc", HostTensor::FromVector(std::vector<float>(kSize, 0.0f), Shape({kSize}))}};
   const PreparedRun prepared =
       executor.Prepare(main.desc(), {"i", "n", "c", "acc"}, fetches, &scope).value();
+  // What the build made of it: lanes, and whether the loop's iterations overlap there.
+  state.counters["lanes"] = static_cast<double>(prepared.lowering().lane_sequences);
+  state.counters["pipelined"] = static_cast<double>(prepared.lowering().pipelined_loops);
   SLUICE_CHECK(executor.Run(prepared, feeds).ok());
   for (auto _ : state) {
     absl::StatusOr<RunResult> result = executor.Run(prepared, feeds);

@@ -71,7 +71,29 @@ struct Interpreter::Builder {
   // The kernel of every control-flow func (a ControlStep over its lowered sub-blocks).
   absl::Status BuildControlSteps(const VarTable& vars, const StreamTable& streams,
                                  std::vector<OpFunc>& funcs);
+  // With a pipelined loop, every compute stream of its device the options allow joins the
+  // table (appended: no func runs there), so that lane lowering gives each a lane whose
+  // helper runs iterations. True when a stream was added.
+  absl::StatusOr<bool> AddHelperStreams(StreamTable& streams);
 };
+
+absl::StatusOr<bool> Interpreter::Builder::AddHelperStreams(StreamTable& streams) {
+  bool added = false;
+  for (const std::unique_ptr<vm::OpKernel>& kernel : out.control_steps_) {
+    const auto* step = dynamic_cast<const control_flow::ControlStep*>(kernel.get());
+    if (step == nullptr || step->pipeline() == nullptr) continue;
+    for (int j = 0; j < options.compute_streams; ++j) {
+      SLUICE_ASSIGN_OR_RETURN(vm::Stream * stream,
+                              vm.GetStream(StreamKey{options.device, StreamType::kCompute, j}));
+      if (std::find(streams.streams.begin(), streams.streams.end(), stream) ==
+          streams.streams.end()) {
+        streams.streams.push_back(stream);
+        added = true;
+      }
+    }
+  }
+  return added;
+}
 
 absl::Status Interpreter::Builder::BuildControlSteps(const VarTable& vars,
                                                      const StreamTable& streams,
@@ -82,7 +104,8 @@ absl::Status Interpreter::Builder::BuildControlSteps(const VarTable& vars,
     if (funcs[f].schema != nullptr || funcs[f].source < 0) continue;
     vm::Stream* stream = streams.streams[static_cast<size_t>(streams.func_stream[f])];
     control_flow::SubBlockLowering lowering(program, registry, vm, stream, &out.cancel_,
-                                            &out.ops_run_, options.release_temporaries);
+                                            &out.ops_run_, options.release_temporaries,
+                                            &out.run_number_);
     const ir::OpDesc& op = program.global_block().ops()[static_cast<size_t>(funcs[f].source)];
     // The op's reads are its outer reads in order, each replaced by its copy where
     // placement put one on the op's device: the frames read what the node lists (and what
@@ -125,9 +148,9 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   const DependencyGraph deps = BuildDependencies(AccessesOf(funcs), vars.size());
   const std::vector<double> start = AssignStreams(
       funcs, deps, {options.device, options.compute_streams, options.cross_stream_cost});
-  SLUICE_ASSIGN_OR_RETURN(const StreamTable streams, BindStreams(vm, funcs));
+  SLUICE_ASSIGN_OR_RETURN(StreamTable streams, BindStreams(vm, funcs));
   SLUICE_ASSIGN_OR_RETURN(const BoundBlobs bound, BindBlobs(vm, scope, vars));
-  const std::vector<StreamInfo> stream_infos = DescribeStreams(vm, streams.streams);
+  std::vector<StreamInfo> stream_infos = DescribeStreams(vm, streams.streams);
   std::vector<bool> host_stream;
   for (const StreamInfo& info : stream_infos) host_stream.push_back(info.synchronous);
   std::vector<Node> nodes =
@@ -138,6 +161,8 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   // After the hand-offs: they rebind slots to other blobs, and a control step binds the
   // blobs its frames read and write once, here.
   SLUICE_RETURN_IF_ERROR(BuildControlSteps(vars, streams, funcs));
+  SLUICE_ASSIGN_OR_RETURN(const bool added, AddHelperStreams(streams));
+  if (added) stream_infos = DescribeStreams(vm, streams.streams);
   const StreamPlan plan =
       AnalyzeStreams(nodes, segments, start, stream_infos, options.skip_stream_analysis);
   LoweringStats& stats = out.lowering_;

@@ -46,6 +46,9 @@ struct LoweringStats {
   int64_t instructions = 0;  // batch nodes per run
   int64_t op_sequences = 0;
   int64_t lane_sequences = 0;  // streams run as one sequence each (0: not lane mode)
+  // while loops whose iterations overlap across lanes (parallel_iterations > 1; each lane
+  // but the loop's runs a helper step)
+  int64_t pipelined_loops = 0;
   int64_t stream_waits = 0;
   int64_t record_events = 0;
   int64_t releases = 0;          // release steps per run (shared releases' drops included)

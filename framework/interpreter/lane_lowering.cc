@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "framework/interpreter/control_flow/control_step.h"
+#include "framework/interpreter/control_flow/loop_pipeline.h"
 #include "vm/stream_policy.h"
 
 namespace sluice::framework {
@@ -42,7 +44,17 @@ void LowerToLanes(const LoweringInput& in, LoweringOutput& out) {
       // The producer's segment has a smaller key than this one, so it is in its lane.
       lane.AddWait(lanes[items[w].from].get(), passed_after[items[w].from_segment]);
     }
-    AppendSegment(in, in.segments[item.segment], lane, out.release_counts);
+    AppendSegment(in, in.segments[item.segment], lane, out.release_counts, [&](int f, int step) {
+      // A pipelined loop: every other lane runs a helper at this point of the work.
+      const auto* control = dynamic_cast<const control_flow::ControlStep*>(in.funcs[f].kernel);
+      if (control == nullptr || control->pipeline() == nullptr) return;
+      lane.AnnounceAt(step + 1);
+      const vm::OpKernel& helper = control->pipeline()->NewHelper(&lane, step);
+      for (int s = 0; s < k; ++s) {
+        if (s != item.to) lanes[s]->AddCall(helper, {}, {}, nullptr);
+      }
+      ++out.stats.pipelined_loops;
+    });
     passed_after[item.segment] = lane.steps();
   }
   for (int s = 0; s < k; ++s) {

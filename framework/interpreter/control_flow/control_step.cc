@@ -7,15 +7,12 @@
 #include "core/status.h"
 #include "core/tensor_storage.h"
 #include "ep/device.h"
+#include "framework/interpreter/control_flow/loop_pipeline.h"
 #include "vm/recorder.h"
 #include "vm/step_log.h"
 #include "vm/tracer.h"
 
 namespace sluice::framework::control_flow {
-namespace {
-
-// The predicate's value; nullopt when it has no value to read (poisoned, or never written
-// because a cancel skipped its producer).
 std::optional<bool> ReadPredicate(const vm::Blob* pred) {
   if (pred->poisoned() || pred->raw_storage() == nullptr) return std::nullopt;
   uint8_t byte = 0;
@@ -26,8 +23,6 @@ std::optional<bool> ReadPredicate(const vm::Blob* pred) {
 void PoisonAll(absl::Span<vm::Blob* const> blobs, const absl::Status& cause) {
   for (vm::Blob* blob : blobs) blob->Poison(cause);
 }
-
-}  // namespace
 
 std::string LoopIteration::Describe() const {
   std::string text =
@@ -51,13 +46,18 @@ std::unique_ptr<ControlStep> ControlStep::Cond(std::string where, vm::Blob* pred
   return step;
 }
 
-std::unique_ptr<ControlStep> ControlStep::While(std::string where, Loop loop) {
+std::unique_ptr<ControlStep> ControlStep::While(std::string where, LoopFrames loop) {
   std::unique_ptr<ControlStep> step(new ControlStep());
   step->where_ = std::move(where);
   step->is_loop_ = true;
   step->loop_ = std::move(loop);
+  if (step->loop_.in_flight > 0) {
+    step->pipeline_ = std::make_unique<LoopPipeline>(step->where_, step->loop_);
+  }
   return step;
 }
+
+ControlStep::~ControlStep() = default;
 
 absl::StatusOr<std::optional<bool>> ControlStep::ReadInOrder(vm::KernelContext& ctx,
                                                              const vm::Blob* pred,
@@ -91,8 +91,8 @@ absl::StatusOr<std::optional<bool>> ControlStep::ReadInOrder(vm::KernelContext& 
   return value;
 }
 
-absl::Status ControlStep::SetIteration(vm::KernelContext& ctx, int64_t iteration) const {
-  LoopIteration* counter = loop_.iteration.get();
+absl::Status ControlStep::SetIteration(vm::KernelContext& ctx, int slot, int64_t iteration) const {
+  LoopIteration* counter = loop_.iterations[static_cast<size_t>(slot)].get();
   if (!ctx.stream()->IsAsync()) {
     counter->set_value(iteration);
     return absl::OkStatus();
@@ -135,6 +135,7 @@ absl::Status ControlStep::Run(vm::KernelContext& ctx) const {
 }
 
 absl::Status ControlStep::RunLoop(vm::KernelContext& ctx) const {
+  if (pipeline_ != nullptr) return pipeline_->Drive(ctx);
   SLUICE_RETURN_IF_ERROR(loop_.entry.steps->Launch(ctx));
   // Tracing: one slice per iteration, from its condition's launch to the body's return (on
   // an asynchronous stream, to the next condition's predicate read: the body has run then).
@@ -149,7 +150,7 @@ absl::Status ControlStep::RunLoop(vm::KernelContext& ctx) const {
   for (int64_t done = 0;; ++done) {
     if (loop_.cancel != nullptr && loop_.cancel->load(std::memory_order_relaxed)) break;
     if (tracer != nullptr && !async) iteration_begin = vm::Tracer::NowNs();
-    SLUICE_RETURN_IF_ERROR(SetIteration(ctx, done));
+    SLUICE_RETURN_IF_ERROR(SetIteration(ctx, parity, done));
     SLUICE_RETURN_IF_ERROR(loop_.check[parity].steps->Launch(ctx));
     absl::Status poison;
     SLUICE_ASSIGN_OR_RETURN(const std::optional<bool> again,

@@ -19,7 +19,7 @@
 //
 // Frames (lower_sub_blocks.h builds them): a frame is one instance of a sub-block's steps
 // with blobs of its own. A cond has a frame per branch, each ending with copies of its
-// yields into Out. A while has:
+// yields into Out. A sequential while (loop_pipeline.h for a pipelined one) has:
 //  - an entry frame, which copies X into the current values of parity 0;
 //  - per parity p (0, 1), a condition frame and a body frame in which the loop's Out names
 //    are bound to the current values of parity p; the body ends with copies of its yields
@@ -44,6 +44,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "ep/event.h"
 #include "vm/blob.h"
 #include "vm/instruction.h"
@@ -85,31 +86,54 @@ class StepOrigin final : public vm::InstructionOrigin {
   const LoopIteration* const loop_;  // null outside loops
 };
 
+// A predicate's value, read on the host now; nullopt when it has no value to read
+// (poisoned, or never written because a cancel skipped its producer).
+std::optional<bool> ReadPredicate(const vm::Blob* pred);
+// Poisons each of `blobs` with `cause`.
+void PoisonAll(absl::Span<vm::Blob* const> blobs, const absl::Status& cause);
+
 // One lowered sub-block instance.
 struct Frame {
-  std::unique_ptr<vm::StepSequence> steps;            // closed; run as one unit
+  std::unique_ptr<vm::StepSequence> steps;  // closed; run as one unit (null: `stages`)
+  // A pipelined loop's body: its three stages (loop_stages.h), each closed, run in turn.
+  std::vector<std::unique_ptr<vm::StepSequence>> stages;
   std::vector<vm::Blob*> results;                     // what the block yields, once its steps ran
   std::vector<vm::BlobRef> blobs;                     // the block's own variables (kept alive)
   std::vector<std::unique_ptr<vm::OpKernel>> nested;  // control steps its steps call
   std::vector<std::unique_ptr<StepOrigin>> origins;   // its steps point at them
 };
 
+// A while loop's frames. Iteration k runs in slot k mod slots: a sequential loop has two
+// slots (double buffering, see above); a pipelined one P + 1 (loop_pipeline.h).
+struct LoopFrames {
+  Frame entry;                       // copies X into slot 0's current values
+  std::vector<Frame> check;          // by slot; results[0] is the predicate
+  std::vector<Frame> body;           // by slot; its yields' copies write the next slot's values
+  std::vector<Frame> exit;           // by slot; copies its current values into Out
+  std::vector<vm::BlobRef> current;  // every slot's current values
+  std::optional<int64_t> max_iterations;
+  const std::atomic<bool>* cancel = nullptr;  // set: stop before the next iteration
+  // By slot: the frames' steps' origins point at their slot's.
+  std::vector<std::unique_ptr<LoopIteration>> iterations;
+  // Pipelined: P, the iterations in flight (the body frames have stages); 0: sequential.
+  int in_flight = 0;
+  const std::atomic<uint32_t>* run_number = nullptr;  // pipelined: the graph's run counter
+  int slots() const { return static_cast<int>(check.size()); }
+};
+
+class LoopPipeline;
+
 class ControlStep final : public vm::OpKernel {
  public:
   // `where` names the op in errors ("block 0 op #3 'while'").
   static std::unique_ptr<ControlStep> Cond(std::string where, vm::Blob* pred, Frame on_true,
                                            Frame on_false);
-  struct Loop {
-    Frame entry;
-    std::array<Frame, 2> check;  // by parity; results[0] is the predicate
-    std::array<Frame, 2> body;
-    std::array<Frame, 2> exit;
-    std::vector<vm::BlobRef> current;  // both parities' current values
-    std::optional<int64_t> max_iterations;
-    const std::atomic<bool>* cancel = nullptr;  // set: stop before the next iteration
-    std::unique_ptr<LoopIteration> iteration;   // the frames' steps' origins point at it
-  };
-  static std::unique_ptr<ControlStep> While(std::string where, Loop loop);
+  // A pipelined loop (in_flight > 0) runs through a LoopPipeline.
+  static std::unique_ptr<ControlStep> While(std::string where, LoopFrames loop);
+  ~ControlStep() override;
+
+  // A pipelined loop's pipeline (lane lowering adds its helpers), else null.
+  LoopPipeline* pipeline() const { return pipeline_.get(); }
 
   absl::string_view name() const override { return is_loop_ ? "while" : "cond"; }
   // With the VM recording, the steps a launch ran (iterations unrolled, nested control
@@ -130,14 +154,15 @@ class ControlStep final : public vm::OpKernel {
   // has no value (poisoned: `poison` gets the error; or never written, by a cancel).
   absl::StatusOr<std::optional<bool>> ReadInOrder(vm::KernelContext& ctx, const vm::Blob* pred,
                                                   absl::Status* poison) const;
-  // Sets the loop's iteration in the stream order of ctx's stream.
-  absl::Status SetIteration(vm::KernelContext& ctx, int64_t iteration) const;
+  // Sets the iteration of slot `slot` in the stream order of ctx's stream.
+  absl::Status SetIteration(vm::KernelContext& ctx, int slot, int64_t iteration) const;
 
   std::string where_;
   bool is_loop_ = false;
   vm::Blob* pred_ = nullptr;  // cond
   std::array<Frame, 2> branches_;
-  Loop loop_;
+  LoopFrames loop_;
+  std::unique_ptr<LoopPipeline> pipeline_;  // pipelined loops
   // Asynchronous streams: the event the worker waits on to read a predicate (created at
   // the first read; one worker at a time runs the step).
   mutable std::unique_ptr<ep::Event> read_event_;

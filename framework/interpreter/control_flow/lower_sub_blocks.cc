@@ -2,16 +2,22 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "framework/interpreter/control_flow/loop_stages.h"
 #include "framework/interpreter/placement.h"
 #include "framework/ir/control_flow.h"
 
 namespace sluice::framework::control_flow {
 namespace {
+
+// A pipelined loop's iterations in flight at most (each one holds a slot: frames and
+// current values of its own).
+constexpr int64_t kMaxInFlight = 16;
 
 std::string Where(int block, int index, const std::string& type) {
   return absl::StrCat("block ", block, " op #", index, " '", type, "'");
@@ -35,20 +41,50 @@ absl::StatusOr<std::vector<vm::Blob*>> Bound(const Bindings& bound,
 
 }  // namespace
 
+std::unique_ptr<vm::StepSequence> SubBlockLowering::Sequence(
+    std::vector<PendingFrame::Call>& calls) const {
+  auto steps = std::make_unique<vm::StepSequence>();
+  steps->set_cancel_flag(cancel_);
+  steps->set_ops_counter(ops_run_);
+  for (PendingFrame::Call& call : calls) {
+    steps->AddCall(*call.kernel, std::move(call.reads), std::move(call.writes),
+                   std::move(call.attrs));
+    if (call.origin != nullptr) steps->set_step_origin(steps->steps() - 1, call.origin);
+  }
+  steps->Close();
+  return steps;
+}
+
 Frame SubBlockLowering::Finish(PendingFrame pending, absl::Span<vm::Blob* const> keep) const {
   Frame frame = std::move(pending.frame);
   if (release_temporaries_) ShareStorage(pending, frame, keep);
-  frame.steps = std::make_unique<vm::StepSequence>();
-  frame.steps->set_cancel_flag(cancel_);
-  frame.steps->set_ops_counter(ops_run_);
-  for (PendingFrame::Call& call : pending.calls) {
-    frame.steps->AddCall(*call.kernel, std::move(call.reads), std::move(call.writes),
-                         std::move(call.attrs));
-    if (call.origin != nullptr) {
-      frame.steps->set_step_origin(frame.steps->steps() - 1, call.origin);
+  frame.steps = Sequence(pending.calls);
+  return frame;
+}
+
+Frame SubBlockLowering::FinishStaged(PendingFrame pending,
+                                     const std::vector<int>& stage_of_call) const {
+  std::vector<PendingFrame::Call> ordered;
+  std::vector<int> stage;
+  for (int s = 0; s < 3; ++s) {
+    for (size_t c = 0; c < pending.calls.size(); ++c) {
+      if (stage_of_call[c] != s) continue;
+      ordered.push_back(std::move(pending.calls[c]));
+      stage.push_back(s);
     }
   }
-  frame.steps->Close();
+  pending.calls = std::move(ordered);
+  Frame frame = std::move(pending.frame);
+  if (release_temporaries_) ShareStorage(pending, frame, {});
+  size_t begin = 0;
+  for (int s = 0; s < 3; ++s) {
+    size_t end = begin;
+    while (end < stage.size() && stage[end] == s) ++end;
+    std::vector<PendingFrame::Call> calls(std::make_move_iterator(pending.calls.begin() + begin),
+                                          std::make_move_iterator(pending.calls.begin() + end));
+    frame.stages.push_back(Sequence(calls));
+    begin = end;
+  }
   return frame;
 }
 
@@ -130,13 +166,41 @@ void SubBlockLowering::ShareStorage(PendingFrame& pending, Frame& frame,
                 [&](const vm::BlobRef& blob) { return replaced.contains(blob.get()); });
 }
 
+void SubBlockLowering::WriteYieldsInPlace(PendingFrame& pending,
+                                          const std::vector<vm::Blob*>& next) {
+  Frame& frame = pending.frame;
+  for (size_t i = 0; i < next.size(); ++i) {
+    vm::Blob* const yielded = frame.results[i];
+    const bool own = std::any_of(frame.blobs.begin(), frame.blobs.end(),
+                                 [&](const vm::BlobRef& blob) { return blob.get() == yielded; });
+    if (!own || std::count(frame.results.begin(), frame.results.end(), yielded) != 1) continue;
+    int writers = 0;
+    bool nested = false;  // a nested control step's frames hold the blob by pointer
+    for (const PendingFrame::Call& call : pending.calls) {
+      const bool writes =
+          std::find(call.writes.begin(), call.writes.end(), yielded) != call.writes.end();
+      const bool reads =
+          std::find(call.reads.begin(), call.reads.end(), yielded) != call.reads.end();
+      writers += writes ? 1 : 0;
+      if ((writes || reads) && call.kernel->logs_own_steps()) nested = true;
+    }
+    if (writers != 1 || nested) continue;
+    for (PendingFrame::Call& call : pending.calls) {
+      std::replace(call.reads.begin(), call.reads.end(), yielded, next[i]);
+      std::replace(call.writes.begin(), call.writes.end(), yielded, next[i]);
+    }
+    frame.results[i] = next[i];
+    std::erase_if(frame.blobs, [&](const vm::BlobRef& blob) { return blob.get() == yielded; });
+  }
+}
+
 absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::Build(int block, int index,
                                                                      const ir::OpDesc& op,
                                                                      const Bindings& bound,
                                                                      const LoopIteration* loop) {
   const std::string where = Where(block, index, op.type);
   if (op.type == ir::kCondOp) return BuildCond(where, op, bound, loop);
-  return BuildWhile(where, op, bound, loop);
+  return BuildWhile(where, op, bound, loop, block == 0);
 }
 
 absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildCond(
@@ -161,21 +225,43 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildCond(
 
 absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(
     const std::string& where, const ir::OpDesc& op, const Bindings& bound,
-    const LoopIteration* enclosing) {
+    const LoopIteration* enclosing, bool global_block) {
+  int64_t parallel = 1;
+  if (absl::StatusOr<int64_t> p = op.attrs.GetInt(ir::kParallelIterationsAttr); p.ok()) {
+    parallel = *p;
+  }
+  // Iterations overlap only where other lanes can run them: a loop of block 0 on a cpu
+  // stream (a pipelined loop alone on its stream runs its iterations one by one).
+  if (parallel > 1 && global_block && run_number_ != nullptr && stream_->policy()->synchronous()) {
+    const int in_flight = static_cast<int>(std::min<int64_t>(parallel, kMaxInFlight));
+    SLUICE_ASSIGN_OR_RETURN(std::optional<LoopFrames> pipelined,
+                            BuildLoopFrames(where, op, bound, enclosing, in_flight));
+    if (pipelined.has_value()) return ControlStep::While(where, std::move(*pipelined));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::optional<LoopFrames> loop,
+                          BuildLoopFrames(where, op, bound, enclosing, 0));
+  return ControlStep::While(where, std::move(*loop));
+}
+
+absl::StatusOr<std::optional<LoopFrames>> SubBlockLowering::BuildLoopFrames(
+    const std::string& where, const ir::OpDesc& op, const Bindings& bound,
+    const LoopIteration* enclosing, int in_flight) {
   const std::vector<std::string>& names = op.Output(ir::kOutSlot);
   SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> x,
                           Bound(bound, op.Input(ir::kLoopVarsSlot), where));
   SLUICE_ASSIGN_OR_RETURN(std::vector<vm::Blob*> out, Bound(bound, names, where));
   SLUICE_ASSIGN_OR_RETURN(vm::BlockRef check, op.attrs.GetBlock(ir::kCondBlockAttr));
   SLUICE_ASSIGN_OR_RETURN(vm::BlockRef body, op.attrs.GetBlock(ir::kBodyBlockAttr));
-  ControlStep::Loop loop;
+  LoopFrames loop;
   if (absl::StatusOr<int64_t> max = op.attrs.GetInt(ir::kMaxIterationsAttr); max.ok()) {
     loop.max_iterations = *max;
   }
   loop.cancel = cancel_;
-  loop.iteration = std::make_unique<LoopIteration>(where, enclosing);
-  std::array<std::vector<vm::Blob*>, 2> current;
-  for (int p = 0; p < 2; ++p) {
+  loop.in_flight = in_flight;
+  loop.run_number = run_number_;
+  const int slots = in_flight > 0 ? in_flight + 1 : 2;
+  std::vector<std::vector<vm::Blob*>> current(static_cast<size_t>(slots));
+  for (int p = 0; p < slots; ++p) {
     for (size_t i = 0; i < out.size(); ++i) {
       SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob,
                               vm_.NewLazyBlob(stream_, out[i]->dtype(), out[i]->shape(),
@@ -183,25 +269,50 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(
       current[p].push_back(blob.get());
       loop.current.push_back(std::move(blob));
     }
+    loop.iterations.push_back(std::make_unique<LoopIteration>(where, enclosing));
   }
   SLUICE_ASSIGN_OR_RETURN(loop.entry, CopyFrame(x, current[0]));
-  for (int p = 0; p < 2; ++p) {
+  for (int p = 0; p < slots; ++p) {
+    const std::vector<vm::Blob*>& next = current[(p + 1) % slots];
+    const LoopIteration* iteration = loop.iterations[static_cast<size_t>(p)].get();
     Bindings inside = bound;
     for (size_t i = 0; i < names.size(); ++i) inside[names[i]] = current[p][i];
-    SLUICE_ASSIGN_OR_RETURN(PendingFrame check_frame, LowerBlock(static_cast<int>(check.index),
-                                                                 inside, loop.iteration.get()));
+    SLUICE_ASSIGN_OR_RETURN(PendingFrame check_frame,
+                            LowerBlock(static_cast<int>(check.index), inside, iteration));
+    // Which loop variables the condition reads (a pipelined loop's driver stage).
+    std::vector<bool> check_reads(names.size(), false);
+    for (size_t i = 0; i < names.size(); ++i) {
+      for (const PendingFrame::Call& call : check_frame.calls) {
+        if (std::find(call.reads.begin(), call.reads.end(), current[p][i]) != call.reads.end()) {
+          check_reads[i] = true;
+        }
+      }
+      if (check_frame.frame.results[0] == current[p][i]) check_reads[i] = true;
+    }
     // The predicate is read after the frame ran: kept.
     const std::vector<vm::Blob*> predicate = check_frame.frame.results;
-    loop.check[p] = Finish(std::move(check_frame), predicate);
+    loop.check.push_back(Finish(std::move(check_frame), predicate));
     SLUICE_ASSIGN_OR_RETURN(PendingFrame body_frame,
-                            LowerBlock(static_cast<int>(body.index), inside, loop.iteration.get()));
+                            LowerBlock(static_cast<int>(body.index), inside, iteration));
+    WriteYieldsInPlace(body_frame, next);
     for (size_t i = 0; i < out.size(); ++i) {
-      SLUICE_RETURN_IF_ERROR(AddCopy(body_frame, body_frame.frame.results[i], current[1 - p][i]));
+      SLUICE_RETURN_IF_ERROR(AddCopy(body_frame, body_frame.frame.results[i], next[i]));
     }
-    loop.body[p] = Finish(std::move(body_frame), {});
-    SLUICE_ASSIGN_OR_RETURN(loop.exit[p], CopyFrame(current[p], out));
+    if (in_flight > 0) {
+      std::vector<StageCall> calls;
+      for (const PendingFrame::Call& call : body_frame.calls) {
+        calls.push_back({call.reads, call.writes, call.random});
+      }
+      const LoopStages stages = SplitLoopBody(calls, current[p], next, check_reads);
+      if (stages.stage.empty()) return std::optional<LoopFrames>();
+      loop.body.push_back(FinishStaged(std::move(body_frame), stages.stage));
+    } else {
+      loop.body.push_back(Finish(std::move(body_frame), {}));
+    }
+    SLUICE_ASSIGN_OR_RETURN(Frame exit, CopyFrame(current[p], out));
+    loop.exit.push_back(std::move(exit));
   }
-  return ControlStep::While(where, std::move(loop));
+  return std::optional<LoopFrames>(std::move(loop));
 }
 
 // Block `desc` as the passes see it: its own variables are temporaries; every other name
@@ -253,13 +364,14 @@ absl::StatusOr<SubBlockLowering::PendingFrame> SubBlockLowering::LowerBlock(
     frame.origins.push_back(std::make_unique<StepOrigin>(where, loop));
     if (func.schema != nullptr) {
       pending.calls.push_back({func.kernel, std::move(reads), std::move(writes), func.attrs,
-                               frame.origins.back().get()});
+                               frame.origins.back().get(), func.random});
     } else {
       const ir::OpDesc& op = desc.ops()[static_cast<size_t>(func.source)];
       SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ControlStep> nested,
                               Build(block, func.source, op, bound, loop));
-      pending.calls.push_back(
-          {nested.get(), std::move(reads), std::move(writes), nullptr, frame.origins.back().get()});
+      // Its sub-blocks may draw random numbers: a pipelined loop keeps it in order.
+      pending.calls.push_back({nested.get(), std::move(reads), std::move(writes), nullptr,
+                               frame.origins.back().get(), /*random=*/true});
       frame.nested.push_back(std::move(nested));
     }
   }

@@ -29,7 +29,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -50,9 +52,12 @@ class SubBlockLowering {
   // `stream`: the control step's stream (cpu, or an asynchronous stream whose memory the
   // host addresses: sim). `cancel` and `ops_run`: the interpreter's cancel flag and op
   // counter, given to every frame. `release_temporaries`: InterpreterOptions'.
+  // `run_number`: the graph's run counter (vm::StepSequence::set_run_counter), which a
+  // pipelined loop tags its state with; null: loops of the global block run sequentially.
   SubBlockLowering(const ir::ProgramDesc& program, const ops::OpRegistry& registry,
                    vm::VirtualMachine& vm, vm::Stream* stream, const std::atomic<bool>* cancel,
-                   std::atomic<int64_t>* ops_run, bool release_temporaries)
+                   std::atomic<int64_t>* ops_run, bool release_temporaries,
+                   const std::atomic<uint32_t>* run_number = nullptr)
       : program_(program),
         registry_(registry),
         vm_(vm),
@@ -60,7 +65,8 @@ class SubBlockLowering {
         device_(stream->key().device),
         cancel_(cancel),
         ops_run_(ops_run),
-        release_temporaries_(release_temporaries) {}
+        release_temporaries_(release_temporaries),
+        run_number_(run_number) {}
 
   // The control step of op #`index` of block `block` (a cond or while that passed
   // ProgramDesc::Validate), whose names resolve through `bound`. Errors name the block and
@@ -80,10 +86,21 @@ class SubBlockLowering {
                                                          const ir::OpDesc& op,
                                                          const Bindings& bound,
                                                          const LoopIteration* loop);
+  // `global_block`: the op is in block 0 (its control step is a step of a lane, whose
+  // other lanes can help a pipelined loop).
   absl::StatusOr<std::unique_ptr<ControlStep>> BuildWhile(const std::string& where,
                                                           const ir::OpDesc& op,
                                                           const Bindings& bound,
-                                                          const LoopIteration* loop);
+                                                          const LoopIteration* loop,
+                                                          bool global_block);
+  // A loop's frames in `in_flight` + 1 slots with staged bodies (loop_pipeline.h), or in
+  // two slots when `in_flight` is 0. nullopt when in_flight > 0 and the body does not
+  // split (loop_stages.h).
+  absl::StatusOr<std::optional<LoopFrames>> BuildLoopFrames(const std::string& where,
+                                                            const ir::OpDesc& op,
+                                                            const Bindings& bound,
+                                                            const LoopIteration* enclosing,
+                                                            int in_flight);
   // A frame being lowered: its calls, kept until Finish places the releases.
   struct PendingFrame {
     struct Call {
@@ -91,6 +108,7 @@ class SubBlockLowering {
       std::vector<vm::Blob*> reads, writes;
       std::shared_ptr<const vm::AttrMap> attrs;
       const StepOrigin* origin;  // null: a copy the lowering added
+      bool random = false;       // draws random numbers (a nested control step: may)
     };
     Frame frame;  // blobs, results, nested steps and origins so far; no steps yet
     std::vector<Call> calls;
@@ -104,6 +122,15 @@ class SubBlockLowering {
   // The frame with its closed StepSequence of the calls; with release_temporaries, its own
   // blobs (but those in `keep`) share storage by live range first.
   Frame Finish(PendingFrame pending, absl::Span<vm::Blob* const> keep) const;
+  // A pipelined body: the calls in stage order (stable), storage shared by live range in
+  // that order, one closed StepSequence per stage in Frame::stages.
+  Frame FinishStaged(PendingFrame pending, const std::vector<int>& stage_of_call) const;
+  // A body frame's yields written where the next iteration reads them: a yielded variable
+  // of the body's own, written by one call (not a nested control step) and yielded once,
+  // is rebound to its next value `next[i]`, so the copy into it disappears.
+  static void WriteYieldsInPlace(PendingFrame& pending, const std::vector<vm::Blob*>& next);
+  // A closed sequence of `calls`, wired to the cancel flag and the op counter.
+  std::unique_ptr<vm::StepSequence> Sequence(std::vector<PendingFrame::Call>& calls) const;
   // Rebinds `pending`'s calls and `frame`'s results so that own blobs with disjoint live
   // ranges (same dtype and shape) are one blob; drops the blobs no longer used.
   static void ShareStorage(PendingFrame& pending, Frame& frame, absl::Span<vm::Blob* const> keep);
@@ -119,6 +146,7 @@ class SubBlockLowering {
   const std::atomic<bool>* const cancel_;
   std::atomic<int64_t>* const ops_run_;
   const bool release_temporaries_;
+  const std::atomic<uint32_t>* const run_number_;
 };
 
 }  // namespace sluice::framework::control_flow
