@@ -274,9 +274,10 @@ int StressMain(int argc, char** argv) {
       "with a\n"
       "sequential host evaluation of the program. Ends with one JSON line:\n"
       "  {\"programs\":..,\"runs\":..,\"conds\":..,\"whiles\":..,\"stream_waits\":..,\n"
-      "   \"compared\":..,\"mismatches\":..,\"sync_errors\":..,\"programs_with_sync_errors\":..,\n"
-      "   \"hangs\":..,\"run_errors\":..}\n"
-      "stream_waits counts the cross-stream waits of the lowered programs, mismatches\n"
+      "   \"pipelined_loops\":..,\"compared\":..,\"mismatches\":..,\"sync_errors\":..,\n"
+      "   \"programs_with_sync_errors\":..,\"hangs\":..,\"run_errors\":..}\n"
+      "stream_waits counts the cross-stream waits of the lowered programs,\n"
+      "pipelined_loops their loops whose iterations overlap (cpu, K >= 2), mismatches\n"
       "fetched values that differ, programs_with_sync_errors the programs whose runs made\n"
       "the checker report, hangs runs not done within the timeout (then cancelled),\n"
       "run_errors runs that failed.\n",

@@ -58,10 +58,11 @@ void Compare(const std::vector<framework::HostTensor>& got,
 std::string ControlFlowStressTotals::ToJson() const {
   return absl::StrFormat(
       "{\"programs\":%d,\"runs\":%d,\"conds\":%d,\"whiles\":%d,\"stream_waits\":%d,"
-      "\"compared\":%d,\"mismatches\":%d,\"sync_errors\":%d,\"programs_with_sync_errors\":%d,"
+      "\"pipelined_loops\":%d,\"compared\":%d,\"mismatches\":%d,\"sync_errors\":%d,\"programs_with_"
+      "sync_errors\":%d,"
       "\"hangs\":%d,\"run_errors\":%d}",
-      programs, runs, conds, whiles, stream_waits, compared, mismatches, sync_errors,
-      programs_with_sync_errors, hangs, run_errors);
+      programs, runs, conds, whiles, stream_waits, pipelined_loops, compared, mismatches,
+      sync_errors, programs_with_sync_errors, hangs, run_errors);
 }
 
 absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
@@ -145,6 +146,7 @@ absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
         if (absl::StatusOr<framework::LoweringStats> lowering = executor->LastLowering();
             lowering.ok()) {
           totals.stream_waits += lowering->stream_waits;
+          totals.pipelined_loops += lowering->pipelined_loops;
         }
       }
       Compare(result->fetches, *want, generated->fetches, where, &totals);

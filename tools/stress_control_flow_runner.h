@@ -43,9 +43,11 @@ struct ControlFlowStressTotals {
   int64_t conds = 0;  // cond / while ops generated, at any depth
   int64_t whiles = 0;
   int64_t stream_waits = 0;  // StreamWaits in the lowered block-0 graphs (cross-stream edges)
-  int64_t compared = 0;      // fetched values compared with the reference
-  int64_t mismatches = 0;    // fetched values that differ from the reference
-  int64_t sync_errors = 0;   // the checker's violation count
+  // Block-0 loops whose iterations overlap (parallel_iterations > 1, cpu lanes)
+  int64_t pipelined_loops = 0;
+  int64_t compared = 0;                   // fetched values compared with the reference
+  int64_t mismatches = 0;                 // fetched values that differ from the reference
+  int64_t sync_errors = 0;                // the checker's violation count
   int64_t programs_with_sync_errors = 0;  // programs during whose runs the count grew
   int64_t hangs = 0;
   int64_t run_errors = 0;  // runs that returned an error

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ep/runtime.h"
+#include "framework/builder/control_flow.h"
 #include "framework/builder/program.h"
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
@@ -85,6 +86,30 @@ std::vector<std::string> CountingLoop() {
   return {out[1].var().name()};
 }
 
+// while i < n { i += 1; x = x + tanh(w * i) } with two iterations in flight: on cpu with two
+// streams the iterations overlap unless the VM records (one thread runs them all then, so
+// that one expansion holds them), and each helper step records an empty expansion.
+std::vector<std::string> OverlappedLoop() {
+  const Var i = Data("i", Shape()).value();
+  const Var n = Data("n", Shape()).value();
+  const Var x = Data("x", Shape({3})).value();
+  const Var w = Data("w", Shape({3})).value();
+  fn::WhileOptions options;
+  options.parallel_iterations = 2;
+  std::vector<Value> out =
+      fn::WhileLoop([&](const std::vector<Value>& vars) { return fn::LessThan(vars[0], n); },
+                    [&](const std::vector<Value>& vars) -> absl::StatusOr<std::vector<Value>> {
+                      SLUICE_ASSIGN_OR_RETURN(Value next_i, fn::Increment(vars[0]));
+                      SLUICE_ASSIGN_OR_RETURN(Value t, fn::Mul(w, vars[0]));
+                      SLUICE_ASSIGN_OR_RETURN(t, fn::Tanh(t));
+                      SLUICE_ASSIGN_OR_RETURN(Value next_x, fn::Add(vars[1], t));
+                      return std::vector<Value>{next_i, next_x};
+                    },
+                    {i, x}, options)
+          .value();
+  return {out[1].var().name()};
+}
+
 absl::StatusOr<vm::ReplayResult> Replay(const vm::RecordedProgram& program, vm::DeviceMap map) {
   ep::RuntimeOptions runtime_options;
   runtime_options.num_sim_devices = 2;
@@ -128,6 +153,21 @@ TEST(RecordReplayControlFlowTest, LoopWithACondReplaysItsChecksums) {
     }
     std::filesystem::remove(path);
   }
+}
+
+TEST(RecordReplayControlFlowTest, AnOverlappedLoopReplaysItsChecksums) {
+  const std::string path =
+      Record(Device(DeviceType::kCpu, 0), "sluice_cf_overlapped.rec", OverlappedLoop);
+  const vm::RecordedProgram program = vm::ReadRecordFile(path).value();
+  // Per run: the loop's expansion and the helper's empty one.
+  EXPECT_EQ(program.expansions.size(), 6u);
+  absl::StatusOr<vm::ReplayResult> result = Replay(program, {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->expansions, 6);
+  EXPECT_GT(result->checksums_compared, 5);
+  EXPECT_TRUE(result->mismatches.empty());
+  EXPECT_TRUE(result->op_error.ok()) << result->op_error;
+  std::filesystem::remove(path);
 }
 
 // The record as text, with the steps [first, first + count) of the expansion numbered

@@ -44,8 +44,7 @@ class LoopPipeline::Helper final : public vm::OpKernel {
     p.Await([&] {
       open = Tagged(p.published_.load(std::memory_order_seq_cst), tag);
       return open || driver_lane_->Passed(tag, driver_passed_) ||
-             (cancel != nullptr && cancel->load(std::memory_order_relaxed)) ||
-             ctx.vm_cancelling();
+             (cancel != nullptr && cancel->load(std::memory_order_relaxed)) || ctx.vm_cancelling();
     });
     if (open && !p.solo_.load(std::memory_order_seq_cst)) p.Participate(ctx, tag);
     if (vm::Recorder* recorder = ctx.recorder(); recorder != nullptr) {
@@ -65,8 +64,7 @@ LoopPipeline::LoopPipeline(std::string where, const LoopFrames& loop)
 
 LoopPipeline::~LoopPipeline() = default;
 
-const vm::OpKernel& LoopPipeline::NewHelper(const vm::StepSequence* driver_lane,
-                                            int driver_step) {
+const vm::OpKernel& LoopPipeline::NewHelper(const vm::StepSequence* driver_lane, int driver_step) {
   helpers_.push_back(
       std::make_unique<Helper>(this, driver_lane, static_cast<uint32_t>(driver_step + 1)));
   return *helpers_.back();
@@ -178,8 +176,8 @@ LoopPipeline::Advance LoopPipeline::AdvanceDriver(vm::KernelContext& ctx, uint64
       break;
     }
     if (loop_.max_iterations.has_value() && next >= *loop_.max_iterations) {
-      Fail(absl::InvalidArgumentError(absl::StrCat(
-          where_, ": more than ", *loop_.max_iterations, " iterations (max_iterations)")));
+      Fail(absl::InvalidArgumentError(absl::StrCat(where_, ": more than ", *loop_.max_iterations,
+                                                   " iterations (max_iterations)")));
       EndAt(ctx, tag, next);
       break;
     }

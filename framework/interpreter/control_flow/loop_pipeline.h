@@ -27,11 +27,11 @@
 // input), or for a cancel.
 //
 // Observers. The sync checker sees every step of every iteration on the lane that ran it;
-// opening, publishing, completing and ending are ordering edges (KernelContext::NoteSequencePassed and
-// NoteSequenceWaited keyed by this object), as a lane's waits are. With the VM recording,
-// the driver runs every iteration itself (the log of a control step's steps is one
-// thread's) and a helper records an empty expansion. With a tracer, each iteration is a
-// slice on the lane that completed it.
+// opening, publishing, completing and ending are ordering edges (KernelContext::NoteSequencePassed
+// and NoteSequenceWaited keyed by this object), as a lane's waits are. With the VM recording, the
+// driver runs every iteration itself (the log of a control step's steps is one thread's) and a
+// helper records an empty expansion. With a tracer, each iteration is a slice on the lane that
+// completed it.
 //
 // Thread-safety: one driver and any number of helpers run at once, for one run of the
 // graph at a time; state is atomics tagged with the run's number.

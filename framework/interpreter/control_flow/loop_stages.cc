@@ -6,9 +6,8 @@
 
 namespace sluice::framework::control_flow {
 
-LoopStages SplitLoopBody(const std::vector<StageCall>& calls,
-                         const std::vector<vm::Blob*>& current, const std::vector<vm::Blob*>& next,
-                         const std::vector<bool>& check_reads) {
+LoopStages SplitLoopBody(const std::vector<StageCall>& calls, const std::vector<vm::Blob*>& current,
+                         const std::vector<vm::Blob*>& next, const std::vector<bool>& check_reads) {
   LoopStages out;
   const size_t n = calls.size();
   absl::flat_hash_map<const vm::Blob*, int> writer;  // blob -> its one writing call

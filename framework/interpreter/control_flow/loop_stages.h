@@ -43,9 +43,8 @@ struct LoopStages {
 // one its copy writes. `check_reads[i]`: the condition reads loop variable i. A body
 // splits when every blob it writes has one writer, nothing draws random numbers, and some
 // call lands in stage 1 (else pipelining would only add overhead).
-LoopStages SplitLoopBody(const std::vector<StageCall>& calls,
-                         const std::vector<vm::Blob*>& current, const std::vector<vm::Blob*>& next,
-                         const std::vector<bool>& check_reads);
+LoopStages SplitLoopBody(const std::vector<StageCall>& calls, const std::vector<vm::Blob*>& current,
+                         const std::vector<vm::Blob*>& next, const std::vector<bool>& check_reads);
 
 }  // namespace sluice::framework::control_flow
 
