@@ -8,11 +8,13 @@
 //                                     enqueues each frame on the sim stream and waits for
 //                                     each predicate (an event) before the next iteration.
 //   BM_Interpreter_ParallelIterations/<p>
-//                                     while i < n { i += 1; acc = acc + tanh(tanh(c * i)) / 2 }
+//                                     while i < n { i += 1; acc = acc + tanh(c * i) / 2 }
 //                                     on [8192] f32 (the tanh chain, about 20 µs, depends
-//                                     on i alone: iteration k + 1's chain could run beside
+//                                     on i alone: iteration k + 1's chain can run beside
 //                                     iteration k's), 200 iterations, two cpu compute
-//                                     streams, parallel_iterations p; per_iteration as above.
+//                                     streams, parallel_iterations p; per_iteration as above;
+//                                     `lanes` and `pipelined` say what the build made of it
+//                                     (lane sequences; loops whose iterations overlap).
 //
 // Peers (docs/benchmarks.md): TensorFlow's tf.while_loop in a tf.function and
 // PaddlePaddle's static while_loop, measured by their own scripts.
