@@ -100,12 +100,15 @@ absl::Status Interpreter::Builder::BuildControlSteps(const VarTable& vars,
                                                      std::vector<OpFunc>& funcs) {
   control_flow::Bindings bound;
   for (const VarSlot& slot : vars.slots) bound[slot.name] = slot.blob.get();
+  // A loop's iterations overlap only on the lanes of a block lowered to lanes.
+  const bool lanes_possible = options.compute_streams > 1 && options.lane_sequences &&
+                              options.fuse && !options.skip_stream_analysis;
   for (size_t f = 0; f < funcs.size(); ++f) {
     if (funcs[f].schema != nullptr || funcs[f].source < 0) continue;
     vm::Stream* stream = streams.streams[static_cast<size_t>(streams.func_stream[f])];
     control_flow::SubBlockLowering lowering(program, registry, vm, stream, &out.cancel_,
                                             &out.ops_run_, options.release_temporaries,
-                                            &out.run_number_);
+                                            lanes_possible ? &out.run_number_ : nullptr);
     const ir::OpDesc& op = program.global_block().ops()[static_cast<size_t>(funcs[f].source)];
     // The op's reads are its outer reads in order, each replaced by its copy where
     // placement put one on the op's device: the frames read what the node lists (and what

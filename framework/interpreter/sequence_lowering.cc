@@ -19,7 +19,7 @@ vm::ReleaseCount* ReleaseCounts::For(int var, int drops) {
 }
 
 void AppendSegment(const LoweringInput& in, const Segment& segment, vm::StepSequence& sequence,
-                   ReleaseCounts& counts, absl::FunctionRef<void(int func, int step)> on_call) {
+                   ReleaseCounts& counts, absl::FunctionRef<void(int node, int step)> on_call) {
   for (int b : segment.nodes) {
     const Node& node = in.nodes[b];
     if (node.op >= 0) {
@@ -28,7 +28,7 @@ void AppendSegment(const LoweringInput& in, const Segment& segment, vm::StepSequ
       for (int v : func.inputs) inputs.push_back(in.vars.slots[v].blob.get());
       for (int v : func.outputs) outputs.push_back(in.vars.slots[v].blob.get());
       sequence.AddCall(*func.kernel, std::move(inputs), std::move(outputs), func.attrs);
-      on_call(node.op, sequence.steps() - 1);
+      on_call(b, sequence.steps() - 1);
     } else if (node.drops > 0) {
       sequence.AddSharedRelease(in.vars.slots[node.var].blob.get(),
                                 counts.For(node.var, node.drops));

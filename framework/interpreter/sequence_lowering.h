@@ -64,10 +64,10 @@ std::unique_ptr<vm::StepSequence> NewSequence(const SequenceCounters& counters);
 // Appends `segment`'s nodes to `sequence`: an op call per op func (on the slots' blobs), a
 // release per release node that hands its storage to no one (a shared one drops its
 // variable's count in `counts`).
-// `on_call` (optional) learns each op call's func index and step number in `sequence`.
+// `on_call` (optional) learns each op call's node index and step number in `sequence`.
 void AppendSegment(
     const LoweringInput& in, const Segment& segment, vm::StepSequence& sequence,
-    ReleaseCounts& counts, absl::FunctionRef<void(int func, int step)> on_call = [](int, int) {});
+    ReleaseCounts& counts, absl::FunctionRef<void(int node, int step)> on_call = [](int, int) {});
 
 }  // namespace sluice::framework
 

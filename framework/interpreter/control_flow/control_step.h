@@ -4,7 +4,8 @@
 // steps: every step goes through KernelContext::RunStep on the control step's stream, so
 // the poison rules, lazy allocation, error reports and the sync checker see each step as
 // they see any other. This is the *inline* form: every stream the sub-blocks use is the
-// control step's own stream.
+// control step's own stream. (The exception is a pipelined loop, loop_pipeline.h: helper
+// steps in the block's other lanes run some of its iterations' steps on their streams.)
 //  - On a synchronous (cpu) stream the steps have run when their launch returns, and the
 //    predicate's byte is read directly.
 //  - On an asynchronous stream whose memory the host addresses (sim), the steps are
@@ -22,14 +23,15 @@
 // yields into Out. A sequential while (loop_pipeline.h for a pipelined one) has:
 //  - an entry frame, which copies X into the current values of parity 0;
 //  - per parity p (0, 1), a condition frame and a body frame in which the loop's Out names
-//    are bound to the current values of parity p; the body ends with copies of its yields
-//    into the current values of parity 1 - p (double buffering: a body that returns its
-//    variables swapped reads nothing it overwrites);
+//    are bound to the current values of parity p; the body writes its yields into the
+//    current values of parity 1 - p, in place or by a copy at its end (double buffering:
+//    a body that returns its variables swapped reads nothing it overwrites);
 //  - per parity, an exit frame that copies the current values into Out.
 //
 // Immutable once built, but for per-launch state (the predicate read's event and value,
 // the loops' iteration numbers) that one launch at a time uses: Launch may run on any
-// worker, one at a time (runs of a graph follow one another).
+// worker, one at a time (runs of a graph follow one another). A pipelined loop's steps
+// also run on its helpers' workers, during its Launch (loop_pipeline.h says how).
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_CONTROL_FLOW_CONTROL_STEP_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_CONTROL_FLOW_CONTROL_STEP_H_
 

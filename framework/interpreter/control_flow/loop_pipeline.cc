@@ -229,17 +229,16 @@ absl::Status LoopPipeline::Drive(vm::KernelContext& ctx) {
     poison_ = absl::OkStatus();
   }
   const absl::Status entered = loop_.entry.steps->Launch(ctx);
+  if (!entered.ok()) Fail(entered);
   // Open the run: the other words first, published_ last (a helper reads them after it).
+  // A failed entry opens the run ended, before anyone can advance it.
   claim_.store(tag, std::memory_order_seq_cst);
   completed_.store(tag, std::memory_order_seq_cst);
-  end_.store(tag, std::memory_order_seq_cst);
+  if (check && !entered.ok()) ctx.NoteSequencePassed(&end_, tag, 1);
+  end_.store(entered.ok() ? tag : tag | 1, std::memory_order_seq_cst);
   solo_.store(ctx.recorder() != nullptr, std::memory_order_seq_cst);
   if (check) ctx.NoteSequencePassed(&published_, tag, 0);  // the entry and the captures
   Publish(published_, tag);
-  if (!entered.ok()) {
-    Fail(entered);
-    EndAt(ctx, tag, 0);
-  }
   Participate(ctx, tag);
   // Every iteration is claimed; wait for the ones helpers run.
   const uint32_t trip = Low(end_.load(std::memory_order_seq_cst)) - 1;

@@ -26,12 +26,17 @@
 // to open, or for its lane to pass the driver's step (the step was skipped: a poisoned
 // input), or for a cancel.
 //
-// Observers. The sync checker sees every step of every iteration on the lane that ran it;
-// opening, publishing, completing and ending are ordering edges (KernelContext::NoteSequencePassed
-// and NoteSequenceWaited keyed by this object), as a lane's waits are. With the VM recording, the
-// driver runs every iteration itself (the log of a control step's steps is one thread's) and a
-// helper records an empty expansion. With a tracer, each iteration is a slice on the lane that
+// Observers. The sync checker sees every step of every iteration on the lane that ran it.
+// Opening, publishing, completing and ending are ordering edges
+// (KernelContext::NoteSequencePassed and NoteSequenceWaited, keyed by the addresses of the
+// four counters), as a lane's waits are. With the VM recording, the driver runs every
+// iteration itself (the log of a control step's steps is one thread's), and a helper
+// records an empty expansion. With a tracer, each iteration is a slice on the lane that
 // completed it.
+//
+// Errors. An op failing in an iteration reports that iteration. With iterations in
+// flight, a later iteration's independent stage may fail, and be reported, before an
+// earlier one's does: the run's error is whichever was reported first.
 //
 // Thread-safety: one driver and any number of helpers run at once, for one run of the
 // graph at a time; state is atomics tagged with the run's number.

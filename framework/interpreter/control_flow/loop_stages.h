@@ -10,9 +10,9 @@
 //  - stage 2, *carried*: the rest (they read a non-driver loop variable, directly or
 //    through another call). Stage 2 of iteration k + 1 runs after stage 2 of iteration k.
 // The stages, in order, are a valid order of the calls: stage 0 reads only stage 0; stage 1
-// reads stages 0 and 1. A copy into a next value goes in the stage of the call that wrote
-// the copied value (a copy of a loop variable or a capture: stage 0 for a driver variable,
-// else stage 2 or 1 by the same rule as any call).
+// reads stages 0 and 1. A copy into a next value is a call like any other: stage 0 when
+// it writes a driver variable's next value, else stage 1 or 2 by what it reads (so a copy
+// of a stage-0 value into a non-driver variable is stage 1).
 //
 // Pure functions of their arguments; thread-compatible.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_CONTROL_FLOW_LOOP_STAGES_H_

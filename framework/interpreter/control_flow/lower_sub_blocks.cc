@@ -231,7 +231,8 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(
     parallel = *p;
   }
   // Iterations overlap only where other lanes can run them: a loop of block 0 on a cpu
-  // stream (a pipelined loop alone on its stream runs its iterations one by one).
+  // stream, in a block lowered to lanes over more than one stream (the interpreter gives
+  // a run counter only then).
   if (parallel > 1 && global_block && run_number_ != nullptr && stream_->policy()->synchronous()) {
     const int in_flight = static_cast<int>(std::min<int64_t>(parallel, kMaxInFlight));
     SLUICE_ASSIGN_OR_RETURN(std::optional<LoopFrames> pipelined,

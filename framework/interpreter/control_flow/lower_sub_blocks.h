@@ -53,7 +53,8 @@ class SubBlockLowering {
   // host addresses: sim). `cancel` and `ops_run`: the interpreter's cancel flag and op
   // counter, given to every frame. `release_temporaries`: InterpreterOptions'.
   // `run_number`: the graph's run counter (vm::StepSequence::set_run_counter), which a
-  // pipelined loop tags its state with; null: loops of the global block run sequentially.
+  // pipelined loop tags its state with. Given only when the block will run as lanes over
+  // more than one stream; null: every loop runs one iteration at a time.
   SubBlockLowering(const ir::ProgramDesc& program, const ops::OpRegistry& registry,
                    vm::VirtualMachine& vm, vm::Stream* stream, const std::atomic<bool>* cancel,
                    std::atomic<int64_t>* ops_run, bool release_temporaries,
