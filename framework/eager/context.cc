@@ -3,6 +3,7 @@
 #include <new>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/eager/internal/context_state.h"
@@ -30,6 +31,28 @@ ContextState::~ContextState() {
 
 static_assert(sizeof(TensorState) >= sizeof(ContextState::FreeBlock));
 
+GradRecorder* ContextState::InstallGradRecorder(std::unique_ptr<GradRecorder> recorder) {
+  PlainMutexLock lock(&mu);
+  if (grad_recorder_owner_ == nullptr) {
+    grad_recorder_owner_ = std::move(recorder);
+    grad_recorder.store(grad_recorder_owner_.get(), std::memory_order_release);
+  }
+  return grad_recorder_owner_.get();
+}
+
+TensorState* TensorState::NewAlias(TensorState* of) {
+  TensorState* owner = of->Owner();
+  owner->Ref();
+  TensorState* alias = New(owner->context_, vm::OwnedBlob());
+  alias->alias_of_ = owner;
+  return alias;
+}
+
+bool TensorState::InstallGradMeta(GradMeta* meta) {
+  GradMeta* expected = nullptr;
+  return grad_meta_.compare_exchange_strong(expected, meta, std::memory_order_acq_rel);
+}
+
 TensorState* TensorState::New(ContextState* ctx, vm::OwnedBlob blob) {
   PlainMutexLock lock(&ctx->mu);
   return NewLocked(ctx, std::move(blob));
@@ -49,6 +72,10 @@ TensorState* TensorState::NewLocked(ContextState* ctx, vm::OwnedBlob blob) {
 
 void TensorState::Die() {
   ContextState* const ctx = context_;
+  // Ended after the unlock: autograd's meta may hold other tensors, and an alias holds its
+  // owner, whose end takes the lock.
+  std::unique_ptr<GradMeta> meta(grad_meta_.load(std::memory_order_acquire));
+  TensorState* const owner = alias_of_;
   // Dropped after the unlock: it may be the context's last reference (its destructor takes
   // the lock and ends the VM).
   std::shared_ptr<ContextState> last;
@@ -79,6 +106,8 @@ void TensorState::Die() {
     }
     if (--ctx->live_tensors == 0) last = std::move(ctx->self);
   }
+  meta.reset();
+  if (owner != nullptr) owner->Unref();
 }
 
 }  // namespace internal
@@ -193,11 +222,35 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
   size_t n = 0;
   for (const vm::BlobList& slot : *out) n += slot.size();
   tensors.reserve(n);  // nothing below allocates for the vector under the lock
-  PlainMutexLock lock(&state_->mu);
-  for (vm::BlobList& slot : *out) {
-    for (vm::BlobRef& blob : slot) {
-      tensors.push_back(
-          Tensor(internal::TensorState::NewLocked(state_.get(), vm::OwnedBlob(std::move(blob)))));
+  {
+    PlainMutexLock lock(&state_->mu);
+    for (vm::BlobList& slot : *out) {
+      for (vm::BlobRef& blob : slot) {
+        tensors.push_back(
+            Tensor(internal::TensorState::NewLocked(state_.get(), vm::OwnedBlob(std::move(blob)))));
+      }
+    }
+  }
+  if (internal::GradRecorder* recorder = state_->grad_recorder.load(std::memory_order_acquire);
+      recorder != nullptr) {
+    absl::InlinedVector<internal::TensorState*, 4> in_states, out_states;
+    absl::InlinedVector<int, 4> in_slots, out_slots;
+    bool wanted = false;
+    for (const std::vector<Tensor>& slot : inputs) {
+      in_slots.push_back(static_cast<int>(slot.size()));
+      for (const Tensor& t : slot) {
+        in_states.push_back(t.state_);
+        wanted = wanted || t.state_->requires_grad();
+      }
+    }
+    if (wanted) {
+      for (const vm::BlobList& slot : *out) out_slots.push_back(static_cast<int>(slot.size()));
+      for (const Tensor& t : tensors) out_states.push_back(t.state_);
+      SLUICE_RETURN_IF_ERROR(
+          recorder->Record(op, attrs, in_states, in_slots, absl::MakeSpan(out_states), out_slots));
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        if (out_states[i] != tensors[i].state_) tensors[i] = Tensor(out_states[i]);
+      }
     }
   }
   return tensors;
@@ -225,13 +278,34 @@ absl::StatusOr<Tensor> Context::CallSingleIn(internal::ContextState* state, absl
     if (t.state_->context() != state) SLUICE_RETURN_IF_ERROR(CheckOwnInput(state, op, t));
     in.push_back(t.state_->blob().get());
   }
-  // The output's tensor state is made under the same hold as the call.
-  PlainMutexLock lock(&state->mu);
-  ops::DispatchOptions options;
-  options.default_device = device.value_or(state->default_device);
-  absl::StatusOr<vm::OwnedBlob> out = state->dispatcher->CallSingle(op, in, attrs, options);
-  if (!out.ok()) return out.status();
-  return Tensor(internal::TensorState::NewLocked(state, *std::move(out)));
+  Tensor result;
+  {
+    // The output's tensor state is made under the same hold as the call.
+    PlainMutexLock lock(&state->mu);
+    ops::DispatchOptions options;
+    options.default_device = device.value_or(state->default_device);
+    absl::StatusOr<vm::OwnedBlob> out = state->dispatcher->CallSingle(op, in, attrs, options);
+    if (!out.ok()) return out.status();
+    result = Tensor(internal::TensorState::NewLocked(state, *std::move(out)));
+  }
+  if (internal::GradRecorder* recorder = state->grad_recorder.load(std::memory_order_acquire);
+      recorder != nullptr) {
+    absl::InlinedVector<internal::TensorState*, 4> in_states;
+    bool wanted = false;
+    for (const Tensor* t : inputs) {
+      in_states.push_back(t->state_);
+      wanted = wanted || t->state_->requires_grad();
+    }
+    if (wanted) {
+      const absl::InlinedVector<int, 4> in_slots(inputs.size(), 1);
+      internal::TensorState* out_states[] = {result.state_};
+      const int out_slots[] = {1};
+      SLUICE_RETURN_IF_ERROR(
+          recorder->Record(op, attrs, in_states, in_slots, absl::MakeSpan(out_states), out_slots));
+      if (out_states[0] != result.state_) result = Tensor(out_states[0]);
+    }
+  }
+  return result;
 }
 
 absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vector<Tensor>>& inputs,
@@ -240,10 +314,27 @@ absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vect
   ops::SlotBlobs in, out;
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, inputs, "input", &in));
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, outputs, "output", &out));
-  PlainMutexLock lock(&state_->mu);
-  ops::DispatchOptions options;
-  options.default_device = state_->default_device;
-  return state_->dispatcher->CallInto(op, in, out, attrs, options);
+  absl::InlinedVector<internal::TensorState*, 4> written;
+  bool tracked = false;
+  for (const std::vector<Tensor>& slot : outputs) {
+    for (const Tensor& t : slot) {
+      written.push_back(t.state_);
+      tracked = tracked || t.state_->requires_grad();
+    }
+  }
+  if (internal::GradRecorder* recorder = state_->grad_recorder.load(std::memory_order_acquire);
+      recorder != nullptr && tracked) {
+    SLUICE_RETURN_IF_ERROR(recorder->CheckInPlace(op, written));
+  }
+  {
+    PlainMutexLock lock(&state_->mu);
+    ops::DispatchOptions options;
+    options.default_device = state_->default_device;
+    SLUICE_RETURN_IF_ERROR(state_->dispatcher->CallInto(op, in, out, attrs, options));
+  }
+  // A saved copy of any of them is now stale (autograd compares versions).
+  for (internal::TensorState* state : written) state->BumpVersion();
+  return absl::OkStatus();
 }
 
 absl::Status Context::Sync() { return state_->vm->Sync(); }

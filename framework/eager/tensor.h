@@ -22,6 +22,7 @@ class Context;
 namespace internal {
 struct ContextState;
 struct OpCalls;
+struct TensorAccess;
 class TensorState;
 }  // namespace internal
 
@@ -76,6 +77,7 @@ class Tensor {
  private:
   friend class Context;
   friend struct internal::OpCalls;
+  friend struct internal::TensorAccess;
   // Adopts one reference of `state`.
   explicit Tensor(internal::TensorState* state) : state_(state) {}
   static void Hold(internal::TensorState* state);

@@ -20,6 +20,7 @@
 #include "core/device.h"
 #include "core/plain_mutex.h"
 #include "ep/runtime.h"
+#include "framework/eager/internal/grad_hook.h"
 #include "ops/op_dispatcher.h"
 #include "ops/op_registry.h"
 #include "vm/blob.h"
@@ -59,6 +60,15 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
   FreeBlock* free_tensors ABSL_GUARDED_BY(mu) = nullptr;
   int free_tensor_count ABSL_GUARDED_BY(mu) = 0;
   static constexpr int kMaxFreeTensors = 4096;
+
+  // Autograd's recorder (grad_hook.h), installed once by InstallGradRecorder; null until a
+  // tensor of this context requires a gradient. Acquire loads on every op call.
+  std::atomic<GradRecorder*> grad_recorder{nullptr};
+  // Installs `recorder` unless one is installed already; the installed one either way.
+  GradRecorder* InstallGradRecorder(std::unique_ptr<GradRecorder> recorder);
+
+ private:
+  std::unique_ptr<GradRecorder> grad_recorder_owner_ ABSL_GUARDED_BY(mu);
 };
 
 // One tensor: its blob and the context it lives in. Created by TensorState::New, counted
@@ -94,17 +104,42 @@ class TensorState {
     }
   }
 
+  // A state with one reference that shares `of`'s blob (and version) and holds a
+  // reference to it: a tensor over the same storage with no history of its own
+  // (autograd's Detach). `of` may itself be an alias (the new one then shares its owner).
+  static TensorState* NewAlias(TensorState* of) ABSL_LOCKS_EXCLUDED(of->context()->mu);
+
   ContextState* context() const { return context_; }
-  const vm::OwnedBlob& blob() const { return blob_; }
+  const vm::OwnedBlob& blob() const { return alias_of_ != nullptr ? alias_of_->blob_ : blob_; }
+
+  // Autograd's meta (grad_hook.h), or null. Acquire: the meta is built before it is set.
+  GradMeta* grad_meta() const { return grad_meta_.load(std::memory_order_acquire); }
+  bool requires_grad() const {
+    const GradMeta* meta = grad_meta();
+    return meta != nullptr && meta->requires_grad.load(std::memory_order_relaxed);
+  }
+  // Takes `meta` as this tensor's (release) unless one is set already: then returns false
+  // and the caller keeps `meta`.
+  bool InstallGradMeta(GradMeta* meta);
+  // The storage's version: bumped by every in-place write (Context::CallInto), shared by
+  // the aliases of one storage. Acquire/release: a reader that sees a bump sees the write's
+  // submission before it.
+  uint32_t version() const { return Owner()->version_.load(std::memory_order_acquire); }
+  void BumpVersion() { Owner()->version_.fetch_add(1, std::memory_order_acq_rel); }
 
  private:
   TensorState(ContextState* ctx, vm::OwnedBlob blob) : context_(ctx), blob_(std::move(blob)) {}
   ~TensorState() = default;
   void Die();
+  const TensorState* Owner() const { return alias_of_ != nullptr ? alias_of_ : this; }
+  TensorState* Owner() { return alias_of_ != nullptr ? alias_of_ : this; }
 
   std::atomic<int32_t> refs_{1};
   ContextState* const context_;
-  vm::OwnedBlob blob_;  // not reassigned (Die may abandon it)
+  vm::OwnedBlob blob_;               // not reassigned (Die may abandon it); empty in an alias
+  TensorState* alias_of_ = nullptr;  // an alias: the state owning the blob (referenced)
+  std::atomic<GradMeta*> grad_meta_{nullptr};  // owned
+  std::atomic<uint32_t> version_{0};           // the owner's counts
 };
 
 }  // namespace sluice::eager::internal
