@@ -72,6 +72,11 @@ bool OpDispatcher::Matches(const CachedPlan& cached, absl::string_view op, Opera
     if (cached.slot_sizes[s] != inputs.slot_sizes[s]) return false;
   }
   if (options.stream.has_value() && !(*cached.stream == *options.stream)) return false;
+  if (cached.preferred_stream.has_value() != options.preferred_stream.has_value() ||
+      (options.preferred_stream.has_value() &&
+       !(*cached.preferred_stream == *options.preferred_stream))) {
+    return false;
+  }
   if (!output_counts.empty() && cached.output_counts != output_counts) return false;
   return attrs.empty() ? cached.given_attrs.empty() : cached.given_attrs == attrs;
 }
@@ -119,6 +124,7 @@ absl::StatusOr<const OpDispatcher::Plan*> OpDispatcher::FindPlan(
   entry->given_attrs = attrs;
   entry->default_device = options.default_device;
   entry->stream = options.stream;
+  entry->preferred_stream = options.preferred_stream;
   entry->output_counts = output_counts;
   entry->plan = std::move(plan);
   if (entry->plan.outputs.size() == 1 && entry->plan.outputs[0].size() == 1) {
@@ -201,6 +207,9 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op, O
                                                      options.stream->ToString()));
     }
     key = *options.stream;
+  } else if (options.preferred_stream.has_value() &&
+             options.preferred_stream->device == key.device) {
+    key = *options.preferred_stream;
   }
   SLUICE_ASSIGN_OR_RETURN(plan.stream, GetStream(key));
 

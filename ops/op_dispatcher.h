@@ -43,6 +43,9 @@ struct DispatchOptions {
   // Run on this stream instead of the placed device's compute stream 0 (it must be on the
   // placed device).
   std::optional<StreamKey> stream;
+  // Run on this stream when the op is placed on its device (else it is ignored): a
+  // caller's current-stream scope (eager::StreamScope). `stream` wins when both are set.
+  std::optional<StreamKey> preferred_stream;
   // Tensors per output slot for variadic outputs (empty: the infer function decides).
   std::vector<int> output_counts;
   // The caller takes exactly one output: InvalidArgument, before anything is enqueued, for
@@ -102,6 +105,7 @@ class OpDispatcher {
     vm::AttrMap given_attrs;
     Device default_device;
     std::optional<StreamKey> stream;
+    std::optional<StreamKey> preferred_stream;
     std::vector<int> output_counts;
     Plan plan;
   };

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/eager/internal/context_state.h"
+#include "framework/eager/stream_scope.h"
 #include "ops/standard_ops.h"
 #include "vm/blob_access_waiter.h"
 #include "vm/stream.h"
@@ -137,6 +138,11 @@ void Context::set_default_device(Device device) {
   state_->default_device = device;
 }
 
+int64_t Context::LiveTensors() const {
+  PlainMutexLock lock(&state_->mu);
+  return state_->live_tensors;
+}
+
 vm::VirtualMachine* Context::vm() const { return state_->vm.get(); }
 ep::Runtime* Context::runtime() const { return state_->runtime.get(); }
 const ops::OpRegistry& Context::registry() const { return state_->registry; }
@@ -204,6 +210,7 @@ absl::StatusOr<ops::SlotBlobs> Context::Dispatch(absl::string_view op, const ops
   PlainMutexLock lock(&state_->mu);
   ops::DispatchOptions options;
   options.default_device = device.value_or(state_->default_device);
+  if (const StreamKey* scoped = StreamScope::Current()) options.preferred_stream = *scoped;
   return state_->dispatcher->Call(op, in, attrs, options);
 }
 
@@ -284,6 +291,7 @@ absl::StatusOr<Tensor> Context::CallSingleIn(internal::ContextState* state, absl
     PlainMutexLock lock(&state->mu);
     ops::DispatchOptions options;
     options.default_device = device.value_or(state->default_device);
+    if (const StreamKey* scoped = StreamScope::Current()) options.preferred_stream = *scoped;
     absl::StatusOr<vm::OwnedBlob> out = state->dispatcher->CallSingle(op, in, attrs, options);
     if (!out.ok()) return out.status();
     result = Tensor(internal::TensorState::NewLocked(state, *std::move(out)));
@@ -330,6 +338,7 @@ absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vect
     PlainMutexLock lock(&state_->mu);
     ops::DispatchOptions options;
     options.default_device = state_->default_device;
+    if (const StreamKey* scoped = StreamScope::Current()) options.preferred_stream = *scoped;
     SLUICE_RETURN_IF_ERROR(state_->dispatcher->CallInto(op, in, out, attrs, options));
   }
   // A saved copy of any of them is now stale (autograd compares versions).

@@ -79,6 +79,9 @@ class Context {
 
   // Waits for everything submitted so far; the first kernel error since the last sync.
   absl::Status Sync();
+  // Tensors of this context alive now: handles, tensors kept by autograd's recorded graphs,
+  // and aliases (autograd::Detach) each count one.
+  int64_t LiveTensors() const;
   // The seed the next random op without an explicit seed uses.
   int64_t NextSeed();
 

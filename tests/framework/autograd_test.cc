@@ -9,12 +9,14 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "core/status.h"
 #include "framework/eager/context.h"
 #include "framework/eager/functional.h"
+#include "framework/eager/stream_scope.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "vm/sync_checker.h"
@@ -68,6 +70,238 @@ TEST_F(AutogradTest, TanhOfAProductHasTheClosedFormGradient) {
     EXPECT_FLOAT_EQ(dw[k], xv[k] * (1 - t * t)) << k;
   }
   EXPECT_EQ(violations(), 0);
+}
+
+// x used twice by one op and twice across ops: the gradients that meet are summed.
+TEST_F(AutogradTest, ATensorUsedTwiceGetsTheSumOfItsGradients) {
+  Tensor x = Leaf({1.0f, -2.0f, 3.0f});
+  // loss = sum(x * x + 3 x): dloss/dx = 2x + 3.
+  Tensor square = eager::Mul(x, x).value();
+  Tensor loss = eager::ReduceSum(eager::Add(square, eager::Scale(x, 3.0).value()).value()).value();
+  ASSERT_TRUE(Backward(loss).ok());
+  EXPECT_THAT(Values(GradOf(x)), ElementsAre(5.0f, -1.0f, 9.0f));
+}
+
+// a = 2x and b = tanh(x) meet again in c = a * b: dc/dx = 2 tanh(x) + 2x (1 - tanh^2 x).
+TEST_F(AutogradTest, ADiamondSumsBothPaths) {
+  const std::vector<float> xv = {0.3f, -0.7f};
+  Tensor x = Leaf(xv);
+  Tensor a = eager::Scale(x, 2.0).value();
+  Tensor b = eager::Tanh(x).value();
+  Tensor loss = eager::ReduceSum(eager::Mul(a, b).value()).value();
+  ASSERT_TRUE(Backward(loss).ok());
+  const std::vector<float> dx = Values(GradOf(x));
+  for (size_t k = 0; k < xv.size(); ++k) {
+    const float t = std::tanh(xv[k]);
+    EXPECT_NEAR(dx[k], 2 * t + 2 * xv[k] * (1 - t * t), 1e-6) << k;
+  }
+}
+
+// retain_graph keeps the graph: two passes accumulate twice the gradient; a pass without
+// it frees the graph, and the next one is an error naming the op.
+TEST_F(AutogradTest, RetainGraphTwiceDoublesTheGradientAndAFreedGraphIsAnError) {
+  Tensor x = Leaf({1.0f, 2.0f});
+  Tensor loss = eager::ReduceSum(eager::Tanh(x).value()).value();
+  ASSERT_TRUE(Backward(loss, Tensor(), {.retain_graph = true}).ok());
+  const std::vector<float> once = Values(GradOf(x));
+  ASSERT_TRUE(Backward(loss, Tensor(), {.retain_graph = true}).ok());
+  const std::vector<float> twice = Values(GradOf(x));
+  for (size_t k = 0; k < once.size(); ++k) EXPECT_FLOAT_EQ(twice[k], 2 * once[k]);
+  ASSERT_TRUE(Backward(loss).ok());  // frees the graph
+  const absl::Status again = Backward(loss);
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition) << again;
+  EXPECT_THAT(std::string(again.message()), HasSubstr("a second time"));
+  EXPECT_THAT(std::string(again.message()), HasSubstr("retain_graph"));
+  // The failed pass changed nothing.
+  const std::vector<float> thrice = Values(GradOf(x));
+  for (size_t k = 0; k < once.size(); ++k) EXPECT_FLOAT_EQ(thrice[k], 3 * once[k]);
+}
+
+TEST_F(AutogradTest, NoGradGuardRecordsNothing) {
+  Tensor x = Leaf({1.0f, 2.0f});
+  Tensor y;
+  {
+    NoGradGuard guard;
+    y = eager::Tanh(x).value();
+    { NoGradGuard nested; }
+    EXPECT_FALSE(RequiresGrad(eager::Scale(x, 2.0).value()));  // still off after the nested one
+  }
+  EXPECT_FALSE(RequiresGrad(y));
+  EXPECT_TRUE(RequiresGrad(eager::Tanh(x).value()));  // on again
+  const absl::Status status = Backward(eager::ReduceSum(y).value());
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("does not require a gradient"));
+}
+
+// Detach shares storage and drops history: ops on it record nothing, and a write to the
+// storage shows through both handles.
+TEST_F(AutogradTest, DetachSharesStorageWithoutHistory) {
+  Tensor x = Leaf({1.0f, 2.0f});
+  Tensor y = eager::Tanh(x).value();
+  Tensor d = Detach(y);
+  EXPECT_FALSE(RequiresGrad(d));
+  EXPECT_TRUE(IsLeaf(d));
+  EXPECT_FALSE(RequiresGrad(eager::Scale(d, 2.0).value()));
+  EXPECT_EQ(Values(d), Values(y));
+  {
+    NoGradGuard guard;
+    // d -= 1 * ones: through the storage y and d share.
+    ASSERT_TRUE(eager::SgdStep(d, Vec({1.0f, 1.0f}), Vec({1.0f})).ok());
+  }
+  EXPECT_FLOAT_EQ(Values(y)[0], std::tanh(1.0f) - 1.0f);
+  // y's node saved y (tanh's gradient reads its output): the write shows as a modification.
+  const absl::Status status = Backward(eager::ReduceSum(y).value());
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("backward through op 'tanh': its output 0 was modified in place"));
+}
+
+// A saved input modified in place after it was saved is an error naming the op; an
+// in-place write to a tensor that requires a gradient is refused while recording.
+TEST_F(AutogradTest, AModifiedSavedInputIsAnErrorNamingTheOp) {
+  Tensor x = Leaf({1.0f, 2.0f});
+  Tensor w = Leaf({3.0f, 4.0f});
+  Tensor loss = eager::ReduceSum(eager::Mul(x, w).value()).value();
+  const absl::Status refused = eager::SgdStep(w, Vec({1.0f, 1.0f}), Vec({0.5f}));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("NoGradGuard"));
+  {
+    NoGradGuard guard;
+    ASSERT_TRUE(eager::SgdStep(w, Vec({1.0f, 1.0f}), Vec({0.5f})).ok());
+  }
+  const absl::Status status = Backward(loss);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("backward through op 'mul': its input 1 was modified in place"));
+}
+
+TEST_F(AutogradTest, NonScalarRootsNeedAGradient) {
+  Tensor x = Leaf({1.0f, 2.0f});
+  Tensor y = eager::Scale(x, 3.0).value();
+  const absl::Status status = Backward(y);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("needs its gradient"));
+  const absl::Status wrong = Backward(y, Vec({1.0f, 1.0f, 1.0f}));
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument) << wrong;
+  ASSERT_TRUE(Backward(y, Vec({1.0f, -2.0f})).ok());
+  EXPECT_THAT(Values(GradOf(x)), ElementsAre(3.0f, -6.0f));
+}
+
+TEST_F(AutogradTest, IntegerTensorsHaveNoGradients) {
+  Tensor i = context_->FromVector(std::vector<int64_t>{1, 2}, Shape({2})).value();
+  const absl::Status status = SetRequiresGrad(i);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("i64"));
+  EXPECT_FALSE(RequiresGrad(i));
+  // A float leaf through a cast to an integer: the integer output carries no gradient.
+  Tensor x = Leaf({1.5f, 2.5f});
+  Tensor as_int = eager::Cast(x, DataType::kI64).value();
+  EXPECT_FALSE(RequiresGrad(as_int));
+}
+
+// An op with no grad maker on the way from the root is an error naming it, at backward.
+TEST_F(AutogradTest, AnOpWithoutAGradientIsAnErrorAtBackward) {
+  Tensor x = Leaf({1.0f, 2.0f});
+  Tensor zeros = eager::FillZerosLike(x).value();
+  Tensor loss = eager::ReduceSum(eager::Add(zeros, x).value()).value();
+  const absl::Status status = Backward(loss);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("backward through op 'fill_zeros_like': op 'fill_zeros_like' has no "
+                        "gradient"))
+      << status;
+}
+
+// RetainGrad keeps a non-leaf's gradient; others are not kept.
+TEST_F(AutogradTest, RetainGradKeepsANonLeafsGradient) {
+  Tensor x = Leaf({0.5f, -1.0f});
+  Tensor h = eager::Tanh(x).value();
+  Tensor h2 = eager::Mul(h, h).value();
+  ASSERT_TRUE(RetainGrad(h).ok());
+  ASSERT_TRUE(Backward(eager::ReduceSum(h2).value()).ok());
+  const std::vector<float> hv = Values(h), dh = Values(GradOf(h));
+  for (size_t k = 0; k < hv.size(); ++k) EXPECT_FLOAT_EQ(dh[k], 2 * hv[k]);
+  EXPECT_FALSE(GradOf(h2).valid());
+  EXPECT_EQ(RetainGrad(Vec({1.0f})).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Grad returns gradients without touching the leaves' accumulated ones, for leaves and for
+// intermediate tensors; an input the outputs do not depend on is an error naming it.
+TEST_F(AutogradTest, GradReturnsWithoutAccumulating) {
+  Tensor x = Leaf({0.5f, -1.0f});
+  Tensor w = Leaf({2.0f, 3.0f});
+  Tensor unrelated = Leaf({1.0f});
+  Tensor h = eager::Mul(x, w).value();
+  Tensor loss = eager::ReduceSum(eager::Tanh(h).value()).value();
+  absl::StatusOr<std::vector<Tensor>> grads = Grad({loss}, {x, h}, {}, {.retain_graph = true});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_FALSE(GradOf(x).valid());
+  EXPECT_FALSE(GradOf(w).valid());
+  ASSERT_TRUE(Backward(loss, Tensor(), {.retain_graph = true}).ok());
+  EXPECT_EQ(Values((*grads)[0]), Values(GradOf(x)));
+  const std::vector<float> hv = Values(h), dh = Values((*grads)[1]);
+  for (size_t k = 0; k < hv.size(); ++k) {
+    const float t = std::tanh(hv[k]);
+    EXPECT_FLOAT_EQ(dh[k], 1 - t * t);
+  }
+  absl::StatusOr<std::vector<Tensor>> none = Grad({loss}, {unrelated});
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("input 0 does not reach"));
+}
+
+// Forward ops on two sim streams (StreamScope) with jitter: each grad op runs on its
+// forward op's stream, the gradients meeting at x come from both, and the checker sees
+// every access ordered. Same values as on cpu.
+TEST_F(AutogradTest, GradientsMeetingFromTwoStreamsAreOrdered) {
+  const std::vector<float> xv = {0.25f, -0.5f, 1.0f, 2.0f}, wv = {1.0f, -1.0f, 0.5f, 0.25f};
+  auto run = [&](Device device, bool two_streams) {
+    Tensor x = Leaf(xv, device), w = Leaf(wv, device);
+    Tensor a = eager::Mul(x, w).value();
+    Tensor b;
+    {
+      std::optional<eager::StreamScope> side;
+      if (two_streams) side.emplace(StreamKey{device, StreamType::kCompute, 1});
+      b = eager::Tanh(eager::Scale(x, 0.5).value()).value();
+    }
+    Tensor loss = eager::ReduceSum(eager::Mul(a, b).value()).value();
+    EXPECT_TRUE(Backward(loss).ok());
+    return std::make_pair(Values(GradOf(x)), Values(GradOf(w)));
+  };
+  const auto want = run(Device::Cpu(), false);
+  const vm::VmStats before = context_->vm()->stats();
+  for (int k = 0; k < 20; ++k) {
+    EXPECT_EQ(run(Device(DeviceType::kSim, 0), true), want) << k;
+  }
+  // The work did cross streams (soft sync ordered it), forward and backward.
+  const vm::VmStats after = context_->vm()->stats();
+  EXPECT_GE(after.stream_waits + after.record_events - before.stream_waits - before.record_events,
+            20 * 2);
+  EXPECT_EQ(violations(), 0);
+}
+
+// A backward pass frees what the graph saved: after it, only the user's tensors and the
+// gradients are alive, pass after pass.
+TEST_F(AutogradTest, SavedTensorsAreGoneAfterBackward) {
+  Tensor w = Leaf({0.1f, 0.2f, 0.3f, 0.4f});
+  Tensor x = Vec({1.0f, 2.0f, 3.0f, 4.0f});
+  std::vector<int64_t> live;
+  for (int step = 0; step < 5; ++step) {
+    {
+      Tensor h = eager::Tanh(eager::Mul(x, w).value()).value();
+      Tensor loss = eager::ReduceSum(eager::Mul(h, h).value()).value();
+      ASSERT_TRUE(Backward(loss).ok());
+    }
+    ZeroGrad(w);
+    ASSERT_TRUE(context_->Sync().ok());
+    live.push_back(context_->LiveTensors());
+  }
+  // w and x: nothing of the passes survives them.
+  EXPECT_THAT(live, ElementsAre(2, 2, 2, 2, 2));
+  // A forward pass whose backward never runs is freed with its tensors too (no cycles).
+  {
+    Tensor h = eager::Tanh(eager::Mul(x, w).value()).value();
+    Tensor loss = eager::ReduceSum(eager::Mul(h, h).value()).value();
+  }
+  EXPECT_EQ(context_->LiveTensors(), 2);
 }
 
 }  // namespace

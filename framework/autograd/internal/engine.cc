@@ -1,5 +1,6 @@
 #include "framework/autograd/internal/engine.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -10,6 +11,7 @@
 #include "framework/eager/context.h"
 #include "framework/eager/functional.h"
 #include "framework/eager/internal/tensor_access.h"
+#include "framework/eager/stream_scope.h"
 
 namespace sluice::autograd::internal {
 namespace {
@@ -116,7 +118,12 @@ class Pass {
     for (const Tensor& g : pending.grads) any_grad = any_grad || g.valid();
     bool wanted = false;
     for (const Edge& edge : node.next) wanted = wanted || edge.wanted();
-    if (any_grad && wanted) SLUICE_RETURN_IF_ERROR(IssueGradOps(node, pending.grads, input_grads));
+    if (any_grad && wanted) {
+      // Where the forward op ran: its gradient's stream.
+      std::optional<eager::StreamScope> scope;
+      if (node.stream.has_value()) scope.emplace(*node.stream);
+      SLUICE_RETURN_IF_ERROR(IssueGradOps(node, pending.grads, input_grads));
+    }
     pending.grads.clear();  // the pass holds no gradient it no longer needs
     for (size_t i = 0; i < node.next.size(); ++i) {
       const Edge& edge = node.next[i];

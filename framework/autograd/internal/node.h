@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "core/data_type.h"
 #include "core/device.h"
 #include "core/shape.h"
+#include "core/stream_id.h"
 #include "framework/autograd/internal/grad_plan.h"
 #include "framework/eager/internal/grad_hook.h"
 #include "framework/eager/tensor.h"
@@ -74,6 +76,8 @@ class Node {
   std::vector<SavedTensor> saved_inputs, saved_outputs;
   // Per output: where RetainGrad wants its gradient kept (null: nowhere).
   std::vector<std::shared_ptr<GradSlot>> retained;
+  // The eager::StreamScope the op ran in (its gradient runs there too), if any.
+  std::optional<StreamKey> stream;
   // Set once a pass without retain_graph ran it: its saved tensors are gone.
   bool released = false;
   absl::Mutex mu;  // held by a backward pass while it runs this node

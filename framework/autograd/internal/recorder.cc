@@ -7,6 +7,7 @@
 #include "framework/autograd/internal/grad_mode.h"
 #include "framework/eager/internal/context_state.h"
 #include "framework/eager/internal/tensor_access.h"
+#include "framework/eager/stream_scope.h"
 
 namespace sluice::autograd::internal {
 
@@ -31,6 +32,7 @@ absl::Status Recorder::Record(absl::string_view op, const vm::AttrMap& attrs,
   auto node = std::make_shared<Node>();
   node->plan = plans_.Get(op, attrs, input_slots, output_slots);
   node->op = std::string(op);
+  if (const StreamKey* stream = eager::StreamScope::Current()) node->stream = *stream;
   node->next.resize(inputs.size());
   node->saved_inputs.resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
