@@ -115,14 +115,14 @@ bool IsLeaf(const Tensor& t) {
 Tensor GradOf(const Tensor& t) {
   const AutogradMeta* meta = t.valid() ? AnyMeta(t) : nullptr;
   if (meta == nullptr || meta->grad == nullptr) return Tensor();
-  absl::MutexLock lock(&meta->grad->mu);
+  PlainMutexLock lock(&meta->grad->mu);
   return meta->grad->grad;
 }
 
 void ZeroGrad(const Tensor& t) {
   const AutogradMeta* meta = t.valid() ? AnyMeta(t) : nullptr;
   if (meta == nullptr || meta->grad == nullptr) return;
-  absl::MutexLock lock(&meta->grad->mu);
+  PlainMutexLock lock(&meta->grad->mu);
   meta->grad->grad = Tensor();
 }
 
@@ -133,7 +133,7 @@ absl::Status RetainGrad(const Tensor& t) {
   }
   if (meta->grad_fn == nullptr) return absl::OkStatus();  // a leaf keeps its gradient anyway
   if (meta->grad == nullptr) meta->grad = std::make_shared<internal::GradSlot>();
-  absl::MutexLock lock(&meta->grad_fn->mu);
+  PlainMutexLock lock(&meta->grad_fn->mu);
   meta->grad_fn->retained[static_cast<size_t>(meta->output)] = meta->grad;
   return absl::OkStatus();
 }

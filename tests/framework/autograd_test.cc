@@ -304,5 +304,22 @@ TEST_F(AutogradTest, SavedTensorsAreGoneAfterBackward) {
   EXPECT_EQ(context_->LiveTensors(), 2);
 }
 
+// A graph as long as a training loop's unrolled history (300k dependent adds, each node
+// saving the tensor before it) is freed without a recursion as deep as the chain, and a
+// backward pass through it works.
+TEST_F(AutogradTest, AVeryLongChainIsFreedAndDifferentiated) {
+  Tensor x = Leaf({1.0f});
+  Tensor one = Vec({1.0f});
+  {
+    Tensor acc = x;
+    for (int i = 0; i < 300000; ++i) acc = eager::Add(acc, one).value();
+  }  // dropped unused
+  EXPECT_EQ(context_->LiveTensors(), 2);
+  Tensor acc = x;
+  for (int i = 0; i < 1000; ++i) acc = eager::Mul(acc, one).value();
+  ASSERT_TRUE(Backward(acc).ok());
+  EXPECT_THAT(Values(GradOf(x)), ElementsAre(1.0f));
+}
+
 }  // namespace
 }  // namespace sluice::autograd

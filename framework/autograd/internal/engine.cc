@@ -29,7 +29,7 @@ absl::Status AddInto(Tensor& sum, const Tensor& more) {
 }
 
 absl::Status AccumulateInto(GradSlot& slot, const Tensor& grad) {
-  absl::MutexLock lock(&slot.mu);
+  PlainMutexLock lock(&slot.mu);
   return AddInto(slot.grad, grad);
 }
 
@@ -99,7 +99,7 @@ class Pass {
 
   absl::Status RunNode(PendingNode& pending, std::vector<Node*>& ready) {
     Node& node = *pending.node;
-    absl::MutexLock lock(&node.mu);
+    PlainMutexLock lock(&node.mu);
     // What reached the outputs is final now: captures and retained gradients take it.
     for (size_t k = 0; k < pending.grads.size(); ++k) {
       if (!pending.grads[k].valid()) continue;
@@ -152,26 +152,27 @@ class Pass {
                             std::vector<Tensor>& input_grads) {
     if (node.released) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "backward through op '", node.op,
+          "backward through op '", node.op(),
           "' a second time: an earlier backward pass freed its graph (pass retain_graph "
           "to keep it)"));
     }
     const GradPlan& plan = *node.plan;
     if (!plan.error.ok()) {
-      return absl::Status(plan.error.code(), absl::StrCat("backward through op '", node.op,
+      return absl::Status(plan.error.code(), absl::StrCat("backward through op '", node.op(),
                                                           "': ", plan.error.message()));
     }
-    for (const std::vector<SavedTensor>* saved : {&node.saved_inputs, &node.saved_outputs}) {
-      for (size_t i = 0; i < saved->size(); ++i) {
-        const SavedTensor& s = (*saved)[i];
+    for (bool inputs : {true, false}) {
+      const absl::Span<const SavedTensor> saved =
+          inputs ? absl::MakeConstSpan(node.saved_inputs) : absl::MakeConstSpan(node.saved_outputs);
+      for (size_t i = 0; i < saved.size(); ++i) {
+        const SavedTensor& s = saved[i];
         if (!s.tensor.valid()) continue;
         const uint32_t now = eager::internal::TensorAccess::State(s.tensor)->version();
         if (now != s.version) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("backward through op '", node.op, "': its ",
-                           saved == &node.saved_inputs ? "input " : "output ", i,
-                           " was modified in place after the op saved it (version ", s.version,
-                           ", now ", now, ")"));
+          return absl::FailedPreconditionError(absl::StrCat(
+              "backward through op '", node.op(), "': its ", inputs ? "input " : "output ", i,
+              " was modified in place after the op saved it (version ", s.version, ", now ", now,
+              ")"));
         }
       }
     }
@@ -209,7 +210,7 @@ class Pass {
       if (!results.ok()) {
         return absl::Status(
             results.status().code(),
-            absl::StrCat("backward through op '", node.op, "': ", results.status().message()));
+            absl::StrCat("backward through op '", node.op(), "': ", results.status().message()));
       }
       for (size_t o = 0; o < step.writes.size() && o < results->size(); ++o) {
         const int w = step.writes[o];

@@ -17,7 +17,7 @@ std::string OutputName(int k) { return absl::StrCat("#o", k); }
 const GradPlan* GradPlanCache::Get(absl::string_view op, const vm::AttrMap& attrs,
                                    absl::Span<const int> input_slots,
                                    absl::Span<const int> output_slots) {
-  absl::MutexLock lock(&mu_);
+  PlainMutexLock lock(&mu_);
   std::vector<Entry>& entries = plans_[op];
   for (const Entry& entry : entries) {
     if (entry.attrs == attrs && absl::MakeConstSpan(entry.input_slots) == input_slots &&
@@ -35,6 +35,7 @@ GradPlan GradPlanCache::Compile(absl::string_view op, const vm::AttrMap& given,
                                 absl::Span<const int> input_slots,
                                 absl::Span<const int> output_slots) const {
   GradPlan plan;
+  plan.op = std::string(op);
   int inputs = 0, outputs = 0;
   for (int n : input_slots) inputs += n;
   for (int n : output_slots) outputs += n;

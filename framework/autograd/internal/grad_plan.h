@@ -17,8 +17,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "core/plain_mutex.h"
 #include "ops/op_registry.h"
 #include "ops/op_schema.h"
 #include "vm/attrs.h"
@@ -45,6 +45,7 @@ struct GradStep {
 };
 
 struct GradPlan {
+  std::string op;  // the forward op's name
   // Set when the op has no gradient (no grad maker, or one that does not compile): backward
   // through it fails with this error, naming the op.
   absl::Status error;
@@ -73,7 +74,7 @@ class GradPlanCache {
                    absl::Span<const int> input_slots, absl::Span<const int> output_slots) const;
 
   const ops::OpRegistry* const registry_;
-  absl::Mutex mu_;
+  PlainMutex mu_;
   absl::flat_hash_map<std::string, std::vector<Entry>> plans_ ABSL_GUARDED_BY(mu_);
 };
 

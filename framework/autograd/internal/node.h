@@ -25,9 +25,10 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/container/inlined_vector.h"
 #include "core/data_type.h"
 #include "core/device.h"
+#include "core/plain_mutex.h"
 #include "core/shape.h"
 #include "core/stream_id.h"
 #include "framework/autograd/internal/grad_plan.h"
@@ -41,7 +42,7 @@ class Node;
 
 // A gradient kept for the user: a leaf's accumulated gradient, or a non-leaf's retained one.
 struct GradSlot {
-  absl::Mutex mu;
+  PlainMutex mu;
   eager::Tensor grad ABSL_GUARDED_BY(mu);  // empty until a backward pass writes it
 };
 
@@ -68,19 +69,28 @@ struct OutputInfo {
 
 class Node {
  public:
-  std::string op;
-  const GradPlan* plan = nullptr;   // owned by the context's GradPlanCache
-  std::vector<Edge> next;           // per flattened forward input
-  std::vector<OutputInfo> outputs;  // per flattened forward output
+  Node() = default;
+  // Iterative: a chain of nodes (each the last holder of the one before, through an edge
+  // and a saved tensor's meta) is freed in a loop, not by a recursion as deep as the chain.
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const std::string& op() const { return plan->op; }
+
+  const GradPlan* plan = nullptr;              // owned by the context's GradPlanCache
+  absl::InlinedVector<Edge, 2> next;           // per flattened forward input
+  absl::InlinedVector<OutputInfo, 1> outputs;  // per flattened forward output
   // Per flattened forward input / output: the tensor when the plan reads it, else empty.
-  std::vector<SavedTensor> saved_inputs, saved_outputs;
+  absl::InlinedVector<SavedTensor, 2> saved_inputs;
+  absl::InlinedVector<SavedTensor, 1> saved_outputs;
   // Per output: where RetainGrad wants its gradient kept (null: nowhere).
-  std::vector<std::shared_ptr<GradSlot>> retained;
+  absl::InlinedVector<std::shared_ptr<GradSlot>, 1> retained;
   // The eager::StreamScope the op ran in (its gradient runs there too), if any.
   std::optional<StreamKey> stream;
   // Set once a pass without retain_graph ran it: its saved tensors are gone.
   bool released = false;
-  absl::Mutex mu;  // held by a backward pass while it runs this node
+  PlainMutex mu;  // held by a backward pass while it runs this node (no waits inside)
 };
 
 // The meta a tensor that requires a gradient carries (eager::internal::GradMeta).

@@ -31,7 +31,6 @@ absl::Status Recorder::Record(absl::string_view op, const vm::AttrMap& attrs,
   if (!Recording()) return absl::OkStatus();
   auto node = std::make_shared<Node>();
   node->plan = plans_.Get(op, attrs, input_slots, output_slots);
-  node->op = std::string(op);
   if (const StreamKey* stream = eager::StreamScope::Current()) node->stream = *stream;
   node->next.resize(inputs.size());
   node->saved_inputs.resize(inputs.size());
