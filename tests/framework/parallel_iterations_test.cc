@@ -247,19 +247,7 @@ class ParallelIterationsTest : public ::testing::Test {
   std::vector<std::vector<uint8_t>> Reference(const ir::ProgramDesc& program,
                                               const std::vector<Feeds>& runs,
                                               const std::vector<std::string>& fetches) {
-    std::vector<std::vector<uint8_t>> fetched;
-    for (const Feeds& feeds : runs) {
-      reference::Scope scope;
-      for (const auto& [name, value] : feeds) {
-        scope[name] =
-            context_->FromBytes(value.dtype, value.shape, value.bytes, Device(DeviceType::kCpu, 0))
-                .value();
-      }
-      const absl::Status ran = reference::RunProgram(*context_, program, &scope);
-      EXPECT_TRUE(ran.ok()) << ran;
-      for (const std::string& name : fetches) fetched.push_back(scope.at(name).ToBytes().value());
-    }
-    return fetched;
+    return reference::FetchesOfRuns(*context_, program, runs, fetches);
   }
 
   // Every run's fetches through one prepared graph; `pipelined` gets the lowering's count.

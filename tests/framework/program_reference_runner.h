@@ -24,8 +24,10 @@
 #include "framework/builder/program.h"
 #include "framework/eager/context.h"
 #include "framework/eager/tensor.h"
+#include "framework/executor/executor.h"
 #include "framework/ir/control_flow.h"
 #include "framework/ir/program_desc.h"
+#include "gtest/gtest.h"
 
 namespace sluice::framework::reference {
 
@@ -208,6 +210,26 @@ inline eager::Context NewCpuContext() {
   absl::StatusOr<eager::Context> ctx = eager::Context::Create(options);
   SLUICE_CHECK(ctx.ok());
   return *std::move(ctx);
+}
+
+// Runs `program` once per feed set, each on a fresh scope holding the feeds (on cpu), and
+// returns the bytes of `fetches` of every run, in order. Failures are test failures.
+inline std::vector<std::vector<uint8_t>> FetchesOfRuns(eager::Context& ctx,
+                                                       const ir::ProgramDesc& program,
+                                                       const std::vector<Feeds>& runs,
+                                                       const std::vector<std::string>& fetches) {
+  std::vector<std::vector<uint8_t>> fetched;
+  for (const Feeds& feeds : runs) {
+    Scope scope;
+    for (const auto& [name, value] : feeds) {
+      scope[name] =
+          ctx.FromBytes(value.dtype, value.shape, value.bytes, Device(DeviceType::kCpu, 0)).value();
+    }
+    const absl::Status ran = RunProgram(ctx, program, &scope);
+    EXPECT_TRUE(ran.ok()) << ran;
+    for (const std::string& name : fetches) fetched.push_back(scope.at(name).ToBytes().value());
+  }
+  return fetched;
 }
 
 }  // namespace sluice::framework::reference
