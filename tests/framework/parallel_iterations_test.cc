@@ -302,7 +302,9 @@ TEST_F(ParallelIterationsTest, RandomLoopsMatchTheReferenceWithAnyIterationsInFl
               << "seed " << seed << ", parallel " << parallel << ", " << streams
               << " streams, release " << release;
           // Only a loop allowed more than one iteration in flight, with lanes to run them.
-          if (parallel == 1 || streams == 1) EXPECT_EQ(loops, 0) << "seed " << seed;
+          if (parallel == 1 || streams == 1) {
+            EXPECT_EQ(loops, 0) << "seed " << seed;
+          }
           pipelined = pipelined || loops > 0;
         }
       }
