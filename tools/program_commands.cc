@@ -11,12 +11,17 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
+#include "framework/autograd/autograd.h"
+#include "framework/builder/functional.h"
+#include "framework/builder/losses.h"
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
 #include "framework/io/npy.h"
 #include "framework/io/persistables.h"
 #include "framework/ir/program_desc.h"
 #include "framework/models/linear_regression.h"
+#include "framework/training/eager_layers.h"
+#include "framework/training/eager_optimizers.h"
 #include "tools/options.h"
 
 namespace sluice::tools {
@@ -204,6 +209,41 @@ int RunMain(int argc, char** argv) {
 
 // --- sluice demo ---
 
+namespace {
+
+// The demo model trained eagerly for `steps` steps from `weight` and `bias` (the static
+// startup program's values): eager::nn::Linear, nn::MseLoss through the fn:: front end,
+// autograd::Backward, eager::Adam(0.01). The loss of each step.
+absl::StatusOr<std::vector<float>> TrainDemoEagerly(eager::Context& ctx, Device device,
+                                                    const framework::HostTensor& weight,
+                                                    const framework::HostTensor& bias, int steps) {
+  auto upload = [&](const framework::HostTensor& h) {
+    return ctx.FromBytes(h.dtype, h.shape, h.bytes, device);
+  };
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor w, upload(weight));
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor b, upload(bias));
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor x, upload(framework::LinearRegressionInput()));
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor y, upload(framework::LinearRegressionTarget()));
+  SLUICE_ASSIGN_OR_RETURN(eager::nn::Linear linear, eager::nn::Linear::FromParameters(w, b));
+  eager::AdamOptions adam_options;
+  adam_options.learning_rate = 0.01;
+  SLUICE_ASSIGN_OR_RETURN(eager::Adam adam, eager::Adam::Create(linear.parameters(), adam_options));
+  std::vector<float> losses;
+  for (int step = 0; step < steps; ++step) {
+    SLUICE_ASSIGN_OR_RETURN(eager::Tensor prediction, linear(x));
+    SLUICE_ASSIGN_OR_RETURN(framework::Value loss,
+                            nn::MseLoss(framework::Value(prediction), framework::Value(y)));
+    SLUICE_RETURN_IF_ERROR(autograd::Backward(loss.tensor()));
+    SLUICE_RETURN_IF_ERROR(adam.Step());
+    adam.ZeroGrad();
+    SLUICE_ASSIGN_OR_RETURN(std::vector<float> value, loss.tensor().ToVector<float>());
+    losses.push_back(value[0]);
+  }
+  return losses;
+}
+
+}  // namespace
+
 int DemoMain(int argc, char** argv) {
   CommonOptions common;
   common.steps = 100;
@@ -219,7 +259,18 @@ int DemoMain(int argc, char** argv) {
                    "also write main.program, startup.program, x.npy and y.npy there, for "
                    "`sluice run`",
                    &write_dir);
+  bool eager_mode = false;
+  parser.AddFlag("--eager",
+                 "train eagerly instead (autograd::Backward and eager::Adam from the static "
+                 "program's initial values: the same losses, bit for bit on one device)",
+                 &eager_mode);
   if (std::optional<int> exit = ParseCommandLine(parser, argc, argv)) return *exit;
+  if (eager_mode && (common.streams != 1 || !common.trace.empty())) {
+    std::fprintf(stderr,
+                 "sluice demo: --streams and --trace apply to the static program, not to "
+                 "--eager\n");
+    return kExitUsage;
+  }
   absl::StatusOr<eager::Context> context = NewContext(common);
   if (!context.ok()) return ReportFailure("demo", context.status());
   absl::StatusOr<framework::LinearRegression> model =
@@ -248,12 +299,32 @@ int DemoMain(int argc, char** argv) {
   if (!init.ok()) return ReportFailure("demo", init.status());
   const framework::Feeds feeds = {{model->x, framework::LinearRegressionInput()},
                                   {model->y, framework::LinearRegressionTarget()}};
-  std::printf("demo: Linear(16->1) + MSELoss, Adam(lr=0.01), 16x16 batch, %d steps on %s\n",
-              common.steps, common.device.ToString().c_str());
+  std::printf("demo: Linear(16->1) + MSELoss, Adam(lr=0.01), 16x16 batch, %d steps on %s%s\n",
+              common.steps, common.device.ToString().c_str(), eager_mode ? ", eager" : "");
   float first = 0, previous = 0, loss = 0;
   bool falling = true;
   framework::StepStats last;
+  // The loss of each eager step (empty when static).
+  absl::StatusOr<std::vector<float>> eager_losses = std::vector<float>();
+  if (eager_mode) {
+    absl::StatusOr<framework::RunResult> params =
+        executor.Run(model->startup->desc(), {}, {model->weight, model->bias}, &scope);
+    if (!params.ok()) return ReportFailure("demo", params.status());
+    eager_losses = TrainDemoEagerly(*context, common.device, params->fetches[0], params->fetches[1],
+                                    common.steps);
+    if (!eager_losses.ok()) return ReportFailure("demo", eager_losses.status());
+  }
   for (int step = 1; step <= common.steps; ++step) {
+    if (eager_mode) {
+      loss = (*eager_losses)[static_cast<size_t>(step - 1)];
+      if (step == 1) first = loss;
+      if (step > 1 && loss >= previous) falling = false;
+      previous = loss;
+      if (step <= 5 || step % 10 == 0 || step == common.steps) {
+        std::printf("step %3d  loss %.6f\n", step, loss);
+      }
+      continue;
+    }
     framework::RunOptions run_options;
     if (step == common.steps) run_options.trace_path = common.trace;
     absl::StatusOr<framework::RunResult> result =
@@ -269,8 +340,9 @@ int DemoMain(int argc, char** argv) {
     last = result->stats;
   }
   if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return ReportFailure("demo", shut);
-  std::printf("loss %.6f -> %.6f (%s); last %s\n", first, loss,
-              falling ? "fell every step" : "did NOT fall every step", last.ToString().c_str());
+  std::printf("loss %.6f -> %.6f (%s)%s%s\n", first, loss,
+              falling ? "fell every step" : "did NOT fall every step", eager_mode ? "" : "; last ",
+              eager_mode ? "" : last.ToString().c_str());
   if (common.check_sync) {
     std::printf("sync check: %lld violations\n",
                 static_cast<long long>(context->vm()->sync_checker()->violation_count()));
