@@ -60,7 +60,16 @@ absl::StatusOr<std::vector<Tensor>> Seeds(const std::vector<Tensor>& roots,
                          given.shape().ToString(), ", the output ", DataTypeName(root.dtype()),
                          root.shape().ToString()));
       }
-      seeds.push_back(given);
+      if (RequiresGrad(given)) {
+        // A copy without history: the seed reaches the slots of the leaves, and a seed
+        // carrying its own graph would tie that graph to them (a cycle: it would never be
+        // freed). A detached alias would still hold the seed's state, and so its graph.
+        NoGradGuard no_grad;
+        SLUICE_ASSIGN_OR_RETURN(Tensor copy, eager::Assign(given));
+        seeds.push_back(std::move(copy));
+      } else {
+        seeds.push_back(given);
+      }
       continue;
     }
     if (root.num_elements() != 1) {
@@ -112,18 +121,31 @@ bool IsLeaf(const Tensor& t) {
   return meta == nullptr || meta->grad_fn == nullptr;
 }
 
+namespace {
+
+// `meta`'s gradient slot: a leaf's is set at SetRequiresGrad; a non-leaf's by RetainGrad,
+// under its node's lock.
+std::shared_ptr<internal::GradSlot> SlotOf(const AutogradMeta* meta) {
+  if (meta == nullptr) return nullptr;
+  if (meta->grad_fn == nullptr) return meta->grad;
+  PlainMutexLock lock(&meta->grad_fn->mu);
+  return meta->grad;
+}
+
+}  // namespace
+
 Tensor GradOf(const Tensor& t) {
-  const AutogradMeta* meta = t.valid() ? AnyMeta(t) : nullptr;
-  if (meta == nullptr || meta->grad == nullptr) return Tensor();
-  PlainMutexLock lock(&meta->grad->mu);
-  return meta->grad->grad;
+  const std::shared_ptr<internal::GradSlot> slot = SlotOf(t.valid() ? AnyMeta(t) : nullptr);
+  if (slot == nullptr) return Tensor();
+  PlainMutexLock lock(&slot->mu);
+  return slot->grad;
 }
 
 void ZeroGrad(const Tensor& t) {
-  const AutogradMeta* meta = t.valid() ? AnyMeta(t) : nullptr;
-  if (meta == nullptr || meta->grad == nullptr) return;
-  PlainMutexLock lock(&meta->grad->mu);
-  meta->grad->grad = Tensor();
+  const std::shared_ptr<internal::GradSlot> slot = SlotOf(t.valid() ? AnyMeta(t) : nullptr);
+  if (slot == nullptr) return;
+  PlainMutexLock lock(&slot->mu);
+  slot->grad = Tensor();
 }
 
 absl::Status RetainGrad(const Tensor& t) {
@@ -132,8 +154,8 @@ absl::Status RetainGrad(const Tensor& t) {
     return absl::FailedPreconditionError("RetainGrad: the tensor does not require a gradient");
   }
   if (meta->grad_fn == nullptr) return absl::OkStatus();  // a leaf keeps its gradient anyway
-  if (meta->grad == nullptr) meta->grad = std::make_shared<internal::GradSlot>();
   PlainMutexLock lock(&meta->grad_fn->mu);
+  if (meta->grad == nullptr) meta->grad = std::make_shared<internal::GradSlot>();
   meta->grad_fn->retained[static_cast<size_t>(meta->output)] = meta->grad;
   return absl::OkStatus();
 }

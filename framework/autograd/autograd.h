@@ -11,8 +11,10 @@
 //   SLUICE_RETURN_IF_ERROR(autograd::Backward(loss));
 //   eager::Tensor dw = autograd::GradOf(w);
 //
-// Saved tensors are released as soon as the node that needs them has issued its grad ops,
-// and a pass frees the graph behind it unless retain_graph. Only first-order gradients:
+// Saved tensors are released as soon as the node that needs them has issued its grad ops
+// (unless retain_graph), which makes a second pass through those nodes an error; the nodes
+// themselves live as long as a tensor that reaches them. Each grad op runs in the
+// StreamScope its forward op ran in (else in the caller's). Only first-order gradients:
 // grad ops are not recorded, so a gradient never requires a gradient itself.
 //
 // Thread-safety: any thread may record and run backward passes on its own graphs; two
@@ -47,7 +49,7 @@ void ZeroGrad(const eager::Tensor& t);
 absl::Status RetainGrad(const eager::Tensor& t);
 // A tensor over `t`'s storage with no history and no gradient: ops on it record nothing,
 // and an in-place write to either shows in both (and counts as a modification of a saved
-// tensor).
+// tensor). It holds `t`'s state, so while it lives so does what `t`'s history holds.
 eager::Tensor Detach(const eager::Tensor& t);
 
 struct BackwardOptions {
@@ -56,9 +58,10 @@ struct BackwardOptions {
 };
 
 // Accumulates into the leaves' gradients the gradient of `root`, seeded with `grad` (ones
-// when empty, for a one-element root). Errors: `root` does not require a gradient; a
-// root with more than one element and no `grad`; `grad` of another dtype or shape; a
-// graph freed by an earlier pass; a saved tensor modified in place since (naming the op);
+// when empty, for a one-element root; a copy of `grad` when it requires a gradient itself,
+// else `grad`, which a leaf's first gradient may then share). Errors: `root` does not
+// require a gradient; a root with more than one element and no `grad`; `grad` of another dtype or
+// shape; a graph freed by an earlier pass; a saved tensor modified in place since (naming the op);
 // an op without a gradient on the way. Returns once every grad op is issued (the VM runs
 // them); reading a gradient waits for what produces it.
 absl::Status Backward(const eager::Tensor& root, const eager::Tensor& grad = eager::Tensor(),

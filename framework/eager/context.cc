@@ -253,11 +253,13 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
     if (wanted) {
       for (const vm::BlobList& slot : *out) out_slots.push_back(static_cast<int>(slot.size()));
       for (const Tensor& t : tensors) out_states.push_back(t.state_);
-      SLUICE_RETURN_IF_ERROR(
-          recorder->Record(op, attrs, in_states, in_slots, absl::MakeSpan(out_states), out_slots));
+      const absl::Status recorded =
+          recorder->Record(op, attrs, in_states, in_slots, absl::MakeSpan(out_states), out_slots);
+      // Adopt any replacement first, so that an error drops it with the rest.
       for (size_t i = 0; i < tensors.size(); ++i) {
         if (out_states[i] != tensors[i].state_) tensors[i] = Tensor(out_states[i]);
       }
+      SLUICE_RETURN_IF_ERROR(recorded);
     }
   }
   return tensors;
@@ -308,9 +310,10 @@ absl::StatusOr<Tensor> Context::CallSingleIn(internal::ContextState* state, absl
       const absl::InlinedVector<int, 4> in_slots(inputs.size(), 1);
       internal::TensorState* out_states[] = {result.state_};
       const int out_slots[] = {1};
-      SLUICE_RETURN_IF_ERROR(
-          recorder->Record(op, attrs, in_states, in_slots, absl::MakeSpan(out_states), out_slots));
+      const absl::Status recorded =
+          recorder->Record(op, attrs, in_states, in_slots, absl::MakeSpan(out_states), out_slots);
       if (out_states[0] != result.state_) result = Tensor(out_states[0]);
+      SLUICE_RETURN_IF_ERROR(recorded);
     }
   }
   return result;

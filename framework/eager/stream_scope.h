@@ -1,7 +1,8 @@
 // StreamScope: the stream this thread's eager ops run on, for a scope. Ops placed on the
 // scope's device run on its stream instead of that device's compute stream 0; ops placed
 // elsewhere are unaffected. Soft sync orders what crosses streams, as always. Eager
-// autograd records the scope an op ran in and runs the op's gradient in it.
+// autograd records the scope an op ran in and runs the op's gradient in it (an op run
+// outside any scope has its gradient run in whatever scope the backward pass is in).
 //
 //   { eager::StreamScope side(StreamKey{Device(DeviceType::kSim, 0), StreamType::kCompute, 1});
 //     ... ops here run on sim:0/compute:1 ... }

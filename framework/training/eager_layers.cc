@@ -41,6 +41,10 @@ absl::StatusOr<Linear> Linear::FromParameters(Tensor weight, Tensor bias) {
                                                    " does not match the weight ",
                                                    weight.shape().ToString()));
   }
+  if (!autograd::IsLeaf(weight) || (bias.valid() && !autograd::IsLeaf(bias))) {
+    return absl::InvalidArgumentError(
+        "Linear: parameters must be leaves (not computed by recorded ops); use autograd::Detach");
+  }
   SLUICE_RETURN_IF_ERROR(autograd::SetRequiresGrad(weight));
   if (bias.valid()) SLUICE_RETURN_IF_ERROR(autograd::SetRequiresGrad(bias));
   return Linear(std::move(weight), std::move(bias));

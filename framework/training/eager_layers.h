@@ -32,8 +32,9 @@ class Linear {
   // InvalidArgument for non-positive sizes or a non-float dtype.
   static absl::StatusOr<Linear> Create(Context& ctx, int64_t in_features, int64_t out_features,
                                        LinearOptions options = {});
-  // Creates the layer over given parameters (weight [in, out], bias [out] or empty), which
-  // must be leaves that require gradients: to train from known initial values.
+  // Creates the layer over given parameters (weight [in, out], bias [out] or empty), made
+  // leaves that require gradients here (SetRequiresGrad; a tensor computed by recorded ops
+  // is refused): to train from known initial values.
   static absl::StatusOr<Linear> FromParameters(Tensor weight, Tensor bias);
 
   // x is [..., in_features].

@@ -321,5 +321,44 @@ TEST_F(AutogradTest, AVeryLongChainIsFreedAndDifferentiated) {
   EXPECT_THAT(Values(GradOf(x)), ElementsAre(1.0f));
 }
 
+// Grad computes what its inputs need and no more: it runs no grad op past them (so an op
+// without a gradient below them is no error) and frees nothing it did not run, so a later
+// Backward through the rest of the graph works.
+TEST_F(AutogradTest, GradStopsAtItsInputs) {
+  Tensor w = Leaf({1.0f, 2.0f});
+  Tensor h = eager::Mul(w, w).value();
+  Tensor l1 = eager::ReduceSum(h).value();
+  Tensor l2 = eager::ReduceSum(eager::Scale(h, 3.0).value()).value();
+  absl::StatusOr<std::vector<Tensor>> dh = Grad({l1}, {h});
+  ASSERT_TRUE(dh.ok()) << dh.status();
+  EXPECT_THAT(Values((*dh)[0]), ElementsAre(1.0f, 1.0f));
+  ASSERT_TRUE(Backward(l2).ok());  // mul's node was not run, so not freed
+  EXPECT_THAT(Values(GradOf(w)), ElementsAre(6.0f, 12.0f));
+
+  Tensor x = Leaf({1.0f, 2.0f});
+  Tensor sum = eager::Add(eager::FillZerosLike(x).value(), x).value();
+  absl::StatusOr<std::vector<Tensor>> dsum = Grad({eager::ReduceSum(sum).value()}, {sum});
+  ASSERT_TRUE(dsum.ok()) << dsum.status();  // fill_zeros_like's missing gradient is not needed
+  EXPECT_THAT(Values((*dsum)[0]), ElementsAre(1.0f, 1.0f));
+}
+
+// A root's gradient that itself requires a gradient is taken detached: the leaf's
+// accumulated gradient carries no history, and nothing is left alive in a cycle.
+TEST_F(AutogradTest, ASeedThatRequiresAGradientLeavesNoCycle) {
+  const int64_t before = context_->LiveTensors();
+  {
+    Tensor w = Leaf({1.0f, 2.0f});
+    Tensor g = eager::Scale(w, 2.0).value();
+    ASSERT_TRUE(Backward(w, g).ok());
+    EXPECT_FALSE(RequiresGrad(GradOf(w)));
+    EXPECT_THAT(Values(GradOf(w)), ElementsAre(2.0f, 4.0f));
+    Tensor y = eager::Scale(w, 1.0).value();
+    ASSERT_TRUE(RetainGrad(y).ok());
+    ASSERT_TRUE(Backward(y, eager::Scale(y, 1.0).value()).ok());
+    EXPECT_FALSE(RequiresGrad(GradOf(y)));
+  }
+  EXPECT_EQ(context_->LiveTensors(), before);
+}
+
 }  // namespace
 }  // namespace sluice::autograd

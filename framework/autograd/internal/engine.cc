@@ -37,6 +37,10 @@ struct PendingNode {
   std::shared_ptr<Node> node;
   int consumers = 0;          // nodes of the pass that read its outputs and have not run
   std::vector<Tensor> grads;  // per output: the sum of what reached it
+  // With captures (Grad): whether some path from this node reaches a capture, so its grad
+  // ops must run. Without captures every node runs.
+  bool leads_to_capture = false;
+  std::vector<Node*> readers;  // the nodes of the pass that read its outputs
 };
 
 class Pass {
@@ -61,9 +65,12 @@ class Pass {
       stack.pop_back();
       for (const Edge& edge : node->next) {
         if (edge.node == nullptr) continue;
-        ++Discover(edge.node, stack).consumers;
+        PendingNode& producer = Discover(edge.node, stack);
+        ++producer.consumers;
+        producer.readers.push_back(node.get());
       }
     }
+    if (captures_ != nullptr) MarkPathsToCaptures();
     std::vector<Node*> ready;
     for (auto& [node, pending] : pending_) {
       if (pending.consumers == 0) ready.push_back(node);
@@ -87,6 +94,46 @@ class Pass {
       stack.push_back(node);
     }
     return it->second;
+  }
+
+  bool Captured(const Node* node) const {
+    for (const Capture& capture : *captures_) {
+      if (capture.node == node) return true;
+    }
+    return false;
+  }
+  bool Captured(const std::shared_ptr<GradSlot>& leaf) const {
+    for (const Capture& capture : *captures_) {
+      if (capture.leaf == leaf) return true;
+    }
+    return false;
+  }
+
+  // Grad computes what its captures need and nothing more: a node runs its grad ops only
+  // when one of its inputs is captured or leads to a capture (a breadth-first walk from
+  // the captures toward the roots, over `readers`). The other nodes only count down.
+  void MarkPathsToCaptures() {
+    std::vector<Node*> frontier;
+    auto mark = [&](Node* node) {
+      PendingNode& pending = pending_.at(node);
+      if (pending.leads_to_capture) return;
+      pending.leads_to_capture = true;
+      frontier.push_back(node);
+    };
+    for (auto& [node, pending] : pending_) {
+      for (const Edge& edge : node->next) {
+        if ((edge.leaf != nullptr && Captured(edge.leaf)) ||
+            (edge.node != nullptr && Captured(edge.node.get()))) {
+          mark(node);
+          break;
+        }
+      }
+    }
+    while (!frontier.empty()) {
+      Node* node = frontier.back();
+      frontier.pop_back();
+      for (Node* reader : pending_.at(node).readers) mark(reader);
+    }
   }
 
   absl::Status ToLeaf(const std::shared_ptr<GradSlot>& slot, const Tensor& grad) {
@@ -118,7 +165,8 @@ class Pass {
     for (const Tensor& g : pending.grads) any_grad = any_grad || g.valid();
     bool wanted = false;
     for (const Edge& edge : node.next) wanted = wanted || edge.wanted();
-    if (any_grad && wanted) {
+    const bool runs = any_grad && wanted && (captures_ == nullptr || pending.leads_to_capture);
+    if (runs) {
       // Where the forward op ran: its gradient's stream.
       std::optional<eager::StreamScope> scope;
       if (node.stream.has_value()) scope.emplace(*node.stream);
@@ -138,7 +186,7 @@ class Pass {
         SLUICE_RETURN_IF_ERROR(ToLeaf(edge.leaf, input_grads[i]));
       }
     }
-    if (!retain_graph_) {
+    if (!retain_graph_ && (runs || captures_ == nullptr)) {
       // Saved tensors go as soon as the node's grad ops are issued (they hold the
       // storage until those ops ran, through the VM).
       node.saved_inputs.clear();

@@ -1,5 +1,6 @@
 #include "framework/autograd/internal/node.h"
 
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -24,8 +25,13 @@ Node::~Node() {
     if (producers.empty()) break;
     std::shared_ptr<Node> node = std::move(producers.back());
     producers.pop_back();
-    // use_count: relaxed, a hint; another holder that appears meanwhile just keeps it alive.
-    if (node.use_count() == 1) take(*node);
+    // use_count is a relaxed load: a count of 1 means every other holder has let go, and
+    // the fence orders their last reads of the node (a pass that discovered it) before the
+    // moves below. Another holder cannot appear: holders are made from holders.
+    if (node.use_count() == 1) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      take(*node);
+    }
   }
 }
 

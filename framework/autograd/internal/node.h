@@ -10,10 +10,10 @@
 // graph lives exactly as long as some tensor that can reach it, and a forward pass whose
 // backward never runs frees everything with its tensors.
 //
-// Thread-safety: a node is built by the recorder on the calling thread and is then
-// immutable but for its released state and saved tensors, which one backward pass at a
-// time changes (Backward serializes passes per graph by the node's mutex). GradSlot has
-// its own mutex.
+// Thread-safety: a node is built by the recorder on the calling thread. Afterwards its
+// released flag, saved tensors and `retained` slots change, under its `mu`: a backward pass
+// holds it while it runs the node (passes sharing nodes are serialized node by node), and
+// RetainGrad while it sets a slot. GradSlot has its own mutex.
 #ifndef SLUICE_FRAMEWORK_AUTOGRAD_INTERNAL_NODE_H_
 #define SLUICE_FRAMEWORK_AUTOGRAD_INTERNAL_NODE_H_
 

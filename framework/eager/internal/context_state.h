@@ -79,7 +79,8 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
 // without reference counting (vm::OwnedBlob). A reference is only ever made from another
 // one (Ref on a state someone holds), never from a bare pointer: Unref relies on it.
 //
-// Thread-safe: Ref and Unref from any thread; the rest is immutable while referenced.
+// Thread-safe: Ref and Unref from any thread; the grad meta is set once (InstallGradMeta)
+// and the version only grows (atomics); the rest is immutable while referenced.
 class TensorState {
  public:
   // A state with one reference, counted among `ctx`'s live tensors. `ctx` must be alive
