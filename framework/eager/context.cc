@@ -1,12 +1,14 @@
 #include "framework/eager/context.h"
 
 #include <new>
+#include <optional>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/eager/internal/context_state.h"
+#include "framework/eager/internal/tensor_access.h"
 #include "framework/eager/stream_scope.h"
 #include "ops/standard_ops.h"
 #include "vm/blob_access_waiter.h"
@@ -179,6 +181,43 @@ absl::StatusOr<Tensor> Context::FromBytes(DataType dtype, const Shape& shape,
 
 namespace {
 
+// How a call of this thread is dispatched: ops without inputs on `device` (else the
+// context's default), on the StreamScope's stream where the op lands on its device.
+ops::DispatchOptions DispatchOptionsFor(const internal::ContextState& state,
+                                        std::optional<Device> device)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+  ops::DispatchOptions options;
+  options.default_device = device.value_or(state.default_device);
+  if (const StreamKey* scoped = StreamScope::Current()) options.preferred_stream = *scoped;
+  return options;
+}
+
+// After an op ran on inputs `in_states` (per slot `in_slots`), when autograd's `recorder`
+// is installed: records it if some input requires a gradient, and adopts any output the
+// recorder replaced by an alias (before returning its error, so the alias is dropped with
+// the rest).
+absl::Status RecordForAutograd(internal::GradRecorder& recorder, absl::string_view op,
+                               const vm::AttrMap& attrs,
+                               absl::Span<internal::TensorState* const> in_states,
+                               absl::Span<const int> in_slots, absl::Span<Tensor> outputs,
+                               absl::Span<const int> out_slots) {
+  bool wanted = false;
+  for (const internal::TensorState* state : in_states) {
+    wanted = wanted || state->requires_grad();
+  }
+  if (!wanted) return absl::OkStatus();
+  absl::InlinedVector<internal::TensorState*, 4> out_states;
+  for (const Tensor& t : outputs) out_states.push_back(internal::TensorAccess::State(t));
+  const absl::Status recorded =
+      recorder.Record(op, attrs, in_states, in_slots, absl::MakeSpan(out_states), out_slots);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (out_states[i] != internal::TensorAccess::State(outputs[i])) {
+      outputs[i] = internal::TensorAccess::Adopt(out_states[i]);
+    }
+  }
+  return recorded;
+}
+
 absl::Status CheckTensors(absl::string_view op, const std::vector<std::vector<Tensor>>& slots,
                           absl::string_view role, ops::SlotBlobs* blobs) {
   blobs->resize(slots.size());
@@ -208,10 +247,7 @@ absl::StatusOr<ops::SlotBlobs> Context::Dispatch(absl::string_view op, const ops
                                                  const vm::AttrMap& attrs,
                                                  std::optional<Device> device) {
   PlainMutexLock lock(&state_->mu);
-  ops::DispatchOptions options;
-  options.default_device = device.value_or(state_->default_device);
-  if (const StreamKey* scoped = StreamScope::Current()) options.preferred_stream = *scoped;
-  return state_->dispatcher->Call(op, in, attrs, options);
+  return state_->dispatcher->Call(op, in, attrs, DispatchOptionsFor(*state_, device));
 }
 
 absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
@@ -240,27 +276,15 @@ absl::StatusOr<std::vector<Tensor>> Context::Call(absl::string_view op,
   }
   if (internal::GradRecorder* recorder = state_->grad_recorder.load(std::memory_order_acquire);
       recorder != nullptr) {
-    absl::InlinedVector<internal::TensorState*, 4> in_states, out_states;
+    absl::InlinedVector<internal::TensorState*, 4> in_states;
     absl::InlinedVector<int, 4> in_slots, out_slots;
-    bool wanted = false;
     for (const std::vector<Tensor>& slot : inputs) {
       in_slots.push_back(static_cast<int>(slot.size()));
-      for (const Tensor& t : slot) {
-        in_states.push_back(t.state_);
-        wanted = wanted || t.state_->requires_grad();
-      }
+      for (const Tensor& t : slot) in_states.push_back(t.state_);
     }
-    if (wanted) {
-      for (const vm::BlobList& slot : *out) out_slots.push_back(static_cast<int>(slot.size()));
-      for (const Tensor& t : tensors) out_states.push_back(t.state_);
-      const absl::Status recorded =
-          recorder->Record(op, attrs, in_states, in_slots, absl::MakeSpan(out_states), out_slots);
-      // Adopt any replacement first, so that an error drops it with the rest.
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        if (out_states[i] != tensors[i].state_) tensors[i] = Tensor(out_states[i]);
-      }
-      SLUICE_RETURN_IF_ERROR(recorded);
-    }
+    for (const vm::BlobList& slot : *out) out_slots.push_back(static_cast<int>(slot.size()));
+    SLUICE_RETURN_IF_ERROR(RecordForAutograd(*recorder, op, attrs, in_states, in_slots,
+                                             absl::MakeSpan(tensors), out_slots));
   }
   return tensors;
 }
@@ -291,30 +315,19 @@ absl::StatusOr<Tensor> Context::CallSingleIn(internal::ContextState* state, absl
   {
     // The output's tensor state is made under the same hold as the call.
     PlainMutexLock lock(&state->mu);
-    ops::DispatchOptions options;
-    options.default_device = device.value_or(state->default_device);
-    if (const StreamKey* scoped = StreamScope::Current()) options.preferred_stream = *scoped;
-    absl::StatusOr<vm::OwnedBlob> out = state->dispatcher->CallSingle(op, in, attrs, options);
+    absl::StatusOr<vm::OwnedBlob> out =
+        state->dispatcher->CallSingle(op, in, attrs, DispatchOptionsFor(*state, device));
     if (!out.ok()) return out.status();
     result = Tensor(internal::TensorState::NewLocked(state, *std::move(out)));
   }
   if (internal::GradRecorder* recorder = state->grad_recorder.load(std::memory_order_acquire);
       recorder != nullptr) {
     absl::InlinedVector<internal::TensorState*, 4> in_states;
-    bool wanted = false;
-    for (const Tensor* t : inputs) {
-      in_states.push_back(t->state_);
-      wanted = wanted || t->state_->requires_grad();
-    }
-    if (wanted) {
-      const absl::InlinedVector<int, 4> in_slots(inputs.size(), 1);
-      internal::TensorState* out_states[] = {result.state_};
-      const int out_slots[] = {1};
-      const absl::Status recorded =
-          recorder->Record(op, attrs, in_states, in_slots, absl::MakeSpan(out_states), out_slots);
-      if (out_states[0] != result.state_) result = Tensor(out_states[0]);
-      SLUICE_RETURN_IF_ERROR(recorded);
-    }
+    for (const Tensor* t : inputs) in_states.push_back(t->state_);
+    const absl::InlinedVector<int, 4> in_slots(inputs.size(), 1);
+    const int out_slots[] = {1};
+    SLUICE_RETURN_IF_ERROR(RecordForAutograd(*recorder, op, attrs, in_states, in_slots,
+                                             absl::MakeSpan(&result, 1), out_slots));
   }
   return result;
 }
@@ -339,10 +352,8 @@ absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vect
   }
   {
     PlainMutexLock lock(&state_->mu);
-    ops::DispatchOptions options;
-    options.default_device = state_->default_device;
-    if (const StreamKey* scoped = StreamScope::Current()) options.preferred_stream = *scoped;
-    SLUICE_RETURN_IF_ERROR(state_->dispatcher->CallInto(op, in, out, attrs, options));
+    SLUICE_RETURN_IF_ERROR(state_->dispatcher->CallInto(op, in, out, attrs,
+                                                        DispatchOptionsFor(*state_, std::nullopt)));
   }
   // A saved copy of any of them is now stale (autograd compares versions).
   for (internal::TensorState* state : written) state->BumpVersion();

@@ -40,7 +40,7 @@ struct PendingNode {
   // With captures (Grad): whether some path from this node reaches a capture, so its grad
   // ops must run. Without captures every node runs.
   bool leads_to_capture = false;
-  std::vector<Node*> readers;  // the nodes of the pass that read its outputs
+  std::vector<Node*> readers;  // with captures: the nodes of the pass that read its outputs
 };
 
 class Pass {
@@ -67,7 +67,7 @@ class Pass {
         if (edge.node == nullptr) continue;
         PendingNode& producer = Discover(edge.node, stack);
         ++producer.consumers;
-        producer.readers.push_back(node.get());
+        if (captures_ != nullptr) producer.readers.push_back(node.get());
       }
     }
     if (captures_ != nullptr) MarkPathsToCaptures();
@@ -110,8 +110,8 @@ class Pass {
   }
 
   // Grad computes what its captures need and nothing more: a node runs its grad ops only
-  // when one of its inputs is captured or leads to a capture (a breadth-first walk from
-  // the captures toward the roots, over `readers`). The other nodes only count down.
+  // when one of its inputs is captured or leads to a capture (a walk from the captures
+  // toward the roots, over `readers`). The other nodes only count down.
   void MarkPathsToCaptures() {
     std::vector<Node*> frontier;
     auto mark = [&](Node* node) {

@@ -273,6 +273,9 @@ absl::StatusOr<std::optional<LoopFrames>> SubBlockLowering::BuildLoopFrames(
     loop.iterations.push_back(std::make_unique<LoopIteration>(where, enclosing));
   }
   SLUICE_ASSIGN_OR_RETURN(loop.entry, CopyFrame(x, current[0]));
+  // Pipelined: the stage of each body call, from slot 0 (every slot lowers the same calls
+  // in the same order, over blobs of its own).
+  std::vector<int> stage_of_call;
   for (int p = 0; p < slots; ++p) {
     const std::vector<vm::Blob*>& next = current[(p + 1) % slots];
     const LoopIteration* iteration = loop.iterations[static_cast<size_t>(p)].get();
@@ -282,13 +285,15 @@ absl::StatusOr<std::optional<LoopFrames>> SubBlockLowering::BuildLoopFrames(
                             LowerBlock(static_cast<int>(check.index), inside, iteration));
     // Which loop variables the condition reads (a pipelined loop's driver stage).
     std::vector<bool> check_reads(names.size(), false);
-    for (size_t i = 0; i < names.size(); ++i) {
-      for (const PendingFrame::Call& call : check_frame.calls) {
-        if (std::find(call.reads.begin(), call.reads.end(), current[p][i]) != call.reads.end()) {
-          check_reads[i] = true;
+    if (in_flight > 0 && p == 0) {
+      for (size_t i = 0; i < names.size(); ++i) {
+        for (const PendingFrame::Call& call : check_frame.calls) {
+          if (std::find(call.reads.begin(), call.reads.end(), current[p][i]) != call.reads.end()) {
+            check_reads[i] = true;
+          }
         }
+        if (check_frame.frame.results[0] == current[p][i]) check_reads[i] = true;
       }
-      if (check_frame.frame.results[0] == current[p][i]) check_reads[i] = true;
     }
     // The predicate is read after the frame ran: kept.
     const std::vector<vm::Blob*> predicate = check_frame.frame.results;
@@ -300,13 +305,21 @@ absl::StatusOr<std::optional<LoopFrames>> SubBlockLowering::BuildLoopFrames(
       SLUICE_RETURN_IF_ERROR(AddCopy(body_frame, body_frame.frame.results[i], next[i]));
     }
     if (in_flight > 0) {
-      std::vector<StageCall> calls;
-      for (const PendingFrame::Call& call : body_frame.calls) {
-        calls.push_back({call.reads, call.writes, call.random});
+      if (p == 0) {
+        std::vector<StageCall> calls;
+        for (const PendingFrame::Call& call : body_frame.calls) {
+          calls.push_back({call.reads, call.writes, call.random});
+        }
+        LoopStages stages = SplitLoopBody(calls, current[p], next, check_reads);
+        if (stages.stage.empty()) return std::optional<LoopFrames>();
+        stage_of_call = std::move(stages.stage);
       }
-      const LoopStages stages = SplitLoopBody(calls, current[p], next, check_reads);
-      if (stages.stage.empty()) return std::optional<LoopFrames>();
-      loop.body.push_back(FinishStaged(std::move(body_frame), stages.stage));
+      if (stage_of_call.size() != body_frame.calls.size()) {
+        return absl::InternalError(absl::StrCat(where, ": slot ", p, " lowered ",
+                                                body_frame.calls.size(), " body calls, slot 0 ",
+                                                stage_of_call.size()));
+      }
+      loop.body.push_back(FinishStaged(std::move(body_frame), stage_of_call));
     } else {
       loop.body.push_back(Finish(std::move(body_frame), {}));
     }
