@@ -68,8 +68,11 @@ TEST_P(RunPrivateTest, FreeRunningLoopMatches) {
   SLUICE_EXPECT_OK(h.vm->Sync());
   const VmStats stats = h.vm->stats();
   EXPECT_EQ(stats.releases, kOps) << stats.ToString();
-  // How much fuses depends on the scheduler's timing; that private blobs form is checked.
-  EXPECT_GT(stats.private_blobs, 0) << stats.ToString();
+  // How much fuses depends on the scheduler's timing: on a loaded machine the scheduler
+  // can take every step as it arrives, and nothing fuses. That private blobs form is
+  // checked by HeldBackLoopKeepsItsTemporariesPrivate; this test checks values and counts
+  // whatever the timing, and the free-running count of private blobs is only reported.
+  EXPECT_LE(stats.private_blobs, kOps) << stats.ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(Streams, RunPrivateTest, ::testing::Values("cpu", "sim:0"),
