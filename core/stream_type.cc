@@ -20,6 +20,8 @@ absl::string_view StreamTypeName(StreamType type) {
       return "critical_section";
     case StreamType::kPinnedCompute:
       return "pinned_compute";
+    case StreamType::kLazyJobLauncher:
+      return "lazy_job_launcher";
   }
   return "invalid";
 }
@@ -29,9 +31,10 @@ absl::StatusOr<StreamType> ParseStreamType(absl::string_view name) {
     const auto type = static_cast<StreamType>(i);
     if (StreamTypeName(type) == name) return type;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown stream type '", name,
-      "' (expected compute, h2d, d2h, ccl, barrier, critical_section or pinned_compute)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown stream type '", name,
+                   "' (expected compute, h2d, d2h, ccl, barrier, critical_section, pinned_compute "
+                   "or lazy_job_launcher)"));
 }
 
 }  // namespace sluice

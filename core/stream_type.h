@@ -18,10 +18,14 @@ enum class StreamType : uint8_t {
   kBarrier,          // host-side barriers
   kCriticalSection,  // work that must not overlap anything else on its device
   kPinnedCompute,    // kernels that read/write pinned host memory
+  // Launches of whole graphs called from eager code (framework/graph): one instruction per
+  // call, whose work is the graph's steps, run in order on this stream.
+  kLazyJobLauncher,
 };
-inline constexpr int kNumStreamTypes = 7;
+inline constexpr int kNumStreamTypes = 8;
 
-// "compute", "h2d", "d2h", "ccl", "barrier", "critical_section", "pinned_compute".
+// "compute", "h2d", "d2h", "ccl", "barrier", "critical_section", "pinned_compute",
+// "lazy_job_launcher".
 absl::string_view StreamTypeName(StreamType type);
 absl::StatusOr<StreamType> ParseStreamType(absl::string_view name);
 

@@ -360,6 +360,55 @@ absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vect
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<Tensor>> Context::LaunchKernel(
+    const vm::OpKernel& kernel, vm::Stream* stream, absl::Span<const Tensor> inputs,
+    absl::Span<const Tensor> updated, absl::Span<const OutputSpec> outputs,
+    std::shared_ptr<const vm::AttrMap> attrs) {
+  // The instruction's operands: reads [inputs..., updated...], writes [outputs..., updated...].
+  absl::InlinedVector<vm::Blob*, 8> reads, writes;
+  auto check = [&](absl::Span<const Tensor> group, absl::string_view role) -> absl::Status {
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (!group[i].valid()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", kernel.name(), "': ", role, " ", i, " is an empty Tensor"));
+      }
+      SLUICE_RETURN_IF_ERROR(CheckOwnInput(state_.get(), kernel.name(), group[i]));
+      reads.push_back(group[i].state_->blob().get());
+    }
+    return absl::OkStatus();
+  };
+  SLUICE_RETURN_IF_ERROR(check(inputs, "input"));
+  SLUICE_RETURN_IF_ERROR(check(updated, "updated tensor"));
+  std::vector<Tensor> results;
+  results.reserve(outputs.size());
+  absl::Status status;
+  {
+    PlainMutexLock lock(&state_->mu);
+    for (const OutputSpec& spec : outputs) {
+      absl::StatusOr<vm::OwnedBlob> blob = state_->vm->NewOwnedBlob(stream, spec.dtype, spec.shape);
+      if (!blob.ok()) {
+        status = blob.status();
+        break;
+      }
+      writes.push_back(blob->get());
+      results.push_back(Tensor(internal::TensorState::NewLocked(state_.get(), *std::move(blob))));
+    }
+    if (status.ok()) {
+      for (const Tensor& t : updated) writes.push_back(t.state_->blob().get());
+      status = state_->builder->CallPtrs(kernel, reads, writes, std::move(attrs), stream);
+    }
+  }
+  // On an error the new tensors end here, outside the lock (their end takes it).
+  if (!status.ok()) return status;
+  for (const Tensor& t : updated) t.state_->BumpVersion();
+  return results;
+}
+
+absl::Status Context::WhenDone(absl::AnyInvocable<void()> callback) {
+  PlainMutexLock lock(&state_->mu);
+  return state_->builder->Barrier(std::move(callback));
+}
+
 absl::Status Context::Sync() { return state_->vm->Sync(); }
 
 }  // namespace sluice::eager

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -22,6 +23,8 @@
 #include "ep/runtime.h"
 #include "ops/op_dispatcher.h"
 #include "vm/attrs.h"
+#include "vm/kernel.h"
+#include "vm/stream.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::eager {
@@ -76,6 +79,30 @@ class Context {
   absl::Status CallInto(absl::string_view op, const std::vector<std::vector<Tensor>>& inputs,
                         const std::vector<std::vector<Tensor>>& outputs,
                         const vm::AttrMap& attrs = {});
+
+  // One instruction of `kernel` — an OpKernel outside the registry, such as a graph launch
+  // (framework/graph) — on `stream`, a stream of this context's VM. It reads `inputs`,
+  // updates `updated` in place (read and written: their versions are bumped, as CallInto's)
+  // and writes new tensors of the dtypes and shapes in `outputs`, made on `stream`'s device
+  // and returned in order. Soft sync orders it with the context's other work, as any op.
+  // Not recorded for autograd: the outputs have no history, and an update of a tensor that
+  // requires a gradient is not refused (a saved copy of it is then stale, which Backward
+  // reports through the version). InvalidArgument for an empty tensor or one of another
+  // context (naming `kernel` and the operand), before anything is enqueued.
+  struct OutputSpec {
+    DataType dtype;
+    Shape shape;
+  };
+  absl::StatusOr<std::vector<Tensor>> LaunchKernel(const vm::OpKernel& kernel, vm::Stream* stream,
+                                                   absl::Span<const Tensor> inputs,
+                                                   absl::Span<const Tensor> updated,
+                                                   absl::Span<const OutputSpec> outputs,
+                                                   std::shared_ptr<const vm::AttrMap> attrs = {});
+
+  // Runs `callback` once everything this context submitted so far is complete, on the
+  // VM's scheduler thread: it must be quick and must not call into the context or the VM
+  // (set a flag, notify a waiter). Errors only once the VM is shut down.
+  absl::Status WhenDone(absl::AnyInvocable<void()> callback);
 
   // Waits for everything submitted so far; the first kernel error since the last sync.
   absl::Status Sync();

@@ -22,6 +22,7 @@ TEST(StreamTypeTest, NamesAreTheDocumentedOnes) {
   EXPECT_EQ(StreamTypeName(StreamType::kBarrier), "barrier");
   EXPECT_EQ(StreamTypeName(StreamType::kCriticalSection), "critical_section");
   EXPECT_EQ(StreamTypeName(StreamType::kPinnedCompute), "pinned_compute");
+  EXPECT_EQ(StreamTypeName(StreamType::kLazyJobLauncher), "lazy_job_launcher");
 }
 
 TEST(StreamTypeTest, EveryTypeHasADistinctNameThatParsesBack) {
@@ -44,7 +45,8 @@ TEST(StreamTypeTest, ParseRejectsUnknownNamesAndListsTheKnownOnes) {
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(parsed.status().message(), HasSubstr(absl::StrCat("'", bad, "'")));
     EXPECT_THAT(parsed.status().message(),
-                HasSubstr("compute, h2d, d2h, ccl, barrier, critical_section or pinned_compute"));
+                HasSubstr("compute, h2d, d2h, ccl, barrier, critical_section, pinned_compute or "
+                          "lazy_job_launcher"));
   }
 }
 

@@ -332,13 +332,19 @@ absl::StatusOr<std::optional<LoopFrames>> SubBlockLowering::BuildLoopFrames(
 // Block `desc` as the passes see it: its own variables are temporaries; every other name
 // in `bound` comes from an enclosing block and is read-only here (a write to it is refused,
 // as a write to a fed variable is).
-VarTable SubBlockLowering::ViewOf(const ir::BlockDesc& desc, const Bindings& bound) const {
+VarTable SubBlockLowering::ViewOf(const ir::BlockDesc& desc, const Bindings& bound,
+                                  const ProgramBindings* top) const {
   VarTable vars;
   auto add = [&](const std::string& name, VarKind kind, DataType dtype, const Shape& shape) {
     vars.index_of.emplace(name, vars.size());
     vars.slots.push_back({name, kind, device_, dtype, shape, nullptr, false});
   };
-  for (const ir::VarDesc& var : desc.vars()) add(var.name, VarKind::kTemp, var.dtype, var.shape);
+  for (const ir::VarDesc& var : desc.vars()) {
+    VarKind kind = VarKind::kTemp;
+    if (top != nullptr && top->feeds.contains(var.name)) kind = VarKind::kFeed;
+    if (top != nullptr && top->persistables.contains(var.name)) kind = VarKind::kPersistable;
+    add(var.name, kind, var.dtype, var.shape);
+  }
   for (const auto& [name, blob] : bound) {
     if (!desc.HasVar(name)) add(name, VarKind::kFeed, blob->dtype(), blob->shape());
   }
@@ -346,9 +352,10 @@ VarTable SubBlockLowering::ViewOf(const ir::BlockDesc& desc, const Bindings& bou
 }
 
 absl::StatusOr<SubBlockLowering::PendingFrame> SubBlockLowering::LowerBlock(
-    int block, Bindings bound, const LoopIteration* loop) {
+    int block, Bindings bound, const LoopIteration* loop, const ProgramBindings* top,
+    const std::vector<std::string>* results) {
   const ir::BlockDesc& desc = program_.block(block);
-  VarTable vars = ViewOf(desc, bound);
+  VarTable vars = ViewOf(desc, bound, top);
   // The passes block 0 goes through: schemas, attributes, inference against the declared
   // variables, kernels for the device; control-flow ops resolve to their outer reads.
   absl::StatusOr<PlacedBlock> placed =
@@ -360,6 +367,9 @@ absl::StatusOr<SubBlockLowering::PendingFrame> SubBlockLowering::LowerBlock(
   PendingFrame pending;
   Frame& frame = pending.frame;
   for (const ir::VarDesc& var : desc.vars()) {
+    if (top != nullptr && (top->feeds.contains(var.name) || top->persistables.contains(var.name))) {
+      continue;  // the caller's blob, already in `bound`
+    }
     SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob,
                             vm_.NewLazyBlob(stream_, var.dtype, var.shape, var.name));
     bound[var.name] = blob.get();
@@ -389,9 +399,40 @@ absl::StatusOr<SubBlockLowering::PendingFrame> SubBlockLowering::LowerBlock(
       frame.nested.push_back(std::move(nested));
     }
   }
+  if (results != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(frame.results, Bound(bound, *results, absl::StrCat("block ", block)));
+    return pending;
+  }
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> yielded, ir::YieldedNames(program_, block));
   SLUICE_ASSIGN_OR_RETURN(frame.results, Bound(bound, yielded, absl::StrCat("block ", block)));
   return pending;
+}
+
+absl::StatusOr<Frame> SubBlockLowering::BuildProgram(const ProgramBindings& top,
+                                                     const std::vector<std::string>& outputs) {
+  const ir::BlockDesc& desc = program_.block(0);
+  Bindings bound;
+  for (const Bindings* group : {&top.feeds, &top.persistables}) {
+    for (const auto& [name, blob] : *group) {
+      const ir::VarDesc* declared = desc.FindVar(name);
+      if (declared == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("block 0 has no variable '", name, "' to bind"));
+      }
+      const ir::VarDesc& var = *declared;
+      if (blob->dtype() != var.dtype || blob->shape() != var.shape) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("variable '", name, "' is declared ", DataTypeName(var.dtype), " ",
+                         var.shape.ToString(), " but is bound to a ", DataTypeName(blob->dtype()),
+                         " ", blob->shape().ToString(), " blob"));
+      }
+      bound[name] = blob;
+    }
+  }
+  SLUICE_ASSIGN_OR_RETURN(PendingFrame pending,
+                          LowerBlock(0, std::move(bound), nullptr, &top, &outputs));
+  const std::vector<vm::Blob*> keep = pending.frame.results;
+  return Finish(std::move(pending), keep);
 }
 
 absl::Status SubBlockLowering::AddCopy(PendingFrame& pending, vm::Blob* from, vm::Blob* to) const {

@@ -78,6 +78,22 @@ class SubBlockLowering {
     return Build(block, index, op, bound, nullptr);
   }
 
+  // The caller's blobs for block 0's variables when a whole program is lowered as one frame.
+  struct ProgramBindings {
+    Bindings feeds;         // read-only (a write is refused, as a write to a fed variable)
+    Bindings persistables;  // may be read before written; updated in place
+  };
+  // Block 0 of the program lowered as one frame, for a caller that runs it inline on the
+  // stream (a graph launch, framework/graph): every variable named in `top` is bound to the
+  // caller's blob (which must have the variable's dtype and shape), every other variable of
+  // block 0 is the frame's own, and nested control flow is lowered as Build lowers it (loops
+  // one iteration at a time). Frame::results are the blobs of `outputs`, in order, kept out
+  // of storage sharing so the caller can read them once the frame ran. Errors as Build's,
+  // plus InvalidArgument naming a bound variable whose blob does not match its declaration,
+  // or an output that is not a variable of block 0.
+  absl::StatusOr<Frame> BuildProgram(const ProgramBindings& top,
+                                     const std::vector<std::string>& outputs);
+
  private:
   // `loop`: the innermost loop enclosing the op, or null.
   absl::StatusOr<std::unique_ptr<ControlStep>> Build(int block, int index, const ir::OpDesc& op,
@@ -115,9 +131,14 @@ class SubBlockLowering {
     std::vector<Call> calls;
   };
   // Block `block`'s calls into a new pending frame, its own variables bound to new lazy
-  // blobs in a copy of `bound`; `loop` as in Build.
-  absl::StatusOr<PendingFrame> LowerBlock(int block, Bindings bound, const LoopIteration* loop);
-  VarTable ViewOf(const ir::BlockDesc& desc, const Bindings& bound) const;
+  // blobs in a copy of `bound`; `loop` as in Build. `top` (BuildProgram): block 0's
+  // variables it names keep their bindings; `results` (BuildProgram): the frame's results
+  // instead of the block's yields.
+  absl::StatusOr<PendingFrame> LowerBlock(int block, Bindings bound, const LoopIteration* loop,
+                                          const ProgramBindings* top = nullptr,
+                                          const std::vector<std::string>* results = nullptr);
+  VarTable ViewOf(const ir::BlockDesc& desc, const Bindings& bound,
+                  const ProgramBindings* top) const;
   // Appends a copy from -> to (nothing when they are one blob).
   absl::Status AddCopy(PendingFrame& pending, vm::Blob* from, vm::Blob* to) const;
   // The frame with its closed StepSequence of the calls; with release_temporaries, its own

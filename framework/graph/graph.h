@@ -1,0 +1,150 @@
+// Graph: a function over the fn:: front end (framework/builder/functional.h) traced once
+// into a Program and called on eager tensors, each call one VM instruction (OneFlow's
+// nn.Graph and its lazy job launch; TensorFlow's tf.function). See docs/design.md, "Eager
+// meets lazy".
+//
+//   Graph step = Graph::Create(ctx, [&](Trace& t, const std::vector<Value>& in)
+//                                       -> absl::StatusOr<std::vector<Value>> {
+//     SLUICE_ASSIGN_OR_RETURN(Var w, t.Param(linear.weight()));   // shared, not copied
+//     ...                                                         // fn:: ops, Gradients,
+//     return std::vector<Value>{loss};                            // optim::Adam::Minimize
+//   }).value();
+//   std::vector<eager::Tensor> out = step({x, y}).value();        // returns at once
+//
+// Tracing. The first call with a given (device, input dtypes and shapes) traces the
+// function inside a ProgramGuard of a fresh (main, startup) pair, with one `Data` variable
+// per input ("input_<i>"); the function returns the outputs as static Values of the main
+// program. The startup program (what optimizers add: moments, beta powers, learning
+// rates) runs once, into a scope the specialization owns. The main program's block 0 is
+// then lowered once into a GraphLaunch (graph_launch.h) on the device's launcher stream
+// (StreamType::kLazyJobLauncher): every step of the graph runs there, in order, inside the
+// one instruction. Specializations are cached by (device, dtypes, shapes); the least
+// recently used is dropped beyond GraphOptions::max_specializations (once the launches
+// submitted so far have completed).
+//
+// Parameters. Trace::Param turns an eager tensor into a persistable parameter variable of
+// the trace (is_parameter: fn::Gradients and optimizers see it) bound to the tensor's own
+// blob, so the graph reads and updates the eager storage in place; every call lists it
+// among the instruction's operands, and a call that updates it bumps its version (as
+// Context::CallInto does).
+//
+// Calls. `graph(inputs)` checks the inputs (valid, this context, the devices), finds or
+// builds the specialization, and submits one instruction whose outputs are new eager
+// tensors; it returns before the graph has run. An error inside the graph poisons what
+// depends on it — outputs and updated parameters — and surfaces at the next read, naming
+// the op ("block 0 op #3 'softmax_with_cross_entropy'" in "graph 'step'"), as eager errors
+// do; the context stays usable. Calls are not recorded for autograd (the outputs have no
+// history).
+//
+// Thread-safety: Graph is a handle (copies share one graph); calls from several threads
+// are safe (the cache is locked; launches of one specialization run one after another on
+// its launcher stream). Tracing runs the function on the calling thread, under the
+// graph's lock: the function must not call the same graph. The last handle's destruction
+// waits for the graph's launches to complete.
+#ifndef SLUICE_FRAMEWORK_GRAPH_GRAPH_H_
+#define SLUICE_FRAMEWORK_GRAPH_GRAPH_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/device.h"
+#include "framework/builder/functional.h"
+#include "framework/builder/program.h"
+#include "framework/eager/context.h"
+#include "framework/eager/tensor.h"
+
+namespace sluice::framework::graph {
+
+namespace internal {
+struct GraphState;
+struct TraceAccess;
+}  // namespace internal
+
+// What the traced function sees besides its inputs. Valid only during the trace.
+class Trace {
+ public:
+  // The persistable parameter variable bound to `tensor` (a tensor of the graph's context,
+  // on the graph's device): the same variable for the same tensor. InvalidArgument naming
+  // the tensor otherwise.
+  absl::StatusOr<Var> Param(const eager::Tensor& tensor);
+  // The programs being traced (also the thread's current ones).
+  Program& main() { return main_; }
+  Program& startup() { return startup_; }
+  const Device& device() const { return device_; }
+
+ private:
+  friend struct internal::TraceAccess;
+  Trace(Program& main, Program& startup, const eager::Context& ctx, Device device)
+      : main_(main), startup_(startup), ctx_(ctx), device_(device) {}
+  Program& main_;
+  Program& startup_;
+  const eager::Context& ctx_;
+  const Device device_;
+  // Bound parameters in order of first use: (variable name, tensor).
+  std::vector<std::pair<std::string, eager::Tensor>> params_;
+  absl::flat_hash_map<const void*, size_t> param_index_;  // tensor state -> params_ index
+};
+
+// The traced function: the graph's outputs (static Values of trace.main()) from its inputs
+// (one `Data` variable per call input, in order).
+using GraphFunction = std::function<absl::StatusOr<std::vector<Value>>(
+    Trace& trace, const std::vector<Value>& inputs)>;
+
+struct GraphOptions {
+  std::string name = "graph";  // in errors and traces: "graph 'name'"
+  // Where the graph runs; unset: the first input's device (the context's default device
+  // for a graph without inputs). Every input must be on it.
+  std::optional<Device> device;
+  // Specializations kept (by device, input dtypes and shapes); at least 1.
+  int max_specializations = 8;
+  // The GC plan's option for the graph's own temporaries: off, each has storage of its own;
+  // on, temporaries with disjoint live ranges share (the graph keeps its live set between
+  // calls either way).
+  bool release_temporaries = true;
+};
+
+// What a graph did. Value type.
+struct GraphStats {
+  int64_t calls = 0;
+  int64_t traces = 0;           // specializations built (cache misses)
+  int64_t evictions = 0;        // specializations dropped for newer ones
+  int64_t specializations = 0;  // held now
+  std::string ToString() const;
+};
+
+class Graph {
+ public:
+  // InvalidArgument for an empty function, a name that is empty, or max_specializations < 1.
+  // Nothing is traced until the first call.
+  static absl::StatusOr<Graph> Create(eager::Context ctx, GraphFunction function,
+                                      GraphOptions options = {});
+
+  // One call: see the header comment. Errors returned here (nothing was submitted): an
+  // empty tensor, one of another context or off the graph's device (InvalidArgument naming
+  // the input); the trace's errors (the function's own, an output that is not a static
+  // Value of the trace, the program's build errors naming the op), prefixed with the
+  // graph's name.
+  absl::StatusOr<std::vector<eager::Tensor>> operator()(const std::vector<eager::Tensor>& inputs);
+  absl::StatusOr<std::vector<eager::Tensor>> Call(const std::vector<eager::Tensor>& inputs) {
+    return (*this)(inputs);
+  }
+
+  GraphStats stats() const;
+  // The main program traced for these inputs' dtypes and shapes (tracing it when needed),
+  // for tools and tests; valid while the specialization is cached.
+  absl::StatusOr<const ir::ProgramDesc*> Program(const std::vector<eager::Tensor>& inputs);
+
+ private:
+  explicit Graph(std::shared_ptr<internal::GraphState> state) : state_(std::move(state)) {}
+  std::shared_ptr<internal::GraphState> state_;
+};
+
+}  // namespace sluice::framework::graph
+
+#endif  // SLUICE_FRAMEWORK_GRAPH_GRAPH_H_

@@ -1,0 +1,81 @@
+// GraphLaunch: the kernel of one graph call (graph.h) — the instruction a call of a Graph
+// from eager code becomes, on its device's launcher stream (StreamType::kLazyJobLauncher).
+// The instruction's operands are the call's inputs, its outputs and the eager parameters
+// the graph binds, so the engine orders it with eager work by the ordinary dependence rules
+// and soft sync. Its work is the graph's traced Program, lowered once (control_flow::
+// SubBlockLowering::BuildProgram) into a frame that runs inline on the launcher stream:
+//  1. a copy (`assign`, device to device) of each call input into the frame's input blob;
+//  2. the frame's steps;
+//  3. a copy of each result into the call's new output tensor.
+// Every copy and step goes through KernelContext::RunStep, so each has a lone instruction's
+// rules: a step whose input is poisoned is skipped and poisons its outputs, a failing step
+// is reported under its own name (with the graph in its origin), and the sync checker and
+// the recorder (an expansion of the launch's line, vm/step_log.h) see every step. The
+// instruction completes when its last step does (on an asynchronous stream, when the stream
+// has run them).
+//
+// Operand layout (Context::LaunchKernel's): inputs = [call inputs..., read-only parameters...,
+// updated parameters...], outputs = [call outputs..., updated parameters...]. The frame's
+// steps read and write the parameters' blobs directly (bound at lowering), so the listed
+// parameter operands are what orders them.
+//
+// Thread-safety: immutable once built, except the copy steps' operands, which Launch points
+// at the call's blobs. Launches follow one another: every launch of one GraphLaunch is on
+// the one launcher stream of its device, whose worker runs them in order.
+#ifndef SLUICE_FRAMEWORK_GRAPH_GRAPH_LAUNCH_H_
+#define SLUICE_FRAMEWORK_GRAPH_GRAPH_LAUNCH_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "framework/interpreter/control_flow/control_step.h"
+#include "ops/op_registry.h"
+#include "vm/blob.h"
+#include "vm/instruction.h"
+#include "vm/kernel.h"
+
+namespace sluice::framework::graph {
+
+class GraphLaunch final : public vm::OpKernel {
+ public:
+  // `name` ("graph 'step'") names the launch in traces and the copies' errors. `frame`: the
+  // program lowered on the launcher stream, whose results are the call's outputs in order;
+  // `inputs`: the frame's blobs that call input i is copied into (on the launcher stream).
+  // NotFound when the registry has no `assign` kernel for a blob's device and dtype.
+  static absl::StatusOr<std::unique_ptr<GraphLaunch>> Create(std::string name,
+                                                             control_flow::Frame frame,
+                                                             std::vector<vm::BlobRef> inputs,
+                                                             const ops::OpRegistry& registry);
+  ~GraphLaunch() override;
+
+  absl::string_view name() const override { return "graph_launch"; }
+  absl::Status Launch(vm::KernelContext& ctx) const override;
+  // Each copy and step settles its own operands' poison.
+  bool handles_poison() const override { return true; }
+  bool checks_own_steps() const override { return true; }
+  bool logs_own_steps() const override { return true; }
+
+  int num_inputs() const { return static_cast<int>(copy_in_.size()); }
+  int num_outputs() const { return static_cast<int>(copy_out_.size()); }
+
+ private:
+  GraphLaunch() = default;
+  absl::Status Run(vm::KernelContext& ctx) const;
+
+  std::string name_;
+  control_flow::Frame frame_;
+  std::vector<vm::BlobRef> inputs_;
+  // One reusable `assign` step per input and per output; Launch sets the operand that
+  // changes per call (the call's input, the call's output).
+  std::vector<std::unique_ptr<vm::Instruction>> copy_in_;
+  std::vector<std::unique_ptr<vm::Instruction>> copy_out_;
+  std::vector<std::unique_ptr<vm::InstructionOrigin>> origins_;
+};
+
+}  // namespace sluice::framework::graph
+
+#endif  // SLUICE_FRAMEWORK_GRAPH_GRAPH_LAUNCH_H_
