@@ -124,6 +124,7 @@ absl::StatusOr<Context> Context::Create(ContextOptions options) {
   state->seed = options.seed;
   PlainMutexLock lock(&state->mu);
   state->builder = std::make_unique<vm::InstructionsBuilder>(state->vm.get());
+  state->builder->set_soft_sync(options.soft_sync);
   state->dispatcher =
       std::make_unique<ops::OpDispatcher>(&state->registry, state->vm.get(), state->builder.get());
   state->default_device = options.default_device;

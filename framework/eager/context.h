@@ -42,6 +42,10 @@ struct ContextOptions {
   Device default_device{DeviceType::kCpu, 0};
   // Seeds the random ops called without an explicit seed (each call draws the next one).
   uint64_t seed = 0x5eed;
+  // Testing only: off, op calls emit no sync instructions across streams (vm::
+  // InstructionsBuilder::set_soft_sync), so that a test can show the sync checker catches
+  // what soft sync prevents.
+  bool soft_sync = true;
 };
 
 // Thread-safe: op calls from several threads are serialized through one builder (a blob's

@@ -1,0 +1,19 @@
+// Issue 23's check: chains eager -> graph -> eager -> graph on two sim streams with jitter
+// and the sync checker on, repeated 10^3 times: no sync error, and the values of the same
+// ops run eagerly.
+#include "gtest/gtest.h"
+#include "tests/framework/graph_chain_test_util.h"
+
+namespace sluice::framework::graph::testing {
+namespace {
+
+TEST(GraphChainLongTest, ThousandChainsMatchTheEagerOpsWithoutSyncErrors) {
+  const ChainOutcome outcome = RunGraphChains(/*repetitions=*/1000, /*length=*/8, /*seed=*/23);
+  EXPECT_EQ(outcome.repetitions, 1000);
+  EXPECT_EQ(outcome.mismatches, 0) << outcome.first_mismatch;
+  EXPECT_EQ(outcome.errors, 0);
+  EXPECT_EQ(outcome.violations, 0);
+}
+
+}  // namespace
+}  // namespace sluice::framework::graph::testing
