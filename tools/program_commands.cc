@@ -16,10 +16,12 @@
 #include "framework/builder/losses.h"
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
+#include "framework/graph/graph.h"
 #include "framework/io/npy.h"
 #include "framework/io/persistables.h"
 #include "framework/ir/program_desc.h"
 #include "framework/models/linear_regression.h"
+#include "framework/models/linear_regression_graph.h"
 #include "framework/training/eager_layers.h"
 #include "framework/training/eager_optimizers.h"
 #include "tools/options.h"
@@ -242,6 +244,35 @@ absl::StatusOr<std::vector<float>> TrainDemoEagerly(eager::Context& ctx, Device 
   return losses;
 }
 
+// The demo model's step as a graph called from eager (framework/models/
+// linear_regression_graph.h) for `steps` steps from `weight` and `bias`: one call per step,
+// the losses read once at the end. The loss of each step.
+absl::StatusOr<std::vector<float>> TrainDemoAsGraph(eager::Context& ctx, Device device,
+                                                    const framework::HostTensor& weight,
+                                                    const framework::HostTensor& bias, int steps) {
+  auto upload = [&](const framework::HostTensor& h) {
+    return ctx.FromBytes(h.dtype, h.shape, h.bytes, device);
+  };
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor w, upload(weight));
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor b, upload(bias));
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor x, upload(framework::LinearRegressionInput()));
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor y, upload(framework::LinearRegressionTarget()));
+  SLUICE_ASSIGN_OR_RETURN(framework::graph::Graph step,
+                          framework::graph::Graph::Create(
+                              ctx, framework::LinearRegressionStep(w, b, 0.01), {.name = "step"}));
+  std::vector<eager::Tensor> loss_tensors;
+  for (int i = 0; i < steps; ++i) {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<eager::Tensor> out, step({x, y}));
+    loss_tensors.push_back(out[0]);
+  }
+  std::vector<float> losses;
+  for (const eager::Tensor& t : loss_tensors) {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<float> value, t.ToVector<float>());
+    losses.push_back(value[0]);
+  }
+  return losses;
+}
+
 }  // namespace
 
 int DemoMain(int argc, char** argv) {
@@ -264,13 +295,25 @@ int DemoMain(int argc, char** argv) {
                  "train eagerly instead (autograd::Backward and eager::Adam from the static "
                  "program's initial values: the same losses, bit for bit on one device)",
                  &eager_mode);
+  bool graph_mode = false;
+  parser.AddFlag("--graph",
+                 "train with the step as a graph called from eager code (one instruction per "
+                 "step on the launcher stream; eager parameters updated in place) from the "
+                 "static program's initial values: the same losses",
+                 &graph_mode);
   if (std::optional<int> exit = ParseCommandLine(parser, argc, argv)) return *exit;
-  if (eager_mode && (common.streams != 1 || !common.trace.empty())) {
-    std::fprintf(stderr,
-                 "sluice demo: --streams and --trace apply to the static program, not to "
-                 "--eager\n");
+  if (eager_mode && graph_mode) {
+    std::fprintf(stderr, "sluice demo: --eager and --graph exclude each other\n");
     return kExitUsage;
   }
+  const char* const mode_flag = eager_mode ? "--eager" : "--graph";
+  if ((eager_mode || graph_mode) && (common.streams != 1 || !common.trace.empty())) {
+    std::fprintf(stderr,
+                 "sluice demo: --streams and --trace apply to the static program, not to %s\n",
+                 mode_flag);
+    return kExitUsage;
+  }
+  const bool from_eager = eager_mode || graph_mode;
   absl::StatusOr<eager::Context> context = NewContext(common);
   if (!context.ok()) return ReportFailure("demo", context.status());
   absl::StatusOr<framework::LinearRegression> model =
@@ -300,22 +343,25 @@ int DemoMain(int argc, char** argv) {
   const framework::Feeds feeds = {{model->x, framework::LinearRegressionInput()},
                                   {model->y, framework::LinearRegressionTarget()}};
   std::printf("demo: Linear(16->1) + MSELoss, Adam(lr=0.01), 16x16 batch, %d steps on %s%s\n",
-              common.steps, common.device.ToString().c_str(), eager_mode ? ", eager" : "");
+              common.steps, common.device.ToString().c_str(),
+              eager_mode ? ", eager" : (graph_mode ? ", as a graph called from eager" : ""));
   float first = 0, previous = 0, loss = 0;
   bool falling = true;
   framework::StepStats last;
   // The loss of each eager step (empty when static).
   absl::StatusOr<std::vector<float>> eager_losses = std::vector<float>();
-  if (eager_mode) {
+  if (from_eager) {
     absl::StatusOr<framework::RunResult> params =
         executor.Run(model->startup->desc(), {}, {model->weight, model->bias}, &scope);
     if (!params.ok()) return ReportFailure("demo", params.status());
-    eager_losses = TrainDemoEagerly(*context, common.device, params->fetches[0], params->fetches[1],
-                                    common.steps);
+    eager_losses = eager_mode ? TrainDemoEagerly(*context, common.device, params->fetches[0],
+                                                 params->fetches[1], common.steps)
+                              : TrainDemoAsGraph(*context, common.device, params->fetches[0],
+                                                 params->fetches[1], common.steps);
     if (!eager_losses.ok()) return ReportFailure("demo", eager_losses.status());
   }
   for (int step = 1; step <= common.steps; ++step) {
-    if (eager_mode) {
+    if (from_eager) {
       loss = (*eager_losses)[static_cast<size_t>(step - 1)];
       if (step == 1) first = loss;
       if (step > 1 && loss >= previous) falling = false;
@@ -341,8 +387,8 @@ int DemoMain(int argc, char** argv) {
   }
   if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return ReportFailure("demo", shut);
   std::printf("loss %.6f -> %.6f (%s)%s%s\n", first, loss,
-              falling ? "fell every step" : "did NOT fall every step", eager_mode ? "" : "; last ",
-              eager_mode ? "" : last.ToString().c_str());
+              falling ? "fell every step" : "did NOT fall every step", from_eager ? "" : "; last ",
+              from_eager ? "" : last.ToString().c_str());
   if (common.check_sync) {
     std::printf("sync check: %lld violations\n",
                 static_cast<long long>(context->vm()->sync_checker()->violation_count()));
