@@ -213,28 +213,38 @@ int RunMain(int argc, char** argv) {
 
 namespace {
 
-// The demo model trained eagerly for `steps` steps from `weight` and `bias` (the static
-// startup program's values): eager::nn::Linear, nn::MseLoss through the fn:: front end,
-// autograd::Backward, eager::Adam(0.01). The loss of each step.
-absl::StatusOr<std::vector<float>> TrainDemoEagerly(eager::Context& ctx, Device device,
-                                                    const framework::HostTensor& weight,
-                                                    const framework::HostTensor& bias, int steps) {
+// The demo's parameters and batch as eager tensors on `device`.
+struct DemoTensors {
+  eager::Tensor w, b, x, y;
+};
+absl::StatusOr<DemoTensors> UploadDemo(eager::Context& ctx, Device device,
+                                       const framework::HostTensor& weight,
+                                       const framework::HostTensor& bias) {
   auto upload = [&](const framework::HostTensor& h) {
     return ctx.FromBytes(h.dtype, h.shape, h.bytes, device);
   };
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor w, upload(weight));
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor b, upload(bias));
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor x, upload(framework::LinearRegressionInput()));
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor y, upload(framework::LinearRegressionTarget()));
-  SLUICE_ASSIGN_OR_RETURN(eager::nn::Linear linear, eager::nn::Linear::FromParameters(w, b));
+  DemoTensors t;
+  SLUICE_ASSIGN_OR_RETURN(t.w, upload(weight));
+  SLUICE_ASSIGN_OR_RETURN(t.b, upload(bias));
+  SLUICE_ASSIGN_OR_RETURN(t.x, upload(framework::LinearRegressionInput()));
+  SLUICE_ASSIGN_OR_RETURN(t.y, upload(framework::LinearRegressionTarget()));
+  return t;
+}
+
+// The demo model trained eagerly for `steps` steps from `demo`'s parameters (the static
+// startup program's values): eager::nn::Linear, nn::MseLoss through the fn:: front end,
+// autograd::Backward, eager::Adam(0.01). The loss of each step.
+absl::StatusOr<std::vector<float>> TrainDemoEagerly(const DemoTensors& demo, int steps) {
+  SLUICE_ASSIGN_OR_RETURN(eager::nn::Linear linear,
+                          eager::nn::Linear::FromParameters(demo.w, demo.b));
   eager::AdamOptions adam_options;
   adam_options.learning_rate = 0.01;
   SLUICE_ASSIGN_OR_RETURN(eager::Adam adam, eager::Adam::Create(linear.parameters(), adam_options));
   std::vector<float> losses;
   for (int step = 0; step < steps; ++step) {
-    SLUICE_ASSIGN_OR_RETURN(eager::Tensor prediction, linear(x));
+    SLUICE_ASSIGN_OR_RETURN(eager::Tensor prediction, linear(demo.x));
     SLUICE_ASSIGN_OR_RETURN(framework::Value loss,
-                            nn::MseLoss(framework::Value(prediction), framework::Value(y)));
+                            nn::MseLoss(framework::Value(prediction), framework::Value(demo.y)));
     SLUICE_RETURN_IF_ERROR(autograd::Backward(loss.tensor()));
     SLUICE_RETURN_IF_ERROR(adam.Step());
     adam.ZeroGrad();
@@ -245,24 +255,17 @@ absl::StatusOr<std::vector<float>> TrainDemoEagerly(eager::Context& ctx, Device 
 }
 
 // The demo model's step as a graph called from eager (framework/models/
-// linear_regression_graph.h) for `steps` steps from `weight` and `bias`: one call per step,
-// the losses read once at the end. The loss of each step.
-absl::StatusOr<std::vector<float>> TrainDemoAsGraph(eager::Context& ctx, Device device,
-                                                    const framework::HostTensor& weight,
-                                                    const framework::HostTensor& bias, int steps) {
-  auto upload = [&](const framework::HostTensor& h) {
-    return ctx.FromBytes(h.dtype, h.shape, h.bytes, device);
-  };
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor w, upload(weight));
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor b, upload(bias));
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor x, upload(framework::LinearRegressionInput()));
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor y, upload(framework::LinearRegressionTarget()));
-  SLUICE_ASSIGN_OR_RETURN(framework::graph::Graph step,
-                          framework::graph::Graph::Create(
-                              ctx, framework::LinearRegressionStep(w, b, 0.01), {.name = "step"}));
+// linear_regression_graph.h) for `steps` steps from `demo`'s parameters: one call per
+// step, the losses read once at the end. The loss of each step.
+absl::StatusOr<std::vector<float>> TrainDemoAsGraph(eager::Context& ctx, const DemoTensors& demo,
+                                                    int steps) {
+  SLUICE_ASSIGN_OR_RETURN(
+      framework::graph::Graph step,
+      framework::graph::Graph::Create(ctx, framework::LinearRegressionStep(demo.w, demo.b, 0.01),
+                                      {.name = "step"}));
   std::vector<eager::Tensor> loss_tensors;
   for (int i = 0; i < steps; ++i) {
-    SLUICE_ASSIGN_OR_RETURN(std::vector<eager::Tensor> out, step({x, y}));
+    SLUICE_ASSIGN_OR_RETURN(std::vector<eager::Tensor> out, step({demo.x, demo.y}));
     loss_tensors.push_back(out[0]);
   }
   std::vector<float> losses;
@@ -354,10 +357,11 @@ int DemoMain(int argc, char** argv) {
     absl::StatusOr<framework::RunResult> params =
         executor.Run(model->startup->desc(), {}, {model->weight, model->bias}, &scope);
     if (!params.ok()) return ReportFailure("demo", params.status());
-    eager_losses = eager_mode ? TrainDemoEagerly(*context, common.device, params->fetches[0],
-                                                 params->fetches[1], common.steps)
-                              : TrainDemoAsGraph(*context, common.device, params->fetches[0],
-                                                 params->fetches[1], common.steps);
+    absl::StatusOr<DemoTensors> demo =
+        UploadDemo(*context, common.device, params->fetches[0], params->fetches[1]);
+    if (!demo.ok()) return ReportFailure("demo", demo.status());
+    eager_losses = eager_mode ? TrainDemoEagerly(*demo, common.steps)
+                              : TrainDemoAsGraph(*context, *demo, common.steps);
     if (!eager_losses.ok()) return ReportFailure("demo", eager_losses.status());
   }
   for (int step = 1; step <= common.steps; ++step) {

@@ -14,7 +14,10 @@
 
 #include <vector>
 
+#include "absl/status/status.h"
 #include "vm/instruction.h"
+#include "vm/kernel.h"
+#include "vm/recorder.h"
 
 namespace sluice::vm {
 
@@ -50,6 +53,24 @@ inline StepLog*& StepLog::Slot() {
 }
 
 inline StepLog* StepLog::Current() { return Slot(); }
+
+// Runs `run` (a kernel's body that launches steps of its own) for the kernel running in
+// `ctx`: with the VM recording and no log installed yet, under a log of its own, which the
+// recorder then writes as the expansion of ctx's instruction; otherwise as is (a nested
+// kernel adds to the enclosing log). Returns what `run` returns.
+template <typename Run>
+absl::Status RunLoggingSteps(KernelContext& ctx, Run run) {
+  Recorder* const recorder = ctx.recorder();
+  if (recorder == nullptr || StepLog::Current() != nullptr) return run();
+  StepLog log;
+  absl::Status status;
+  {
+    StepLogScope scope(&log);
+    status = run();
+  }
+  recorder->RecordExpansion(*ctx.instruction(), log.steps());
+  return status;
+}
 
 }  // namespace sluice::vm
 

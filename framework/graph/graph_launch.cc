@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "vm/recorder.h"
 #include "vm/step_log.h"
 #include "vm/tracer.h"
 
@@ -63,17 +62,7 @@ absl::StatusOr<std::unique_ptr<GraphLaunch>> GraphLaunch::Create(std::string nam
 GraphLaunch::~GraphLaunch() = default;
 
 absl::Status GraphLaunch::Launch(vm::KernelContext& ctx) const {
-  vm::Recorder* const recorder = ctx.recorder();
-  if (recorder == nullptr || vm::StepLog::Current() != nullptr) return Run(ctx);
-  // A recording VM writes the copies and steps this launch ran as its line's expansion.
-  vm::StepLog log;
-  absl::Status status;
-  {
-    vm::StepLogScope scope(&log);
-    status = Run(ctx);
-  }
-  recorder->RecordExpansion(*ctx.instruction(), log.steps());
-  return status;
+  return vm::RunLoggingSteps(ctx, [&] { return Run(ctx); });
 }
 
 absl::Status GraphLaunch::Run(vm::KernelContext& ctx) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "framework/autograd/autograd.h"
 #include "framework/builder/functional.h"
 #include "framework/eager/context.h"
 #include "framework/eager/functional.h"
@@ -136,6 +137,30 @@ TEST_P(GraphTest, ParametersAreSharedAndUpdatedInPlace) {
   EXPECT_EQ(Values(loss[0]), (std::vector<float>{0.5f + 1.5f + 4 + 6}));
   EXPECT_EQ(Values(w), (std::vector<float>{0, 1, 1, 2}));
   EXPECT_OK(ctx_.Sync());
+  EXPECT_EQ(ctx_.vm()->sync_checker()->violation_count(), 0);
+}
+
+TEST_P(GraphTest, AnUpdateBumpsTheParametersVersionSoBackwardSeesAStaleSave) {
+  eager::Tensor w = ctx_.FromVector<float>({1, 2}, Shape({2}), device()).value();
+  ASSERT_OK(autograd::SetRequiresGrad(w));
+  Graph halve =
+      Graph::Create(
+          ctx_,
+          [&](Trace& t, const std::vector<Value>& in) -> absl::StatusOr<std::vector<Value>> {
+            SLUICE_ASSIGN_OR_RETURN(Var p, t.Param(w));
+            SLUICE_ASSIGN_OR_RETURN(Value half, fn::Scale(p, 0.5));
+            SLUICE_RETURN_IF_ERROR(AppendOpInto(t.main(), "assign", {{half.var()}}, {{p}}));
+            return std::vector<Value>{in[0]};
+          })
+          .value();
+  // mul saves w for its gradient; the graph then halves w in place.
+  eager::Tensor y = eager::ReduceSum(eager::Mul(w, w).value()).value();
+  eager::Tensor x = ctx_.FromVector<float>({0}, Shape({1}), device()).value();
+  ASSERT_TRUE(halve({x}).ok());
+  EXPECT_EQ(Values(w), (std::vector<float>{0.5f, 1}));
+  absl::Status backward = autograd::Backward(y);
+  EXPECT_FALSE(backward.ok());
+  EXPECT_THAT(backward.message(), HasSubstr("modified in place"));
   EXPECT_EQ(ctx_.vm()->sync_checker()->violation_count(), 0);
 }
 

@@ -106,18 +106,9 @@ absl::Status ControlStep::SetIteration(vm::KernelContext& ctx, int slot, int64_t
 }
 
 absl::Status ControlStep::Launch(vm::KernelContext& ctx) const {
-  vm::Recorder* const recorder = ctx.recorder();
-  if (recorder == nullptr || vm::StepLog::Current() != nullptr) return Run(ctx);
   // The outermost control step of a recording run logs every step its frames launch (a
   // nested one adds to this log) and writes them as its line's expansion.
-  vm::StepLog log;
-  absl::Status status;
-  {
-    vm::StepLogScope scope(&log);
-    status = Run(ctx);
-  }
-  recorder->RecordExpansion(*ctx.instruction(), log.steps());
-  return status;
+  return vm::RunLoggingSteps(ctx, [&] { return Run(ctx); });
 }
 
 absl::Status ControlStep::Run(vm::KernelContext& ctx) const {
