@@ -61,6 +61,26 @@ absl::StatusOr<std::unique_ptr<GraphLaunch>> GraphLaunch::Create(std::string nam
 
 GraphLaunch::~GraphLaunch() = default;
 
+GraphLaunch::CopySet* GraphLaunch::TakeCopySet() const {
+  for (const std::unique_ptr<CopySet>& set : sets_) {
+    if (!set->busy.load(std::memory_order_acquire)) return set.get();
+  }
+  auto clone = [](const vm::Instruction& prototype) {
+    auto step = std::make_unique<vm::Instruction>();
+    step->kind = prototype.kind;
+    step->kernel = prototype.kernel;
+    step->inputs = prototype.inputs;
+    step->outputs = prototype.outputs;
+    step->origin = prototype.origin;
+    return step;
+  };
+  auto set = std::make_unique<CopySet>();
+  for (const auto& prototype : copy_in_) set->in.push_back(clone(*prototype));
+  for (const auto& prototype : copy_out_) set->out.push_back(clone(*prototype));
+  sets_.push_back(std::move(set));
+  return sets_.back().get();
+}
+
 absl::Status GraphLaunch::Launch(vm::KernelContext& ctx) const {
   return vm::RunLoggingSteps(ctx, [&] { return Run(ctx); });
 }
@@ -77,19 +97,35 @@ absl::Status GraphLaunch::Run(vm::KernelContext& ctx) const {
         absl::StrCat(name_, ": launched with ", in.size(), " inputs and ", out.size(),
                      " outputs; it takes at least ", copy_in_.size(), " and ", copy_out_.size()));
   }
-  for (size_t i = 0; i < copy_in_.size(); ++i) {
-    vm::Instruction* step = copy_in_[i].get();
+  CopySet* const set = TakeCopySet();
+  set->busy.store(true, std::memory_order_relaxed);
+  for (size_t i = 0; i < set->in.size(); ++i) {
+    vm::Instruction* step = set->in[i].get();
     step->inputs[0] = in[i];
     if (log != nullptr) log->Add(step);
     ctx.RunStep(step, check);
   }
-  SLUICE_RETURN_IF_ERROR(frame_.steps->Launch(ctx));
-  for (size_t i = 0; i < copy_out_.size(); ++i) {
-    vm::Instruction* step = copy_out_[i].get();
-    step->outputs[0] = out[i];
-    if (log != nullptr) log->Add(step);
-    ctx.RunStep(step, check);
+  absl::Status status = frame_.steps->Launch(ctx);
+  if (status.ok()) {
+    for (size_t i = 0; i < set->out.size(); ++i) {
+      vm::Instruction* step = set->out[i].get();
+      step->outputs[0] = out[i];
+      if (log != nullptr) log->Add(step);
+      ctx.RunStep(step, check);
+    }
   }
+  // Free the set once the stream has run its steps: now on a synchronous stream, by a task
+  // behind them on an asynchronous one (if that cannot be enqueued, the set stays busy).
+  if (!ctx.stream()->IsAsync()) {
+    set->busy.store(false, std::memory_order_release);
+  } else {
+    const absl::Status freed = ctx.stream()->Launch([set]() -> absl::Status {
+      set->busy.store(false, std::memory_order_release);
+      return absl::OkStatus();
+    });
+    if (status.ok()) status = freed;
+  }
+  SLUICE_RETURN_IF_ERROR(status);
   if (tracer != nullptr) {
     tracer->Add({ctx.instruction()->stream, tracer->Intern(name_), begin, vm::Tracer::NowNs()});
   }

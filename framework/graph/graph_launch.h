@@ -19,12 +19,21 @@
 // steps read and write the parameters' blobs directly (bound at lowering), so the listed
 // parameter operands are what orders them.
 //
-// Thread-safety: immutable once built, except the copy steps' operands, which Launch points
-// at the call's blobs. Launches follow one another: every launch of one GraphLaunch is on
-// the one launcher stream of its device, whose worker runs them in order.
+// Copy steps. A step's work on an asynchronous stream (sim) reads the step's operands when
+// it runs, after Launch returned, so a launch cannot repoint steps the previous launch may
+// still be running. Each launch takes a set of copy steps that is not busy (or makes one),
+// points it at the call's blobs, and frees it behind its work: at once on a synchronous
+// stream, by a task enqueued after its steps on an asynchronous one. The sets in use at once
+// are the launches in flight on the stream.
+//
+// Thread-safety: immutable once built, but for the copy sets: launches follow one another
+// (every launch of one GraphLaunch is on the one launcher stream of its device, whose worker
+// runs them in order), so one thread at a time takes sets and makes new ones; a set's
+// `busy` flag is cleared by the stream's thread (release) and read by the worker (acquire).
 #ifndef SLUICE_FRAMEWORK_GRAPH_GRAPH_LAUNCH_H_
 #define SLUICE_FRAMEWORK_GRAPH_GRAPH_LAUNCH_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,19 +70,29 @@ class GraphLaunch final : public vm::OpKernel {
 
   int num_inputs() const { return static_cast<int>(copy_in_.size()); }
   int num_outputs() const { return static_cast<int>(copy_out_.size()); }
+  // Copy sets made so far (at most the launches that were in flight at once).
+  int copy_sets() const { return static_cast<int>(sets_.size()); }
 
  private:
+  // One `assign` step per input and per output, for one launch at a time.
+  struct CopySet {
+    std::vector<std::unique_ptr<vm::Instruction>> in, out;
+    std::atomic<bool> busy{false};
+  };
   GraphLaunch() = default;
   absl::Status Run(vm::KernelContext& ctx) const;
+  // A set not in use (made from the prototypes when every one is busy).
+  CopySet* TakeCopySet() const;
 
   std::string name_;
   control_flow::Frame frame_;
   std::vector<vm::BlobRef> inputs_;
-  // One reusable `assign` step per input and per output; Launch sets the operand that
-  // changes per call (the call's input, the call's output).
+  // Prototypes of the copy steps: kernel, origin and the fixed operand (the frame's input
+  // blob, the result); the other operand is the call's, set per launch.
   std::vector<std::unique_ptr<vm::Instruction>> copy_in_;
   std::vector<std::unique_ptr<vm::Instruction>> copy_out_;
   std::vector<std::unique_ptr<vm::InstructionOrigin>> origins_;
+  mutable std::vector<std::unique_ptr<CopySet>> sets_;  // the launching worker's
 };
 
 }  // namespace sluice::framework::graph
