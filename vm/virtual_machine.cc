@@ -167,6 +167,13 @@ absl::Status VirtualMachine::ReadIdleHostBlobs(absl::Span<const HostBlobRead> re
   return absl::OkStatus();
 }
 
+bool VirtualMachine::OwnsStorage(const Blob& blob) const {
+  const TensorStorage* storage = blob.storage();
+  if (storage == nullptr) return false;
+  absl::StatusOr<ep::Device*> device = runtime_->GetDevice(blob.device());
+  return device.ok() && storage->allocator() == &(*device)->allocator();
+}
+
 ThreadCtx* VirtualMachine::ThreadCtxFor(const StreamKey& key) {
   std::string name(DeviceTypeName(key.device.type()));
   if (key.device.type() == DeviceType::kCpu && key.type == StreamType::kCompute && key.index > 0) {

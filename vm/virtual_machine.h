@@ -152,6 +152,13 @@ class VirtualMachine {
   // these blobs.
   absl::Status ReadIdleHostBlobs(absl::Span<const HostBlobRead> reads);
 
+  // True when `blob` has storage (storage(): not lazy and unwritten, not released) that came
+  // from an allocator of this VM's Runtime — as every blob this VM made has until its
+  // Release, and no blob of a VM over another Runtime does. (Two VMs over one Runtime are
+  // not told apart.) For code that accepts a caller's blob, such as a graph's
+  // device-resident feeds. Any thread.
+  bool OwnsStorage(const Blob& blob) const;
+
   // Waits until everything submitted before the call is complete; returns (and forgets)
   // the first error since the previous sync point, naming the instruction.
   absl::Status Sync();
