@@ -40,6 +40,8 @@ class TensorStorage {
   DataType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
 
+  // The allocator the bytes return to (which also tells whose device memory they are).
+  Allocator* allocator() const { return allocator_; }
   // The stream the bytes were allocated for.
   StreamId alloc_stream() const { return alloc_stream_; }
   // The stream that most recently used the bytes (the allocating stream at first).

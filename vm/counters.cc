@@ -13,7 +13,9 @@ std::string VmStats::ToString() const {
                       " recycled_blobs=", recycled_blobs, " parked_blobs=", parked_blobs,
                       " evicted_blobs=", evicted_blobs, " events_created=", events_created,
                       " events_reused=", events_reused, " skipped=", skipped, " errors=", errors,
-                      " max_in_flight=", max_in_flight, " submit_waits=", submit_waits);
+                      " max_in_flight=", max_in_flight, " submit_waits=", submit_waits,
+                      " host_to_device_copies=", host_to_device_copies,
+                      " device_to_host_copies=", device_to_host_copies);
 }
 
 }  // namespace sluice::vm

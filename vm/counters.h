@@ -32,6 +32,15 @@ struct VmStats {
   int64_t errors = 0;         // errors reported (the first is surfaced at the next sync)
   int64_t max_in_flight = 0;  // high-water mark of submitted, unretired instructions
   int64_t submit_waits = 0;   // submissions that waited for room (backpressure)
+  // Copies whose bytes cross between host memory and a blob, as the caller sees them:
+  // memcpy_h2d / memcpy_d2h kernel launches (any provider), AccessBlob instructions
+  // submitted (InstructionsBuilder::WriteBlob and ReadBlob, their Submit halves, and
+  // AccessBlob itself: a write counts host to device, a read device to host, whatever the
+  // blob's device), and each blob written or read by WriteIdleHostBlobs / ReadIdleHostBlobs.
+  // Device-to-device copies (`assign`) count in neither. I/O binding proves "no host copy"
+  // with them (docs/design.md, "I/O binding").
+  int64_t host_to_device_copies = 0;
+  int64_t device_to_host_copies = 0;
   std::string ToString() const;
 };
 
@@ -52,6 +61,8 @@ struct VmCounters {
   std::atomic<int64_t> skipped{0};
   std::atomic<int64_t> max_in_flight{0};
   std::atomic<int64_t> submit_waits{0};
+  std::atomic<int64_t> host_to_device_copies{0};
+  std::atomic<int64_t> device_to_host_copies{0};
 
   static void Add(std::atomic<int64_t>& counter, int64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);

@@ -141,6 +141,10 @@ bool KernelContext::vm_cancelling() const {
   return executor_ != nullptr && executor_->cancelling();
 }
 
+void KernelContext::CountHostCopy(bool to_device) {
+  if (executor_ != nullptr) executor_->CountHostCopy(to_device);
+}
+
 // --- Tracer (declared in tracer.h). ---
 
 int64_t Tracer::NowNs() {

@@ -59,6 +59,11 @@ class InstructionExecutor {
   void RunStep(Instruction* step, Instruction* outer, bool check = false);
   // Null unless the VM checks synchronization.
   SyncChecker* checker() const { return checker_; }
+  // One copy between host memory and a device (KernelContext::CountHostCopy). Any thread.
+  void CountHostCopy(bool to_device) {
+    VmCounters::Add(to_device ? counters_->host_to_device_copies
+                              : counters_->device_to_host_copies);
+  }
 
  private:
   void RunOpCall(Instruction* instruction);

@@ -87,6 +87,10 @@ class KernelContext {
   // True once the VM cancels its work (Shutdown(kCancel)): a kernel that waits for other
   // work (StepSequence's cross-sequence waits) stops waiting. False without an executor.
   bool vm_cancelling() const;
+  // A kernel that copies bytes between host memory and a device (memcpy_h2d: `to_device`,
+  // memcpy_d2h: not) calls this once per launch, so that VmStats::host_to_device_copies /
+  // device_to_host_copies count it. A relaxed counter update; nothing without an executor.
+  void CountHostCopy(bool to_device);
 
  private:
   Instruction* const instruction_;

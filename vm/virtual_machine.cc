@@ -135,7 +135,43 @@ absl::Status VirtualMachine::WriteIdleHostBlobs(absl::Span<const HostBlobWrite> 
     }
     blob.ClearPoison();
   }
+  // (The recorded path above counts its AccessBlob writes as they are published.)
+  VmCounters::Add(counters_.host_to_device_copies, static_cast<int64_t>(writes.size()));
   return absl::OkStatus();
+}
+
+absl::Status VirtualMachine::ReadIdleHostBlobs(absl::Span<const HostBlobRead> reads) {
+  for (const HostBlobRead& read : reads) {
+    const Blob& blob = **read.blob;
+    if (read.bytes.size() != blob.bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("ReadIdleHostBlobs: ", blob.DebugName(),
+                                                     " holds ", blob.bytes(),
+                                                     " bytes, got room for ", read.bytes.size()));
+    }
+    if (blob.storage() == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ReadIdleHostBlobs: ", blob.DebugName(), " has no storage"));
+    }
+    if (blob.device().type() == DeviceType::kCuda) {
+      return absl::InvalidArgumentError(absl::StrCat("ReadIdleHostBlobs: ", blob.DebugName(),
+                                                     " is on ", blob.device().ToString(),
+                                                     ", whose memory the host cannot address"));
+    }
+  }
+  for (const HostBlobRead& read : reads) {
+    if (!read.bytes.empty()) {
+      std::memcpy(read.bytes.data(), (*read.blob)->storage()->data(), read.bytes.size());
+    }
+  }
+  VmCounters::Add(counters_.device_to_host_copies, static_cast<int64_t>(reads.size()));
+  return absl::OkStatus();
+}
+
+bool VirtualMachine::OwnsStorage(const Blob& blob) const {
+  const TensorStorage* storage = blob.storage();
+  if (storage == nullptr) return false;
+  absl::StatusOr<ep::Device*> device = runtime_->GetDevice(blob.device());
+  return device.ok() && storage->allocator() == &(*device)->allocator();
 }
 
 ThreadCtx* VirtualMachine::ThreadCtxFor(const StreamKey& key) {
@@ -404,6 +440,8 @@ void VirtualMachine::Publish(Chain<Instruction> chain) {
   int64_t fused_steps = 0;
   int64_t private_blobs = 0;
   int64_t stepless_releases = 0;
+  int64_t host_writes = 0;  // AccessBlob writes: host bytes into a blob
+  int64_t host_reads = 0;   // AccessBlob reads: a blob's bytes out to the host
   for (Instruction* i = chain.head; i != nullptr; i = i->next) {
     i->seq = seq++;
     if (checker_ != nullptr) checker_->OnSubmit(i);
@@ -416,8 +454,11 @@ void VirtualMachine::Publish(Chain<Instruction> chain) {
       stepless_releases += i->fused->size() - i->fused->steps();
     } else {
       ++by_kind[static_cast<int>(i->kind)];
+      if (i->kind == InstructionKind::kAccessBlob) ++(i->inputs.empty() ? host_writes : host_reads);
     }
   }
+  if (host_writes != 0) VmCounters::Add(counters_.host_to_device_copies, host_writes);
+  if (host_reads != 0) VmCounters::Add(counters_.device_to_host_copies, host_reads);
   if (fused_steps != 0) VmCounters::Add(counters_.fused_steps, fused_steps);
   if (private_blobs != 0) VmCounters::Add(counters_.private_blobs, private_blobs);
   if (stepless_releases != 0) VmCounters::Add(counters_.stepless_releases, stepless_releases);
@@ -524,6 +565,8 @@ VmStats VirtualMachine::stats() {
   s.errors = errors_.count();
   s.max_in_flight = get(counters_.max_in_flight);
   s.submit_waits = get(counters_.submit_waits);
+  s.host_to_device_copies = get(counters_.host_to_device_copies);
+  s.device_to_host_copies = get(counters_.device_to_host_copies);
   return s;
 }
 

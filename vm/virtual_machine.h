@@ -132,10 +132,32 @@ class VirtualMachine {
   // unretired instruction uses (the caller's guarantee: e.g. a precomputed graph's feed
   // blobs between runs), and clears their poison. With a recorder attached, the copies go
   // through AccessBlob instructions and a barrier instead, so that the record carries the
-  // bytes and a replay orders what follows after them. InvalidArgument naming the blob for
-  // a size mismatch, a blob without storage or one the host cannot address; nothing is
-  // written then. Any thread; not concurrently with work on these blobs.
+  // bytes and a replay orders what follows after them. Each blob written counts one in
+  // VmStats::host_to_device_copies (once: the recorded path counts its AccessBlob writes).
+  // InvalidArgument naming the blob for a size mismatch, a blob without storage or one the
+  // host cannot address; nothing is written then. Any thread; not concurrently with work on
+  // these blobs.
   absl::Status WriteIdleHostBlobs(absl::Span<const HostBlobWrite> writes);
+  // One host read for ReadIdleHostBlobs: `blob`'s bytes into `bytes`.
+  struct HostBlobRead {
+    const BlobRef* blob;
+    absl::Span<uint8_t> bytes;
+  };
+  // The converse: copies the bytes of blobs whose memory the host addresses and that no
+  // unretired instruction writes (e.g. a precomputed graph's fetch blobs after its run) out
+  // to host memory. Poison is the caller's to check. Counted in
+  // VmStats::device_to_host_copies, one per blob, as WriteIdleHostBlobs counts its writes.
+  // InvalidArgument naming the blob for a size mismatch, a blob without storage or one the
+  // host cannot address; nothing is read then. Any thread; not concurrently with writers of
+  // these blobs.
+  absl::Status ReadIdleHostBlobs(absl::Span<const HostBlobRead> reads);
+
+  // True when `blob` has storage (storage(): not lazy and unwritten, not released) that came
+  // from an allocator of this VM's Runtime — as every blob this VM made has until its
+  // Release, and no blob of a VM over another Runtime does. (Two VMs over one Runtime are
+  // not told apart.) For code that accepts a caller's blob, such as a graph's
+  // device-resident feeds. Any thread.
+  bool OwnsStorage(const Blob& blob) const;
 
   // Waits until everything submitted before the call is complete; returns (and forgets)
   // the first error since the previous sync point, naming the instruction.

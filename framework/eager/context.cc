@@ -412,4 +412,35 @@ absl::Status Context::WhenDone(absl::AnyInvocable<void()> callback) {
 
 absl::Status Context::Sync() { return state_->vm->Sync(); }
 
+absl::StatusOr<Tensor> Context::FromBlob(vm::BlobRef blob) {
+  if (blob == nullptr) return absl::InvalidArgumentError("FromBlob: null blob");
+  if (const auto* hold = std::get_deleter<internal::TensorBlobHold>(blob); hold != nullptr) {
+    if (hold->state->context() != state_.get()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("FromBlob: ", blob->DebugName(), " is a tensor of another eager context"));
+    }
+    return internal::TensorAccess::Share(hold->state);
+  }
+  if (blob->lazy()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FromBlob: ", blob->DebugName(), " is a precomputed graph's lazy blob"));
+  }
+  if (blob->storage() == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FromBlob: ", blob->DebugName(), " was released"));
+  }
+  if (!state_->vm->OwnsStorage(*blob)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FromBlob: ", blob->DebugName(), " is a blob of another VM"));
+  }
+  {
+    // Work on the blob that another builder holds back reaches the engine before this
+    // context's next op (the builder's buffered path hands over only its own buffer).
+    PlainMutexLock lock(&state_->mu);
+    state_->builder->Flush();
+  }
+  // The caller's reference becomes the new tensor's hold on the blob.
+  return Tensor(internal::TensorState::New(state_.get(), vm::OwnedBlob(std::move(blob))));
+}
+
 }  // namespace sluice::eager

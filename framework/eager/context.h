@@ -120,6 +120,17 @@ class Context {
   ep::Runtime* runtime() const;
   const ops::OpRegistry& registry() const;
 
+  // A tensor over `blob`, a blob of this context's VM with storage on one of its devices —
+  // such as a device-resident fetch of a framework::Executor over vm() — taken over without
+  // a copy: when the tensor's last handle goes, the blob's storage is released as any eager
+  // tensor's is, so the caller must not use the blob through other references afterwards.
+  // A reference from Tensor::blob() gives back that tensor (a new handle), not a second
+  // owner. Work on the blob submitted before the call, through any builder, orders before
+  // the tensor's ops (what other builders hold back is handed over here).
+  // InvalidArgument for a null blob, a precomputed graph's lazy blob, a released one, or
+  // one of another VM or context.
+  absl::StatusOr<Tensor> FromBlob(vm::BlobRef blob);
+
  private:
   friend class Tensor;
   friend struct internal::OpCalls;

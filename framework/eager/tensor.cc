@@ -3,6 +3,7 @@
 #include "core/status.h"
 #include "framework/eager/context.h"
 #include "framework/eager/internal/context_state.h"
+#include "framework/eager/internal/tensor_access.h"
 #include "vm/blob_access_waiter.h"
 #include "vm/stream.h"
 
@@ -19,7 +20,7 @@ vm::BlobRef Tensor::blob() const {
   // The reference holds the tensor (and so its storage): its deleter drops that hold.
   internal::TensorState* state = state_;
   state->Ref();
-  return vm::BlobRef(state->blob().get(), [state](vm::Blob*) { state->Unref(); });
+  return vm::BlobRef(state->blob().get(), internal::TensorBlobHold{state});
 }
 
 Context Tensor::context() const { return Context(state_->context()->shared_from_this()); }

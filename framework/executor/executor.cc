@@ -81,15 +81,32 @@ void Executor::CancelRun(const RunHandle* handle) {
   if (running_ == handle && running_interpreter_ != nullptr) running_interpreter_->Cancel();
 }
 
+namespace {
+
+bool SameIo(const IoBinding& a, const IoBinding& b) {
+  return a.device_feeds == b.device_feeds && a.device_fetches == b.device_fetches;
+}
+
+// The binding as a cache key: each list sorted, each name once.
+IoBinding SortedIo(IoBinding io) {
+  for (std::vector<std::string>* names : {&io.device_feeds, &io.device_fetches}) {
+    std::sort(names->begin(), names->end());
+    names->erase(std::unique(names->begin(), names->end()), names->end());
+  }
+  return io;
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<Interpreter>> Executor::FindOrBuild(
     const ir::ProgramDesc& program, std::vector<std::string> feed_names,
-    const std::vector<std::string>& fetch_list, Scope* scope, bool* hit) {
+    const std::vector<std::string>& fetch_list, const IoBinding& io, Scope* scope, bool* hit) {
   const uint64_t hash = program.Hash();
   ++use_clock_;
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
     CacheEntry& entry = *it;
     if (entry.hash == hash && entry.scope == scope && entry.feeds == feed_names &&
-        entry.fetches == fetch_list) {
+        entry.fetches == fetch_list && SameIo(entry.io, io)) {
       if (!entry.interpreter->BindingsMatch(*scope)) {
         // The scope's variables changed under the graph (or this is another scope at a
         // reused address): build again.
@@ -105,7 +122,7 @@ absl::StatusOr<std::shared_ptr<Interpreter>> Executor::FindOrBuild(
   *hit = false;
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interpreter,
                           Interpreter::Build(program, registry_, vm_, scope, feed_names, fetch_list,
-                                             options_.interpreter));
+                                             options_.interpreter, io));
   ++misses_;
   if (static_cast<int>(cache_.size()) >= std::max(1, options_.max_cached_interpreters)) {
     auto oldest = std::min_element(
@@ -114,14 +131,18 @@ absl::StatusOr<std::shared_ptr<Interpreter>> Executor::FindOrBuild(
     cache_.erase(oldest);  // no run is in flight: runs are serialized
   }
   std::shared_ptr<Interpreter> shared = std::move(interpreter);
-  cache_.push_back(CacheEntry{hash, std::move(feed_names), fetch_list, scope, shared, use_clock_});
+  cache_.push_back(
+      CacheEntry{hash, std::move(feed_names), fetch_list, io, scope, shared, use_clock_});
   return shared;
 }
 
 namespace {
 
-// Feeds against the program's declarations, before anything is built.
-absl::Status CheckFeeds(const ir::ProgramDesc& program, const Feeds& feeds) {
+// Feeds against the program's declarations, before anything is built: host feeds, and
+// device feeds on `device` of `vm`.
+absl::Status CheckFeeds(const ir::ProgramDesc& program, const Feeds& feeds,
+                        const BlobFeeds& device_feeds, const vm::VirtualMachine& vm,
+                        const Device& device) {
   for (const auto& [name, value] : feeds) {
     const ir::VarDesc* var = program.global_block().FindVar(name);
     if (var == nullptr) {
@@ -129,6 +150,20 @@ absl::Status CheckFeeds(const ir::ProgramDesc& program, const Feeds& feeds) {
           absl::StrCat("feed '", name, "' is not a variable of the program"));
     }
     SLUICE_RETURN_IF_ERROR(CheckFeed(name, value, var->dtype, var->shape));
+  }
+  for (const auto& [name, blob] : device_feeds) {
+    const ir::VarDesc* var = program.global_block().FindVar(name);
+    if (var == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feed '", name, "' is not a variable of the program"));
+    }
+    for (const auto& [host_name, value] : feeds) {
+      if (host_name == name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("feed '", name, "' is given both as a host tensor and as a blob"));
+      }
+    }
+    SLUICE_RETURN_IF_ERROR(CheckDeviceFeed(name, blob, vm, device, var->dtype, var->shape));
   }
   return absl::OkStatus();
 }
@@ -138,24 +173,42 @@ absl::Status CheckFeeds(const ir::ProgramDesc& program, const Feeds& feeds) {
 absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(
     const ir::ProgramDesc& program, const Feeds& feeds, const std::vector<std::string>& fetch_list,
     Scope* scope, RunCallback callback, const RunOptions& options) {
+  return RunAsync(program, feeds, DeviceIo(), fetch_list, scope, std::move(callback), options);
+}
+
+absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(
+    const ir::ProgramDesc& program, const Feeds& feeds, const DeviceIo& device_io,
+    const std::vector<std::string>& fetch_list, Scope* scope, RunCallback callback,
+    const RunOptions& options) {
   if (scope == nullptr) return absl::InvalidArgumentError("Run: null scope");
-  SLUICE_RETURN_IF_ERROR(CheckFeeds(program, feeds));
+  SLUICE_RETURN_IF_ERROR(
+      CheckFeeds(program, feeds, device_io.feeds, *vm_, options_.interpreter.device));
+  std::vector<std::string> feed_names;
+  IoBinding io;
+  for (const auto& [name, value] : feeds) feed_names.push_back(name);
+  for (const auto& [name, blob] : device_io.feeds) {
+    feed_names.push_back(name);
+    io.device_feeds.push_back(name);
+  }
+  std::sort(feed_names.begin(), feed_names.end());  // the key ignores feed order
+  io.device_fetches = device_io.fetches;
+  io = SortedIo(std::move(io));
   absl::MutexLock submit(&submit_mu_);
   WaitForPreviousRun();  // one run at a time, its callback included
-  absl::MutexLock lock(&mu_);
-  std::vector<std::string> feed_names;
-  for (const auto& [name, value] : feeds) feed_names.push_back(name);
-  std::sort(feed_names.begin(), feed_names.end());  // the key ignores feed order
   bool hit = false;
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<Interpreter> interpreter,
-                          FindOrBuild(program, feed_names, fetch_list, scope, &hit));
-  return Launch(std::move(interpreter), hit, feeds, std::move(callback), options);
+  std::shared_ptr<Interpreter> interpreter;
+  {
+    absl::MutexLock lock(&mu_);
+    SLUICE_ASSIGN_OR_RETURN(interpreter,
+                            FindOrBuild(program, feed_names, fetch_list, io, scope, &hit));
+  }
+  return Launch(std::move(interpreter), hit, feeds, device_io.feeds, std::move(callback), options);
 }
 
 absl::StatusOr<PreparedRun> Executor::Prepare(const ir::ProgramDesc& program,
                                               const std::vector<std::string>& feed_names,
                                               const std::vector<std::string>& fetch_list,
-                                              Scope* scope) {
+                                              Scope* scope, const IoBinding& io) {
   if (scope == nullptr) return absl::InvalidArgumentError("Prepare: null scope");
   absl::MutexLock submit(&submit_mu_);
   WaitForPreviousRun();
@@ -164,8 +217,8 @@ absl::StatusOr<PreparedRun> Executor::Prepare(const ir::ProgramDesc& program,
   PreparedRun prepared;
   std::vector<std::string> sorted = feed_names;
   std::sort(sorted.begin(), sorted.end());
-  SLUICE_ASSIGN_OR_RETURN(prepared.interpreter_,
-                          FindOrBuild(program, std::move(sorted), fetch_list, scope, &hit));
+  SLUICE_ASSIGN_OR_RETURN(prepared.interpreter_, FindOrBuild(program, std::move(sorted), fetch_list,
+                                                             SortedIo(io), scope, &hit));
   return prepared;
 }
 
@@ -173,30 +226,48 @@ absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(const PreparedRun&
                                                               const Feeds& feeds,
                                                               RunCallback callback,
                                                               const RunOptions& options) {
+  return RunAsync(prepared, feeds, BlobFeeds(), std::move(callback), options);
+}
+
+absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(const PreparedRun& prepared,
+                                                              const Feeds& feeds,
+                                                              const BlobFeeds& device_feeds,
+                                                              RunCallback callback,
+                                                              const RunOptions& options) {
   if (prepared.interpreter_ == nullptr) return absl::InvalidArgumentError("empty PreparedRun");
   absl::MutexLock submit(&submit_mu_);
   WaitForPreviousRun();
-  absl::MutexLock lock(&mu_);
-  return Launch(prepared.interpreter_, /*cache_hit=*/true, feeds, std::move(callback), options);
+  return Launch(prepared.interpreter_, /*cache_hit=*/true, feeds, device_feeds, std::move(callback),
+                options);
 }
 
 absl::StatusOr<RunResult> Executor::Run(const PreparedRun& prepared, const Feeds& feeds,
                                         const RunOptions& options) {
+  return Run(prepared, feeds, BlobFeeds(), options);
+}
+
+absl::StatusOr<RunResult> Executor::Run(const PreparedRun& prepared, const Feeds& feeds,
+                                        const BlobFeeds& device_feeds, const RunOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<RunHandle> handle,
-                          RunAsync(prepared, feeds, nullptr, options));
+                          RunAsync(prepared, feeds, device_feeds, nullptr, options));
   return handle->Wait();
 }
 
 absl::StatusOr<std::shared_ptr<RunHandle>> Executor::Launch(
-    std::shared_ptr<Interpreter> interpreter, bool hit, const Feeds& feeds, RunCallback callback,
-    const RunOptions& options) {
+    std::shared_ptr<Interpreter> interpreter, bool hit, const Feeds& feeds,
+    const BlobFeeds& device_feeds, RunCallback callback, const RunOptions& options) {
   SLUICE_RETURN_IF_ERROR(interpreter->CheckInitialized());
-  SLUICE_RETURN_IF_ERROR(interpreter->StageFeeds(feeds));
-  last_lowering_ = interpreter->lowering();
-  has_lowering_ = true;
+  // Without mu_ (statistics stay readable): with device feeds this submits their copies, and
+  // Submit below may wait on the host for them.
+  SLUICE_RETURN_IF_ERROR(interpreter->StageFeeds(feeds, device_feeds));
 
   auto pending = std::make_unique<Pending>();
-  pending->handle = std::shared_ptr<RunHandle>(new RunHandle(next_step_++));
+  {
+    absl::MutexLock lock(&mu_);
+    last_lowering_ = interpreter->lowering();
+    has_lowering_ = true;
+    pending->handle = std::shared_ptr<RunHandle>(new RunHandle(next_step_++));
+  }
   pending->handle->executor_ = this;
   pending->callback = std::move(callback);
   pending->trace_path = options.trace_path;
@@ -239,6 +310,7 @@ absl::StatusOr<std::shared_ptr<RunHandle>> Executor::Launch(
     running_interpreter_ = nullptr;
     return submitted;
   }
+  absl::MutexLock lock(&mu_);
   last_run_ = handle;
   return handle;
 }
@@ -246,8 +318,15 @@ absl::StatusOr<std::shared_ptr<RunHandle>> Executor::Launch(
 absl::StatusOr<RunResult> Executor::Run(const ir::ProgramDesc& program, const Feeds& feeds,
                                         const std::vector<std::string>& fetch_list, Scope* scope,
                                         const RunOptions& options) {
+  return Run(program, feeds, DeviceIo(), fetch_list, scope, options);
+}
+
+absl::StatusOr<RunResult> Executor::Run(const ir::ProgramDesc& program, const Feeds& feeds,
+                                        const DeviceIo& device_io,
+                                        const std::vector<std::string>& fetch_list, Scope* scope,
+                                        const RunOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<RunHandle> handle,
-                          RunAsync(program, feeds, fetch_list, scope, nullptr, options));
+                          RunAsync(program, feeds, device_io, fetch_list, scope, nullptr, options));
   return handle->Wait();
 }
 
@@ -305,11 +384,14 @@ void Executor::Finish(Pending& pending) {
     outcome = status;
   } else {
     absl::StatusOr<std::vector<HostTensor>> fetches = interpreter->ReadFetches();
-    if (fetches.ok()) {
+    absl::StatusOr<std::vector<vm::BlobRef>> device_fetches =
+        fetches.ok() ? interpreter->CopyOutDeviceFetches() : fetches.status();
+    if (device_fetches.ok()) {
       result.fetches = *std::move(fetches);
+      result.device_fetches = *std::move(device_fetches);
       outcome = std::move(result);
     } else {
-      outcome = fetches.status();
+      outcome = device_fetches.status();
     }
   }
   pending.handle->result_ = std::move(outcome);

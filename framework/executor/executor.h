@@ -8,6 +8,15 @@
 // starts once the previous one completed), because programs share persistable variables in
 // the scope and a lowered graph orders only its own instructions. RunAsync returns as soon as
 // its run is submitted, so the caller overlaps its own work with the run.
+//
+// I/O binding: feeds may be given as blobs already on the program's device (DeviceIo::feeds:
+// an eager tensor's Tensor::blob(), a NewBlob of the executor's VM) and fetches may stay on
+// the device (DeviceIo::fetches: returned in RunResult::device_fetches; an eager caller
+// adopts one with eager::Context::FromBlob). Neither moves bytes through the host: a
+// device-resident feed is copied device to device (`assign`) into the graph's feed blob,
+// ordered after the blob's producer; a device-resident fetch is copied the same way into a
+// new blob after the run. Which feeds and fetches are device-resident is part of the
+// lowered graph (its cache key). See docs/design.md, "I/O binding".
 #ifndef SLUICE_FRAMEWORK_EXECUTOR_EXECUTOR_H_
 #define SLUICE_FRAMEWORK_EXECUTOR_EXECUTOR_H_
 
@@ -36,6 +45,20 @@ namespace sluice::framework {
 
 using Feeds = std::vector<std::pair<std::string, HostTensor>>;
 
+// A run's device-resident inputs and outputs (I/O binding). Value type.
+struct DeviceIo {
+  // Feeds given as blobs of the executor's VM on the program's device
+  // (InterpreterOptions::device), with the declared dtype and shape; the blob's producer must
+  // have been submitted before the run (any builder: held-back work is handed over first).
+  // The run copies each into its graph before RunAsync returns; the caller may then reuse
+  // or overwrite the blob at once. A name is given here or in the host Feeds, not both.
+  BlobFeeds feeds;
+  // Names of the fetch list whose values stay on the device: each is returned as a new blob
+  // in RunResult::device_fetches (on the device where the variable lives: the program's
+  // device for everything an op writes) instead of as bytes in RunResult::fetches.
+  std::vector<std::string> fetches;
+};
+
 struct ExecutorOptions {
   InterpreterOptions interpreter;
   // Built interpreters kept; the least recently used one is dropped beyond this.
@@ -63,7 +86,13 @@ struct StepStats {
 };
 
 struct RunResult {
-  std::vector<HostTensor> fetches;  // in fetch_list order
+  // In fetch_list order. A device-resident fetch's entry has its dtype and shape, no bytes.
+  std::vector<HostTensor> fetches;
+  // In fetch_list order when the run has device-resident fetches (DeviceIo::fetches; empty
+  // otherwise): each a new blob of the VM, filled by a device copy the VM orders before any
+  // later use of the blob; null for the host fetches. The caller owns them (an eager caller
+  // makes one a tensor with eager::Context::FromBlob).
+  std::vector<vm::BlobRef> device_fetches;
   StepStats stats;
 };
 
@@ -77,6 +106,8 @@ class PreparedRun {
  public:
   const std::vector<std::string>& feed_names() const { return interpreter_->feed_names(); }
   const std::vector<std::string>& fetch_names() const { return interpreter_->fetch_names(); }
+  // Which of them are device-resident (sorted).
+  const IoBinding& io() const { return interpreter_->io(); }
   const LoweringStats& lowering() const { return interpreter_->lowering(); }
 
  private:
@@ -121,6 +152,15 @@ class Executor {
   absl::StatusOr<RunResult> Run(const ir::ProgramDesc& program, const Feeds& feeds,
                                 const std::vector<std::string>& fetch_list, Scope* scope,
                                 const RunOptions& options = {});
+  // The same with device-resident feeds and fetches (I/O binding; see DeviceIo). A bad
+  // device feed — a null, released or lazy blob, another VM's, one on another device than
+  // the program's, the wrong dtype or shape, a name that is no variable or is also a host
+  // feed — is InvalidArgument naming the feed, and so is a device fetch not in
+  // `fetch_list`; returned before anything is submitted.
+  absl::StatusOr<RunResult> Run(const ir::ProgramDesc& program, const Feeds& feeds,
+                                const DeviceIo& device_io,
+                                const std::vector<std::string>& fetch_list, Scope* scope,
+                                const RunOptions& options = {});
   // Submits and returns. `callback` (optional) runs on the executor's completion thread
   // once the run is complete; it may read this executor's statistics but must not start or
   // wait for runs of it. Errors found before
@@ -130,17 +170,35 @@ class Executor {
                                                       const std::vector<std::string>& fetch_list,
                                                       Scope* scope, RunCallback callback = nullptr,
                                                       const RunOptions& options = {});
+  // RunAsync with device-resident feeds and fetches (the Run above). Returns once the
+  // device feeds are copied into the graph (a wait on the host for those copies, and for
+  // anything submitted before them) and the graph is submitted.
+  absl::StatusOr<std::shared_ptr<RunHandle>> RunAsync(const ir::ProgramDesc& program,
+                                                      const Feeds& feeds, const DeviceIo& device_io,
+                                                      const std::vector<std::string>& fetch_list,
+                                                      Scope* scope, RunCallback callback = nullptr,
+                                                      const RunOptions& options = {});
 
   // Looks up (or builds) the lowered graph for `program` with these feed and fetch names
-  // in `scope`; the same errors as Run, before anything runs.
+  // in `scope`; the same errors as Run, before anything runs. `io` names the feeds (among
+  // `feed_names`) and fetches (among `fetch_list`) that are device-resident.
   absl::StatusOr<PreparedRun> Prepare(const ir::ProgramDesc& program,
                                       const std::vector<std::string>& feed_names,
-                                      const std::vector<std::string>& fetch_list, Scope* scope);
-  // Run / RunAsync of a prepared run: `feeds` must name exactly its feeds.
+                                      const std::vector<std::string>& fetch_list, Scope* scope,
+                                      const IoBinding& io = {});
+  // Run / RunAsync of a prepared run: `feeds` and `device_feeds` together must name exactly
+  // its feeds, each the way the prepared run binds it (PreparedRun::io()).
   absl::StatusOr<RunResult> Run(const PreparedRun& prepared, const Feeds& feeds,
                                 const RunOptions& options = {});
+  absl::StatusOr<RunResult> Run(const PreparedRun& prepared, const Feeds& feeds,
+                                const BlobFeeds& device_feeds, const RunOptions& options = {});
   absl::StatusOr<std::shared_ptr<RunHandle>> RunAsync(const PreparedRun& prepared,
                                                       const Feeds& feeds,
+                                                      RunCallback callback = nullptr,
+                                                      const RunOptions& options = {});
+  absl::StatusOr<std::shared_ptr<RunHandle>> RunAsync(const PreparedRun& prepared,
+                                                      const Feeds& feeds,
+                                                      const BlobFeeds& device_feeds,
                                                       RunCallback callback = nullptr,
                                                       const RunOptions& options = {});
 
@@ -155,6 +213,7 @@ class Executor {
     uint64_t hash;
     std::vector<std::string> feeds;
     std::vector<std::string> fetches;
+    IoBinding io;  // sorted
     const Scope* scope;
     std::shared_ptr<Interpreter> interpreter;
     uint64_t last_used;
@@ -170,15 +229,18 @@ class Executor {
     int64_t start_ns = 0;
   };
 
+  // `feed_names` sorted; `io` sorted (SortedIo).
   absl::StatusOr<std::shared_ptr<Interpreter>> FindOrBuild(
       const ir::ProgramDesc& program, std::vector<std::string> feed_names,
-      const std::vector<std::string>& fetch_list, Scope* scope, bool* hit)
+      const std::vector<std::string>& fetch_list, const IoBinding& io, Scope* scope, bool* hit)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stages feeds and submits; mu_ held.
+  // Stages feeds (waiting for device feeds' copies: without mu_) and submits; submit_mu_
+  // held, which orders it after the previous run.
   absl::StatusOr<std::shared_ptr<RunHandle>> Launch(std::shared_ptr<Interpreter> interpreter,
                                                     bool cache_hit, const Feeds& feeds,
+                                                    const BlobFeeds& device_feeds,
                                                     RunCallback callback, const RunOptions& options)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(submit_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   void CompletionLoop();
   void Finish(Pending& pending);
   void WaitForPreviousRun() ABSL_EXCLUSIVE_LOCKS_REQUIRED(submit_mu_);

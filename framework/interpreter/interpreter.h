@@ -3,13 +3,14 @@
 //
 // Build runs a pipeline of passes over one block (ir::BlockDesc) and its variable table;
 // each pass is a function of the lowered graph (lowered_graph.h) so far:
-//   var_table.h           CollectVars: block, feeds, fetches, scope -> VarTable (kind and
-//                         home device per variable);
+//   var_table.h           CollectVars: block, feeds, fetches, scope, I/O binding ->
+//                         VarTable (kind and home device per variable);
 //   op_resolution.h       ResolveOps: block, VarTable -> ResolvedBlock (per op: schema,
 //                         normalized attributes, operands by slot, inferred shapes checked);
 //   placement.h           PlaceOps: ResolvedBlock -> OpFuncs on devices and fixed streams,
 //                         with inserted `memcpy_h2d` / `memcpy_d2h` where a value crosses
-//                         devices (feeds live on cpu; fetched values come back to cpu);
+//                         devices (feeds live on cpu; fetched values come back to cpu —
+//                         except device-resident ones: interpreter_options.h, IoBinding);
 //   op_resolution.h       ChooseKernels: each op's kernel for (op, device type, dtype);
 //   var_table.h           PersistablesReadBeforeWritten: what must have a value already;
 //   dependency_builder.h  BuildDependencies: OpFunc accesses -> happens-before edges;
@@ -17,8 +18,9 @@
 //                         "stream" attribute, else stream 0, or with compute_streams > 1 a
 //                         list schedule pricing cross-stream edges) and start times;
 //   vm_binding.h          BindStreams, BindBlobs: stream keys -> vm::Streams (dense
-//                         indices), var slots -> blobs (feeds host blobs, persistables the
-//                         root scope's or new lazy ones, temporaries lazy blobs);
+//                         indices), var slots -> blobs (feeds blobs of their own on their
+//                         device, persistables the root scope's or new lazy ones,
+//                         temporaries lazy blobs, device-resident fetches blobs of their own);
 //   gc_plan.h             PlanNodes: OpFuncs, edges -> Nodes, with the release of each
 //                         temporary after the last op that touches it;
 //   segments.h            FormSegments: Nodes -> Segments (fusion into StepSequences);
@@ -62,6 +64,8 @@
 #include "framework/ir/program_desc.h"
 #include "ops/op_registry.h"
 #include "vm/blob.h"
+#include "vm/instructions_builder.h"
+#include "vm/kernel.h"
 #include "vm/precomputed_batch.h"
 #include "vm/step_sequence.h"
 #include "vm/virtual_machine.h"
@@ -74,21 +78,43 @@ class ReleaseCounts;  // sequence_lowering.h
 // naming the feed. (The executor checks feeds before it builds; StageFeeds on every run.)
 absl::Status CheckFeed(absl::string_view name, const HostTensor& value, DataType dtype,
                        const Shape& shape);
+// Checks a device-resident feed (I/O binding): a blob of `vm` (VirtualMachine::OwnsStorage:
+// not null, not a precomputed graph's lazy blob, not released, not another VM's) on
+// `device`, with the declared dtype and shape. InvalidArgument naming the feed.
+absl::Status CheckDeviceFeed(absl::string_view name, const vm::BlobRef& blob,
+                             const vm::VirtualMachine& vm, const Device& device, DataType dtype,
+                             const Shape& shape);
 
-// Thread-compatible: the Executor serializes runs of one interpreter. The registry, VM and
-// scope must outlive it; no run may be in flight when it is destroyed.
+// Feeds given as blobs (I/O binding): (name, blob) pairs.
+using BlobFeeds = std::vector<std::pair<std::string, vm::BlobRef>>;
+
+// Thread-compatible: the Executor serializes runs of one interpreter (a run's StageFeeds
+// and Submit, on the submitting thread, happen before its ReadFetches and
+// CopyOutDeviceFetches, on another thread, which happen before the next run's StageFeeds).
+// The registry, VM and scope must outlive it; no run may be in flight when it is destroyed.
 class Interpreter {
  public:
+  // `io`: which of `feed_names` and `fetch_names` stay on the device (I/O binding,
+  // interpreter_options.h).
   static absl::StatusOr<std::unique_ptr<Interpreter>> Build(
       const ir::ProgramDesc& program, const ops::OpRegistry* registry, vm::VirtualMachine* vm,
       Scope* scope, const std::vector<std::string>& feed_names,
-      const std::vector<std::string>& fetch_names, InterpreterOptions options = {});
+      const std::vector<std::string>& fetch_names, InterpreterOptions options = {},
+      const IoBinding& io = {});
   ~Interpreter();
 
   // --- One run, in this order; no other run of this interpreter may be in flight. ---
-  // Checks every feed (a known feed name, dtype and shape as declared; every declared feed
-  // given) and copies the bytes into the feed blobs. InvalidArgument naming the feed.
-  absl::Status StageFeeds(const std::vector<std::pair<std::string, HostTensor>>& feeds);
+  // Checks every feed — a known feed name, given the way the build binds it (a host feed
+  // as a HostTensor, a device-resident one as a blob: CheckDeviceFeed), dtype and shape as
+  // declared, every feed given — then copies host bytes into the host feed blobs and
+  // submits, for each device-resident feed, an `assign` from the caller's blob into the feed
+  // blob on the program's device: through an InstructionsBuilder of this interpreter's, so
+  // soft sync and the engine order it after the blob's producer, which must have been
+  // submitted before this call (work another builder holds back is handed over first). No
+  // copy passes through the host. InvalidArgument naming the feed, before anything is
+  // written. The caller must not use a fed blob from another builder until this returns.
+  absl::Status StageFeeds(const std::vector<std::pair<std::string, HostTensor>>& feeds,
+                          const BlobFeeds& device_feeds = {});
   // FailedPrecondition naming the first persistable the program reads before writing (or
   // fetches without writing) that has no value yet (the startup program has not run,
   // nothing was loaded), or whose value an earlier failed run left poisoned (the message
@@ -98,10 +124,23 @@ class Interpreter {
   // (or its ancestors) holds under that name: the graph binds blobs, so a variable replaced
   // or erased since — or another scope at a reused address — needs a new build.
   bool BindingsMatch(const Scope& scope) const;
-  // Hands the lowered graph to the VM (clearing the cancel flag).
+  // Hands the lowered graph to the VM (clearing the cancel flag). The batch orders only its
+  // own instructions, so when StageFeeds submitted device copies, or the previous run's
+  // CopyOutDeviceFetches left copies that read this graph's blobs, it first waits on the
+  // host for a barrier behind them (everything submitted before it completes; no bytes
+  // move through the host).
   absl::Status Submit();
-  // After the run completed: the fetched values, in fetch order.
+  // After the run completed: the fetched values, in fetch order, read from the host
+  // fetch blobs (VirtualMachine::ReadIdleHostBlobs). A device-resident fetch's entry has its
+  // dtype and shape and no bytes (CopyOutDeviceFetches hands it out).
   absl::StatusOr<std::vector<HostTensor>> ReadFetches() const;
+  // After the run completed, and before the next StageFeeds: for each device-resident
+  // fetch, a new blob on the device where the fetched variable lives, filled by an `assign`
+  // from the fetch blob that is submitted (and handed to the engine) here, so that work
+  // submitted afterwards through any builder is ordered after it. In fetch order; null for
+  // host fetches; empty without device-resident fetches. The run's error for a poisoned
+  // fetch, FailedPrecondition for one the run did not produce.
+  absl::StatusOr<std::vector<vm::BlobRef>> CopyOutDeviceFetches();
 
   // Request that the submitted run stop early (ops not yet started are skipped).
   void Cancel() { cancel_.store(true, std::memory_order_relaxed); }
@@ -112,6 +151,7 @@ class Interpreter {
   const LoweringStats& lowering() const { return lowering_; }
   const std::vector<std::string>& feed_names() const { return feed_names_; }
   const std::vector<std::string>& fetch_names() const { return fetch_names_; }
+  const IoBinding& io() const { return io_; }
   // The devices whose allocators the run uses (for per-run peak bytes).
   const std::vector<Device>& devices() const { return devices_; }
 
@@ -120,11 +160,26 @@ class Interpreter {
   struct Builder;
   friend struct Builder;
 
+  // How a device-resident feed or fetch is copied: an `assign` kernel on a stream.
+  struct DeviceCopy {
+    const vm::OpKernel* assign = nullptr;  // null: a host feed or fetch
+    vm::Stream* stream = nullptr;          // the feed's or fetch's device, compute stream 0
+  };
+  // Waits on the host for a barrier behind the device copies submitted so far.
+  absl::Status WaitForDeviceCopies();
+
   vm::VirtualMachine* vm_ = nullptr;
   std::vector<std::string> feed_names_;
   std::vector<std::string> fetch_names_;
-  std::vector<vm::BlobRef> feed_blobs_;   // parallel to feed_names_, on cpu
-  std::vector<vm::BlobRef> fetch_blobs_;  // parallel to fetch_names_, on cpu
+  IoBinding io_;
+  std::vector<vm::BlobRef> feed_blobs_;   // parallel to feed_names_, on cpu or the device
+  std::vector<vm::BlobRef> fetch_blobs_;  // parallel to fetch_names_, on cpu or the device
+  std::vector<DeviceCopy> feed_copies_;   // parallel to feed_names_
+  std::vector<DeviceCopy> fetch_copies_;  // parallel to fetch_names_
+  // Submits the device copies; created by Build only with a device-resident feed or fetch.
+  std::unique_ptr<vm::InstructionsBuilder> io_builder_;
+  // Device copies were submitted since the last wait for them (see Submit).
+  bool device_copies_pending_ = false;
   std::vector<std::pair<std::string, vm::BlobRef>> must_be_initialized_;
   std::vector<std::pair<std::string, vm::BlobRef>> persistables_;  // every one bound
   std::vector<vm::BlobRef> blobs_;  // every blob the graph uses: keeps them alive

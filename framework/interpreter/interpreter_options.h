@@ -1,9 +1,11 @@
-// The interpreter's build options and the statistics of what a build produced
-// (interpreter.h). Value types.
+// The interpreter's build options, its I/O binding and the statistics of what a build
+// produced (interpreter.h). Value types.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_INTERPRETER_OPTIONS_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_INTERPRETER_OPTIONS_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "framework/interpreter/dependency_builder.h"
@@ -37,6 +39,21 @@ struct InterpreterOptions {
   // Testing only: turn cross-stream edges into plain edges with no StreamWait/RecordEvent,
   // so the sync checker can show that the stream analysis is what makes runs correct.
   bool skip_stream_analysis = false;
+};
+
+// I/O binding (docs/design.md, "I/O binding"): which feeds and fetches of a build stay on
+// the device the program runs on, so that a run moves no bytes through the host for them.
+// Part of the build (it changes where variables live and which copies placement inserts)
+// and so of the executor's cache key. Value type.
+//  - A device-resident feed's variable lives on InterpreterOptions::device (a host feed's
+//    lives on cpu): no memcpy_h2d follows it. Each run fills it with an `assign` from the
+//    caller's blob (Interpreter::StageFeeds).
+//  - A device-resident fetch stays where its variable lives: no memcpy_d2h copies it back.
+//    After the run it is copied with an `assign` into a new blob on that device for the
+//    caller (Interpreter::CopyOutDeviceFetches).
+struct IoBinding {
+  std::vector<std::string> device_feeds;    // each also a feed of the build
+  std::vector<std::string> device_fetches;  // each also a fetch of the build
 };
 
 // What Build produced. Value type.

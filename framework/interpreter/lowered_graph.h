@@ -46,6 +46,10 @@ struct VarSlot {
   Shape shape;
   vm::BlobRef blob;  // null until BindBlobs
   bool fetched = false;
+  // Fetched and kept on its device (I/O binding, interpreter_options.h): placement copies it
+  // to no other device, and BindBlobs gives a temporary a blob with storage of its own (not
+  // a lazy one), which the executor can copy out through an InstructionsBuilder after a run.
+  bool device_fetch = false;
 };
 
 // The variables one block's passes see. A block's variables come first, in declaration

@@ -139,6 +139,37 @@ absl::Status PlaceOp(const ResolvedOp& op, const Device& device, CopyInserter& c
   return absl::OkStatus();
 }
 
+// A device-resident fetch of a persistable (I/O binding): its blob is the scope's and may be
+// lazy, which an InstructionsBuilder cannot copy from, so the run ends with an `assign` of
+// it into a temporary of the same device that the executor copies out. Returns that slot.
+absl::StatusOr<int> InsertFetchAssign(const ops::OpRegistry& registry, int var, VarTable& vars,
+                                      PlacedBlock& placed) {
+  const VarSlot& source = vars.slots[var];
+  OpFunc copy;
+  copy.type = "assign";
+  SLUICE_ASSIGN_OR_RETURN(copy.schema, registry.FindSchema(copy.type));
+  SLUICE_ASSIGN_OR_RETURN(vm::AttrMap attrs, copy.schema->NormalizeAttrs(vm::AttrMap()));
+  if (!attrs.empty()) copy.attrs = std::make_shared<const vm::AttrMap>(std::move(attrs));
+  copy.device = source.device;
+  copy.stream = StreamKey{source.device, StreamType::kCompute, 0};
+  SLUICE_ASSIGN_OR_RETURN(copy.kernel,
+                          registry.FindKernel(copy.type, source.device.type(), source.dtype));
+  VarSlot slot;
+  slot.name = absl::StrCat(source.name, "@fetch");
+  slot.kind = VarKind::kTemp;
+  slot.device = source.device;
+  slot.dtype = source.dtype;
+  slot.shape = source.shape;
+  slot.device_fetch = true;
+  const int copy_var = vars.size();
+  vars.slots.push_back(std::move(slot));
+  copy.inputs = {var};
+  copy.outputs = {copy_var};
+  placed.funcs.push_back(std::move(copy));
+  ++placed.inserted_copies;
+  return copy_var;
+}
+
 }  // namespace
 
 PlacedBlock PlaceOps(const ResolvedBlock& resolved, const ops::OpRegistry& registry,
@@ -151,7 +182,16 @@ PlacedBlock PlaceOps(const ResolvedBlock& resolved, const ops::OpRegistry& regis
   }
   const Device cpu(DeviceType::kCpu, 0);
   for (int var : resolved.fetches) {
-    if (vars.slots[var].device.type() != DeviceType::kCpu) {
+    if (vars.slots[var].device_fetch) {
+      if (vars.slots[var].kind == VarKind::kPersistable) {
+        absl::StatusOr<int> copy = InsertFetchAssign(registry, var, vars, placed);
+        if (!copy.ok()) {
+          placed.error = copy.status();
+          return placed;
+        }
+        var = *copy;
+      }
+    } else if (vars.slots[var].device.type() != DeviceType::kCpu) {
       absl::StatusOr<int> copy = copies.CopyOf(var, cpu);
       if (!copy.ok()) {
         placed.error = copy.status();

@@ -5,7 +5,10 @@
 //    ("compute:1" on that device), else on a compute stream the list schedule picks
 //    (list_schedule.h). Its inputs on another device are copied over first by an inserted
 //    `memcpy_h2d` / `memcpy_d2h`; its outputs must already live on its device.
-//  - Fetched values on another device are copied back to cpu.
+//  - Fetched values on another device are copied back to cpu, except device-resident
+//    fetches (I/O binding, VarSlot::device_fetch), which stay where they live; a persistable
+//    among them is copied by an `assign` into a temporary "<var>@fetch" on its device at the
+//    end of the run (its blob is the scope's and may be lazy).
 // A copy of a variable to a device is reused by later readers until an op writes the
 // variable again (then the copy is stale and the next reader gets a fresh one).
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_PLACEMENT_H_
@@ -29,7 +32,9 @@ namespace sluice::framework {
 // reader; fetch copies last), kernels of block ops still to be chosen.
 struct PlacedBlock {
   std::vector<OpFunc> funcs;
-  std::vector<int> fetch_slots;  // var slot per fetch, on cpu (a copy when it lives elsewhere)
+  // Var slot per fetch: on cpu (a copy when it lives elsewhere), or for a device-resident
+  // fetch where it lives (a persistable's "<var>@fetch" copy).
+  std::vector<int> fetch_slots;
   int64_t inserted_copies = 0;
   absl::Status error;  // the first failure; funcs and fetch_slots stop before it
 };

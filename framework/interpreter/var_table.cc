@@ -1,5 +1,6 @@
 #include "framework/interpreter/var_table.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -37,6 +38,24 @@ absl::Status CheckFeedsAndFetches(const ir::BlockDesc& block,
   return absl::OkStatus();
 }
 
+// I/O binding names only feeds and fetches of the build.
+absl::Status CheckIoBinding(const std::vector<std::string>& feed_names,
+                            const std::vector<std::string>& fetch_names, const IoBinding& io) {
+  for (const std::string& name : io.device_feeds) {
+    if (std::find(feed_names.begin(), feed_names.end(), name) == feed_names.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device-resident feed '", name, "' is not a feed of this run"));
+    }
+  }
+  for (const std::string& name : io.device_fetches) {
+    if (std::find(fetch_names.begin(), fetch_names.end(), name) == fetch_names.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device-resident fetch '", name, "' is not a fetch of this run"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // A persistable lives where the scope's value lives, which must match its declaration.
 absl::Status PlacePersistable(const ir::VarDesc& desc, const Scope& scope, VarSlot& slot) {
   const vm::BlobRef* existing = scope.Find(desc.name);
@@ -57,9 +76,13 @@ absl::Status PlacePersistable(const ir::VarDesc& desc, const Scope& scope, VarSl
 absl::StatusOr<VarTable> CollectVars(const ir::BlockDesc& block,
                                      const std::vector<std::string>& feed_names,
                                      const std::vector<std::string>& fetch_names,
-                                     const Device& device, const Scope& scope) {
+                                     const Device& device, const Scope& scope,
+                                     const IoBinding& io) {
   SLUICE_RETURN_IF_ERROR(CheckFeedsAndFetches(block, feed_names, fetch_names));
+  SLUICE_RETURN_IF_ERROR(CheckIoBinding(feed_names, fetch_names, io));
   const absl::flat_hash_set<std::string> feeds(feed_names.begin(), feed_names.end());
+  const absl::flat_hash_set<std::string> device_feeds(io.device_feeds.begin(),
+                                                      io.device_feeds.end());
   VarTable table;
   for (const ir::VarDesc& desc : block.vars()) {
     VarSlot slot;
@@ -69,7 +92,7 @@ absl::StatusOr<VarTable> CollectVars(const ir::BlockDesc& block,
     slot.device = device;
     if (feeds.contains(desc.name)) {
       slot.kind = VarKind::kFeed;
-      slot.device = Device(DeviceType::kCpu, 0);
+      if (!device_feeds.contains(desc.name)) slot.device = Device(DeviceType::kCpu, 0);
     } else if (desc.persistable) {
       slot.kind = VarKind::kPersistable;
       SLUICE_RETURN_IF_ERROR(PlacePersistable(desc, scope, slot));
@@ -78,6 +101,9 @@ absl::StatusOr<VarTable> CollectVars(const ir::BlockDesc& block,
     table.slots.push_back(std::move(slot));
   }
   for (const std::string& name : fetch_names) table.slots[table.index_of[name]].fetched = true;
+  for (const std::string& name : io.device_fetches) {
+    table.slots[table.index_of[name]].device_fetch = true;
+  }
   return table;
 }
 

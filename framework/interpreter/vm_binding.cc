@@ -48,14 +48,15 @@ std::vector<StreamInfo> DescribeStreams(const vm::VirtualMachine& vm,
 
 absl::StatusOr<BoundBlobs> BindBlobs(vm::VirtualMachine& vm, const Scope& scope, VarTable& vars) {
   BoundBlobs bound;
-  const Device cpu(DeviceType::kCpu, 0);
-  SLUICE_ASSIGN_OR_RETURN(vm::Stream * host, vm.GetStream(StreamKey{cpu, StreamType::kCompute, 0}));
   absl::flat_hash_set<int> devices_seen;
   for (VarSlot& var : vars.slots) {
     SLUICE_ASSIGN_OR_RETURN(vm::Stream * home,
                             vm.GetStream(StreamKey{var.device, StreamType::kCompute, 0}));
-    if (var.kind == VarKind::kFeed) {
-      SLUICE_ASSIGN_OR_RETURN(var.blob, vm.NewBlob(host, var.dtype, var.shape, var.name));
+    if (var.kind == VarKind::kFeed || (var.kind == VarKind::kTemp && var.device_fetch)) {
+      // Storage of their own: written before a run (feeds) or copied out after it
+      // (device-resident fetches) by the host or an InstructionsBuilder, which take no lazy
+      // blob.
+      SLUICE_ASSIGN_OR_RETURN(var.blob, vm.NewBlob(home, var.dtype, var.shape, var.name));
     } else if (var.kind == VarKind::kPersistable) {
       if (const vm::BlobRef* existing = scope.Find(var.name)) {
         var.blob = *existing;

@@ -41,9 +41,11 @@ struct BoundBlobs {
   std::vector<Device> devices;  // of every slot, each once, in slot order
 };
 
-// Gives every slot a blob: a feed a new host blob, a persistable the scope's blob or a new
-// lazy blob on its device, a temporary a new lazy blob on its device. Does not change
-// `scope`. Errors as the VM reports them.
+// Gives every slot a blob: a feed a new blob on its device (cpu, or the program's device for
+// a device-resident feed), a persistable the scope's blob or a new lazy blob on its device,
+// a temporary a new lazy blob on its device — or, for a device-resident fetch, a new blob
+// with storage (VarSlot::device_fetch). Does not change `scope`. Errors as the VM reports
+// them.
 absl::StatusOr<BoundBlobs> BindBlobs(vm::VirtualMachine& vm, const Scope& scope, VarTable& vars);
 
 }  // namespace sluice::framework

@@ -1,8 +1,10 @@
 // Host kernels (cpu and sim) of the basic family (ops/basic_ops.cc).
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "ops/cpu/host_kernel.h"
+#include "ops/internal/counted_copy_kernel.h"
 #include "ops/internal/counter_rng.h"
 #include "ops/internal/op_families.h"
 
@@ -73,9 +75,15 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
           });
         });
       })));
-  for (const char* op : {"assign", "memcpy_h2d", "memcpy_d2h"}) {
+  SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
+      registry, "assign", MakeCopy("assign"))));
+  // Copies through host memory: counted (counted_copy_kernel.h).
+  for (const auto& [op, to_device] : {std::pair<const char*, bool>{"memcpy_h2d", true},
+                                      std::pair<const char*, bool>{"memcpy_d2h", false}}) {
     SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
-        registry, op, MakeCopy(op))));
+        registry, op, [make = MakeCopy(op), to_device = to_device](auto tag) {
+          return CountHostCopies(make(tag), to_device);
+        })));
   }
   for (const char* op : {"cast", "cast_grad"}) {
     SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(

@@ -10,12 +10,15 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ops/cuda/cuda_kernel.h"
 #include "ops/cuda/cuda_launch.h"
+#include "ops/internal/counted_copy_kernel.h"
 
 namespace sluice::ops::internal {
 namespace {
@@ -172,8 +175,13 @@ absl::Status RegisterBasicCudaKernels(OpRegistry* registry) {
       {"memcpy_d2h", cudaMemcpyDeviceToHost},
   };
   for (const auto& [op, kind] : copies) {
+    // Copies through host memory are counted (counted_copy_kernel.h); assign is not.
     SLUICE_RETURN_IF_ERROR((RegisterCudaKernelsFor<float, double, int32_t, int64_t, bool>(
-        registry, op, MakeCopy(op, kind))));
+        registry, op, [make = MakeCopy(op, kind), kind = kind](auto tag) {
+          std::shared_ptr<const vm::OpKernel> kernel = make(tag);
+          if (kind == cudaMemcpyDeviceToDevice) return kernel;
+          return CountHostCopies(std::move(kernel), kind == cudaMemcpyHostToDevice);
+        })));
   }
   for (const auto& [op, inputs] : {std::pair<const char*, int>{"cast", 1}, {"cast_grad", 2}}) {
     SLUICE_RETURN_IF_ERROR((RegisterCudaKernelsFor<float, double, int32_t, int64_t, bool>(
