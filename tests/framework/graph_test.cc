@@ -81,6 +81,23 @@ TEST_P(GraphTest, TrivialCallReturnsEagerTensorsAtOnce) {
   EXPECT_EQ(ctx_.vm()->sync_checker()->violation_count(), 0);
 }
 
+TEST_P(GraphTest, DeviceResidentCallsCopyNothingThroughTheHost) {
+  Graph g = Graph::Create(ctx_, PlusOne(), {.name = "resident"}).value();
+  eager::Tensor x = ctx_.FromVector<float>({1, 2, 3, 4}, Shape({4}), device()).value();
+  ASSERT_TRUE(g({x}).ok());  // traced (the trace itself copies nothing either)
+  EXPECT_OK(ctx_.Sync());
+  const vm::VmStats before = ctx_.vm()->stats();
+  for (int i = 0; i < 5; ++i) x = g({x}).value()[0];
+  EXPECT_OK(ctx_.Sync());
+  const vm::VmStats after = ctx_.vm()->stats();
+  EXPECT_EQ(after.host_to_device_copies, before.host_to_device_copies) << after.ToString();
+  EXPECT_EQ(after.device_to_host_copies, before.device_to_host_copies) << after.ToString();
+  EXPECT_GE(after.op_calls - before.op_calls, 5) << after.ToString();
+  // The counter moves for a read (so the check above can fail).
+  EXPECT_EQ(Values(x), (std::vector<float>{6, 7, 8, 9}));
+  EXPECT_GT(ctx_.vm()->stats().device_to_host_copies, after.device_to_host_copies);
+}
+
 TEST_P(GraphTest, NewShapesTraceAgainAndTheCacheDropsTheLeastRecentlyUsed) {
   GraphOptions options;
   options.name = "bounded";
