@@ -42,6 +42,19 @@ struct GraphState {
     std::shared_ptr<Specialization> spec;
     uint64_t last_used = 0;
   };
+  // The state of the graph on one device (graph.h, "State").
+  struct DeviceState {
+    Device device;
+    std::shared_ptr<Scope> scope;
+    eager::Tensor token;  // made with the first specialization that keeps state
+  };
+  DeviceState& StateOn(const Device& device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    for (DeviceState& s : states) {
+      if (s.device == device) return s;
+    }
+    states.push_back({device, std::make_shared<Scope>(), eager::Tensor()});
+    return states.back();
+  }
   // An evicted specialization, kept until the launches submitted before its eviction ran.
   struct Retired {
     std::shared_ptr<Specialization> spec;
@@ -95,8 +108,13 @@ struct GraphState {
     }
     SpecializationKey key{device, {}};
     for (const eager::Tensor& t : inputs) key.inputs.emplace_back(t.dtype(), t.shape());
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Specialization> built,
-                            BuildSpecialization(ctx, function, options, name, std::move(key)));
+    DeviceState& state = StateOn(device);
+    SLUICE_ASSIGN_OR_RETURN(
+        std::unique_ptr<Specialization> built,
+        BuildSpecialization(ctx, function, options, name, std::move(key), state.scope));
+    if (!built->state.empty() && !state.token.valid()) {
+      SLUICE_ASSIGN_OR_RETURN(state.token, ctx.FromVector<float>({0}, Shape({1}), device));
+    }
     ++stats.traces;
     if (static_cast<int>(cache.size()) >= options.max_specializations) {
       auto oldest = std::min_element(
@@ -119,6 +137,7 @@ struct GraphState {
   absl::Mutex mu;
   std::vector<Entry> cache ABSL_GUARDED_BY(mu);
   std::vector<Retired> retired ABSL_GUARDED_BY(mu);
+  std::vector<DeviceState> states ABSL_GUARDED_BY(mu);
   uint64_t clock ABSL_GUARDED_BY(mu) = 0;
   GraphStats stats ABSL_GUARDED_BY(mu);
 };
@@ -151,6 +170,10 @@ absl::StatusOr<Device> CallDevice(const internal::GraphState& state,
       return absl::InvalidArgumentError(
           absl::StrCat(state.name, ": input ", i, " is an empty Tensor"));
     }
+    if (t.context().vm() != state.ctx.vm()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(state.name, ": input ", i, " belongs to another eager context"));
+    }
     if (!device.has_value()) device = t.device();
     if (t.device() != *device) {
       return absl::InvalidArgumentError(absl::StrCat(state.name, ": input ", i, " is on ",
@@ -168,25 +191,48 @@ absl::StatusOr<std::vector<eager::Tensor>> Graph::operator()(
   internal::GraphState& state = *state_;
   SLUICE_ASSIGN_OR_RETURN(const Device device, CallDevice(state, inputs));
   std::shared_ptr<Specialization> spec;
+  eager::Tensor token;  // the graph's state on this device, when it keeps any
   {
     absl::MutexLock lock(&state.mu);
     SLUICE_ASSIGN_OR_RETURN(spec, state.Get(device, inputs));
+    if (!spec->state.empty()) token = state.StateOn(device).token;
+  }
+  // State an earlier call's failure poisoned would poison every later call's updates.
+  for (const vm::Blob* blob : spec->state) {
+    if (blob->poisoned()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          state.name, ": its state '", blob->DebugName(), "' holds the error of an earlier call (",
+          blob->poison().message(), "); call ResetState() to start it afresh"));
+    }
   }
   absl::StatusOr<std::vector<eager::Tensor>> outputs;
-  if (spec->read_params.empty()) {
+  if (spec->read_params.empty() && !token.valid()) {
     outputs = state.ctx.LaunchKernel(*spec->launch, spec->stream, inputs, spec->updated_params,
                                      spec->outputs);
   } else {
     absl::InlinedVector<eager::Tensor, 8> reads(inputs.begin(), inputs.end());
     reads.insert(reads.end(), spec->read_params.begin(), spec->read_params.end());
-    outputs = state.ctx.LaunchKernel(*spec->launch, spec->stream, reads, spec->updated_params,
-                                     spec->outputs);
+    absl::InlinedVector<eager::Tensor, 4> updated(spec->updated_params.begin(),
+                                                  spec->updated_params.end());
+    if (token.valid()) updated.push_back(token);
+    outputs = state.ctx.LaunchKernel(*spec->launch, spec->stream, reads, updated, spec->outputs);
   }
   if (!outputs.ok()) {
     return absl::Status(outputs.status().code(),
                         absl::StrCat(state.name, ": ", outputs.status().message()));
   }
   return outputs;
+}
+
+void Graph::ResetState() {
+  internal::GraphState& state = *state_;
+  absl::MutexLock lock(&state.mu);
+  for (internal::GraphState::Entry& entry : state.cache) {
+    state.retired.push_back({std::move(entry.spec), nullptr});
+  }
+  state.cache.clear();
+  state.states.clear();        // specializations still running keep their scopes
+  state.Reap().IgnoreError();  // fails only once the VM is shut down
 }
 
 GraphStats Graph::stats() const {

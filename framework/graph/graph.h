@@ -28,6 +28,13 @@
 // among the instruction's operands, and a call that updates it bumps its version (as
 // Context::CallInto does).
 //
+// State. What the startup program makes (optimizer moments, beta powers, learning rates)
+// is the graph's, per device, shared by its specializations: a call with a new batch size
+// traces again but continues the same Adam moments. Every call of a graph with state lists
+// a small state token tensor among its read-write operands, so calls update the state in
+// call order. A call whose state an earlier failure poisoned is refused
+// (FailedPrecondition naming the state); ResetState starts it afresh.
+//
 // Calls. `graph(inputs)` checks the inputs (valid, this context, the devices), finds or
 // builds the specialization, and submits one instruction whose outputs are new eager
 // tensors; it returns before the graph has run. An error inside the graph poisons what
@@ -134,6 +141,12 @@ class Graph {
   absl::StatusOr<std::vector<eager::Tensor>> Call(const std::vector<eager::Tensor>& inputs) {
     return (*this)(inputs);
   }
+
+  // Forgets the graph's state (what its startup program made: optimizer moments, step
+  // counts) and its specializations; the next call traces again and starts the state
+  // afresh. Bound eager parameters keep their values. For a graph whose state an earlier
+  // failure poisoned (calls then return FailedPrecondition naming it).
+  void ResetState();
 
   GraphStats stats() const;
   // The main program traced for these inputs' dtypes and shapes (tracing it when needed),

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ep/device.h"
 #include "vm/step_log.h"
 #include "vm/tracer.h"
 
@@ -97,6 +98,12 @@ absl::Status GraphLaunch::Run(vm::KernelContext& ctx) const {
         absl::StrCat(name_, ": launched with ", in.size(), " inputs and ", out.size(),
                      " outputs; it takes at least ", copy_in_.size(), " and ", copy_out_.size()));
   }
+  ep::Stream* const stream = ctx.stream();
+  if (stream->IsAsync() && done_pending_) {
+    // The event reports the stream's first error, which is its step's to report.
+    done_->Sync().IgnoreError();
+    done_pending_ = false;
+  }
   CopySet* const set = TakeCopySet();
   set->busy.store(true, std::memory_order_relaxed);
   for (size_t i = 0; i < set->in.size(); ++i) {
@@ -116,13 +123,20 @@ absl::Status GraphLaunch::Run(vm::KernelContext& ctx) const {
   }
   // Free the set once the stream has run its steps: now on a synchronous stream, by a task
   // behind them on an asynchronous one (if that cannot be enqueued, the set stays busy).
-  if (!ctx.stream()->IsAsync()) {
+  if (!stream->IsAsync()) {
     set->busy.store(false, std::memory_order_release);
   } else {
-    const absl::Status freed = ctx.stream()->Launch([set]() -> absl::Status {
+    absl::Status freed = stream->Launch([set]() -> absl::Status {
       set->busy.store(false, std::memory_order_release);
       return absl::OkStatus();
     });
+    if (freed.ok() && done_ == nullptr) {
+      absl::StatusOr<std::unique_ptr<ep::Event>> event = stream->device()->CreateEvent();
+      if (event.ok()) done_ = *std::move(event);
+      freed = event.status();
+    }
+    if (freed.ok()) freed = stream->RecordEvent(done_.get());
+    done_pending_ = freed.ok();
     if (status.ok()) status = freed;
   }
   SLUICE_RETURN_IF_ERROR(status);

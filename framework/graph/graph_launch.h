@@ -19,9 +19,15 @@
 // steps read and write the parameters' blobs directly (bound at lowering), so the listed
 // parameter operands are what orders them.
 //
-// Copy steps. A step's work on an asynchronous stream (sim) reads the step's operands when
-// it runs, after Launch returned, so a launch cannot repoint steps the previous launch may
-// still be running. Each launch takes a set of copy steps that is not busy (or makes one),
+// One launch at a time. A step's work on an asynchronous stream (sim) reads the step when it
+// runs, after Launch returned, and every launch reuses the frame's steps (RunStep names
+// them after the launching instruction). So on an asynchronous stream a launch first waits
+// until the previous launch's work has run (an event recorded behind it; that work waits
+// only for work already enqueued, so the wait ends), as runs of a lowered graph follow one
+// another. On a synchronous stream the work has run when Launch returns.
+//
+// Copy steps. For the same reason a launch cannot repoint copy steps the previous launch
+// may still be running. Each launch takes a set of copy steps that is not busy (or makes one),
 // points it at the call's blobs, and frees it behind its work: at once on a synchronous
 // stream, by a task enqueued after its steps on an asynchronous one. The sets in use at once
 // are the launches in flight on the stream.
@@ -41,6 +47,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "ep/event.h"
 #include "framework/interpreter/control_flow/control_step.h"
 #include "ops/op_registry.h"
 #include "vm/blob.h"
@@ -93,6 +100,9 @@ class GraphLaunch final : public vm::OpKernel {
   std::vector<std::unique_ptr<vm::Instruction>> copy_out_;
   std::vector<std::unique_ptr<vm::InstructionOrigin>> origins_;
   mutable std::vector<std::unique_ptr<CopySet>> sets_;  // the launching worker's
+  // Asynchronous streams: recorded behind each launch's work; the next launch waits for it.
+  mutable std::unique_ptr<ep::Event> done_;
+  mutable bool done_pending_ = false;
 };
 
 }  // namespace sluice::framework::graph

@@ -71,13 +71,12 @@ struct TraceAccess {
 
 }  // namespace internal
 
-absl::StatusOr<std::unique_ptr<Specialization>> BuildSpecialization(eager::Context& ctx,
-                                                                    const GraphFunction& function,
-                                                                    const GraphOptions& options,
-                                                                    const std::string& name,
-                                                                    SpecializationKey key) {
+absl::StatusOr<std::unique_ptr<Specialization>> BuildSpecialization(
+    eager::Context& ctx, const GraphFunction& function, const GraphOptions& options,
+    const std::string& name, SpecializationKey key, std::shared_ptr<Scope> scope) {
   auto spec = std::make_unique<Specialization>();
   spec->key = key;
+  spec->scope = std::move(scope);
   spec->main = std::make_unique<Program>(&ctx.registry());
   spec->startup = std::make_unique<Program>(&ctx.registry());
   Program& main = *spec->main;
@@ -107,13 +106,30 @@ absl::StatusOr<std::unique_ptr<Specialization>> BuildSpecialization(eager::Conte
       spec->outputs.push_back({value.var().dtype(), value.var().shape()});
     }
   }
-  // --- Optimizer state: the startup program, once, into the specialization's scope. ---
-  if (!spec->startup->desc().block(0).ops().empty()) {
+  // --- State: what the startup program makes and the graph's scope does not hold yet. ---
+  bool missing = false;
+  for (const ir::VarDesc& var : spec->startup->desc().block(0).vars()) {
+    const vm::BlobRef* held = spec->scope->Find(var.name);
+    if (held == nullptr || *held == nullptr) {
+      missing = true;
+    } else if ((*held)->dtype() != var.dtype || (*held)->shape() != var.shape) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          name, ": state '", var.name, "' is ", DataTypeName((*held)->dtype()), " ",
+          (*held)->shape().ToString(), " from an earlier trace, but this trace declares it ",
+          DataTypeName(var.dtype), " ", var.shape.ToString()));
+    }
+  }
+  if (missing) {
     ExecutorOptions executor_options;
     executor_options.interpreter.device = key.device;
+    Scope fresh;  // outlives the executor, whose interpreter binds its variables
     Executor executor(&ctx.registry(), ctx.vm(), executor_options);
-    absl::StatusOr<RunResult> init = executor.Run(spec->startup->desc(), {}, {}, &spec->scope);
+    absl::StatusOr<RunResult> init = executor.Run(spec->startup->desc(), {}, {}, &fresh);
     if (!init.ok()) return Prefixed(name, init.status());
+    for (const std::string& var : fresh.LocalNames()) {
+      const vm::BlobRef* held = spec->scope->Find(var);
+      if (held == nullptr || *held == nullptr) spec->scope->Set(var, *fresh.Find(var));
+    }
   }
   // --- Bindings: inputs to the frame's own blobs, parameters to the eager tensors'. ---
   SLUICE_ASSIGN_OR_RETURN(spec->stream,
@@ -138,7 +154,7 @@ absl::StatusOr<std::unique_ptr<Specialization>> BuildSpecialization(eager::Conte
   }
   for (const ir::VarDesc& var : main.desc().block(0).vars()) {
     if (!var.persistable || bound_params.contains(var.name)) continue;
-    const vm::BlobRef* blob = spec->scope.Find(var.name);
+    const vm::BlobRef* blob = spec->scope->Find(var.name);
     if (blob == nullptr || *blob == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
           name, ": persistable variable '", var.name,
@@ -146,6 +162,7 @@ absl::StatusOr<std::unique_ptr<Specialization>> BuildSpecialization(eager::Conte
           "with an initializer in the startup program"));
     }
     top.persistables[var.name] = blob->get();
+    spec->state.push_back(blob->get());
   }
   // --- Lowering. ---
   control_flow::SubBlockLowering lowering(main.desc(), ctx.registry(), *ctx.vm(), spec->stream,

@@ -42,7 +42,11 @@ struct Specialization {
   std::unique_ptr<Program> main;
   std::unique_ptr<Program> startup;
   // Declared before the kernel, whose frame points at their blobs: destroyed after it.
-  Scope scope;                                // the startup program's variables
+  // The graph's state scope (graph.h, "State"), shared by its specializations.
+  std::shared_ptr<Scope> scope;
+  // The blobs of the scope this specialization reads or writes (empty: the graph keeps no
+  // state, and its calls carry no state token).
+  std::vector<vm::Blob*> state;
   std::vector<eager::Tensor> read_params;     // bound parameters the graph only reads
   std::vector<eager::Tensor> updated_params;  // and those it writes
   std::atomic<bool> cancel{false};            // never set: a graph call runs to its end
@@ -52,15 +56,15 @@ struct Specialization {
   std::unique_ptr<GraphLaunch> launch;
 };
 
-// Traces `function` for `key` and lowers it (see graph.h). Errors carry `name` ("graph
-// 'step'"): the function's own, an output that is not a static Value of the trace, a
-// persistable that neither Trace::Param nor the startup program gives a value, and the
-// lowering's (naming the op).
-absl::StatusOr<std::unique_ptr<Specialization>> BuildSpecialization(eager::Context& ctx,
-                                                                    const GraphFunction& function,
-                                                                    const GraphOptions& options,
-                                                                    const std::string& name,
-                                                                    SpecializationKey key);
+// Traces `function` for `key` and lowers it (see graph.h). The startup program's variables
+// that `scope` does not hold yet are made by running it, into `scope`; those it holds are
+// reused (a graph's state is one, whatever the shapes of its calls). Errors carry `name`
+// ("graph 'step'"): the function's own, an output that is not a static Value of the trace,
+// a persistable that neither Trace::Param nor the startup program gives a value, state the
+// scope holds with another dtype or shape, and the lowering's (naming the op).
+absl::StatusOr<std::unique_ptr<Specialization>> BuildSpecialization(
+    eager::Context& ctx, const GraphFunction& function, const GraphOptions& options,
+    const std::string& name, SpecializationKey key, std::shared_ptr<Scope> scope);
 
 }  // namespace sluice::framework::graph
 

@@ -257,6 +257,10 @@ TEST_P(GraphTest, BadCallsAreRefusedNamingTheCulprit) {
             .value();
     EXPECT_THAT(param({a}).status().message(), HasSubstr("Trace::Param: the tensor is on cpu"));
   }
+  eager::Context other = NewContext(/*check_sync=*/false);
+  eager::Tensor foreign = other.FromVector<float>({1}, Shape({1}), device()).value();
+  EXPECT_THAT(g({foreign}).status().message(),
+              HasSubstr("graph 'g': input 0 belongs to another eager context"));
   EXPECT_FALSE(Graph::Create(ctx_, nullptr).ok());
   EXPECT_FALSE(Graph::Create(ctx_, PlusOne(), {.max_specializations = 0}).ok());
   // Nothing was submitted by the refused calls; the context works.

@@ -11,11 +11,13 @@
 #include "framework/autograd/autograd.h"
 #include "framework/builder/losses.h"
 #include "framework/eager/context.h"
+#include "framework/eager/functional.h"
 #include "framework/graph/graph.h"
 #include "framework/models/linear_regression.h"
 #include "framework/models/linear_regression_graph.h"
 #include "framework/training/eager_layers.h"
 #include "framework/training/eager_optimizers.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/framework/demo_test_util.h"
 #include "vm/sync_checker.h"
@@ -129,6 +131,85 @@ TEST_P(GraphTrainingTest, ThreeFormsGiveTheSameLosses) {
   EXPECT_NEAR(graph_bias[0], eager_bias[0], 1e-6);
   EXPECT_NE(graph_bias[0], initial_[1].ToVector<float>()[0]);
   EXPECT_EQ(setup_.context.vm()->sync_checker()->violation_count(), 0);
+}
+
+// Batches of 16 and 8 rows in turn: two specializations, one optimizer state. The graph's
+// losses are eager Adam's on the same batches (a state per specialization would restart
+// the moments at the first 8-row batch).
+TEST_P(GraphTrainingTest, SpecializationsShareTheOptimizerState) {
+  eager::Tensor x = Upload(LinearRegressionInput());
+  eager::Tensor y = Upload(LinearRegressionTarget());
+  // The first 8 rows: a matmul with a selector keeps it in eager ops the graph does not see.
+  std::vector<float> pick(8 * 16, 0.0f);
+  for (int r = 0; r < 8; ++r) pick[static_cast<size_t>(r * 16 + r)] = 1.0f;
+  eager::Tensor selector = setup_.context.FromVector(pick, Shape({8, 16}), device()).value();
+  eager::Tensor x_half = eager::Matmul(selector, x).value();
+  eager::Tensor y_half = eager::Matmul(selector, y).value();
+  auto batch = [&](int step) {
+    return step % 2 == 0 ? std::make_pair(x, y) : std::make_pair(x_half, y_half);
+  };
+  constexpr int kMixed = 10;
+  // Eager Adam.
+  eager::nn::Linear linear =
+      eager::nn::Linear::FromParameters(Upload(initial_[0]), Upload(initial_[1])).value();
+  eager::AdamOptions adam_options;
+  adam_options.learning_rate = 0.01;
+  eager::Adam adam = eager::Adam::Create(linear.parameters(), adam_options).value();
+  std::vector<float> eager_losses;
+  for (int step = 0; step < kMixed; ++step) {
+    auto [bx, by] = batch(step);
+    eager::Tensor prediction = linear(bx).value();
+    Value loss = nn::MseLoss(Value(prediction), Value(by)).value();
+    ASSERT_TRUE(autograd::Backward(loss.tensor()).ok());
+    ASSERT_TRUE(adam.Step().ok());
+    adam.ZeroGrad();
+    eager_losses.push_back(loss.tensor().ToVector<float>().value()[0]);
+  }
+  // The graph.
+  eager::Tensor w = Upload(initial_[0]);
+  eager::Tensor b = Upload(initial_[1]);
+  graph::Graph step =
+      graph::Graph::Create(setup_.context, LinearRegressionStep(w, b, 0.01)).value();
+  for (int i = 0; i < kMixed; ++i) {
+    auto [bx, by] = batch(i);
+    const float loss = step({bx, by}).value()[0].ToVector<float>().value()[0];
+    EXPECT_NEAR(loss, eager_losses[static_cast<size_t>(i)], 1e-6) << "step " << i;
+  }
+  EXPECT_EQ(step.stats().traces, 2);
+  EXPECT_EQ(setup_.context.vm()->sync_checker()->violation_count(), 0);
+}
+
+// An input whose producer failed poisons the graph's state; later calls are refused
+// naming it, and ResetState starts the state afresh (the parameters keep their values).
+TEST_P(GraphTrainingTest, PoisonedStateIsRefusedUntilReset) {
+  eager::Tensor w = Upload(initial_[0]);
+  eager::Tensor b = Upload(initial_[1]);
+  graph::Graph step =
+      graph::Graph::Create(setup_.context, LinearRegressionStep(w, b, 0.01), {.name = "step"})
+          .value();
+  eager::Tensor x = Upload(LinearRegressionInput());
+  eager::Tensor y = Upload(LinearRegressionTarget());
+  ASSERT_TRUE(step({x, y}).ok());
+  // A failing eager op: softmax_with_cross_entropy with a label out of range.
+  std::vector<int64_t> labels(16, 99);
+  eager::Tensor bad_labels = setup_.context.FromVector(labels, Shape({16, 1}), device()).value();
+  std::vector<eager::Tensor> failed =
+      setup_.context.Call("softmax_with_cross_entropy", {{x}, {bad_labels}}).value();
+  ASSERT_TRUE(step({failed[0], y}).ok());  // submitted; the poison flows into the state
+  EXPECT_FALSE(setup_.context.Sync().ok());
+  absl::StatusOr<std::vector<eager::Tensor>> refused = step({x, y});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("graph 'step': its state"));
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("ResetState"));
+  step.ResetState();
+  // The parameters were poisoned too (the failed update wrote them): reload them eagerly.
+  ASSERT_TRUE(setup_.context.CallInto("assign", {{Upload(initial_[0])}}, {{w}}).ok());
+  ASSERT_TRUE(setup_.context.CallInto("assign", {{Upload(initial_[1])}}, {{b}}).ok());
+  absl::StatusOr<std::vector<eager::Tensor>> again = step({x, y});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE((*again)[0].ToVector<float>().ok());
+  EXPECT_EQ(step.stats().traces, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, GraphTrainingTest, ::testing::Values("cpu", "sim:0"),
