@@ -385,18 +385,35 @@ void BM_Interpreter_Build(benchmark::State& state) {
 }
 BENCHMARK(BM_Interpreter_Build)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Argument: 0 = cpu, 1 = sim:0 with two compute streams.
-void BM_Executor_DemoStep(benchmark::State& state) {
-  Engine engine;
-  LinearRegression model = BuildLinearRegression(&engine.registry).value();
-  ExecutorOptions options;
-  if (state.range(0) == 1) {
-    options.interpreter.device = kSim;
-    options.interpreter.compute_streams = 2;
+// The demo program on an executor, its startup program run. Argument: 0 = cpu, 1 = sim:0
+// with two compute streams.
+struct DemoExecutor {
+  explicit DemoExecutor(const benchmark::State& state)
+      : model(BuildLinearRegression(&engine.registry).value()),
+        options(Options(state)),
+        executor(&engine.registry, engine.vm.get(), options) {
+    SLUICE_CHECK(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
   }
-  Executor executor(&engine.registry, engine.vm.get(), options);
+  static ExecutorOptions Options(const benchmark::State& state) {
+    ExecutorOptions options;
+    if (state.range(0) == 1) {
+      options.interpreter.device = kSim;
+      options.interpreter.compute_streams = 2;
+    }
+    return options;
+  }
+  Engine engine;
+  LinearRegression model;
+  ExecutorOptions options;
+  Executor executor;
   Scope scope;
-  SLUICE_CHECK(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
+};
+
+void BM_Executor_DemoStep(benchmark::State& state) {
+  DemoExecutor demo(state);
+  LinearRegression& model = demo.model;
+  Executor& executor = demo.executor;
+  Scope& scope = demo.scope;
   const Feeds feeds = {{model.x, LinearRegressionInput()}, {model.y, LinearRegressionTarget()}};
   const PreparedRun step =
       executor.Prepare(model.main->desc(), {model.x, model.y}, {model.loss}, &scope).value();
@@ -415,16 +432,12 @@ BENCHMARK(BM_Executor_DemoStep)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->
 // dropped). Nothing crosses the host; each step copies x and y device to device and waits
 // on the host for those copies before its graph is submitted. Argument as above.
 void BM_Executor_DeviceResidentStep(benchmark::State& state) {
-  Engine engine;
-  LinearRegression model = BuildLinearRegression(&engine.registry).value();
-  ExecutorOptions options;
-  if (state.range(0) == 1) {
-    options.interpreter.device = kSim;
-    options.interpreter.compute_streams = 2;
-  }
-  Executor executor(&engine.registry, engine.vm.get(), options);
-  Scope scope;
-  SLUICE_CHECK(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
+  DemoExecutor demo(state);
+  Engine& engine = demo.engine;
+  LinearRegression& model = demo.model;
+  const ExecutorOptions& options = demo.options;
+  Executor& executor = demo.executor;
+  Scope& scope = demo.scope;
   vm::Stream* home =
       engine.vm->GetStream(StreamKey{options.interpreter.device, StreamType::kCompute, 0}).value();
   BlobFeeds feeds;

@@ -4,7 +4,9 @@
 // linear_regression_graph.h). The losses agree within 1e-6 at every step, and the graph's
 // eager parameters end where the static ones do — on cpu, and on sim with the checker on.
 #include <cmath>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -60,17 +62,20 @@ class GraphTrainingTest : public ::testing::TestWithParam<const char*> {
     return losses;
   }
 
-  // The eager losses; `weight` and `bias` get the trained parameters.
-  std::vector<float> EagerLosses(std::vector<float>* weight, std::vector<float>* bias) {
+  using Batch = std::function<std::pair<eager::Tensor, eager::Tensor>(int step)>;
+  // The losses of `steps` steps of eager autograd with eager::Adam on the batches `batch`
+  // gives; `weight` and `bias` (optional) get the trained parameters.
+  std::vector<float> EagerLosses(int steps, const Batch& batch,
+                                 std::vector<float>* weight = nullptr,
+                                 std::vector<float>* bias = nullptr) {
     eager::nn::Linear linear =
         eager::nn::Linear::FromParameters(Upload(initial_[0]), Upload(initial_[1])).value();
     eager::AdamOptions adam_options;
     adam_options.learning_rate = 0.01;
     eager::Adam adam = eager::Adam::Create(linear.parameters(), adam_options).value();
-    eager::Tensor x = Upload(LinearRegressionInput());
-    eager::Tensor y = Upload(LinearRegressionTarget());
     std::vector<float> losses;
-    for (int step = 0; step < kSteps; ++step) {
+    for (int step = 0; step < steps; ++step) {
+      auto [x, y] = batch(step);
       eager::Tensor prediction = linear(x).value();
       Value loss = nn::MseLoss(Value(prediction), Value(y)).value();
       EXPECT_TRUE(autograd::Backward(loss.tensor()).ok());
@@ -78,8 +83,8 @@ class GraphTrainingTest : public ::testing::TestWithParam<const char*> {
       adam.ZeroGrad();
       losses.push_back(loss.tensor().ToVector<float>().value()[0]);
     }
-    *weight = linear.weight().ToVector<float>().value();
-    *bias = linear.bias().ToVector<float>().value();
+    if (weight != nullptr) *weight = linear.weight().ToVector<float>().value();
+    if (bias != nullptr) *bias = linear.bias().ToVector<float>().value();
     return losses;
   }
 
@@ -110,7 +115,10 @@ class GraphTrainingTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(GraphTrainingTest, ThreeFormsGiveTheSameLosses) {
   std::vector<float> eager_weight, eager_bias, graph_weight, graph_bias;
-  const std::vector<float> eager = EagerLosses(&eager_weight, &eager_bias);
+  const eager::Tensor x = Upload(LinearRegressionInput());
+  const eager::Tensor y = Upload(LinearRegressionTarget());
+  const std::vector<float> eager = EagerLosses(
+      kSteps, [&](int) { return std::make_pair(x, y); }, &eager_weight, &eager_bias);
   const std::vector<float> graph = GraphLosses(&graph_weight, &graph_bias);
   const std::vector<float> statics = StaticLosses();
   ASSERT_EQ(eager.size(), static_cast<size_t>(kSteps));
@@ -149,22 +157,7 @@ TEST_P(GraphTrainingTest, SpecializationsShareTheOptimizerState) {
     return step % 2 == 0 ? std::make_pair(x, y) : std::make_pair(x_half, y_half);
   };
   constexpr int kMixed = 10;
-  // Eager Adam.
-  eager::nn::Linear linear =
-      eager::nn::Linear::FromParameters(Upload(initial_[0]), Upload(initial_[1])).value();
-  eager::AdamOptions adam_options;
-  adam_options.learning_rate = 0.01;
-  eager::Adam adam = eager::Adam::Create(linear.parameters(), adam_options).value();
-  std::vector<float> eager_losses;
-  for (int step = 0; step < kMixed; ++step) {
-    auto [bx, by] = batch(step);
-    eager::Tensor prediction = linear(bx).value();
-    Value loss = nn::MseLoss(Value(prediction), Value(by)).value();
-    ASSERT_TRUE(autograd::Backward(loss.tensor()).ok());
-    ASSERT_TRUE(adam.Step().ok());
-    adam.ZeroGrad();
-    eager_losses.push_back(loss.tensor().ToVector<float>().value()[0]);
-  }
+  const std::vector<float> eager_losses = EagerLosses(kMixed, batch);
   // The graph.
   eager::Tensor w = Upload(initial_[0]);
   eager::Tensor b = Upload(initial_[1]);
@@ -179,8 +172,9 @@ TEST_P(GraphTrainingTest, SpecializationsShareTheOptimizerState) {
   EXPECT_EQ(setup_.context.vm()->sync_checker()->violation_count(), 0);
 }
 
-// An input whose producer failed poisons the graph's state; later calls are refused
-// naming it, and ResetState starts the state afresh (the parameters keep their values).
+// An input whose producer failed poisons what the call updates (parameters, state); later
+// calls cannot train (refused naming the state, or their loss reports the error), and
+// ResetState with reloaded parameters starts afresh.
 TEST_P(GraphTrainingTest, PoisonedStateIsRefusedUntilReset) {
   eager::Tensor w = Upload(initial_[0]);
   eager::Tensor b = Upload(initial_[1]);
@@ -197,11 +191,21 @@ TEST_P(GraphTrainingTest, PoisonedStateIsRefusedUntilReset) {
       setup_.context.Call("softmax_with_cross_entropy", {{x}, {bad_labels}}).value();
   ASSERT_TRUE(step({failed[0], y}).ok());  // submitted; the poison flows into the state
   EXPECT_FALSE(setup_.context.Sync().ok());
-  absl::StatusOr<std::vector<eager::Tensor>> refused = step({x, y});
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("graph 'step': its state"));
-  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("ResetState"));
+  // The failed call left the parameters poisoned, and the state too when its steps ran
+  // (a launch whose input was already poisoned when it ran as a step of a fused run is
+  // skipped whole, which leaves the state as it was). Either way the next call cannot
+  // train: it is refused naming the state, or its loss reports the original error.
+  absl::StatusOr<std::vector<eager::Tensor>> next = step({x, y});
+  if (next.ok()) {
+    absl::StatusOr<std::vector<float>> loss = (*next)[0].ToVector<float>();
+    ASSERT_FALSE(loss.ok());
+    EXPECT_THAT(loss.status().message(), ::testing::HasSubstr("softmax_with_cross_entropy"));
+  } else {
+    EXPECT_EQ(next.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(next.status().message(), ::testing::HasSubstr("graph 'step': its state"));
+    EXPECT_THAT(next.status().message(), ::testing::HasSubstr("ResetState"));
+  }
+  setup_.context.Sync().IgnoreError();
   step.ResetState();
   // The parameters were poisoned too (the failed update wrote them): reload them eagerly.
   ASSERT_TRUE(setup_.context.CallInto("assign", {{Upload(initial_[0])}}, {{w}}).ok());
