@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "ep/runtime.h"
+#include "framework/compiler/compiled_kernel.h"
 #include "ops/kernel_registry.h"
 #include "ops/op_registry.h"
 #include "ops/standard_ops.h"
@@ -128,11 +129,15 @@ int ReplayMain(int argc, char** argv) {
       return fail(registered);
     }
   }
-  vm::KernelLookup lookup = [&](absl::string_view op, const StreamKey& stream,
-                                DataType dtype) -> absl::StatusOr<const vm::OpKernel*> {
-    if (standard_ops) return standard.FindKernel(op, stream.device.type(), dtype);
-    return kernels.Find(op);
-  };
+  // Compiled subgraphs ("fused[...]" ops, with their subgraph in an attribute) are
+  // compiled again from the record.
+  const framework::compiler::ReplayKernels compiled;
+  vm::KernelLookup lookup =
+      compiled.Wrap([&](absl::string_view op, const StreamKey& stream,
+                        DataType dtype) -> absl::StatusOr<const vm::OpKernel*> {
+        if (standard_ops) return standard.FindKernel(op, stream.device.type(), dtype);
+        return kernels.Find(op);
+      });
   vm::ReplayOptions replay_options;
   replay_options.device_map = options.device_map;
   absl::StatusOr<std::unique_ptr<vm::Replayer>> replayer =

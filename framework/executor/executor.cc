@@ -29,7 +29,11 @@ const absl::StatusOr<RunResult>& RunHandle::Wait() {
 }
 
 Executor::Executor(const ops::OpRegistry* registry, vm::VirtualMachine* vm, ExecutorOptions options)
-    : registry_(registry), vm_(vm), options_(std::move(options)) {
+    : registry_(registry),
+      vm_(vm),
+      options_(std::move(options)),
+      compiler_(options_.compiler != nullptr ? options_.compiler
+                                             : std::make_shared<compiler::Compiler>()) {
   completion_thread_ = std::thread([this] {
     SetCurrentThreadName("sluice-exec-done");
     CompletionLoop();
@@ -122,7 +126,7 @@ absl::StatusOr<std::shared_ptr<Interpreter>> Executor::FindOrBuild(
   *hit = false;
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interpreter,
                           Interpreter::Build(program, registry_, vm_, scope, feed_names, fetch_list,
-                                             options_.interpreter, io));
+                                             InterpreterOptionsWithCompiler(), io));
   ++misses_;
   if (static_cast<int>(cache_.size()) >= std::max(1, options_.max_cached_interpreters)) {
     auto oldest = std::min_element(

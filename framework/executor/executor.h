@@ -60,7 +60,11 @@ struct DeviceIo {
 };
 
 struct ExecutorOptions {
+  // interpreter.compiler is ignored: the executor passes `compiler` (below).
   InterpreterOptions interpreter;
+  // The subgraph compiler and its cache (framework/compiler/compiler.h), shared with other
+  // executors when given; null: the executor makes one of its own.
+  std::shared_ptr<compiler::Compiler> compiler;
   // Built interpreters kept; the least recently used one is dropped beyond this.
   int max_cached_interpreters = 64;
 };
@@ -145,6 +149,10 @@ class Executor {
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
+
+  // The subgraph compiler its builds use (its own or ExecutorOptions::compiler): for its
+  // statistics.
+  const compiler::Compiler& compiler() const { return *compiler_; }
 
   // Runs `program` once and waits. Bad input (unknown op, missing/extra feed, wrong feed
   // shape or dtype, unknown fetch, uninitialized persistable) is an error naming the
@@ -250,6 +258,13 @@ class Executor {
   const ops::OpRegistry* const registry_;
   vm::VirtualMachine* const vm_;
   const ExecutorOptions options_;
+  const std::shared_ptr<compiler::Compiler> compiler_;
+  // options_.interpreter with compiler_.
+  InterpreterOptions InterpreterOptionsWithCompiler() const {
+    InterpreterOptions options = options_.interpreter;
+    options.compiler = compiler_.get();
+    return options;
+  }
 
   // Serializes submissions: held from waiting for the previous run to handing the new one
   // to the VM. Taken before mu_.

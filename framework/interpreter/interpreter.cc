@@ -19,6 +19,7 @@
 #include "framework/interpreter/sequence_lowering.h"
 #include "framework/interpreter/storage_handoff.h"
 #include "framework/interpreter/stream_analysis.h"
+#include "framework/interpreter/subgraph_fusion.h"
 #include "framework/interpreter/var_table.h"
 #include "framework/interpreter/vm_binding.h"
 #include "framework/ir/control_flow.h"
@@ -150,6 +151,16 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   SLUICE_ASSIGN_OR_RETURN(PlacedBlock placed, ResolveAndPlace(program, block, registry,
                                                               options.device, vars, fetch_names));
   std::vector<OpFunc>& funcs = placed.funcs;
+  LoweringStats& stats = out.lowering_;
+  if (options.compile_subgraphs && options.compiler != nullptr) {
+    FusionResult fusion = FuseSubgraphs(funcs, vars, *options.compiler);
+    out.compiled_ = std::move(fusion.compiled);
+    stats.compiled_subgraphs = fusion.stats.subgraphs;
+    stats.fused_ops = fusion.stats.fused_ops;
+    stats.compile_fallbacks = fusion.stats.fallbacks;
+    stats.compile_cache_hits = fusion.stats.cache_hits;
+    stats.compile_ns = fusion.stats.compile_ns;
+  }
   const std::vector<int> must_check = PersistablesReadBeforeWritten(funcs, vars, fetch_names);
   SLUICE_RETURN_IF_ERROR(CheckHaveValues(must_check, vars, scope));
   const DependencyGraph deps = BuildDependencies(AccessesOf(funcs), vars.size());
@@ -172,7 +183,6 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   if (added) stream_infos = DescribeStreams(vm, streams.streams);
   const StreamPlan plan =
       AnalyzeStreams(nodes, segments, start, stream_infos, options.skip_stream_analysis);
-  LoweringStats& stats = out.lowering_;
   stats.ops = static_cast<int64_t>(funcs.size());
   stats.inserted_copies = placed.inserted_copies;
   stats.dependencies = deps.stats;

@@ -12,6 +12,9 @@
 //                         devices (feeds live on cpu; fetched values come back to cpu —
 //                         except device-resident ones: interpreter_options.h, IoBinding);
 //   op_resolution.h       ChooseKernels: each op's kernel for (op, device type, dtype);
+//   subgraph_fusion.h     FuseSubgraphs: groups of fusible elementwise funcs -> one func
+//                         each running a compiled kernel (InterpreterOptions::
+//                         compile_subgraphs), funcs reordered topologically;
 //   var_table.h           PersistablesReadBeforeWritten: what must have a value already;
 //   dependency_builder.h  BuildDependencies: OpFunc accesses -> happens-before edges;
 //   list_schedule.h       AssignStreams: edges -> a compute stream per remaining op (the
@@ -57,6 +60,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/device.h"
+#include "framework/compiler/compiler.h"
 #include "framework/interpreter/dependency_builder.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/interpreter/interpreter_options.h"
@@ -183,6 +187,8 @@ class Interpreter {
   std::vector<std::pair<std::string, vm::BlobRef>> must_be_initialized_;
   std::vector<std::pair<std::string, vm::BlobRef>> persistables_;  // every one bound
   std::vector<vm::BlobRef> blobs_;  // every blob the graph uses: keeps them alive
+  // The compiled subgraphs whose kernels the graph runs (subgraph_fusion.h).
+  std::vector<std::shared_ptr<const compiler::CompiledSubgraph>> compiled_;
   // The kernels of control-flow ops (with their frames); outlive the sequences and batch
   // that call them (declared before them, so destroyed after them).
   std::vector<std::unique_ptr<vm::OpKernel>> control_steps_;

@@ -12,6 +12,10 @@
 
 namespace sluice::framework {
 
+namespace compiler {
+class Compiler;
+}  // namespace compiler
+
 struct InterpreterOptions {
   Device device{DeviceType::kCpu, 0};  // where ops run
   // Ops without a "stream" attribute run on compute stream 0, or — when > 1 — are spread
@@ -36,6 +40,11 @@ struct InterpreterOptions {
   // (vm/step_sequence.h) instead of one instruction per fused segment and StreamWait. Off: the
   // instruction-level lowering (for comparison).
   bool lane_sequences = true;
+  // Subgraph compilation (framework/compiler/, docs/design.md "Subgraph compilation"):
+  // groups of fusible elementwise ops run as one compiled kernel each. Needs `compiler`
+  // (the Executor passes its own); without one nothing is compiled.
+  bool compile_subgraphs = true;
+  compiler::Compiler* compiler = nullptr;  // not owned; must outlive the interpreter
   // Testing only: turn cross-stream edges into plain edges with no StreamWait/RecordEvent,
   // so the sync checker can show that the stream analysis is what makes runs correct.
   bool skip_stream_analysis = false;
@@ -72,6 +81,12 @@ struct LoweringStats {
   int64_t shared_releases = 0;   // of which drops of shared releases (gc_plan.h)
   int64_t storage_handoffs = 0;  // releases that hand their storage on instead (no step)
   int64_t edges = 0;             // batch edges
+  // Subgraph compilation (InterpreterOptions::compile_subgraphs).
+  int64_t compiled_subgraphs = 0;  // groups run as one compiled kernel
+  int64_t fused_ops = 0;           // ops inside them
+  int64_t compile_fallbacks = 0;   // groups whose compile failed (run unfused)
+  int64_t compile_cache_hits = 0;
+  int64_t compile_ns = 0;  // spent compiling in this build
   int64_t streams = 0;
   DependencyStats dependencies;
 };

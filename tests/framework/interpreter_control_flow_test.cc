@@ -327,6 +327,7 @@ TEST_F(InterpreterControlFlowTest, StorageHandedToALoopOutput) {
   for (int streams : {1, 2}) {
     ExecutorOptions executor_options;
     executor_options.interpreter.compute_streams = streams;
+    executor_options.interpreter.compile_subgraphs = false;  // the hand-off is between ops
     Executor executor(&context_->registry(), context_->vm(), executor_options);
     Scope scope;
     ASSERT_TRUE(executor.Run(main.desc(), runs[0], fetches, &scope).ok());

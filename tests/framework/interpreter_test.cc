@@ -395,6 +395,7 @@ TEST_F(InterpreterTest, PeakBytesEqualTheLivenessBound) {
     ASSERT_NE(context, nullptr);
     ExecutorOptions options;
     options.interpreter.release_temporaries = release;
+    options.interpreter.compile_subgraphs = false;  // the bound counts every temporary
     Executor executor(&context->registry(), context->vm(), options);
     Scope scope;
     absl::StatusOr<RunResult> result = executor.Run(p, {}, fetches, &scope);
@@ -528,6 +529,8 @@ TEST_F(InterpreterTest, RandomProgramsOnStreamsMatchACpuRun) {
   auto run = [&](const RandomProgram& r, InterpreterOptions options) {
     ExecutorOptions executor_options;
     executor_options.interpreter = options;
+    // Unfused: the program's shape (its streams and waits) is what this test is about.
+    executor_options.interpreter.compile_subgraphs = false;
     Executor executor(&context.registry(), context.vm(), executor_options);
     Scope scope;
     std::vector<std::vector<uint8_t>> out;
@@ -592,6 +595,8 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
   auto run = [&](const RandomProgram& r, InterpreterOptions options) {
     ExecutorOptions executor_options;
     executor_options.interpreter = options;
+    // Unfused: the program's shape (its streams and waits) is what this test is about.
+    executor_options.interpreter.compile_subgraphs = false;
     Executor executor(&context.registry(), context.vm(), executor_options);
     Scope scope;
     Outcome outcome;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "ep/runtime.h"
+#include "framework/compiler/compiled_kernel.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/op_registry.h"
@@ -50,13 +51,16 @@ vm::ReplayResult Replay(const std::string& path, vm::DeviceMap map, bool rebuild
   vm::ReplayOptions options;
   options.device_map = std::move(map);
   options.rebuild_lanes = rebuild_lanes;
-  auto replayer = vm::Replayer::Create(
-                      machine.get(), &program,
-                      [&](absl::string_view op, const StreamKey& stream, DataType dtype) {
-                        return registry.FindKernel(op, stream.device.type(), dtype);
-                      },
-                      options)
-                      .value();
+  // Records of compiled subgraphs replay through the subgraph compiler.
+  const framework::compiler::ReplayKernels compiled;
+  auto replayer =
+      vm::Replayer::Create(
+          machine.get(), &program,
+          compiled.Wrap([&](absl::string_view op, const StreamKey& stream, DataType dtype) {
+            return registry.FindKernel(op, stream.device.type(), dtype);
+          }),
+          options)
+          .value();
   vm::ReplayResult result = replayer->Run(/*verify=*/true).value();
   EXPECT_EQ(machine->sync_checker()->violation_count(), 0);
   EXPECT_TRUE(machine->Shutdown().ok());
@@ -106,7 +110,9 @@ std::string RecordSharedRelease(const std::string& name) {
   b.AppendOp(Op("relu", {{"X", {"a"}}}, {{"Out", {"b"}}}, OnStream("compute:1")));
   b.AppendOp(Op("exp", {{"X", {"a"}}}, {{"Out", {"c"}}}, OnStream("compute:0")));
   b.AppendOp(Op("add", {{"X", {"b"}}, {"Y", {"c"}}}, {{"Out", {"d"}}}, OnStream("compute:0")));
-  Executor executor(&context->registry(), context->vm(), ExecutorOptions{});
+  ExecutorOptions executor_options;
+  executor_options.interpreter.compile_subgraphs = false;  // the shared release is between ops
+  Executor executor(&context->registry(), context->vm(), executor_options);
   Scope scope;
   for (int step = 0; step < 3; ++step) {
     absl::StatusOr<RunResult> result = executor.Run(p, {}, {"d"}, &scope);

@@ -1,0 +1,86 @@
+#include "framework/compiler/compiled_kernel.h"
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ep/device.h"
+#include "framework/compiler/compiler.h"
+#include "vm/instruction.h"
+
+namespace sluice::framework::compiler {
+
+absl::Status TileProgramKernel::Check(const ops::HostArgs& args) const {
+  SLUICE_RETURN_IF_ERROR(CheckArity(args, static_cast<int>(graph_->inputs.size()),
+                                    static_cast<int>(graph_->outputs.size())));
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    const SubgraphInput& in = graph_->inputs[i];
+    const ops::HostTensor& t = args.inputs[i];
+    if (t.dtype != in.dtype || *t.shape != in.shape) {
+      return Error(absl::StrCat(t.Describe("input", static_cast<int>(i)), " must be ",
+                                DataTypeName(in.dtype), in.shape.ToString()));
+    }
+  }
+  for (size_t o = 0; o < args.outputs.size(); ++o) {
+    const DataType dtype = graph_->dtype_of(graph_->outputs[o]);
+    const ops::HostTensor& t = args.outputs[o];
+    if (t.dtype != dtype || *t.shape != graph_->domain) {
+      return Error(absl::StrCat(t.Describe("output", static_cast<int>(o)), " must be ",
+                                DataTypeName(dtype), graph_->domain.ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ops::HostWork> TileProgramKernel::Prepare(const ops::HostArgs& args) const {
+  SLUICE_RETURN_IF_ERROR(Check(args));
+  absl::InlinedVector<const void*, 8> in;
+  absl::InlinedVector<void*, 4> out;
+  for (const ops::HostTensor& t : args.inputs) in.push_back(t.data);
+  for (const ops::HostTensor& t : args.outputs) out.push_back(t.data);
+  return ops::HostWork([program = program_, in = std::move(in), out = std::move(out)] {
+    program->Run(in, out);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status TileProgramKernel::RunNow(const ops::HostArgs& args) const {
+  SLUICE_RETURN_IF_ERROR(Check(args));
+  absl::InlinedVector<const void*, 8> in;
+  absl::InlinedVector<void*, 4> out;
+  for (const ops::HostTensor& t : args.inputs) in.push_back(t.data);
+  for (const ops::HostTensor& t : args.outputs) out.push_back(t.data);
+  program_->Run(in, out);
+  return absl::OkStatus();
+}
+
+absl::Status RecordedSubgraphKernel::Launch(vm::KernelContext& ctx) const {
+  SLUICE_ASSIGN_OR_RETURN(const std::string text, ctx.attrs().GetString(kSubgraphAttr));
+  absl::StatusOr<Subgraph> graph = Subgraph::Parse(text);
+  if (!graph.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op 'fused': attribute '", kSubgraphAttr, "': ", graph.status().message()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledSubgraph> compiled,
+                          compiler_->Compile(*graph, ctx.stream()->device()->id().type()));
+  // The compiled subgraph stays in the compiler's cache, which outlives the launch.
+  return compiled->kernel()->Launch(ctx);
+}
+
+bool IsCompiledSubgraphName(absl::string_view op) { return absl::StartsWith(op, "fused["); }
+
+ReplayKernels::ReplayKernels()
+    : compiler_(std::make_unique<Compiler>()),
+      kernel_(std::make_unique<RecordedSubgraphKernel>(compiler_.get())) {}
+ReplayKernels::~ReplayKernels() = default;
+
+vm::KernelLookup ReplayKernels::Wrap(vm::KernelLookup base) const {
+  const vm::OpKernel* fused = kernel_.get();
+  return [fused, base = std::move(base)](absl::string_view op, const StreamKey& stream,
+                                         DataType dtype) -> absl::StatusOr<const vm::OpKernel*> {
+    if (IsCompiledSubgraphName(op)) return fused;
+    return base(op, stream, dtype);
+  };
+}
+
+}  // namespace sluice::framework::compiler

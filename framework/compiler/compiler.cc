@@ -1,0 +1,93 @@
+#include "framework/compiler/compiler.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "framework/compiler/compiled_kernel.h"
+#include "framework/compiler/cpu/tile_program.h"
+
+namespace sluice::framework::compiler {
+
+CompiledSubgraph::CompiledSubgraph(Subgraph graph, DeviceType device, uint64_t hash,
+                                   int64_t compile_ns,
+                                   std::unique_ptr<const cpu::TileProgram> program)
+    : graph_(std::move(graph)),
+      device_(device),
+      hash_(hash),
+      compile_ns_(compile_ns),
+      program_(std::move(program)) {
+  if (program_ != nullptr) kernel_ = std::make_unique<TileProgramKernel>(&graph_, program_.get());
+}
+
+CompiledSubgraph::~CompiledSubgraph() = default;
+
+absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Build(const Subgraph& graph,
+                                                                        DeviceType device,
+                                                                        uint64_t hash) {
+  SLUICE_RETURN_IF_ERROR(graph.Validate());
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<const cpu::TileProgram> program;
+  switch (device) {
+    case DeviceType::kCpu:
+    case DeviceType::kSim: {
+      SLUICE_ASSIGN_OR_RETURN(cpu::TileProgram compiled, cpu::TileProgram::Compile(graph));
+      program = std::make_unique<const cpu::TileProgram>(std::move(compiled));
+      break;
+    }
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("no subgraph compiler back end for ", DeviceTypeName(device), " devices"));
+  }
+  const int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  return std::make_shared<const CompiledSubgraph>(graph, device, hash, ns, std::move(program));
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Compile(const Subgraph& graph,
+                                                                          DeviceType device) {
+  std::string key = graph.CacheText();
+  const uint64_t hash = ContentHash(key);
+  absl::StrAppend(&key, "@", DeviceTypeName(device));
+  std::shared_ptr<Entry> entry;
+  bool compile = false;
+  {
+    absl::MutexLock lock(&mu_);
+    std::shared_ptr<Entry>& slot = cache_[key];
+    if (slot == nullptr) {
+      slot = std::make_shared<Entry>();
+      compile = true;
+    }
+    entry = slot;
+  }
+  if (!compile) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    entry->done.WaitForNotification();
+    return entry->result;
+  }
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  const auto start = std::chrono::steady_clock::now();
+  entry->result = Build(graph, device, hash);
+  compile_ns_.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count(),
+      std::memory_order_relaxed);
+  if (!entry->result.ok()) failures_.fetch_add(1, std::memory_order_relaxed);
+  entry->done.Notify();
+  return entry->result;
+}
+
+CompilerStats Compiler::stats() const {
+  CompilerStats s;
+  s.hits = hits_.load(std::memory_order_relaxed);
+  s.misses = misses_.load(std::memory_order_relaxed);
+  s.failures = failures_.load(std::memory_order_relaxed);
+  s.compile_ns = compile_ns_.load(std::memory_order_relaxed);
+  absl::MutexLock lock(&mu_);
+  s.entries = static_cast<int64_t>(cache_.size());
+  return s;
+}
+
+}  // namespace sluice::framework::compiler

@@ -1,0 +1,107 @@
+// Compiler: compiles subgraphs (subgraph.h) for a device type and caches the results
+// (docs/design.md, "Subgraph compilation"). Owned by whoever embeds the engine — an
+// Executor owns one unless given one to share, a test or a tool makes its own — never a
+// process-wide singleton.
+//
+// The cache key is the subgraph's content (Subgraph::CacheText: ops, constants, input dtypes
+// and shapes) and the device type; statistics print its 64-bit content hash. A cold key is
+// compiled once even when several threads ask for it at once: the first inserts a pending
+// entry and compiles outside the lock, the others wait for it. A failed compile is cached
+// too (the same key fails again without retrying) and counted; the caller then runs the ops
+// unfused.
+//
+// Back ends: cpu and sim compile to a TileProgram (cpu/tile_program.h) run as host work on
+// the stream (on sim, in the sim stream's order, so multi-stream behaviour of compiled
+// subgraphs is tested on sim); cuda is Unimplemented here (the group then runs unfused).
+//
+// Thread-safe.
+#ifndef SLUICE_FRAMEWORK_COMPILER_COMPILER_H_
+#define SLUICE_FRAMEWORK_COMPILER_COMPILER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "core/device.h"
+#include "framework/compiler/subgraph.h"
+#include "vm/kernel.h"
+
+namespace sluice::framework::compiler {
+
+namespace cpu {
+class TileProgram;
+}  // namespace cpu
+
+// A compiled subgraph: immutable; shared by every graph that uses it and by the cache.
+class CompiledSubgraph {
+ public:
+  CompiledSubgraph(Subgraph graph, DeviceType device, uint64_t hash, int64_t compile_ns,
+                   std::unique_ptr<const cpu::TileProgram> program);
+  ~CompiledSubgraph();
+
+  const Subgraph& graph() const { return graph_; }
+  DeviceType device_type() const { return device_; }
+  uint64_t content_hash() const { return hash_; }
+  int64_t compile_ns() const { return compile_ns_; }
+  // The kernel that runs it: inputs and outputs as the subgraph's, in order.
+  const vm::OpKernel* kernel() const { return kernel_.get(); }
+  // The cpu/sim back end's program (null for other devices).
+  const cpu::TileProgram* tile_program() const { return program_.get(); }
+
+ private:
+  const Subgraph graph_;
+  const DeviceType device_;
+  const uint64_t hash_;
+  const int64_t compile_ns_;
+  const std::unique_ptr<const cpu::TileProgram> program_;
+  std::unique_ptr<const vm::OpKernel> kernel_;
+};
+
+struct CompilerStats {
+  int64_t hits = 0;        // lookups that found a compiled (or failed) entry
+  int64_t misses = 0;      // lookups that compiled
+  int64_t failures = 0;    // compiles that failed (the group runs unfused)
+  int64_t compile_ns = 0;  // total time compiling
+  int64_t entries = 0;     // keys cached
+};
+
+class Compiler {
+ public:
+  Compiler() = default;
+  Compiler(const Compiler&) = delete;
+  Compiler& operator=(const Compiler&) = delete;
+
+  // The compiled form of `graph` for `device`, from the cache or compiled now (then cached).
+  // Errors: InvalidArgument for an invalid subgraph, Unimplemented for an op or device the
+  // back ends do not cover; cached like successes.
+  absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compile(const Subgraph& graph,
+                                                                  DeviceType device);
+  CompilerStats stats() const;
+
+ private:
+  struct Entry {
+    absl::Notification done;
+    absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> result;  // written before done
+  };
+  static absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Build(const Subgraph& graph,
+                                                                       DeviceType device,
+                                                                       uint64_t hash);
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Entry>> cache_ ABSL_GUARDED_BY(mu_);
+  // Relaxed counters: statistics only.
+  std::atomic<int64_t> hits_{0};
+  std::atomic<int64_t> misses_{0};
+  std::atomic<int64_t> failures_{0};
+  std::atomic<int64_t> compile_ns_{0};
+};
+
+}  // namespace sluice::framework::compiler
+
+#endif  // SLUICE_FRAMEWORK_COMPILER_COMPILER_H_

@@ -1,0 +1,35 @@
+// Tile primitives: the precompiled, vectorized loops the cpu back end's tile programs
+// (tile_program.h) are made of — one per (ExprOp, dtype), each computing one node over one
+// tile (up to a few thousand elements) from arguments in tile buffers or in the group's
+// input tensors. The element functions are the uncompiled kernels' own
+// (ops/cpu/elementwise_functions.h), applied in the same order, and this code is built
+// without floating-point contraction, so a primitive rounds exactly as its op does
+// unfused. Stateless; thread-safe.
+#ifndef SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PRIMITIVES_H_
+#define SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PRIMITIVES_H_
+
+#include <cstdint>
+
+#include "core/data_type.h"
+#include "framework/compiler/subgraph.h"
+
+namespace sluice::framework::compiler::cpu {
+
+// One argument over a tile: element i is data[i * stride]; stride is 1 (a buffer, or an
+// input contiguous along the tile) or 0 (an input broadcast along it).
+struct TileArg {
+  const void* data = nullptr;
+  int64_t stride = 1;
+};
+
+// Computes out[0..n) (contiguous, the node's dtype) from args[0..arity). `params`: the
+// node's two constants. `out` may not alias an argument.
+using TilePrimitive = void (*)(const TileArg* args, void* out, int64_t n, const double* params);
+
+// The primitive for `op` with result dtype `dtype` and argument dtype `arg_dtype` (equal
+// but for kCast); null when there is none (not a floating dtype).
+TilePrimitive FindTilePrimitive(ExprOp op, DataType dtype, DataType arg_dtype);
+
+}  // namespace sluice::framework::compiler::cpu
+
+#endif  // SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PRIMITIVES_H_

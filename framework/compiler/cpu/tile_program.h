@@ -1,0 +1,89 @@
+// TileProgram: the cpu back end's compiled form of a subgraph (docs/design.md, "Subgraph
+// compilation": why a tile program over precompiled primitives rather than a JIT). The
+// domain is collapsed to rows of its innermost run (adjacent dimensions merged wherever
+// every operand stays contiguous across them, so a group without broadcasting is one row);
+// rows are cut into tiles of at most kTileElements, and each tile runs the whole expression
+// — one primitive per node (tile_primitives.h) between tile buffers that stay in L1 — before
+// its outputs are stored. Inputs are read in place; buffers are assigned by the buffer plan
+// (buffer_plan.h). Large domains are split by tiles across cores with oneTBB.
+//
+// Outputs are stored only after every node of a tile is computed, so an output may be the
+// same tensor as an input (an in-place update such as sgd's ParamOut = Param): each tile
+// reads an element before any store to it.
+//
+// Immutable after Compile; Run is thread-safe (each call uses scratch of its own).
+#ifndef SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PROGRAM_H_
+#define SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PROGRAM_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "framework/compiler/buffer_plan.h"
+#include "framework/compiler/cpu/tile_primitives.h"
+#include "framework/compiler/subgraph.h"
+
+namespace sluice::framework::compiler::cpu {
+
+class TileProgram {
+ public:
+  // Elements per tile: a buffer of f32 is 4 KiB, of f64 8 KiB.
+  static constexpr int64_t kTileElements = 1024;
+  // Domains at least this large are split across cores.
+  static constexpr int64_t kParallelElements = int64_t{1} << 16;
+
+  // `graph` must be valid (Subgraph::Validate). Unimplemented naming the node when an op
+  // has no primitive for its dtypes.
+  static absl::StatusOr<TileProgram> Compile(const Subgraph& graph);
+
+  // Evaluates the whole domain: inputs[i] is input i's data (dense, of its shape), outputs[o]
+  // output o's (dense, of the domain's shape). Any thread; blocks until done.
+  void Run(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) const;
+
+  const BufferPlan& buffers() const { return buffers_; }
+  // Scratch one worker needs: num_buffers tiles of kBufferElementBytes per element.
+  int64_t scratch_bytes() const {
+    return buffers_.num_buffers * kTileElements * kBufferElementBytes;
+  }
+  int64_t rows() const { return rows_; }
+  int64_t row_elements() const { return inner_; }
+
+ private:
+  struct Step {
+    TilePrimitive fn = nullptr;
+    int arity = 0;
+    int args[3] = {-1, -1, -1};  // value ids
+    int out = -1;                // buffer
+    double params[2] = {0, 0};
+  };
+  struct InputLayout {
+    int64_t element_bytes = 4;
+    int64_t inner_stride = 1;            // 0 or 1
+    std::vector<int64_t> outer_strides;  // per collapsed outer dimension, in elements
+  };
+  struct OutputSlot {
+    int buffer = -1;
+    int64_t element_bytes = 4;
+  };
+
+  // Runs tiles [begin, end) with `scratch` (scratch_bytes(), 64-byte aligned).
+  void RunTiles(int64_t begin, int64_t end, char* scratch, absl::Span<const void* const> inputs,
+                absl::Span<void* const> outputs) const;
+
+  int num_inputs_ = 0;
+  std::vector<Step> steps_;
+  std::vector<InputLayout> inputs_;
+  std::vector<OutputSlot> outputs_;
+  std::vector<int> buffer_of_;       // per value (-1: an input)
+  std::vector<int64_t> outer_dims_;  // collapsed, outermost first
+  int64_t inner_ = 1;                // elements per row
+  int64_t rows_ = 1;
+  int64_t chunks_per_row_ = 1;
+  int64_t tiles_ = 0;
+  BufferPlan buffers_;
+};
+
+}  // namespace sluice::framework::compiler::cpu
+
+#endif  // SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PROGRAM_H_

@@ -1,0 +1,197 @@
+// The element functions of the elementwise ops (ops/elementwise_ops.cc): the forward ops, the
+// gradient contributions of the binary ops, and the unary ops' gradients. Shared by the host
+// kernels (ops/cpu/elementwise_kernels.cc) and by the subgraph compiler's cpu back end, so a
+// compiled op rounds exactly as the op does unfused. Stateless; thread-safe.
+#ifndef SLUICE_OPS_CPU_ELEMENTWISE_FUNCTIONS_H_
+#define SLUICE_OPS_CPU_ELEMENTWISE_FUNCTIONS_H_
+
+#include "ops/cpu/elementwise_loops.h"
+
+namespace sluice::ops::internal::elementwise {
+
+// ---- Element functions ----
+
+struct AddFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x + y;
+  }
+};
+struct SubFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x - y;
+  }
+};
+struct MulFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x * y;
+  }
+};
+struct DivFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x / y;
+  }
+};
+struct MaxFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x >= y ? x : y;
+  }
+};
+struct MinFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x <= y ? x : y;
+  }
+};
+
+// Gradient contributions c(x, y, g) of one output element to XGrad and YGrad.
+struct GradG {  // d(x + y)/dx, d(x - y)/dx, d(x + y)/dy
+  template <typename T>
+  T operator()(T, T, T g) const {
+    return g;
+  }
+};
+struct GradNegG {  // d(x - y)/dy
+  template <typename T>
+  T operator()(T, T, T g) const {
+    return -g;
+  }
+};
+struct GradMulX {
+  template <typename T>
+  T operator()(T, T y, T g) const {
+    return g * y;
+  }
+};
+struct GradMulY {
+  template <typename T>
+  T operator()(T x, T, T g) const {
+    return g * x;
+  }
+};
+struct GradDivX {
+  template <typename T>
+  T operator()(T, T y, T g) const {
+    return g / y;
+  }
+};
+struct GradDivY {  // -g x / y^2, as (g / y) (x / y): no overflow of y^2
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return -(g / y) * (x / y);
+  }
+};
+struct GradMaxX {  // ties go to X
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return x >= y ? g : T(0);
+  }
+};
+struct GradMaxY {
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return x >= y ? T(0) : g;
+  }
+};
+struct GradMinX {
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return x <= y ? g : T(0);
+  }
+};
+struct GradMinY {
+  template <typename T>
+  T operator()(T x, T y, T g) const {
+    return x <= y ? T(0) : g;
+  }
+};
+
+struct ReluFn {  // NaN stays NaN
+  template <typename T>
+  T operator()(T x) const {
+    return x < T(0) ? T(0) : x;
+  }
+};
+struct SigmoidFn {
+  template <typename T>
+  T operator()(T x) const {
+    return Sigmoid(x);
+  }
+};
+struct TanhFn {
+  template <typename T>
+  T operator()(T x) const {
+    return Tanh(x);
+  }
+};
+struct ExpFn {
+  template <typename T>
+  T operator()(T x) const {
+    return Exp(x);
+  }
+};
+struct LogFn {
+  template <typename T>
+  T operator()(T x) const {
+    return Log(x);
+  }
+};
+struct SqrtFn {};  // RunSqrt
+struct SquareFn {
+  template <typename T>
+  T operator()(T x) const {
+    return x * x;
+  }
+};
+
+// Unary gradients fn(v, g), v being Out or X as the grad op's schema says.
+struct ReluGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return out > T(0) ? g : T(0);
+  }
+};
+struct SigmoidGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return g * out * (T(1) - out);
+  }
+};
+struct TanhGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return g * (T(1) - out * out);
+  }
+};
+struct ExpGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return g * out;
+  }
+};
+struct LogGradFn {  // v = X
+  template <typename T>
+  T operator()(T x, T g) const {
+    return g / x;
+  }
+};
+struct SqrtGradFn {  // v = Out
+  template <typename T>
+  T operator()(T out, T g) const {
+    return T(0.5) * g / out;
+  }
+};
+struct SquareGradFn {  // v = X
+  template <typename T>
+  T operator()(T x, T g) const {
+    return T(2) * x * g;
+  }
+};
+
+}  // namespace sluice::ops::internal::elementwise
+
+#endif  // SLUICE_OPS_CPU_ELEMENTWISE_FUNCTIONS_H_
