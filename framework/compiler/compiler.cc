@@ -5,20 +5,27 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ep/cuda/ptx_compiler.h"
 #include "framework/compiler/compiled_kernel.h"
 #include "framework/compiler/cpu/tile_program.h"
+#include "framework/compiler/cuda/cuda_source.h"
+#include "framework/compiler/cuda/ptx_subgraph_kernel.h"
 
 namespace sluice::framework::compiler {
 
 CompiledSubgraph::CompiledSubgraph(Subgraph graph, DeviceType device, uint64_t hash,
-                                   int64_t compile_ns,
-                                   std::unique_ptr<const cpu::TileProgram> program)
+                                   int64_t compile_ns, CompiledCode code)
     : graph_(std::move(graph)),
       device_(device),
       hash_(hash),
       compile_ns_(compile_ns),
-      program_(std::move(program)) {
-  if (program_ != nullptr) kernel_ = std::make_unique<TileProgramKernel>(&graph_, program_.get());
+      program_(std::move(code.program)),
+      ptx_(std::move(code.ptx)) {
+  if (program_ != nullptr) {
+    kernel_ = std::make_unique<TileProgramKernel>(&graph_, program_.get());
+  } else if (!ptx_.empty()) {
+    kernel_ = std::make_unique<PtxSubgraphKernel>(&graph_, ptx_, std::move(code.entry));
+  }
 }
 
 CompiledSubgraph::~CompiledSubgraph() = default;
@@ -28,12 +35,18 @@ absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Build(const Su
                                                                         uint64_t hash) {
   SLUICE_RETURN_IF_ERROR(graph.Validate());
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<const cpu::TileProgram> program;
+  CompiledCode code;
   switch (device) {
     case DeviceType::kCpu:
     case DeviceType::kSim: {
       SLUICE_ASSIGN_OR_RETURN(cpu::TileProgram compiled, cpu::TileProgram::Compile(graph));
-      program = std::make_unique<const cpu::TileProgram>(std::move(compiled));
+      code.program = std::make_unique<const cpu::TileProgram>(std::move(compiled));
+      break;
+    }
+    case DeviceType::kCuda: {
+      SLUICE_ASSIGN_OR_RETURN(CudaSource source, GenerateCudaSource(graph));
+      SLUICE_ASSIGN_OR_RETURN(code.ptx, ep::CompileToPtx(source.source, source.entry + ".cu"));
+      code.entry = std::move(source.entry);
       break;
     }
     default:
@@ -43,7 +56,7 @@ absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Build(const Su
   const int64_t ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
-  return std::make_shared<const CompiledSubgraph>(graph, device, hash, ns, std::move(program));
+  return std::make_shared<const CompiledSubgraph>(graph, device, hash, ns, std::move(code));
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Compile(const Subgraph& graph,

@@ -12,7 +12,10 @@
 //
 // Back ends: cpu and sim compile to a TileProgram (cpu/tile_program.h) run as host work on
 // the stream (on sim, in the sim stream's order, so multi-stream behaviour of compiled
-// subgraphs is tested on sim); cuda is Unimplemented here (the group then runs unfused).
+// subgraphs is tested on sim); cuda generates CUDA C++ (cuda/cuda_source.h), compiles it to
+// PTX with NVRTC at compile time and loads it on a device at its first launch there
+// (cuda/ptx_subgraph_kernel.h); without the toolkit that compile is Unimplemented and the
+// group runs unfused.
 //
 // Thread-safe.
 #ifndef SLUICE_FRAMEWORK_COMPILER_COMPILER_H_
@@ -38,11 +41,18 @@ namespace cpu {
 class TileProgram;
 }  // namespace cpu
 
+// What a back end produced: a tile program (cpu, sim) or PTX and its entry point (cuda).
+struct CompiledCode {
+  std::unique_ptr<const cpu::TileProgram> program;
+  std::string ptx;
+  std::string entry;
+};
+
 // A compiled subgraph: immutable; shared by every graph that uses it and by the cache.
 class CompiledSubgraph {
  public:
   CompiledSubgraph(Subgraph graph, DeviceType device, uint64_t hash, int64_t compile_ns,
-                   std::unique_ptr<const cpu::TileProgram> program);
+                   CompiledCode code);
   ~CompiledSubgraph();
 
   const Subgraph& graph() const { return graph_; }
@@ -53,6 +63,8 @@ class CompiledSubgraph {
   const vm::OpKernel* kernel() const { return kernel_.get(); }
   // The cpu/sim back end's program (null for other devices).
   const cpu::TileProgram* tile_program() const { return program_.get(); }
+  // The cuda back end's PTX (empty for other devices).
+  const std::string& ptx() const { return ptx_; }
 
  private:
   const Subgraph graph_;
@@ -60,6 +72,7 @@ class CompiledSubgraph {
   const uint64_t hash_;
   const int64_t compile_ns_;
   const std::unique_ptr<const cpu::TileProgram> program_;
+  const std::string ptx_;
   std::unique_ptr<const vm::OpKernel> kernel_;
 };
 
