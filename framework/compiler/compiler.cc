@@ -32,8 +32,13 @@ CompiledSubgraph::~CompiledSubgraph() = default;
 
 absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Build(const Subgraph& graph,
                                                                         DeviceType device,
-                                                                        uint64_t hash) {
+                                                                        uint64_t hash) const {
   SLUICE_RETURN_IF_ERROR(graph.Validate());
+  if (static_cast<int>(graph.nodes.size()) > options_.max_nodes) {
+    return absl::ResourceExhaustedError(absl::StrCat(graph.KernelName(), ": ", graph.nodes.size(),
+                                                     " nodes, more than the compiler's limit of ",
+                                                     options_.max_nodes));
+  }
   const auto start = std::chrono::steady_clock::now();
   CompiledCode code;
   switch (device) {
@@ -59,16 +64,29 @@ absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Build(const Su
   return std::make_shared<const CompiledSubgraph>(graph, device, hash, ns, std::move(code));
 }
 
+CompileKey Compiler::MakeKey(const Subgraph& graph, DeviceType device) {
+  CompileKey key;
+  key.text = graph.CacheText();
+  key.content_hash = ContentHash(key.text);
+  absl::StrAppend(&key.text, "@", DeviceTypeName(device));
+  key.device = device;
+  return key;
+}
+
 absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Compile(const Subgraph& graph,
                                                                           DeviceType device) {
-  std::string key = graph.CacheText();
-  const uint64_t hash = ContentHash(key);
-  absl::StrAppend(&key, "@", DeviceTypeName(device));
+  return Compile(MakeKey(graph, device), graph);
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Compile(const CompileKey& key,
+                                                                          const Subgraph& graph) {
+  const DeviceType device = key.device;
+  const uint64_t hash = key.content_hash;
   std::shared_ptr<Entry> entry;
   bool compile = false;
   {
     absl::MutexLock lock(&mu_);
-    std::shared_ptr<Entry>& slot = cache_[key];
+    std::shared_ptr<Entry>& slot = cache_[key.text];
     if (slot == nullptr) {
       slot = std::make_shared<Entry>();
       compile = true;

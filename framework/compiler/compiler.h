@@ -84,9 +84,24 @@ struct CompilerStats {
   int64_t entries = 0;     // keys cached
 };
 
+// A cache key: the subgraph's CacheText and the device type, with its content hash. Made once
+// per subgraph (MakeKey), so that a cache hit costs a hash-map lookup.
+struct CompileKey {
+  std::string text;  // CacheText + "@" + device type name
+  uint64_t content_hash = 0;
+  DeviceType device = DeviceType::kCpu;
+};
+
+struct CompilerOptions {
+  // A subgraph with more nodes fails to compile (ResourceExhausted) and runs unfused: a
+  // bound on one kernel's size (generated source, registers, compile time).
+  int max_nodes = 256;
+};
+
 class Compiler {
  public:
-  Compiler() = default;
+  static CompileKey MakeKey(const Subgraph& graph, DeviceType device);
+  explicit Compiler(CompilerOptions options = {}) : options_(options) {}
   Compiler(const Compiler&) = delete;
   Compiler& operator=(const Compiler&) = delete;
 
@@ -95,6 +110,9 @@ class Compiler {
   // back ends do not cover; cached like successes.
   absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compile(const Subgraph& graph,
                                                                   DeviceType device);
+  // The same with a key made by MakeKey(graph, device).
+  absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compile(const CompileKey& key,
+                                                                  const Subgraph& graph);
   CompilerStats stats() const;
 
  private:
@@ -102,10 +120,11 @@ class Compiler {
     absl::Notification done;
     absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> result;  // written before done
   };
-  static absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Build(const Subgraph& graph,
-                                                                       DeviceType device,
-                                                                       uint64_t hash);
+  absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Build(const Subgraph& graph,
+                                                                DeviceType device,
+                                                                uint64_t hash) const;
 
+  const CompilerOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> cache_ ABSL_GUARDED_BY(mu_);
   // Relaxed counters: statistics only.

@@ -1,0 +1,85 @@
+// 10^3 random elementwise programs with broadcasting (tests/framework/
+// compiled_program_test_util.h), each run compiled and unfused on cpu and on two sim streams
+// with the sync checker: bitwise equal fetches, no sync violation. Then the same compiled
+// programs without the stream analysis, which must report violations: the checker sees the
+// accesses of compiled kernels (the clean runs above are not clean by accident).
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+
+#include "framework/executor/executor.h"
+#include "gtest/gtest.h"
+#include "tests/framework/compiled_program_test_util.h"
+#include "tests/framework/program_test_util.h"
+#include "vm/sync_checker.h"
+
+namespace sluice::framework {
+namespace {
+
+using compiled_test::MakeRandomElementwiseProgram;
+using compiled_test::RunCompiledAndUnfused;
+
+constexpr uint32_t kPrograms = 1000;
+
+TEST(CompiledProgramLongTest, ThousandRandomProgramsMatchUnfusedOnCpu) {
+  std::unique_ptr<eager::Context> context = program_test::NewContext(0);
+  ASSERT_NE(context, nullptr);
+  int64_t subgraphs = 0, fused = 0, max_ulp = 0;
+  for (uint32_t seed = 1; seed <= kPrograms; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const auto outcome = RunCompiledAndUnfused(
+        *context, MakeRandomElementwiseProgram(seed, /*on_streams=*/false), program_test::kCpu, 1);
+    subgraphs += outcome.compiled_subgraphs;
+    fused += outcome.fused_ops;
+    max_ulp = std::max(max_ulp, outcome.max_ulp);
+    if (HasFailure()) break;
+  }
+  EXPECT_EQ(max_ulp, 0);
+  EXPECT_GT(subgraphs, kPrograms);
+  std::printf("cpu: %u programs, %lld compiled subgraphs, %lld fused ops\n", kPrograms,
+              static_cast<long long>(subgraphs), static_cast<long long>(fused));
+}
+
+TEST(CompiledProgramLongTest, ThousandRandomProgramsMatchUnfusedOnTwoSimStreams) {
+  std::unique_ptr<eager::Context> context = program_test::NewContext(1, /*check_sync=*/true);
+  ASSERT_NE(context, nullptr);
+  int64_t subgraphs = 0, max_ulp = 0;
+  for (uint32_t seed = 1; seed <= kPrograms; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const auto outcome = RunCompiledAndUnfused(
+        *context, MakeRandomElementwiseProgram(seed, /*on_streams=*/true), program_test::kSim, 2);
+    subgraphs += outcome.compiled_subgraphs;
+    max_ulp = std::max(max_ulp, outcome.max_ulp);
+    if (HasFailure()) break;
+  }
+  EXPECT_EQ(max_ulp, 0);
+  EXPECT_GT(subgraphs, kPrograms);
+  EXPECT_EQ(context->vm()->sync_checker()->violation_count(), 0)
+      << context->vm()->sync_checker()->status().message();
+}
+
+TEST(CompiledProgramLongTest, WithoutStreamAnalysisTheCheckerReportsViolations) {
+  std::unique_ptr<eager::Context> context = program_test::NewContext(1, /*check_sync=*/true);
+  ASSERT_NE(context, nullptr);
+  int64_t subgraphs = 0;
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    const compiled_test::RandomElementwiseProgram r = MakeRandomElementwiseProgram(seed, true);
+    ExecutorOptions options;
+    options.interpreter.device = program_test::kSim;
+    options.interpreter.compute_streams = 2;
+    options.interpreter.skip_stream_analysis = true;
+    Executor executor(&context->registry(), context->vm(), options);
+    Scope scope;
+    (void)executor.Run(r.startup, {}, {}, &scope);
+    (void)executor.Run(r.main, r.feeds, r.fetches, &scope);  // may fail: nothing orders it
+    if (absl::StatusOr<LoweringStats> lowering = executor.LastLowering(); lowering.ok()) {
+      subgraphs += lowering->compiled_subgraphs;
+    }
+  }
+  EXPECT_GT(subgraphs, 0);
+  EXPECT_GT(context->vm()->sync_checker()->violation_count(), 0);
+}
+
+}  // namespace
+}  // namespace sluice::framework
