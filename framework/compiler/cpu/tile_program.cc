@@ -68,8 +68,7 @@ absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g) {
   std::vector<int64_t> dims;
   std::vector<std::vector<int64_t>> strides(g.inputs.size());
   std::vector<std::vector<int64_t>> full(g.inputs.size());
-  for (size_t i = 0; i < g.inputs.size(); ++i)
-    full[i] = DomainStrides(g.inputs[i].shape, g.domain);
+  for (size_t i = 0; i < g.inputs.size(); ++i) full[i] = DomainStrides(g.inputs[i].shape, g.domain);
   for (int d = 0; d < g.domain.rank(); ++d) {
     const int64_t size = g.domain.dim(d);
     if (size == 1) continue;
