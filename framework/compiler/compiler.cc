@@ -110,6 +110,15 @@ absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Compile(const 
   return entry->result;
 }
 
+std::vector<std::shared_ptr<const CompiledSubgraph>> Compiler::Compiled() const {
+  std::vector<std::shared_ptr<const CompiledSubgraph>> compiled;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, entry] : cache_) {
+    if (entry->done.HasBeenNotified() && entry->result.ok()) compiled.push_back(*entry->result);
+  }
+  return compiled;
+}
+
 CompilerStats Compiler::stats() const {
   CompilerStats s;
   s.hits = hits_.load(std::memory_order_relaxed);

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -114,6 +115,8 @@ class Compiler {
   absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compile(const CompileKey& key,
                                                                   const Subgraph& graph);
   CompilerStats stats() const;
+  // Every subgraph compiled successfully so far (finished entries), in no particular order.
+  std::vector<std::shared_ptr<const CompiledSubgraph>> Compiled() const;
 
  private:
   struct Entry {

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "ep/cuda/ptx_compiler.h"
 #include "framework/compiler/compiler.h"
+#include "framework/compiler/cuda/cuda_source.h"
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
 #include "framework/models/gated_mlp.h"
@@ -227,6 +229,26 @@ TEST(CompiledProgramTest, TraceShowsOneSliceNamingTheFusedOps) {
   const std::vector<float> d = result->fetches[0].ToVector<float>();
   const float e = std::exp(0.5f) * 0.5f;
   for (float v : d) EXPECT_NEAR(v, e, 1e-6f);
+}
+
+// The cuda back end compiles the kernels of these programs to PTX with NVRTC, no GPU needed
+// (all 10^3 programs' kernels: framework_long_tests).
+TEST(CompiledProgramTest, KernelsOfRandomProgramsCompileToPtx) {
+  if (absl::IsUnimplemented(ep::CompileToPtx("", "probe.cu").status())) {
+    GTEST_SKIP() << "built without CUDA";
+  }
+  std::unique_ptr<eager::Context> context = program_test::NewContext(0);
+  ASSERT_NE(context, nullptr);
+  const std::vector<compiler::Subgraph> graphs =
+      compiled_test::SubgraphsOfRandomPrograms(*context, 1, 10);
+  ASSERT_GT(graphs.size(), 10u);
+  for (const compiler::Subgraph& g : graphs) {
+    absl::StatusOr<compiler::CudaSource> source = compiler::GenerateCudaSource(g);
+    ASSERT_TRUE(source.ok()) << source.status();
+    absl::StatusOr<std::string> ptx = ep::CompileToPtx(source->source, source->entry + ".cu");
+    ASSERT_TRUE(ptx.ok()) << g.ToText() << ": " << ptx.status();
+    EXPECT_NE(ptx->find(".entry " + source->entry), std::string::npos);
+  }
 }
 
 }  // namespace

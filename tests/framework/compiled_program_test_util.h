@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "framework/compiler/compiler.h"
 #include "framework/executor/executor.h"
 #include "framework/ir/program_desc.h"
 #include "gtest/gtest.h"
@@ -254,6 +255,27 @@ inline DifferentialOutcome RunCompiledAndUnfused(eager::Context& context,
     }
   }
   return outcome;
+}
+
+// The subgraphs the partitioning pass forms for programs `first`..`last` on cpu (each built
+// by an Executor sharing one compiler): what the cuda back end must compile too.
+inline std::vector<compiler::Subgraph> SubgraphsOfRandomPrograms(eager::Context& context,
+                                                                 uint32_t first, uint32_t last) {
+  auto shared = std::make_shared<compiler::Compiler>();
+  for (uint32_t seed = first; seed <= last; ++seed) {
+    const RandomElementwiseProgram r = MakeRandomElementwiseProgram(seed, false);
+    ExecutorOptions options;
+    options.compiler = shared;
+    Executor executor(&context.registry(), context.vm(), options);
+    std::vector<std::string> feed_names;
+    for (const auto& [name, value] : r.feeds) feed_names.push_back(name);
+    Scope run_scope;
+    EXPECT_TRUE(executor.Run(r.startup, {}, {}, &run_scope).ok());
+    EXPECT_TRUE(executor.Prepare(r.main, feed_names, r.fetches, &run_scope).ok());
+  }
+  std::vector<compiler::Subgraph> graphs;
+  for (const auto& compiled : shared->Compiled()) graphs.push_back(compiled->graph());
+  return graphs;
 }
 
 }  // namespace sluice::framework::compiled_test

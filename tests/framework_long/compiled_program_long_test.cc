@@ -4,10 +4,17 @@
 // programs without the stream analysis, which must report violations: the checker sees the
 // accesses of compiled kernels (the clean runs above are not clean by accident).
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "ep/cuda/ptx_compiler.h"
+#include "framework/compiler/cuda/cuda_source.h"
 #include "framework/executor/executor.h"
 #include "gtest/gtest.h"
 #include "tests/framework/compiled_program_test_util.h"
@@ -79,6 +86,43 @@ TEST(CompiledProgramLongTest, WithoutStreamAnalysisTheCheckerReportsViolations) 
   }
   EXPECT_GT(subgraphs, 0);
   EXPECT_GT(context->vm()->sync_checker()->violation_count(), 0);
+}
+
+// Every kernel the partitioning pass forms for the 10^3 programs compiles to PTX with NVRTC
+// (no GPU needed), compiled on two threads.
+TEST(CompiledProgramLongTest, EveryKernelOfTheThousandProgramsCompilesToPtx) {
+  if (absl::IsUnimplemented(ep::CompileToPtx("", "probe.cu").status())) {
+    GTEST_SKIP() << "built without CUDA";
+  }
+  std::unique_ptr<eager::Context> context = program_test::NewContext(0);
+  ASSERT_NE(context, nullptr);
+  const std::vector<compiler::Subgraph> graphs =
+      compiled_test::SubgraphsOfRandomPrograms(*context, 1, kPrograms);
+  ASSERT_GT(graphs.size(), kPrograms);
+  std::atomic<size_t> next{0};
+  std::atomic<int> failures{0};
+  std::string first_failure;
+  absl::Mutex mu;
+  auto worker = [&] {
+    for (size_t i = next++; i < graphs.size(); i = next++) {
+      absl::StatusOr<compiler::CudaSource> source = compiler::GenerateCudaSource(graphs[i]);
+      absl::StatusOr<std::string> ptx =
+          source.ok() ? ep::CompileToPtx(source->source, source->entry + ".cu")
+                      : absl::StatusOr<std::string>(source.status());
+      if (!ptx.ok() || ptx->find(".entry " + source->entry) == std::string::npos) {
+        absl::MutexLock lock(&mu);
+        if (failures++ == 0) {
+          first_failure =
+              graphs[i].ToText() + ": " + (ptx.ok() ? "no entry" : ptx.status().ToString());
+        }
+      }
+    }
+  };
+  std::thread a(worker), b(worker);
+  a.join();
+  b.join();
+  EXPECT_EQ(failures.load(), 0) << first_failure;
+  std::printf("%zu kernels compiled to PTX\n", graphs.size());
 }
 
 }  // namespace
