@@ -1,8 +1,10 @@
 #include "tools/program_commands.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "framework/autograd/autograd.h"
 #include "framework/builder/functional.h"
 #include "framework/builder/losses.h"
+#include "framework/compiler/compiler.h"
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
 #include "framework/graph/graph.h"
@@ -37,9 +40,35 @@ struct CommonOptions {
   int steps = 1;
   int streams = 1;
   bool check_sync = false;
+  bool no_compile = false;
   std::string trace;
   std::string record;
 };
+
+// What the subgraph compiler did for `executor`'s builds: totals, then one line per kernel.
+void PrintCompilation(const framework::Executor& executor) {
+  const framework::compiler::CompilerStats stats = executor.compiler().stats();
+  std::vector<std::shared_ptr<const framework::compiler::CompiledSubgraph>> compiled =
+      executor.compiler().Compiled();
+  int64_t fused = 0;
+  for (const auto& c : compiled) fused += static_cast<int64_t>(c->graph().fused.size());
+  std::printf(
+      "compiled: %zu subgraphs fusing %lld ops; cache %lld hits, %lld misses, %lld failed; "
+      "compile time %.3f ms\n",
+      compiled.size(), static_cast<long long>(fused), static_cast<long long>(stats.hits),
+      static_cast<long long>(stats.misses), static_cast<long long>(stats.failures),
+      static_cast<double>(stats.compile_ns) / 1e6);
+  std::sort(compiled.begin(), compiled.end(), [](const auto& a, const auto& b) {
+    return a->graph().KernelName() < b->graph().KernelName();
+  });
+  for (const auto& c : compiled) {
+    std::printf("  %s  %s %s, %zu inputs, %zu outputs, key %016llx, %.1f us\n",
+                c->graph().KernelName().c_str(), DeviceTypeName(c->device_type()).data(),
+                c->graph().domain.ToString().c_str(), c->graph().inputs.size(),
+                c->graph().outputs.size(), static_cast<unsigned long long>(c->content_hash()),
+                static_cast<double>(c->compile_ns()) / 1e3);
+  }
+}
 
 HostTensor FromNpy(io::NpyArray array) { return HostTensor{array.dtype, array.shape, array.bytes}; }
 io::NpyArray ToNpy(const HostTensor& t) { return io::NpyArray{t.dtype, t.shape, t.bytes}; }
@@ -95,6 +124,10 @@ void AddCommonOptions(OptionParser& parser, const char* steps_help, CommonOption
   parser.AddString("--trace", "FILE", "write the last step's Chrome trace JSON (Perfetto)",
                    &o->trace);
   parser.AddFlag("--sync-check", "check every access against happens-before", &o->check_sync);
+  parser.AddFlag("--no-compile",
+                 "run every op as its own kernel (no subgraph compilation: groups of elementwise "
+                 "ops are otherwise fused into one compiled kernel each)",
+                 &o->no_compile);
   parser.AddString("--record", "FILE",
                    "write every VM instruction to FILE (replay it with `sluice replay FILE "
                    "--ops standard`)",
@@ -158,6 +191,7 @@ int RunMain(int argc, char** argv) {
   framework::ExecutorOptions options;
   options.interpreter.device = common.device;
   options.interpreter.compute_streams = common.streams;
+  options.interpreter.compile_subgraphs = !common.no_compile;
   framework::Executor executor(&context->registry(), context->vm(), options);
   framework::Scope scope;
   if (!startup_path.empty()) {
@@ -200,6 +234,7 @@ int RunMain(int argc, char** argv) {
   if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return ReportFailure("run", shut);
   std::printf("summary: %d steps on %s; last %s\n", common.steps, common.device.ToString().c_str(),
               last.ToString().c_str());
+  if (!common.no_compile) PrintCompilation(executor);
   if (!common.trace.empty()) std::printf("trace: %s\n", common.trace.c_str());
   if (common.check_sync) {
     const int64_t violations = context->vm()->sync_checker()->violation_count();
@@ -339,6 +374,7 @@ int DemoMain(int argc, char** argv) {
   framework::ExecutorOptions options;
   options.interpreter.device = common.device;
   options.interpreter.compute_streams = common.streams;
+  options.interpreter.compile_subgraphs = !common.no_compile;
   framework::Executor executor(&context->registry(), context->vm(), options);
   framework::Scope scope;
   absl::StatusOr<framework::RunResult> init = executor.Run(model->startup->desc(), {}, {}, &scope);
