@@ -25,11 +25,12 @@
 //   SLUICE_BENCH_TRACE=FILE  after the timed loop, one more run writes a Chrome trace;
 //   SLUICE_BENCH_CROSS_COST=X  InterpreterOptions::cross_stream_cost (default 2; 0 is the
 //                            start-time-only list schedule of earlier figures).
-//   BM_Executor_DemoStep/D   one training step of the demo program (Linear(16->1) + MSE +
+//   BM_Executor_DemoStep/D/C one training step of the demo program (Linear(16->1) + MSE +
 //                            Adam, 16x16 input; framework/models/linear_regression.h) through
 //                            a PreparedRun, feeds staged and the loss fetched: D = 0 cpu,
-//                            1 sim:0 over two compute streams.
-//   BM_Executor_DeviceResidentStep/D  the same step with I/O binding: x and y fed as blobs on
+//                            1 sim:0 over two compute streams; C = 1 subgraph compilation on
+//                            (the default), 0 off.
+//   BM_Executor_DeviceResidentStep/D/1  the same step with I/O binding: x and y fed as blobs on
 //                            the program's device, the loss fetched as one (no host copy).
 //                            The difference to DemoStep is the binding's cost or saving.
 #include <algorithm>
@@ -385,8 +386,8 @@ void BM_Interpreter_Build(benchmark::State& state) {
 }
 BENCHMARK(BM_Interpreter_Build)->Arg(100000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The demo program on an executor, its startup program run. Argument: 0 = cpu, 1 = sim:0
-// with two compute streams.
+// The demo program on an executor, its startup program run. Arguments: 0 = cpu, 1 = sim:0
+// with two compute streams; then 1 = subgraph compilation on (the default), 0 = off.
 struct DemoExecutor {
   explicit DemoExecutor(const benchmark::State& state)
       : model(BuildLinearRegression(&engine.registry).value()),
@@ -400,6 +401,7 @@ struct DemoExecutor {
       options.interpreter.device = kSim;
       options.interpreter.compute_streams = 2;
     }
+    options.interpreter.compile_subgraphs = state.range(1) != 0;
     return options;
   }
   Engine engine;
@@ -425,7 +427,13 @@ void BM_Executor_DemoStep(benchmark::State& state) {
   state.counters["instructions"] = static_cast<double>(step.lowering().instructions);
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_Executor_DemoStep)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Executor_DemoStep)
+    ->Args({0, 1})
+    ->Args({0, 0})
+    ->Args({1, 1})
+    ->Args({1, 0})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // BM_Executor_DemoStep with I/O binding: x and y are blobs already on the program's device
 // (written once, before the timed loop) and the loss stays there (a new blob per step,
@@ -468,8 +476,8 @@ void BM_Executor_DeviceResidentStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_Executor_DeviceResidentStep)
-    ->Arg(0)
-    ->Arg(1)
+    ->Args({0, 1})
+    ->Args({1, 1})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
