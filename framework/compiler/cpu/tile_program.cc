@@ -29,9 +29,18 @@ struct AlignedDelete {
   void operator()(char* p) const { ::operator delete[](p, std::align_val_t{64}); }
 };
 using Scratch = std::unique_ptr<char[], AlignedDelete>;
-Scratch NewScratch(int64_t bytes) {
-  return Scratch(static_cast<char*>(
-      ::operator new[](static_cast<size_t>(std::max<int64_t>(bytes, 64)), std::align_val_t{64})));
+// This thread's scratch, at least `bytes` (64-byte aligned), kept for the thread's next
+// tiles. A body of RunTiles runs to its end without waiting on anything, so no other use of
+// the scratch on this thread can interleave with it.
+char* ThreadScratch(int64_t bytes) {
+  thread_local Scratch scratch;
+  thread_local int64_t capacity = 0;
+  if (capacity < bytes) {
+    scratch = Scratch(
+        static_cast<char*>(::operator new[](static_cast<size_t>(bytes), std::align_val_t{64})));
+    capacity = bytes;
+  }
+  return scratch.get();
 }
 
 }  // namespace
@@ -94,16 +103,58 @@ absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g) {
   p.outer_dims_.assign(dims.begin(), dims.end() - 1);
   p.rows_ = 1;
   for (int64_t d : p.outer_dims_) p.rows_ *= d;
+  p.elements_ = p.rows_ * p.inner_;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     InputLayout layout;
     layout.element_bytes = static_cast<int64_t>(SizeOf(g.inputs[i].dtype));
-    layout.inner_stride = strides[i].back();  // 0 or 1: the innermost non-broadcast stride
-    layout.outer_strides.assign(strides[i].begin(), strides[i].end() - 1);
+    const int64_t size = g.inputs[i].shape.NumElements();
+    if (size == p.elements_) {
+      layout.kind = InputLayout::Kind::kDense;  // broadcasts by leading 1s only
+    } else if (size == 1) {
+      layout.kind = InputLayout::Kind::kScalar;
+    } else {
+      layout.kind = InputLayout::Kind::kBroadcast;
+      layout.inner_stride = strides[i].back();  // 0 or 1: the innermost non-broadcast stride
+      layout.outer_strides.assign(strides[i].begin(), strides[i].end() - 1);
+      layout.gather = p.buffers_.num_buffers + p.gathered_inputs_++;
+    }
     p.inputs_.push_back(std::move(layout));
   }
-  p.chunks_per_row_ = p.inner_ == 0 ? 0 : (p.inner_ + kTileElements - 1) / kTileElements;
-  p.tiles_ = p.rows_ * p.chunks_per_row_;
+  p.tiles_ = (p.elements_ + kTileElements - 1) / kTileElements;
   return p;
+}
+
+int64_t TileProgram::RowOffset(const InputLayout& layout, int64_t row) const {
+  int64_t offset = 0;
+  for (size_t d = outer_dims_.size(); d-- > 0;) {
+    offset += (row % outer_dims_[d]) * layout.outer_strides[d];
+    row /= outer_dims_[d];
+  }
+  return offset;
+}
+
+TileArg TileProgram::BroadcastArg(const InputLayout& layout, const char* data, int64_t start,
+                                  int64_t n, char* buffer) const {
+  const int64_t bytes = layout.element_bytes;
+  int64_t row = start / inner_;
+  int64_t col = start % inner_;
+  if (col + n <= inner_) {  // within one row: read in place
+    return {data + (RowOffset(layout, row) + col * layout.inner_stride) * bytes,
+            layout.inner_stride};
+  }
+  for (int64_t done = 0; done < n; ++row, col = 0) {
+    const int64_t segment = std::min(inner_ - col, n - done);
+    const char* from = data + (RowOffset(layout, row) + col * layout.inner_stride) * bytes;
+    char* to = buffer + done * bytes;
+    if (layout.inner_stride == 1) {
+      std::memcpy(to, from, static_cast<size_t>(segment * bytes));
+    } else {
+      for (int64_t k = 0; k < segment; ++k)
+        std::memcpy(to + k * bytes, from, static_cast<size_t>(bytes));
+    }
+    done += segment;
+  }
+  return {buffer, 1};
 }
 
 void TileProgram::RunTiles(int64_t begin, int64_t end, char* scratch,
@@ -111,7 +162,6 @@ void TileProgram::RunTiles(int64_t begin, int64_t end, char* scratch,
                            absl::Span<void* const> outputs) const {
   constexpr int64_t kBufferBytes = kTileElements * kBufferElementBytes;
   const size_t n_in = inputs_.size();
-  std::vector<const char*> base(n_in);
   TileArg value_arg[64];  // per input the tile's argument; larger groups use the vector
   std::vector<TileArg> more;
   TileArg* in_args = value_arg;
@@ -120,20 +170,22 @@ void TileProgram::RunTiles(int64_t begin, int64_t end, char* scratch,
     in_args = more.data();
   }
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t row = t / chunks_per_row_;
-    const int64_t start = (t % chunks_per_row_) * kTileElements;
-    const int64_t n = std::min(kTileElements, inner_ - start);
-    // Each input's first element of the tile: the row's multi-index times its strides.
+    const int64_t start = t * kTileElements;
+    const int64_t n = std::min(kTileElements, elements_ - start);
     for (size_t i = 0; i < n_in; ++i) {
       const InputLayout& in = inputs_[i];
-      int64_t offset = start * in.inner_stride;
-      int64_t rest = row;
-      for (size_t d = outer_dims_.size(); d-- > 0;) {
-        offset += (rest % outer_dims_[d]) * in.outer_strides[d];
-        rest /= outer_dims_[d];
+      const char* data = static_cast<const char*>(inputs[i]);
+      switch (in.kind) {
+        case InputLayout::Kind::kDense:
+          in_args[i] = {data + start * in.element_bytes, 1};
+          break;
+        case InputLayout::Kind::kScalar:
+          in_args[i] = {data, 0};
+          break;
+        case InputLayout::Kind::kBroadcast:
+          in_args[i] = BroadcastArg(in, data, start, n, scratch + in.gather * kBufferBytes);
+          break;
       }
-      in_args[i] = {static_cast<const char*>(inputs[i]) + offset * in.element_bytes,
-                    in.inner_stride};
     }
     for (const Step& step : steps_) {
       TileArg args[3];
@@ -145,10 +197,9 @@ void TileProgram::RunTiles(int64_t begin, int64_t end, char* scratch,
       }
       step.fn(args, scratch + step.out * kBufferBytes, n, step.params);
     }
-    const int64_t out_offset = row * inner_ + start;
     for (size_t o = 0; o < outputs_.size(); ++o) {
       const OutputSlot& slot = outputs_[o];
-      std::memcpy(static_cast<char*>(outputs[o]) + out_offset * slot.element_bytes,
+      std::memcpy(static_cast<char*>(outputs[o]) + start * slot.element_bytes,
                   scratch + slot.buffer * kBufferBytes,
                   static_cast<size_t>(n * slot.element_bytes));
     }
@@ -157,19 +208,16 @@ void TileProgram::RunTiles(int64_t begin, int64_t end, char* scratch,
 
 void TileProgram::Run(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) const {
   if (tiles_ == 0) return;
-  const int64_t elements = rows_ * inner_;
-  if (elements < kParallelElements || tiles_ < 2) {
-    Scratch scratch = NewScratch(scratch_bytes());
-    RunTiles(0, tiles_, scratch.get(), inputs, outputs);
+  if (elements_ < kParallelElements || tiles_ < 2) {
+    RunTiles(0, tiles_, ThreadScratch(scratch_bytes()), inputs, outputs);
     return;
   }
-  // Enough tiles per task that a task's scratch and start-up are noise.
-  const int64_t grain =
-      std::max<int64_t>(1, (kParallelElements / 4) / std::min(inner_, kTileElements));
+  // Enough tiles per task that a task's start-up is noise.
+  const int64_t grain = std::max<int64_t>(1, (kParallelElements / 4) / kTileElements);
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, tiles_, static_cast<size_t>(grain)),
                     [&](const tbb::blocked_range<int64_t>& range) {
-                      Scratch scratch = NewScratch(scratch_bytes());
-                      RunTiles(range.begin(), range.end(), scratch.get(), inputs, outputs);
+                      RunTiles(range.begin(), range.end(), ThreadScratch(scratch_bytes()), inputs,
+                               outputs);
                     });
 }
 

@@ -1,11 +1,13 @@
 // TileProgram: the cpu back end's compiled form of a subgraph (docs/design.md, "Subgraph
 // compilation": why a tile program over precompiled primitives rather than a JIT). The
-// domain is collapsed to rows of its innermost run (adjacent dimensions merged wherever
-// every operand stays contiguous across them, so a group without broadcasting is one row);
-// rows are cut into tiles of at most kTileElements, and each tile runs the whole expression
-// — one primitive per node (tile_primitives.h) between tile buffers that stay in L1 — before
-// its outputs are stored. Inputs are read in place; buffers are assigned by the buffer plan
-// (buffer_plan.h). Large domains are split by tiles across cores with oneTBB.
+// domain, flattened, is cut into tiles of kTileElements, and each tile runs the whole
+// expression — one primitive per node (tile_primitives.h) between tile buffers that stay in
+// L1 — before its outputs are stored. Buffers are assigned by the buffer plan
+// (buffer_plan.h). Inputs are read in place: one of the domain's shape (or one element) as
+// it is; a broadcast one with stride 1 or 0 along the tile when the tile lies within one row
+// of the collapsed domain (adjacent dimensions merged wherever every input stays contiguous
+// across them), else gathered into a tile buffer of its own row by row — so short rows still
+// run full tiles. Large domains are split by tiles across cores with oneTBB.
 //
 // Outputs are stored only after every node of a tile is computed, so an output may be the
 // same tensor as an input (an in-place update such as sgd's ParamOut = Param): each tile
@@ -42,10 +44,13 @@ class TileProgram {
   void Run(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) const;
 
   const BufferPlan& buffers() const { return buffers_; }
-  // Scratch one worker needs: num_buffers tiles of kBufferElementBytes per element.
+  // Scratch one worker needs: a tile of kBufferElementBytes per element for each buffer of
+  // the plan (the internal bytes: buffers().peak_buffers of them) and each gathered input.
   int64_t scratch_bytes() const {
-    return buffers_.num_buffers * kTileElements * kBufferElementBytes;
+    return (buffers_.num_buffers + gathered_inputs_) * kTileElements * kBufferElementBytes;
   }
+  // Inputs that are neither of the domain's shape nor one element.
+  int gathered_inputs() const { return gathered_inputs_; }
   int64_t rows() const { return rows_; }
   int64_t row_elements() const { return inner_; }
 
@@ -58,9 +63,12 @@ class TileProgram {
     double params[2] = {0, 0};
   };
   struct InputLayout {
+    enum class Kind { kDense, kScalar, kBroadcast };
+    Kind kind = Kind::kDense;
     int64_t element_bytes = 4;
-    int64_t inner_stride = 1;            // 0 or 1
-    std::vector<int64_t> outer_strides;  // per collapsed outer dimension, in elements
+    int64_t inner_stride = 1;            // kBroadcast: 0 or 1
+    std::vector<int64_t> outer_strides;  // kBroadcast: per collapsed outer dimension
+    int gather = -1;                     // kBroadcast: its gather buffer (after the plan's)
   };
   struct OutputSlot {
     int buffer = -1;
@@ -70,6 +78,12 @@ class TileProgram {
   // Runs tiles [begin, end) with `scratch` (scratch_bytes(), 64-byte aligned).
   void RunTiles(int64_t begin, int64_t end, char* scratch, absl::Span<const void* const> inputs,
                 absl::Span<void* const> outputs) const;
+  // Offset (in elements) of row `row`'s first element in an input of `layout`.
+  int64_t RowOffset(const InputLayout& layout, int64_t row) const;
+  // A broadcast input's elements [start, start + n) of the flattened domain, as an argument:
+  // in place when they lie within one row, else gathered into `buffer`.
+  TileArg BroadcastArg(const InputLayout& layout, const char* data, int64_t start, int64_t n,
+                       char* buffer) const;
 
   int num_inputs_ = 0;
   std::vector<Step> steps_;
@@ -79,8 +93,9 @@ class TileProgram {
   std::vector<int64_t> outer_dims_;  // collapsed, outermost first
   int64_t inner_ = 1;                // elements per row
   int64_t rows_ = 1;
-  int64_t chunks_per_row_ = 1;
+  int64_t elements_ = 0;
   int64_t tiles_ = 0;
+  int gathered_inputs_ = 0;
   BufferPlan buffers_;
 };
 
