@@ -13,37 +13,37 @@ namespace sluice::ops::internal::elementwise {
 
 struct AddFn {
   template <typename T>
-  T operator()(T x, T y) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y) const {
     return x + y;
   }
 };
 struct SubFn {
   template <typename T>
-  T operator()(T x, T y) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y) const {
     return x - y;
   }
 };
 struct MulFn {
   template <typename T>
-  T operator()(T x, T y) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y) const {
     return x * y;
   }
 };
 struct DivFn {
   template <typename T>
-  T operator()(T x, T y) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y) const {
     return x / y;
   }
 };
 struct MaxFn {
   template <typename T>
-  T operator()(T x, T y) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y) const {
     return x >= y ? x : y;
   }
 };
 struct MinFn {
   template <typename T>
-  T operator()(T x, T y) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y) const {
     return x <= y ? x : y;
   }
 };
@@ -51,99 +51,99 @@ struct MinFn {
 // Gradient contributions c(x, y, g) of one output element to XGrad and YGrad.
 struct GradG {  // d(x + y)/dx, d(x - y)/dx, d(x + y)/dy
   template <typename T>
-  T operator()(T, T, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T, T, T g) const {
     return g;
   }
 };
 struct GradNegG {  // d(x - y)/dy
   template <typename T>
-  T operator()(T, T, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T, T, T g) const {
     return -g;
   }
 };
 struct GradMulX {
   template <typename T>
-  T operator()(T, T y, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T, T y, T g) const {
     return g * y;
   }
 };
 struct GradMulY {
   template <typename T>
-  T operator()(T x, T, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T, T g) const {
     return g * x;
   }
 };
 struct GradDivX {
   template <typename T>
-  T operator()(T, T y, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T, T y, T g) const {
     return g / y;
   }
 };
 struct GradDivY {  // -g x / y^2, as (g / y) (x / y): no overflow of y^2
   template <typename T>
-  T operator()(T x, T y, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y, T g) const {
     return -(g / y) * (x / y);
   }
 };
 struct GradMaxX {  // ties go to X
   template <typename T>
-  T operator()(T x, T y, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y, T g) const {
     return x >= y ? g : T(0);
   }
 };
 struct GradMaxY {
   template <typename T>
-  T operator()(T x, T y, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y, T g) const {
     return x >= y ? T(0) : g;
   }
 };
 struct GradMinX {
   template <typename T>
-  T operator()(T x, T y, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y, T g) const {
     return x <= y ? g : T(0);
   }
 };
 struct GradMinY {
   template <typename T>
-  T operator()(T x, T y, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y, T g) const {
     return x <= y ? T(0) : g;
   }
 };
 
 struct ReluFn {  // NaN stays NaN
   template <typename T>
-  T operator()(T x) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const {
     return x < T(0) ? T(0) : x;
   }
 };
 struct SigmoidFn {
   template <typename T>
-  T operator()(T x) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const {
     return Sigmoid(x);
   }
 };
 struct TanhFn {
   template <typename T>
-  T operator()(T x) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const {
     return Tanh(x);
   }
 };
 struct ExpFn {
   template <typename T>
-  T operator()(T x) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const {
     return Exp(x);
   }
 };
 struct LogFn {
   template <typename T>
-  T operator()(T x) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const {
     return Log(x);
   }
 };
 struct SqrtFn {};  // RunSqrt
 struct SquareFn {
   template <typename T>
-  T operator()(T x) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const {
     return x * x;
   }
 };
@@ -151,43 +151,43 @@ struct SquareFn {
 // Unary gradients fn(v, g), v being Out or X as the grad op's schema says.
 struct ReluGradFn {  // v = Out
   template <typename T>
-  T operator()(T out, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T out, T g) const {
     return out > T(0) ? g : T(0);
   }
 };
 struct SigmoidGradFn {  // v = Out
   template <typename T>
-  T operator()(T out, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T out, T g) const {
     return g * out * (T(1) - out);
   }
 };
 struct TanhGradFn {  // v = Out
   template <typename T>
-  T operator()(T out, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T out, T g) const {
     return g * (T(1) - out * out);
   }
 };
 struct ExpGradFn {  // v = Out
   template <typename T>
-  T operator()(T out, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T out, T g) const {
     return g * out;
   }
 };
 struct LogGradFn {  // v = X
   template <typename T>
-  T operator()(T x, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T g) const {
     return g / x;
   }
 };
 struct SqrtGradFn {  // v = Out
   template <typename T>
-  T operator()(T out, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T out, T g) const {
     return T(0.5) * g / out;
   }
 };
 struct SquareGradFn {  // v = X
   template <typename T>
-  T operator()(T x, T g) const {
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T g) const {
     return T(2) * x * g;
   }
 };

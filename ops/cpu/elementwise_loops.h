@@ -25,6 +25,11 @@
 #include "absl/container/inlined_vector.h"
 #include "core/shape.h"
 
+// The element math is always inlined: the subgraph compiler builds its tile primitives for
+// several instruction sets from these functions, and an out-of-line copy built for one set
+// must never be what a caller built for another ends up calling.
+#define SLUICE_ELEMENTWISE_INLINE inline __attribute__((always_inline))
+
 namespace sluice::ops::internal::elementwise {
 
 // ---------------------------------------------------------------------------------------
@@ -37,7 +42,7 @@ namespace sluice::ops::internal::elementwise {
 // ---------------------------------------------------------------------------------------
 
 // c ? a : b, computed with bit masks.
-inline float Select(bool c, float a, float b) {
+SLUICE_ELEMENTWISE_INLINE float Select(bool c, float a, float b) {
   const uint32_t mask = 0u - static_cast<uint32_t>(c);
   return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & mask) |
                               (std::bit_cast<uint32_t>(b) & ~mask));
@@ -46,7 +51,7 @@ inline float Select(bool c, float a, float b) {
 // e^x: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two parts so n * hi is exact), a
 // degree-6 polynomial for e^r, and 2^n applied as two factors so that results in the
 // subnormal range are rounded once. Outside [-104, 89] the result is 0 or inf.
-inline float ExpF32(float x) {
+SLUICE_ELEMENTWISE_INLINE float ExpF32(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f;
   constexpr float kLn2Lo = -2.12194440e-4f;
@@ -78,7 +83,7 @@ inline float ExpF32(float x) {
 
 // log(x): x = m 2^e with m in [sqrt(1/2), sqrt(2)), a degree-9 polynomial for log(m), and e
 // ln2 added in two parts. Subnormal x are scaled into the normal range first.
-inline float LogF32(float x) {
+SLUICE_ELEMENTWISE_INLINE float LogF32(float x) {
   const bool subnormal = x < 0x1p-126f;  // also x <= 0, replaced below
   const float xs = x * Select(subnormal, 0x1p23f, 1.0f);
   const uint32_t bits = std::bit_cast<uint32_t>(xs);
@@ -111,7 +116,7 @@ inline float LogF32(float x) {
 }
 
 // tanh(x): an odd polynomial for |x| < 0.625, else (1 - e) / (1 + e) with e = e^(-2|x|).
-inline float TanhF32(float x) {
+SLUICE_ELEMENTWISE_INLINE float TanhF32(float x) {
   const float ax = std::fabs(x);
   const float z = x * x;
   float p = -5.70498872745e-3f;
@@ -127,13 +132,13 @@ inline float TanhF32(float x) {
 
 // 1 / (1 + e^-x), as e / (1 + e) with e = e^x for x < 0: no overflow, and accurate where the
 // result is tiny.
-inline float SigmoidF32(float x) {
+SLUICE_ELEMENTWISE_INLINE float SigmoidF32(float x) {
   const float e = ExpF32(-std::fabs(x));
   return Select(x >= 0.0f, 1.0f, e) / (1.0f + e);
 }
 
 template <typename T>
-inline T Exp(T x) {
+SLUICE_ELEMENTWISE_INLINE T Exp(T x) {
   if constexpr (std::is_same_v<T, float>) {
     return ExpF32(x);
   } else {
@@ -141,7 +146,7 @@ inline T Exp(T x) {
   }
 }
 template <typename T>
-inline T Log(T x) {
+SLUICE_ELEMENTWISE_INLINE T Log(T x) {
   if constexpr (std::is_same_v<T, float>) {
     return LogF32(x);
   } else {
@@ -149,7 +154,7 @@ inline T Log(T x) {
   }
 }
 template <typename T>
-inline T Tanh(T x) {
+SLUICE_ELEMENTWISE_INLINE T Tanh(T x) {
   if constexpr (std::is_same_v<T, float>) {
     return TanhF32(x);
   } else {
@@ -157,7 +162,7 @@ inline T Tanh(T x) {
   }
 }
 template <typename T>
-inline T Sigmoid(T x) {
+SLUICE_ELEMENTWISE_INLINE T Sigmoid(T x) {
   if constexpr (std::is_same_v<T, float>) {
     return SigmoidF32(x);
   } else {
@@ -352,14 +357,14 @@ inline void RunUnary(const T* x, T* out, int64_t n, Fn fn) {
 
 // sqrt: std::sqrt sets errno for negative inputs, which keeps g++ from vectorizing it unless
 // the whole build uses -fno-math-errno; SSE2 has the instruction. Safe for out == x.
-inline void RunSqrt(const float* x, float* out, int64_t n) {
+SLUICE_ELEMENTWISE_INLINE void RunSqrt(const float* x, float* out, int64_t n) {
   int64_t i = 0;
 #if defined(__SSE2__)
   for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, _mm_sqrt_ps(_mm_loadu_ps(x + i)));
 #endif
   for (; i < n; ++i) out[i] = std::sqrt(x[i]);
 }
-inline void RunSqrt(const double* x, double* out, int64_t n) {
+SLUICE_ELEMENTWISE_INLINE void RunSqrt(const double* x, double* out, int64_t n) {
   int64_t i = 0;
 #if defined(__SSE2__)
   for (; i + 2 <= n; i += 2) _mm_storeu_pd(out + i, _mm_sqrt_pd(_mm_loadu_pd(x + i)));
