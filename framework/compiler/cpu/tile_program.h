@@ -34,6 +34,9 @@ class TileProgram {
   static constexpr int64_t kTileElements = 1024;
   // Domains at least this large are split across cores.
   static constexpr int64_t kParallelElements = int64_t{1} << 16;
+  // Outputs of at least this many bytes in all are written with non-temporal stores (they
+  // would not stay in the cache anyway; the stores skip reading each line first).
+  static constexpr int64_t kStreamStoreBytes = int64_t{4} << 20;
 
   // `graph` must be valid (Subgraph::Validate). Unimplemented naming the node when an op
   // has no primitive for its dtypes.
@@ -96,6 +99,7 @@ class TileProgram {
   int64_t elements_ = 0;
   int64_t tiles_ = 0;
   int gathered_inputs_ = 0;
+  bool stream_stores_ = false;
   BufferPlan buffers_;
 };
 
