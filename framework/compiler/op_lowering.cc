@@ -78,15 +78,6 @@ int InputsOf(Form form) {
   }
 }
 
-bool Broadcasts(const Shape& from, const Shape& to) {
-  if (from.rank() > to.rank()) return false;
-  const int shift = to.rank() - from.rank();
-  for (int i = 0; i < from.rank(); ++i) {
-    if (from.dim(i) != 1 && from.dim(i) != to.dim(i + shift)) return false;
-  }
-  return true;
-}
-
 std::optional<DataType> CastTarget(const vm::AttrMap* attrs) {
   if (attrs == nullptr) return std::nullopt;
   absl::StatusOr<std::string> name = attrs->GetString("dtype");
@@ -113,7 +104,7 @@ bool IsFusible(absl::string_view type, const vm::AttrMap* attrs,
     if (!IsFloating(out.dtype) || out.dtype != dtype || out.shape != domain) return false;
   }
   for (const ValueMeta& in : inputs) {
-    if (!IsFloating(in.dtype) || !Broadcasts(in.shape, domain)) return false;
+    if (!IsFloating(in.dtype) || !BroadcastsInto(in.shape, domain)) return false;
     if (rule->form != Form::kCast && in.dtype != dtype) return false;
   }
   switch (rule->form) {

@@ -49,15 +49,6 @@ std::string DoubleText(double v) {
   return buffer;
 }
 
-bool Broadcasts(const Shape& from, const Shape& to) {
-  if (from.rank() > to.rank()) return false;
-  const int shift = to.rank() - from.rank();
-  for (int i = 0; i < from.rank(); ++i) {
-    if (from.dim(i) != 1 && from.dim(i) != to.dim(i + shift)) return false;
-  }
-  return true;
-}
-
 std::string BodyText(const Subgraph& g) {
   std::vector<std::string> tokens = {"sg1", absl::StrCat("d:", DimsText(g.domain))};
   for (const SubgraphInput& in : g.inputs) {
@@ -76,6 +67,15 @@ std::string BodyText(const Subgraph& g) {
 }
 
 }  // namespace
+
+bool BroadcastsInto(const Shape& from, const Shape& to) {
+  if (from.rank() > to.rank()) return false;
+  const int shift = to.rank() - from.rank();
+  for (int i = 0; i < from.rank(); ++i) {
+    if (from.dim(i) != 1 && from.dim(i) != to.dim(i + shift)) return false;
+  }
+  return true;
+}
 
 absl::string_view ExprOpName(ExprOp op) { return kOps[static_cast<int>(op)].name; }
 int ExprOpArity(ExprOp op) { return kOps[static_cast<int>(op)].arity; }
@@ -104,7 +104,7 @@ std::string Subgraph::KernelName() const {
 absl::Status Subgraph::Validate() const {
   const int n_in = static_cast<int>(inputs.size());
   for (int i = 0; i < n_in; ++i) {
-    if (!Broadcasts(inputs[i].shape, domain)) {
+    if (!BroadcastsInto(inputs[i].shape, domain)) {
       return absl::InvalidArgumentError(
           absl::StrCat("subgraph input ", i, " of shape ", inputs[i].shape.ToString(),
                        " does not broadcast into the domain ", domain.ToString()));

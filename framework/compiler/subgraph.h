@@ -112,6 +112,10 @@ struct Subgraph {
   std::string KernelName() const;
 };
 
+// True when a tensor of shape `from` broadcasts into `to` (numpy rules, right-aligned: each
+// dimension of `from` is 1 or `to`'s).
+bool BroadcastsInto(const Shape& from, const Shape& to);
+
 // 64-bit FNV-1a of `text`: the content hash statistics and keys print.
 uint64_t ContentHash(absl::string_view text);
 

@@ -42,16 +42,6 @@ absl::Status CheckHaveValues(const std::vector<int>& persistables, const VarTabl
   return absl::OkStatus();
 }
 
-std::vector<OpAccess> AccessesOf(const std::vector<OpFunc>& funcs) {
-  std::vector<OpAccess> accesses(funcs.size());
-  for (size_t f = 0; f < funcs.size(); ++f) {
-    accesses[f].reads = funcs[f].inputs;
-    accesses[f].writes = funcs[f].outputs;
-    accesses[f].random = funcs[f].random;
-  }
-  return accesses;
-}
-
 }  // namespace
 
 // Runs the pipeline (interpreter.h) over the program's global block into `out`.

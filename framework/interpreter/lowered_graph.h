@@ -18,6 +18,7 @@
 #include "core/device.h"
 #include "core/shape.h"
 #include "core/stream_id.h"
+#include "framework/interpreter/dependency_builder.h"
 #include "vm/attrs.h"
 #include "vm/blob.h"
 
@@ -74,6 +75,17 @@ struct OpFunc {
   std::vector<int> outputs;
   bool random = false;
 };
+
+// Each func's accesses (its inputs read, its outputs written), for BuildDependencies.
+inline std::vector<OpAccess> AccessesOf(const std::vector<OpFunc>& funcs) {
+  std::vector<OpAccess> accesses(funcs.size());
+  for (size_t f = 0; f < funcs.size(); ++f) {
+    accesses[f].reads = funcs[f].inputs;
+    accesses[f].writes = funcs[f].outputs;
+    accesses[f].random = funcs[f].random;
+  }
+  return accesses;
+}
 
 // A node of the lowered graph: an op func, or the release of a temporary (GC plan).
 struct Node {

@@ -12,16 +12,6 @@
 namespace sluice::framework {
 namespace {
 
-std::vector<OpAccess> Accesses(const std::vector<OpFunc>& funcs) {
-  std::vector<OpAccess> accesses(funcs.size());
-  for (size_t f = 0; f < funcs.size(); ++f) {
-    accesses[f].reads = funcs[f].inputs;
-    accesses[f].writes = funcs[f].outputs;
-    accesses[f].random = funcs[f].random;
-  }
-  return accesses;
-}
-
 // `funcs` in a topological order of `preds` (per func, over the same indices), the smallest
 // index first among the ready ones.
 std::vector<OpFunc> TopologicalOrder(std::vector<OpFunc> funcs,
@@ -57,7 +47,7 @@ std::vector<OpFunc> TopologicalOrder(std::vector<OpFunc> funcs,
 FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
                            compiler::Compiler& compiler) {
   FusionResult result;
-  const DependencyGraph deps = BuildDependencies(Accesses(funcs), vars.size());
+  const DependencyGraph deps = BuildDependencies(AccessesOf(funcs), vars.size());
   std::vector<compiler::PartitionOp> ops(funcs.size());
   for (size_t f = 0; f < funcs.size(); ++f) {
     const OpFunc& func = funcs[f];

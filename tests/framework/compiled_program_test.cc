@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -83,84 +84,86 @@ TEST(CompiledProgramTest, UlpComparisonSeesContractionAndReassociation) {
   EXPECT_GT(reassociated, 0);
 }
 
-// Losses of `steps` training steps of the demo, compiled or not.
-std::vector<std::vector<uint8_t>> DemoLosses(const Device& device, int streams, bool compile,
-                                             int steps) {
-  std::unique_ptr<eager::Context> context = program_test::NewContext(1, /*check_sync=*/true);
-  LinearRegression model = BuildLinearRegression(&context->registry()).value();
-  ExecutorOptions options;
-  options.interpreter.device = device;
-  options.interpreter.compute_streams = streams;
-  options.interpreter.compile_subgraphs = compile;
-  Executor executor(&context->registry(), context->vm(), options);
-  Scope scope;
-  EXPECT_TRUE(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
-  const Feeds feeds = {{model.x, LinearRegressionInput()}, {model.y, LinearRegressionTarget()}};
-  std::vector<std::vector<uint8_t>> losses;
-  for (int step = 0; step < steps; ++step) {
-    absl::StatusOr<RunResult> result =
-        executor.Run(model.main->desc(), feeds, {model.loss, model.weight}, &scope);
-    EXPECT_TRUE(result.ok()) << result.status();
-    if (!result.ok()) break;
-    losses.push_back(result->fetches[0].bytes);
-    losses.push_back(result->fetches[1].bytes);
-  }
-  if (compile) EXPECT_GT(executor.LastLowering()->compiled_subgraphs, 0);
-  EXPECT_EQ(context->vm()->sync_checker()->violation_count(), 0);
-  return losses;
-}
+// A training program: its programs, feeds and fetches, built on a registry.
+struct TrainingProgram {
+  ir::ProgramDesc startup;
+  ir::ProgramDesc main;
+  Feeds feeds;
+  std::vector<std::string> fetches;
+};
+using ProgramFactory = std::function<TrainingProgram(const ops::OpRegistry*)>;
 
-TEST(CompiledProgramTest, DemoLossesAreTheSameCompiledAndUnfused) {
-  for (const Device& device : {program_test::kCpu, program_test::kSim}) {
-    SCOPED_TRACE(device.ToString());
-    const int streams = device.type() == DeviceType::kSim ? 2 : 1;
-    EXPECT_EQ(DemoLosses(device, streams, true, 20), DemoLosses(device, streams, false, 20));
-  }
-}
-
-struct MlpRun {
-  std::vector<std::vector<uint8_t>> losses;
+struct TrainingRun {
+  std::vector<std::vector<uint8_t>> fetched;  // every step's fetches, in order
   LoweringStats lowering;
 };
 
-MlpRun GatedMlpLosses(const Device& device, int streams, bool compile, int steps) {
+// `steps` steps of the program `make` builds, compiled or not, in a fresh context with the
+// sync checker on.
+TrainingRun Train(const ProgramFactory& make, const Device& device, int streams, bool compile,
+                  int steps) {
   std::unique_ptr<eager::Context> context = program_test::NewContext(1, /*check_sync=*/true);
-  GatedMlpOptions mlp;
-  mlp.batch = 16;
-  mlp.features = 8;
-  mlp.hidden = 12;
-  GatedMlp model = BuildGatedMlp(&context->registry(), mlp).value();
+  const TrainingProgram program = make(&context->registry());
   ExecutorOptions options;
   options.interpreter.device = device;
   options.interpreter.compute_streams = streams;
   options.interpreter.compile_subgraphs = compile;
   Executor executor(&context->registry(), context->vm(), options);
   Scope scope;
-  EXPECT_TRUE(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
-  const Feeds feeds = {{model.x, GatedMlpInput(mlp)}, {model.y, GatedMlpTarget(mlp)}};
-  MlpRun run;
+  EXPECT_TRUE(executor.Run(program.startup, {}, {}, &scope).ok());
+  TrainingRun run;
   for (int step = 0; step < steps; ++step) {
     absl::StatusOr<RunResult> result =
-        executor.Run(model.main->desc(), feeds, {model.loss}, &scope);
+        executor.Run(program.main, program.feeds, program.fetches, &scope);
     EXPECT_TRUE(result.ok()) << result.status();
     if (!result.ok()) break;
-    run.losses.push_back(result->fetches[0].bytes);
+    for (const HostTensor& t : result->fetches) run.fetched.push_back(t.bytes);
   }
   run.lowering = executor.LastLowering().value();
   EXPECT_EQ(context->vm()->sync_checker()->violation_count(), 0);
   return run;
 }
 
+TrainingProgram Demo(const ops::OpRegistry* registry) {
+  LinearRegression model = BuildLinearRegression(registry).value();
+  return {model.startup->desc(),
+          model.main->desc(),
+          {{model.x, LinearRegressionInput()}, {model.y, LinearRegressionTarget()}},
+          {model.loss, model.weight}};
+}
+
+TEST(CompiledProgramTest, DemoLossesAreTheSameCompiledAndUnfused) {
+  for (const Device& device : {program_test::kCpu, program_test::kSim}) {
+    SCOPED_TRACE(device.ToString());
+    const int streams = device.type() == DeviceType::kSim ? 2 : 1;
+    const TrainingRun compiled = Train(Demo, device, streams, true, 20);
+    EXPECT_EQ(compiled.fetched, Train(Demo, device, streams, false, 20).fetched);
+    EXPECT_GT(compiled.lowering.compiled_subgraphs, 0);
+  }
+}
+
+TrainingProgram SmallGatedMlp(const ops::OpRegistry* registry) {
+  GatedMlpOptions mlp;
+  mlp.batch = 16;
+  mlp.features = 8;
+  mlp.hidden = 12;
+  GatedMlp model = BuildGatedMlp(registry, mlp).value();
+  return {model.startup->desc(),
+          model.main->desc(),
+          {{model.x, GatedMlpInput(mlp)}, {model.y, GatedMlpTarget(mlp)}},
+          {model.loss}};
+}
+
 TEST(CompiledProgramTest, GatedMlpWithAdamLossesAreTheSameCompiledAndUnfused) {
   for (const Device& device : {program_test::kCpu, program_test::kSim}) {
     SCOPED_TRACE(device.ToString());
     const int streams = device.type() == DeviceType::kSim ? 2 : 1;
-    const MlpRun compiled = GatedMlpLosses(device, streams, true, 15);
-    const MlpRun unfused = GatedMlpLosses(device, streams, false, 15);
-    EXPECT_EQ(compiled.losses, unfused.losses);
-    ASSERT_EQ(compiled.losses.size(), 15u);
+    const TrainingRun compiled = Train(SmallGatedMlp, device, streams, true, 15);
+    const TrainingRun unfused = Train(SmallGatedMlp, device, streams, false, 15);
+    EXPECT_EQ(compiled.fetched, unfused.fetched);
+    ASSERT_EQ(compiled.fetched.size(), 15u);
     // Training moves the loss (the comparison is of a real run).
-    EXPECT_NE(compiled.losses.front(), compiled.losses.back());
+    EXPECT_NE(compiled.fetched.front(), compiled.fetched.back());
     // Forward (tanh, sigmoid, mul, scale, add, relu) and backward parts both fuse.
     EXPECT_GE(compiled.lowering.compiled_subgraphs, 4);
     EXPECT_GE(compiled.lowering.fused_ops, 12);
