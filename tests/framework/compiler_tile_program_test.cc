@@ -376,6 +376,8 @@ TEST(TileProgramTest, BroadcastInputsMatchReference) {
     ASSERT_TRUE(program.ok());
     EXPECT_EQ(program->rows(), 15);  // [5, 1] and [3, 1, 7] keep every dimension apart
     EXPECT_EQ(program->row_elements(), 7);
+    // [7], [5, 1], [3, 1, 7] and [5, 7] are gathered; [1] and [] are scalars, [3, 5, 7] dense.
+    EXPECT_EQ(program->gathered_inputs(), 4);
   }
 }
 
@@ -403,13 +405,15 @@ TEST(TileProgramTest, UnbroadcastGroupIsOneRow) {
   ExpectMatchesReference(g, RandomInputs(rng, g), "one row");
 }
 
-// Domains of many tiles, with rows longer than a tile, at least kParallelElements elements
-// (the oneTBB path) and not.
+// Domains of many tiles, with rows longer and shorter than a tile, at least
+// kParallelElements elements (the oneTBB path) and not.
 TEST(TileProgramTest, LargeDomainsMatchReference) {
-  const std::vector<Shape> domains = {{7, 10007}, {70000}, {70, 1000}, {3, 2500}, {5000}};
+  // Short rows (the last three) make tiles span rows, so broadcast inputs are gathered.
+  const std::vector<Shape> domains = {{7, 10007}, {70000}, {70, 1000}, {20000, 5},
+                                      {3, 2500},  {5000},  {33, 37},   {5, 300, 3}};
   for (size_t k = 0; k < domains.size(); ++k) {
     const Shape& domain = domains[k];
-    if (k < 3) {
+    if (k < 4) {
       ASSERT_GE(domain.NumElements(), TileProgram::kParallelElements);
     }
     EXPECT_GT(domain.NumElements(), TileProgram::kTileElements);
@@ -523,7 +527,8 @@ TEST(TileProgramTest, SeveralOutputsOfBothDtypes) {
 // ParamOut stored over Param (sgd in place), with another output reading Param too: the
 // result must equal the reference computed from Param's original values.
 TEST(TileProgramTest, OutputInPlaceOfAnInputMatchesReference) {
-  for (const Shape& domain : {Shape({3, 5, 7}), Shape({2, 1500}), Shape({7, 10007})}) {
+  for (const Shape& domain :
+       {Shape({3, 5, 7}), Shape({2, 1500}), Shape({7, 10007}), Shape({20000, 5})}) {
     for (const DataType dtype : {DataType::kF32, DataType::kF64}) {
       Subgraph g;
       g.domain = domain;
@@ -566,7 +571,8 @@ TEST(TileProgramTest, RunIsRepeatableAndScratchMatchesThePlan) {
   ASSERT_TRUE(program.ok());
   EXPECT_EQ(program->buffers().num_buffers, PlanBuffers(g).num_buffers);
   EXPECT_EQ(program->scratch_bytes(),
-            program->buffers().num_buffers * TileProgram::kTileElements * kBufferElementBytes);
+            (program->buffers().num_buffers + program->gathered_inputs()) *
+                TileProgram::kTileElements * kBufferElementBytes);
   const std::vector<Tensor> inputs = RandomInputs(rng, g);
   std::vector<const void*> in;
   for (const Tensor& t : inputs) in.push_back(t.bytes.data());
