@@ -3,11 +3,13 @@
 // node applying the element functions of the uncompiled ops. Results are compared bit for bit
 // (two NaNs count as equal: their payloads depend on operand order). Covers f32 and f64,
 // broadcast inputs, domains of several tiles and large enough to run in parallel, empty and
-// rank-0 domains, several outputs, and an output stored over an input (in place).
+// rank-0 domains, several outputs, an output stored over an input (in place), and outputs
+// large enough for non-temporal stores, at every alignment.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -561,6 +563,47 @@ TEST(TileProgramTest, OutputInPlaceOfAnInputMatchesReference) {
       EXPECT_EQ(FirstDifference(want[0], inputs[0]), -1) << domain.ToString();
       EXPECT_EQ(FirstDifference(want[1], other_out), -1) << domain.ToString();
     }
+  }
+}
+
+// Outputs of kStreamStoreBytes or more are written with non-temporal stores: outputs at
+// every alignment modulo 16 (the copy's unaligned head and tail), one of them in place.
+TEST(TileProgramTest, StreamedOutputsMatchReference) {
+  Subgraph g;
+  g.domain = Shape({1100, 1000});
+  g.inputs = {{DataType::kF32, g.domain},
+              {DataType::kF32, Shape({1000})},
+              {DataType::kF32, Shape({1100, 1})},
+              {DataType::kF32, Shape()}};
+  auto node = [&](ExprOp op, std::vector<int> args) {
+    ExprNode n;
+    n.op = op;
+    for (size_t a = 0; a < args.size(); ++a) n.args[a] = args[a];
+    g.nodes.push_back(n);
+    return g.num_values() - 1;
+  };
+  const int prod = node(ExprOp::kMul, {1, 2});
+  const int param = node(ExprOp::kSgd, {0, prod, 3});
+  const int act = node(ExprOp::kTanh, {prod});
+  g.outputs = {param, act};
+  ASSERT_GE(g.domain.NumElements() * 4, TileProgram::kStreamStoreBytes);
+  absl::StatusOr<TileProgram> program = TileProgram::Compile(g);
+  ASSERT_TRUE(program.ok());
+  for (const int misalign : {0, 4, 8, 12}) {
+    std::mt19937 rng(static_cast<uint32_t>(31 + misalign));
+    std::vector<Tensor> inputs = RandomInputs(rng, g);
+    const std::vector<Tensor> want = Reference(g, inputs);
+    // `act` at `misalign` bytes past a 16-byte boundary; `param` over input 0 (in place).
+    std::vector<unsigned char> storage(want[1].bytes.size() + 32);
+    unsigned char* base = storage.data();
+    base += (16 - reinterpret_cast<uintptr_t>(base) % 16) % 16 + static_cast<size_t>(misalign);
+    program->Run({inputs[0].bytes.data(), inputs[1].bytes.data(), inputs[2].bytes.data(),
+                  inputs[3].bytes.data()},
+                 {inputs[0].bytes.data(), base});
+    Tensor act_out(DataType::kF32, g.domain);
+    std::memcpy(act_out.bytes.data(), base, act_out.bytes.size() - 1);
+    EXPECT_EQ(FirstDifference(want[0], inputs[0]), -1) << "misaligned by " << misalign;
+    EXPECT_EQ(FirstDifference(want[1], act_out), -1) << "misaligned by " << misalign;
   }
 }
 
