@@ -41,7 +41,26 @@ class Contraction {
 
   // True when some path leads from group `g` to op `u` through a node outside `g` (then
   // contracting u into g would close a cycle). Walks backwards from u's predecessors over
-  // the contracted graph, skipping nodes that end before g starts (edges point forward).
+  // the contracted graph, skipping nodes wholly before the lowest position a path from g can
+  // reach (ReachableFloor): edges point forward, and only entering a group that spans
+  // backwards leads to a lower position.
+  // The lowest op index a path from group `g` can reach: g's first op, lowered to the first
+  // op of every group that ends at or after the floor so far (a path can enter such a group
+  // at its late op and leave it from its early one), to a fixed point.
+  int ReachableFloor(int g) const {
+    int floor = group(g).first;
+    for (bool lowered = true; lowered;) {
+      lowered = false;
+      for (const Group& h : groups_) {
+        if (h.last >= floor && h.first < floor) {
+          floor = h.first;
+          lowered = true;
+        }
+      }
+    }
+    return floor;
+  }
+
   bool PathAround(int g, int u) {
     ++epoch_;
     std::vector<int> stack;  // op indices; a group is entered through any of its ops
@@ -51,7 +70,7 @@ class Contraction {
     for (int p : ops_[static_cast<size_t>(u)].preds) {
       if (group_of(p) != g) stack.push_back(p);
     }
-    const int start = group(g).first;
+    const int start = ReachableFloor(g);
     while (!stack.empty()) {
       const int op = stack.back();
       stack.pop_back();

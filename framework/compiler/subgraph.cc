@@ -57,6 +57,11 @@ std::string BodyText(const Subgraph& g) {
   for (const ExprNode& n : g.nodes) {
     std::string t = absl::StrCat("n:", ExprOpName(n.op), ":", DataTypeName(n.dtype));
     for (int a = 0; a < ExprOpArity(n.op); ++a) absl::StrAppend(&t, ":", n.args[a]);
+    // Arguments past the arity (which Validate rejects) still show, so that an invalid
+    // graph never shares a text (a cache key) with a valid one; Parse refuses such a text.
+    for (int a = ExprOpArity(n.op); a < 3; ++a) {
+      if (n.args[a] != -1) absl::StrAppend(&t, ":!", n.args[a]);
+    }
     if (n.op == ExprOp::kScale) {
       absl::StrAppend(&t, ":", DoubleText(n.params[0]), ":", DoubleText(n.params[1]));
     }
@@ -89,7 +94,7 @@ uint64_t ContentHash(absl::string_view text) {
   return h;
 }
 
-std::string Subgraph::CacheText() const { return BodyText(*this); }
+std::string Subgraph::CacheText() const { return ToText(); }
 
 std::string Subgraph::ToText() const {
   std::string text = BodyText(*this);

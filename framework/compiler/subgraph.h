@@ -7,7 +7,8 @@
 // arguments are earlier values, so node order is a topological order.
 //
 // The text form (ToText) names everything the compiled code depends on — op kinds, dtypes,
-// shapes, constants (17 significant digits, so Parse(ToText()) is exact) — and nothing else:
+// shapes, constants (17 significant digits, so Parse(ToText()) is exact), the names of the
+// ops it replaced — and nothing else:
 // it is the compile cache's key (with the device type) and the attribute a recorded launch
 // carries for replay. It contains no ',', '=' or whitespace (vm::AttrMap's rule for strings).
 //
@@ -98,8 +99,9 @@ struct Subgraph {
                            : nodes[static_cast<size_t>(value) - inputs.size()].dtype;
   }
 
-  // The text form (file comment). Its fused names come last and Parse keeps them, but the
-  // cache key (CacheText) leaves them out: two groups computing the same thing share code.
+  // The text form (file comment), fused names last. The cache key (CacheText) is the whole
+  // text, names included: the compiled kernel carries its name (traces, records, errors), so
+  // two groups share a kernel only when they also replace the same ops.
   std::string ToText() const;
   std::string CacheText() const;
   // InvalidArgument naming the offending token; also runs Validate.

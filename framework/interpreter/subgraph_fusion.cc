@@ -39,7 +39,7 @@ std::vector<OpFunc> TopologicalOrder(std::vector<OpFunc> funcs,
       if (--waiting[static_cast<size_t>(w)] == 0) ready.push(w);
     }
   }
-  return order;  // complete: the partition's contraction is acyclic
+  return order;  // shorter than `funcs` only if `preds` has a cycle
 }
 
 }  // namespace
@@ -116,6 +116,7 @@ FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
       if (a != b) preds[static_cast<size_t>(b)].push_back(a);
     }
   }
+  std::vector<OpFunc> original = funcs;  // what runs should the contraction be cyclic
   std::vector<OpFunc> nodes;
   nodes.reserve(total);
   for (OpFunc& func : funcs) nodes.push_back(std::move(func));
@@ -154,7 +155,18 @@ FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
   }
   // Absorbed funcs' edges point at their group through node_of: preds of a fused node are
   // the union of its ops' preds outside it (collected above via node_of of each op).
-  funcs = TopologicalOrder(std::move(ranked), ranked_preds);
+  std::vector<OpFunc> ordered = TopologicalOrder(std::move(ranked), ranked_preds);
+  if (ordered.size() != live.size()) {
+    // A cycle after contraction (the partition's rules forbid one): run everything unfused
+    // rather than drop the ops on it.
+    funcs = std::move(original);
+    result.stats.fallbacks += result.stats.subgraphs;
+    result.stats.subgraphs = 0;
+    result.stats.fused_ops = 0;
+    result.compiled.clear();
+    return result;
+  }
+  funcs = std::move(ordered);
   return result;
 }
 

@@ -234,6 +234,57 @@ TEST(CompiledProgramTest, TraceShowsOneSliceNamingTheFusedOps) {
   for (float v : d) EXPECT_NEAR(v, e, 1e-6f);
 }
 
+// A path that leaves a group through an op that precedes the group being extended: op 4
+// must not join {2}, or contracting {2, 4} and {0, 3} closes a cycle through the reduction,
+// and the ops on it would not run (c and d, persistable, would keep the startup's -7).
+TEST(CompiledProgramTest, PathsThroughEarlierGroupsPreventFusion) {
+  std::unique_ptr<eager::Context> context = program_test::NewContext(0);
+  ASSERT_NE(context, nullptr);
+  using program_test::Op;
+  using program_test::Var;
+  ir::ProgramDesc startup, main;
+  ir::BlockDesc& b = main.mutable_global_block();
+  ir::BlockDesc& s = startup.mutable_global_block();
+  for (const auto& [name, dims] : std::vector<std::pair<std::string, Shape>>{{"x", Shape({2, 3})},
+                                                                             {"y", Shape({3})},
+                                                                             {"a", Shape({2, 3})},
+                                                                             {"h", Shape({3})},
+                                                                             {"bv", Shape({3})}}) {
+    program_test::AddVar(b, Var(name, dims));
+  }
+  for (ir::BlockDesc* block : {&b, &s}) {
+    program_test::AddVar(*block, Var("c", Shape({2, 3}), true));
+    program_test::AddVar(*block, Var("d", Shape({3}), true));
+  }
+  s.AppendOp(Op("fill_constant", {}, {{"Out", {"c"}}}, program_test::Fill(Shape({2, 3}), -7)));
+  s.AppendOp(Op("fill_constant", {}, {{"Out", {"d"}}}, program_test::Fill(Shape({3}), -7)));
+  b.AppendOp(Op("exp", {{"X", {"x"}}}, {{"Out", {"a"}}}));
+  b.AppendOp(Op("reduce_sum", {{"X", {"a"}}}, {{"Out", {"h"}}},
+                vm::AttrMap().Set("axes", std::vector<int64_t>{0}).Set("keepdim", int64_t{0})));
+  b.AppendOp(Op("exp", {{"X", {"y"}}}, {{"Out", {"bv"}}}));
+  b.AppendOp(Op("add", {{"X", {"a"}}, {"Y", {"bv"}}}, {{"Out", {"c"}}}));
+  b.AppendOp(Op("add", {{"X", {"h"}}, {"Y", {"bv"}}}, {{"Out", {"d"}}}));
+  const Feeds feeds = {
+      {"x", HostTensor::FromVector(std::vector<float>{0, 1, 2, 0, 1, 2}, Shape({2, 3}))},
+      {"y", HostTensor::FromVector(std::vector<float>{0, 0.5f, 1}, Shape({3}))}};
+  std::vector<HostTensor> results[2];
+  for (int compiled = 0; compiled < 2; ++compiled) {
+    ExecutorOptions options;
+    options.interpreter.compile_subgraphs = compiled == 1;
+    Executor executor(&context->registry(), context->vm(), options);
+    Scope scope;
+    ASSERT_TRUE(executor.Run(startup, {}, {}, &scope).ok());
+    absl::StatusOr<RunResult> result = executor.Run(main, feeds, {"c", "d"}, &scope);
+    ASSERT_TRUE(result.ok()) << result.status();
+    results[compiled] = result->fetches;
+    if (compiled == 1) EXPECT_EQ(executor.LastLowering()->compiled_subgraphs, 1);
+  }
+  for (int f = 0; f < 2; ++f) {
+    EXPECT_TRUE(compiled_test::SameValues(results[0][f], results[1][f])) << f;
+    for (float v : results[1][f].ToVector<float>()) EXPECT_GT(v, 0.0f);
+  }
+}
+
 // The cuda back end compiles the kernels of these programs to PTX with NVRTC, no GPU needed
 // (all 10^3 programs' kernels: framework_long_tests).
 TEST(CompiledProgramTest, KernelsOfRandomProgramsCompileToPtx) {

@@ -212,10 +212,6 @@ TEST(PartitionTest, DoesNotMergeAcrossCycleThroughAnotherGroup) {
 //   4: d = add(h, b)     [3]     must not join G: G -> 3 (in X) ~ X -> 1 -> 4
 // Contracting {2, 4} and {0, 3} gives G -> X -> reduce -> G.
 TEST(PartitionTest, DoesNotMergeAcrossCycleThroughEarlierGroup) {
-  GTEST_SKIP() << "known bug: Contraction::PathAround prunes nodes and groups that end "
-                  "before the extended group starts, but a path can re-enter such a node "
-                  "through a group contracted earlier (here op 4 joins {2}, closing "
-                  "{2,4} -> {0,3} -> op 1 -> {2,4}); ContractionIsAcyclic is false";
   Block b;
   const int x = b.Var({2, 3}, true);
   const int y = b.Var({3}, true);
@@ -737,11 +733,9 @@ TEST(PartitionTest, RandomBlocksFollowTheRules) {
   EXPECT_GT(multi_group_blocks, 50);
 }
 
-// Seed 458 fails today, by the same pruning as DoesNotMergeAcrossCycleThroughEarlierGroup:
-// op 23 joins {14} although {14} -> 20 (in {4, 16, 20, 21}) ~ 4 -> cast 6 -> {7, 8} -> 23.
+// Seed 458 once failed by the same pruning as DoesNotMergeAcrossCycleThroughEarlierGroup:
+// op 23 joined {14} although {14} -> 20 (in {4, 16, 20, 21}) ~ 4 -> cast 6 -> {7, 8} -> 23.
 TEST(PartitionTest, RandomBlocksContractAcyclically) {
-  GTEST_SKIP() << "known bug: Contraction::PathAround prunes groups and ops that end before "
-                  "the extended group starts (seed 458 contracts to a cycle)";
   std::vector<int> cyclic;
   for (int seed = 0; seed < 500; ++seed) {
     std::mt19937 rng(static_cast<uint32_t>(seed));

@@ -234,13 +234,26 @@ Tensor RandomTensor(std::mt19937& rng, DataType dtype, const Shape& shape) {
   return t;
 }
 
+void ExpectSetMatchesReference(const Subgraph& g, const std::vector<Tensor>& inputs,
+                               const std::string& where, TileInstructionSet set);
+
 // Compiles and runs `g` on `inputs` (outputs in fresh tensors filled with a pattern), and
-// compares with the reference.
+// compares with the reference: with the best primitives this cpu runs, and with the
+// baseline ones.
 void ExpectMatchesReference(const Subgraph& g, const std::vector<Tensor>& inputs,
                             const std::string& where) {
-  SCOPED_TRACE(where + ": " + g.ToText());
+  for (TileInstructionSet set : {TileInstructionSet::kBest, TileInstructionSet::kBaseline}) {
+    ExpectSetMatchesReference(g, inputs, where, set);
+  }
+}
+
+// ExpectMatchesReference with one build of the primitives.
+void ExpectSetMatchesReference(const Subgraph& g, const std::vector<Tensor>& inputs,
+                               const std::string& where, TileInstructionSet set) {
+  SCOPED_TRACE(where + (set == TileInstructionSet::kBaseline ? " (baseline)" : " (best)") + ": " +
+               g.ToText());
   ASSERT_TRUE(g.Validate().ok()) << g.Validate();
-  absl::StatusOr<TileProgram> program = TileProgram::Compile(g);
+  absl::StatusOr<TileProgram> program = TileProgram::Compile(g, set);
   ASSERT_TRUE(program.ok()) << program.status();
   std::vector<Tensor> outputs;
   std::vector<const void*> in_ptrs;

@@ -19,8 +19,11 @@ bool UseAvx2() {
 
 }  // namespace
 
-TilePrimitive FindTilePrimitive(ExprOp op, DataType dtype, DataType arg_dtype) {
-  if (UseAvx2()) return internal::FindAvx2TilePrimitive(op, dtype, arg_dtype);
+TilePrimitive FindTilePrimitive(ExprOp op, DataType dtype, DataType arg_dtype,
+                                TileInstructionSet set) {
+  if (set == TileInstructionSet::kBest && UseAvx2()) {
+    return internal::FindAvx2TilePrimitive(op, dtype, arg_dtype);
+  }
   return internal::FindForSet<BaselineSet>(op, dtype, arg_dtype);
 }
 

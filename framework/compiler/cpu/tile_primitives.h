@@ -26,9 +26,14 @@ struct TileArg {
 // node's two constants. `out` may not alias an argument.
 using TilePrimitive = void (*)(const TileArg* args, void* out, int64_t n, const double* params);
 
+// Which build of the primitives to use: the best this cpu runs (AVX2 where it has it and
+// the AVX2 build exists), or the baseline build every x86-64 cpu runs (tests run both).
+enum class TileInstructionSet { kBest, kBaseline };
+
 // The primitive for `op` with result dtype `dtype` and argument dtype `arg_dtype` (equal
 // but for kCast); null when there is none (not a floating dtype).
-TilePrimitive FindTilePrimitive(ExprOp op, DataType dtype, DataType arg_dtype);
+TilePrimitive FindTilePrimitive(ExprOp op, DataType dtype, DataType arg_dtype,
+                                TileInstructionSet set = TileInstructionSet::kBest);
 
 }  // namespace sluice::framework::compiler::cpu
 

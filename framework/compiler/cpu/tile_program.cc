@@ -84,7 +84,7 @@ void StoreFence() {
 
 }  // namespace
 
-absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g) {
+absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g, TileInstructionSet set) {
   TileProgram p;
   p.num_inputs_ = static_cast<int>(g.inputs.size());
   p.buffers_ = PlanBuffers(g);
@@ -94,7 +94,7 @@ absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g) {
     Step step;
     step.arity = ExprOpArity(node.op);
     const DataType arg_dtype = g.dtype_of(node.args[0]);
-    step.fn = FindTilePrimitive(node.op, node.dtype, arg_dtype);
+    step.fn = FindTilePrimitive(node.op, node.dtype, arg_dtype, set);
     if (step.fn == nullptr) {
       return absl::UnimplementedError(absl::StrCat("subgraph node ", k, " (", ExprOpName(node.op),
                                                    " ", DataTypeName(node.dtype), " of ",

@@ -40,7 +40,8 @@ class TileProgram {
 
   // `graph` must be valid (Subgraph::Validate). Unimplemented naming the node when an op
   // has no primitive for its dtypes.
-  static absl::StatusOr<TileProgram> Compile(const Subgraph& graph);
+  static absl::StatusOr<TileProgram> Compile(const Subgraph& graph,
+                                             TileInstructionSet set = TileInstructionSet::kBest);
 
   // Evaluates the whole domain: inputs[i] is input i's data (dense, of its shape), outputs[o]
   // output o's (dense, of the domain's shape). Any thread; blocks until done.
