@@ -96,6 +96,8 @@ uint64_t ContentHash(absl::string_view text) {
 
 std::string Subgraph::CacheText() const { return ToText(); }
 
+std::string Subgraph::ComputationText() const { return BodyText(*this); }
+
 std::string Subgraph::ToText() const {
   std::string text = BodyText(*this);
   if (!fused.empty()) absl::StrAppend(&text, "/f:", absl::StrJoin(fused, "+"));

@@ -104,6 +104,9 @@ struct Subgraph {
   // two groups share a kernel only when they also replace the same ops.
   std::string ToText() const;
   std::string CacheText() const;
+  // The text without the fused names: what the compiled code computes (generated sources
+  // are named by its hash, so equal computations get equal code).
+  std::string ComputationText() const;
   // InvalidArgument naming the offending token; also runs Validate.
   static absl::StatusOr<Subgraph> Parse(absl::string_view text);
   // InvalidArgument unless: arguments refer to earlier values and match the arity, every

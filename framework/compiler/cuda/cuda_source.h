@@ -35,8 +35,8 @@ namespace sluice::framework::compiler {
 
 struct CudaSource {
   std::string source;  // one translation unit, no #include
-  // "sluice_fused_<16 hex digits>": the hash of the subgraph's CacheText, so equal subgraphs
-  // get equal names and sources.
+  // "sluice_fused_<16 hex digits>": the hash of the subgraph's ComputationText, so equal
+  // computations get equal names and sources.
   std::string entry;
 };
 
