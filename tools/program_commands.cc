@@ -45,18 +45,20 @@ struct CommonOptions {
   std::string record;
 };
 
-// What the subgraph compiler did for `executor`'s builds: totals, then one line per kernel.
+// What the subgraph compiler did: the program's groups (its last build), the compiler's
+// cache, then one line per kernel compiled (the startup program's included).
 void PrintCompilation(const framework::Executor& executor) {
+  const absl::StatusOr<framework::LoweringStats> lowering = executor.LastLowering();
   const framework::compiler::CompilerStats stats = executor.compiler().stats();
   std::vector<std::shared_ptr<const framework::compiler::CompiledSubgraph>> compiled =
       executor.compiler().Compiled();
-  int64_t fused = 0;
-  for (const auto& c : compiled) fused += static_cast<int64_t>(c->graph().fused.size());
   std::printf(
-      "compiled: %zu subgraphs fusing %lld ops; cache %lld hits, %lld misses, %lld failed; "
-      "compile time %.3f ms\n",
-      compiled.size(), static_cast<long long>(fused), static_cast<long long>(stats.hits),
-      static_cast<long long>(stats.misses), static_cast<long long>(stats.failures),
+      "compiled: %lld subgraphs fusing %lld ops (%lld failed to compile); cache %lld hits, "
+      "%lld misses, %zu kernels; compile time %.3f ms\n",
+      static_cast<long long>(lowering.ok() ? lowering->compiled_subgraphs : 0),
+      static_cast<long long>(lowering.ok() ? lowering->fused_ops : 0),
+      static_cast<long long>(lowering.ok() ? lowering->compile_fallbacks : 0),
+      static_cast<long long>(stats.hits), static_cast<long long>(stats.misses), compiled.size(),
       static_cast<double>(stats.compile_ns) / 1e6);
   std::sort(compiled.begin(), compiled.end(), [](const auto& a, const auto& b) {
     return a->graph().KernelName() < b->graph().KernelName();

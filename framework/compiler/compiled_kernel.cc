@@ -55,16 +55,28 @@ absl::Status TileProgramKernel::RunNow(const ops::HostArgs& args) const {
 }
 
 absl::Status RecordedSubgraphKernel::Launch(vm::KernelContext& ctx) const {
-  SLUICE_ASSIGN_OR_RETURN(const std::string text, ctx.attrs().GetString(kSubgraphAttr));
-  absl::StatusOr<Subgraph> graph = Subgraph::Parse(text);
-  if (!graph.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("op 'fused': attribute '", kSubgraphAttr, "': ", graph.status().message()));
+  auto error = [](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("op 'fused': ", what));
+  };
+  absl::StatusOr<std::string> text = ctx.attrs().GetString(kSubgraphAttr);
+  if (!text.ok()) {
+    return error(absl::StrCat("attribute '", kSubgraphAttr, "': ", text.status().message()));
   }
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledSubgraph> compiled,
-                          compiler_->Compile(*graph, ctx.stream()->device()->id().type()));
+  absl::StatusOr<Subgraph> graph = Subgraph::Parse(*text);
+  if (!graph.ok()) {
+    return error(absl::StrCat("attribute '", kSubgraphAttr, "': ", graph.status().message()));
+  }
+  absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> compiled =
+      compiler_->Compile(*graph, ctx.stream()->device()->id().type());
+  if (!compiled.ok()) {
+    return absl::Status(compiled.status().code(), absl::StrCat("op '", graph->KernelName(),
+                                                               "': ", compiled.status().message()));
+  }
+  if ((*compiled)->kernel() == nullptr) {
+    return absl::InternalError(absl::StrCat("op '", graph->KernelName(), "': no kernel"));
+  }
   // The compiled subgraph stays in the compiler's cache, which outlives the launch.
-  return compiled->kernel()->Launch(ctx);
+  return (*compiled)->kernel()->Launch(ctx);
 }
 
 bool IsCompiledSubgraphName(absl::string_view op) { return absl::StartsWith(op, "fused["); }

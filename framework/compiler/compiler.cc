@@ -1,6 +1,7 @@
 #include "framework/compiler/compiler.h"
 
 #include <chrono>
+#include <exception>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -74,12 +75,14 @@ CompileKey Compiler::MakeKey(const Subgraph& graph, DeviceType device) {
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Compile(const Subgraph& graph,
-                                                                          DeviceType device) {
-  return Compile(MakeKey(graph, device), graph);
+                                                                          DeviceType device,
+                                                                          CompileCall* call) {
+  return Compile(MakeKey(graph, device), graph, call);
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Compile(const CompileKey& key,
-                                                                          const Subgraph& graph) {
+                                                                          const Subgraph& graph,
+                                                                          CompileCall* call) {
   const DeviceType device = key.device;
   const uint64_t hash = key.content_hash;
   std::shared_ptr<Entry> entry;
@@ -93,6 +96,7 @@ absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Compile(const 
     }
     entry = slot;
   }
+  if (call != nullptr) *call = CompileCall{!compile, 0};
   if (!compile) {
     hits_.fetch_add(1, std::memory_order_relaxed);
     entry->done.WaitForNotification();
@@ -100,11 +104,21 @@ absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compiler::Compile(const 
   }
   misses_.fetch_add(1, std::memory_order_relaxed);
   const auto start = std::chrono::steady_clock::now();
-  entry->result = Build(graph, device, hash);
-  compile_ns_.fetch_add(
+  // Waiters block until Notify: nothing thrown may skip it.
+  try {
+    entry->result = Build(graph, device, hash);
+  } catch (const std::exception& e) {
+    entry->result = absl::InternalError(
+        absl::StrCat(graph.KernelName(), ": compile failed with an exception: ", e.what()));
+  } catch (...) {
+    entry->result =
+        absl::InternalError(absl::StrCat(graph.KernelName(), ": compile failed with an exception"));
+  }
+  const int64_t ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-          .count(),
-      std::memory_order_relaxed);
+          .count();
+  compile_ns_.fetch_add(ns, std::memory_order_relaxed);
+  if (call != nullptr) call->compile_ns = ns;
   if (!entry->result.ok()) failures_.fetch_add(1, std::memory_order_relaxed);
   entry->done.Notify();
   return entry->result;

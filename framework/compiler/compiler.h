@@ -93,6 +93,12 @@ struct CompileKey {
   DeviceType device = DeviceType::kCpu;
 };
 
+// What one Compile call did.
+struct CompileCall {
+  bool hit = false;        // found in the cache (compiled, or being compiled, by another call)
+  int64_t compile_ns = 0;  // this call's compile time (0 on a hit)
+};
+
 struct CompilerOptions {
   // A subgraph with more nodes fails to compile (ResourceExhausted) and runs unfused: a
   // bound on one kernel's size (generated source, registers, compile time).
@@ -108,12 +114,16 @@ class Compiler {
 
   // The compiled form of `graph` for `device`, from the cache or compiled now (then cached).
   // Errors: InvalidArgument for an invalid subgraph, Unimplemented for an op or device the
-  // back ends do not cover; cached like successes.
+  // back ends do not cover, ResourceExhausted past max_nodes, Internal should a back end
+  // throw; cached like successes. `call` (optional): what this call did, for per-build
+  // statistics that other users of a shared compiler do not disturb.
   absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compile(const Subgraph& graph,
-                                                                  DeviceType device);
+                                                                  DeviceType device,
+                                                                  CompileCall* call = nullptr);
   // The same with a key made by MakeKey(graph, device).
   absl::StatusOr<std::shared_ptr<const CompiledSubgraph>> Compile(const CompileKey& key,
-                                                                  const Subgraph& graph);
+                                                                  const Subgraph& graph,
+                                                                  CompileCall* call = nullptr);
   CompilerStats stats() const;
   // Every subgraph compiled successfully so far (finished entries), in no particular order.
   std::vector<std::shared_ptr<const CompiledSubgraph>> Compiled() const;

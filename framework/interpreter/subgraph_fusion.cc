@@ -72,14 +72,16 @@ FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
   if (groups.empty()) return result;
 
   // Compile each group; a compiled group's ops become one node (index funcs.size() + k).
-  const compiler::CompilerStats before = compiler.stats();
   std::vector<int> node_of(funcs.size());
   for (size_t f = 0; f < funcs.size(); ++f) node_of[f] = static_cast<int>(f);
   std::vector<OpFunc> fused;
   for (const compiler::PartitionGroup& group : groups) {
     const OpFunc& head = funcs[static_cast<size_t>(group.ops.front())];
+    compiler::CompileCall call;
     absl::StatusOr<std::shared_ptr<const compiler::CompiledSubgraph>> compiled =
-        compiler.Compile(group.graph, head.device.type());
+        compiler.Compile(group.graph, head.device.type(), &call);
+    result.stats.cache_hits += call.hit ? 1 : 0;
+    result.stats.compile_ns += call.compile_ns;
     if (!compiled.ok() || (*compiled)->kernel() == nullptr) {
       ++result.stats.fallbacks;
       continue;
@@ -101,9 +103,6 @@ FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
     ++result.stats.subgraphs;
     result.stats.fused_ops += static_cast<int64_t>(group.ops.size());
   }
-  const compiler::CompilerStats after = compiler.stats();
-  result.stats.cache_hits = after.hits - before.hits;
-  result.stats.compile_ns = after.compile_ns - before.compile_ns;
   if (fused.empty()) return result;
 
   // The contracted graph: surviving funcs and fused nodes, edges from the op dependences.

@@ -5,7 +5,9 @@
 #include <memory>
 #include <new>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
 
@@ -33,20 +35,6 @@ struct AlignedDelete {
   void operator()(char* p) const { ::operator delete[](p, std::align_val_t{64}); }
 };
 using Scratch = std::unique_ptr<char[], AlignedDelete>;
-// This thread's scratch, at least `bytes` (64-byte aligned), kept for the thread's next
-// tiles. A body of RunTiles runs to its end without waiting on anything, so no other use of
-// the scratch on this thread can interleave with it.
-char* ThreadScratch(int64_t bytes) {
-  thread_local Scratch scratch;
-  thread_local int64_t capacity = 0;
-  if (capacity < bytes) {
-    scratch = Scratch(
-        static_cast<char*>(::operator new[](static_cast<size_t>(bytes), std::align_val_t{64})));
-    capacity = bytes;
-  }
-  return scratch.get();
-}
-
 // memcpy with non-temporal stores where `to` is 16-byte aligned: a large output is written
 // once and not read again by this kernel, so bypassing the cache saves reading each line
 // before it is written (a third of the memory traffic of x -> y). Callers fence (StoreFence)
@@ -82,7 +70,54 @@ void StoreFence() {
 #endif
 }
 
+// Under ThreadSanitizer the tiles run on the calling thread: libtbb is not instrumented, so
+// TSan cannot see its synchronization and reports oneTBB's own task hand-offs as races. (The
+// tasks share nothing but the pool of scratch, which is locked.)
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kUninstrumentedThreads = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kUninstrumentedThreads = true;
+#else
+constexpr bool kUninstrumentedThreads = false;
+#endif
+#else
+constexpr bool kUninstrumentedThreads = false;
+#endif
+
 }  // namespace
+
+// Scratch blocks of one size, reused: a run takes one per task and gives it back. Thread-safe.
+class TileProgram::ScratchPool {
+ public:
+  explicit ScratchPool(int64_t bytes) : bytes_(bytes) {}
+  Scratch Take() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!free_.empty()) {
+        Scratch scratch = std::move(free_.back());
+        free_.pop_back();
+        return scratch;
+      }
+    }
+    return Scratch(static_cast<char*>(::operator new[](
+        static_cast<size_t>(std::max<int64_t>(bytes_, 64)), std::align_val_t{64})));
+  }
+  void Give(Scratch scratch) {
+    absl::MutexLock lock(&mu_);
+    free_.push_back(std::move(scratch));
+  }
+
+ private:
+  const int64_t bytes_;
+  absl::Mutex mu_;
+  std::vector<Scratch> free_ ABSL_GUARDED_BY(mu_);  // at most one per concurrent task
+};
+
+TileProgram::TileProgram() = default;
+TileProgram::TileProgram(TileProgram&&) noexcept = default;
+TileProgram& TileProgram::operator=(TileProgram&&) noexcept = default;
+TileProgram::~TileProgram() = default;
 
 absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g, TileInstructionSet set) {
   TileProgram p;
@@ -163,6 +198,7 @@ absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g, TileInstruct
   int64_t output_bytes = 0;
   for (const OutputSlot& slot : p.outputs_) output_bytes += p.elements_ * slot.element_bytes;
   p.stream_stores_ = output_bytes >= kStreamStoreBytes;
+  p.scratch_ = std::make_unique<ScratchPool>(p.scratch_bytes());
   return p;
 }
 
@@ -255,17 +291,20 @@ void TileProgram::RunTiles(int64_t begin, int64_t end, char* scratch,
 
 void TileProgram::Run(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) const {
   if (tiles_ == 0) return;
-  if (elements_ < kParallelElements || tiles_ < 2) {
-    RunTiles(0, tiles_, ThreadScratch(scratch_bytes()), inputs, outputs);
+  auto run = [&](int64_t begin, int64_t end) {
+    Scratch scratch = scratch_->Take();
+    RunTiles(begin, end, scratch.get(), inputs, outputs);
+    scratch_->Give(std::move(scratch));
+  };
+  if (elements_ < kParallelElements || tiles_ < 2 || kUninstrumentedThreads) {
+    run(0, tiles_);
     return;
   }
   // Enough tiles per task that a task's start-up is noise.
   const int64_t grain = std::max<int64_t>(1, (kParallelElements / 4) / kTileElements);
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, tiles_, static_cast<size_t>(grain)),
-                    [&](const tbb::blocked_range<int64_t>& range) {
-                      RunTiles(range.begin(), range.end(), ThreadScratch(scratch_bytes()), inputs,
-                               outputs);
-                    });
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, tiles_, static_cast<size_t>(grain)),
+      [&](const tbb::blocked_range<int64_t>& range) { run(range.begin(), range.end()); });
 }
 
 }  // namespace sluice::framework::compiler::cpu

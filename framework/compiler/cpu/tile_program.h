@@ -7,17 +7,20 @@
 // it is; a broadcast one with stride 1 or 0 along the tile when the tile lies within one row
 // of the collapsed domain (adjacent dimensions merged wherever every input stays contiguous
 // across them), else gathered into a tile buffer of its own row by row — so short rows still
-// run full tiles. Large domains are split by tiles across cores with oneTBB.
+// run full tiles. Large domains are split by tiles across cores with oneTBB (not in
+// ThreadSanitizer builds, where libtbb's synchronization is invisible to the checker).
 //
 // Outputs are stored only after every node of a tile is computed, so an output may be the
 // same tensor as an input (an in-place update such as sgd's ParamOut = Param): each tile
 // reads an element before any store to it.
 //
-// Immutable after Compile; Run is thread-safe (each call uses scratch of its own).
+// Immutable after Compile but for its pool of scratch; Run is thread-safe (each call, and
+// each task of a split call, takes scratch of its own from the pool and gives it back).
 #ifndef SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PROGRAM_H_
 #define SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PROGRAM_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,6 +33,10 @@ namespace sluice::framework::compiler::cpu {
 
 class TileProgram {
  public:
+  TileProgram(TileProgram&&) noexcept;
+  TileProgram& operator=(TileProgram&&) noexcept;
+  ~TileProgram();
+
   // Elements per tile: a buffer of f32 is 4 KiB, of f64 8 KiB.
   static constexpr int64_t kTileElements = 1024;
   // Domains at least this large are split across cores.
@@ -79,6 +86,8 @@ class TileProgram {
     int64_t element_bytes = 4;
   };
 
+  TileProgram();
+
   // Runs tiles [begin, end) with `scratch` (scratch_bytes(), 64-byte aligned).
   void RunTiles(int64_t begin, int64_t end, char* scratch, absl::Span<const void* const> inputs,
                 absl::Span<void* const> outputs) const;
@@ -101,6 +110,8 @@ class TileProgram {
   int64_t tiles_ = 0;
   int gathered_inputs_ = 0;
   bool stream_stores_ = false;
+  class ScratchPool;
+  std::unique_ptr<ScratchPool> scratch_;  // scratch_bytes() each, reused across runs
   BufferPlan buffers_;
 };
 

@@ -17,8 +17,8 @@ namespace sluice::framework::compiler::cpu::internal {
 
 namespace ew = ::sluice::ops::internal::elementwise;
 
-// out[0..n) = v. A plain loop, not std::fill: every function here is a template of the
-// instruction set, so no instantiation is shared between the builds for different sets.
+// out[0..n) = v. A plain loop, always inlined, rather than std::fill: a library template
+// instantiated in the AVX2 build could be shared with baseline callers.
 template <typename T>
 SLUICE_ELEMENTWISE_INLINE void Fill(T* out, int64_t n, T v) {
   for (int64_t i = 0; i < n; ++i) out[i] = v;
