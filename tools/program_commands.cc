@@ -45,10 +45,10 @@ struct CommonOptions {
   std::string record;
 };
 
-// What the subgraph compiler did: the program's groups (its last build), the compiler's
-// cache, then one line per kernel compiled (the startup program's included).
-void PrintCompilation(const framework::Executor& executor) {
-  const absl::StatusOr<framework::LoweringStats> lowering = executor.LastLowering();
+// What the subgraph compiler did: the program's groups (`lowering`, its build), the
+// compiler's cache, then one line per kernel compiled (the startup program's included).
+void PrintCompilation(const framework::Executor& executor,
+                      const absl::StatusOr<framework::LoweringStats>& lowering) {
   const framework::compiler::CompilerStats stats = executor.compiler().stats();
   std::vector<std::shared_ptr<const framework::compiler::CompiledSubgraph>> compiled =
       executor.compiler().Compiled();
@@ -210,6 +210,7 @@ int RunMain(int argc, char** argv) {
     }
   }
   framework::StepStats last;
+  absl::StatusOr<framework::LoweringStats> lowering = absl::NotFoundError("no step ran");
   for (int step = 1; step <= common.steps; ++step) {
     framework::RunOptions run_options;
     if (step == common.steps) run_options.trace_path = common.trace;
@@ -222,6 +223,7 @@ int RunMain(int argc, char** argv) {
     }
     std::printf("\n");
     last = result->stats;
+    lowering = executor.LastLowering();  // the program's build (--save builds another)
   }
   if (!save_dir.empty()) {
     if (absl::Status saved = io::SavePersistables(executor, *program, &scope, save_dir);
@@ -236,7 +238,7 @@ int RunMain(int argc, char** argv) {
   if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return ReportFailure("run", shut);
   std::printf("summary: %d steps on %s; last %s\n", common.steps, common.device.ToString().c_str(),
               last.ToString().c_str());
-  if (!common.no_compile) PrintCompilation(executor);
+  if (!common.no_compile) PrintCompilation(executor, lowering);
   if (!common.trace.empty()) std::printf("trace: %s\n", common.trace.c_str());
   if (common.check_sync) {
     const int64_t violations = context->vm()->sync_checker()->violation_count();
