@@ -32,25 +32,35 @@ absl::Status TileProgramKernel::Check(const ops::HostArgs& args) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ops::HostWork> TileProgramKernel::Prepare(const ops::HostArgs& args) const {
-  SLUICE_RETURN_IF_ERROR(Check(args));
+namespace {
+
+// The operands' data pointers, in order: what TileProgram::Run takes.
+struct Operands {
   absl::InlinedVector<const void*, 8> in;
   absl::InlinedVector<void*, 4> out;
-  for (const ops::HostTensor& t : args.inputs) in.push_back(t.data);
-  for (const ops::HostTensor& t : args.outputs) out.push_back(t.data);
-  return ops::HostWork([program = program_, in = std::move(in), out = std::move(out)] {
-    program->Run(in, out);
+};
+Operands OperandsOf(const ops::HostArgs& args) {
+  Operands operands;
+  for (const ops::HostTensor& t : args.inputs) operands.in.push_back(t.data);
+  for (const ops::HostTensor& t : args.outputs) operands.out.push_back(t.data);
+  return operands;
+}
+
+}  // namespace
+
+absl::StatusOr<ops::HostWork> TileProgramKernel::Prepare(const ops::HostArgs& args) const {
+  SLUICE_RETURN_IF_ERROR(Check(args));
+  return ops::HostWork([program = program_, operands = OperandsOf(args)] {
+    program->Run(operands.in, operands.out);
     return absl::OkStatus();
   });
 }
 
+// Prepare's work, done at once: no work object to build on the stream that runs it now.
 absl::Status TileProgramKernel::RunNow(const ops::HostArgs& args) const {
   SLUICE_RETURN_IF_ERROR(Check(args));
-  absl::InlinedVector<const void*, 8> in;
-  absl::InlinedVector<void*, 4> out;
-  for (const ops::HostTensor& t : args.inputs) in.push_back(t.data);
-  for (const ops::HostTensor& t : args.outputs) out.push_back(t.data);
-  program_->Run(in, out);
+  const Operands operands = OperandsOf(args);
+  program_->Run(operands.in, operands.out);
   return absl::OkStatus();
 }
 

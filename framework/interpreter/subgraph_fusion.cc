@@ -1,6 +1,5 @@
 #include "framework/interpreter/subgraph_fusion.h"
 
-#include <algorithm>
 #include <functional>
 #include <queue>
 #include <utility>
@@ -12,11 +11,12 @@
 namespace sluice::framework {
 namespace {
 
-// `funcs` in a topological order of `preds` (per func, over the same indices), the smallest
-// index first among the ready ones.
-std::vector<OpFunc> TopologicalOrder(std::vector<OpFunc> funcs,
-                                     const std::vector<std::vector<int>>& preds) {
-  const size_t n = funcs.size();
+// The nodes not `skip`ped in a topological order of `preds` (per node, over the same indices;
+// skipped nodes have none and are no one's), the ready node of smallest `key` first. Shorter
+// than the nodes not skipped only if `preds` has a cycle.
+std::vector<int> TopologicalOrder(const std::vector<std::vector<int>>& preds,
+                                  const std::vector<int>& key, const std::vector<bool>& skip) {
+  const size_t n = preds.size();
   std::vector<std::vector<int>> succ(n);
   std::vector<int> waiting(n, 0);
   for (size_t b = 0; b < n; ++b) {
@@ -25,21 +25,21 @@ std::vector<OpFunc> TopologicalOrder(std::vector<OpFunc> funcs,
       ++waiting[b];
     }
   }
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  using Ready = std::pair<int, int>;  // (key, node)
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
   for (size_t v = 0; v < n; ++v) {
-    if (waiting[v] == 0) ready.push(static_cast<int>(v));
+    if (!skip[v] && waiting[v] == 0) ready.push({key[v], static_cast<int>(v)});
   }
-  std::vector<OpFunc> order;
-  order.reserve(n);
+  std::vector<int> order;
   while (!ready.empty()) {
-    const int v = ready.top();
+    const int v = ready.top().second;
     ready.pop();
-    order.push_back(std::move(funcs[static_cast<size_t>(v)]));
+    order.push_back(v);
     for (int w : succ[static_cast<size_t>(v)]) {
-      if (--waiting[static_cast<size_t>(w)] == 0) ready.push(w);
+      if (--waiting[static_cast<size_t>(w)] == 0) ready.push({key[static_cast<size_t>(w)], w});
     }
   }
-  return order;  // shorter than `funcs` only if `preds` has a cycle
+  return order;
 }
 
 }  // namespace
@@ -71,9 +71,13 @@ FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
   const std::vector<compiler::PartitionGroup> groups = compiler::Partition(ops, pvars);
   if (groups.empty()) return result;
 
-  // Compile each group; a compiled group's ops become one node (index funcs.size() + k).
-  std::vector<int> node_of(funcs.size());
-  for (size_t f = 0; f < funcs.size(); ++f) node_of[f] = static_cast<int>(f);
+  // Compile each group; a compiled group's ops become one node (index funcs.size() + k),
+  // which sorts where its first op was.
+  const size_t n = funcs.size();
+  std::vector<int> node_of(n);
+  for (size_t f = 0; f < n; ++f) node_of[f] = static_cast<int>(f);
+  std::vector<int> key(n);
+  for (size_t f = 0; f < n; ++f) key[f] = static_cast<int>(f);
   std::vector<OpFunc> fused;
   for (const compiler::PartitionGroup& group : groups) {
     const OpFunc& head = funcs[static_cast<size_t>(group.ops.front())];
@@ -96,8 +100,8 @@ FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
     func.stream = head.stream;
     func.inputs = group.input_vars;
     func.outputs = group.output_vars;
-    for (int f : group.ops)
-      node_of[static_cast<size_t>(f)] = static_cast<int>(funcs.size() + fused.size());
+    for (int f : group.ops) node_of[static_cast<size_t>(f)] = static_cast<int>(n + fused.size());
+    key.push_back(group.ops.front());  // ascending: its first op
     fused.push_back(std::move(func));
     result.compiled.push_back(*std::move(compiled));
     ++result.stats.subgraphs;
@@ -105,65 +109,38 @@ FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
   }
   if (fused.empty()) return result;
 
-  // The contracted graph: surviving funcs and fused nodes, edges from the op dependences.
-  const size_t total = funcs.size() + fused.size();
+  // The contracted graph: surviving funcs and fused nodes, edges from the op dependences (a
+  // fused node gets the union of its ops' edges from outside it); absorbed funcs drop out.
+  const size_t total = n + fused.size();
   std::vector<std::vector<int>> preds(total);
-  for (size_t f = 0; f < funcs.size(); ++f) {
+  std::vector<bool> absorbed(total, false);
+  size_t live = total;
+  for (size_t f = 0; f < n; ++f) {
     const int b = node_of[f];
+    if (b != static_cast<int>(f)) {
+      absorbed[f] = true;
+      --live;
+    }
     for (int p : deps.predecessors[f]) {
       const int a = node_of[static_cast<size_t>(p)];
       if (a != b) preds[static_cast<size_t>(b)].push_back(a);
     }
   }
-  std::vector<OpFunc> original = funcs;  // what runs should the contraction be cyclic
-  std::vector<OpFunc> nodes;
-  nodes.reserve(total);
-  for (OpFunc& func : funcs) nodes.push_back(std::move(func));
-  for (OpFunc& func : fused) nodes.push_back(std::move(func));
-  // Absorbed funcs drop out: give them no edges and filter them after ordering.
-  std::vector<bool> absorbed(total, false);
-  for (size_t f = 0; f < node_of.size(); ++f) absorbed[f] = node_of[f] != static_cast<int>(f);
-  // A fused node sorts where its first op was: map each node to a priority by renumbering.
-  std::vector<int> first_op(total);
-  for (size_t v = 0; v < total; ++v) first_op[v] = static_cast<int>(v);
-  for (size_t f = funcs.size(); f-- > 0;) {
-    if (absorbed[f]) first_op[static_cast<size_t>(node_of[f])] = static_cast<int>(f);
-  }
-  // Renumber nodes by (first op) so that TopologicalOrder's smallest-index rule follows the
-  // program order.
-  std::vector<int> live;
-  for (size_t v = 0; v < total; ++v) {
-    if (!absorbed[v]) live.push_back(static_cast<int>(v));
-  }
-  std::sort(live.begin(), live.end(), [&](int a, int b) {
-    return first_op[static_cast<size_t>(a)] < first_op[static_cast<size_t>(b)];
-  });
-  std::vector<int> rank(total, -1);
-  for (size_t r = 0; r < live.size(); ++r) rank[static_cast<size_t>(live[r])] = static_cast<int>(r);
-  std::vector<OpFunc> ranked(live.size());
-  std::vector<std::vector<int>> ranked_preds(live.size());
-  for (size_t r = 0; r < live.size(); ++r) {
-    const size_t v = static_cast<size_t>(live[r]);
-    ranked[r] = std::move(nodes[v]);
-    for (int a : preds[v]) {
-      const int ra = rank[static_cast<size_t>(a)];
-      if (std::find(ranked_preds[r].begin(), ranked_preds[r].end(), ra) == ranked_preds[r].end()) {
-        ranked_preds[r].push_back(ra);
-      }
-    }
-  }
-  // Absorbed funcs' edges point at their group through node_of: preds of a fused node are
-  // the union of its ops' preds outside it (collected above via node_of of each op).
-  std::vector<OpFunc> ordered = TopologicalOrder(std::move(ranked), ranked_preds);
-  if (ordered.size() != live.size()) {
+  const std::vector<int> order = TopologicalOrder(preds, key, absorbed);
+  if (order.size() != live) {
     // A cycle after contraction (the partition's rules forbid one): run everything unfused
-    // rather than drop the ops on it.
-    funcs = std::move(original);
+    // rather than drop the ops on it. `funcs` is untouched so far.
     result.stats.fallbacks += result.stats.subgraphs;
     result.stats.subgraphs = 0;
     result.stats.fused_ops = 0;
     result.compiled.clear();
     return result;
+  }
+  std::vector<OpFunc> ordered;
+  ordered.reserve(live);
+  for (int v : order) {
+    const size_t u = static_cast<size_t>(v);
+    ordered.push_back(u < n ? std::move(funcs[u]) : std::move(fused[u - n]));
   }
   funcs = std::move(ordered);
   return result;

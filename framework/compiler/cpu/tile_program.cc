@@ -123,7 +123,6 @@ absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g, TileInstruct
   TileProgram p;
   p.num_inputs_ = static_cast<int>(g.inputs.size());
   p.buffers_ = PlanBuffers(g);
-  p.buffer_of_ = p.buffers_.buffer_of;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const ExprNode& node = g.nodes[k];
     Step step;
@@ -136,14 +135,14 @@ absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g, TileInstruct
                                                    DataTypeName(arg_dtype), "): no cpu primitive"));
     }
     for (int a = 0; a < 3; ++a) step.args[a] = node.args[a];
-    step.out = p.buffer_of_[static_cast<size_t>(p.num_inputs_) + k];
+    step.out = p.buffers_.buffer_of[static_cast<size_t>(p.num_inputs_) + k];
     step.params[0] = node.params[0];
     step.params[1] = node.params[1];
     p.steps_.push_back(step);
   }
   for (int o : g.outputs) {
-    p.outputs_.push_back(
-        {p.buffer_of_[static_cast<size_t>(o)], static_cast<int64_t>(SizeOf(g.dtype_of(o)))});
+    p.outputs_.push_back({p.buffers_.buffer_of[static_cast<size_t>(o)],
+                          static_cast<int64_t>(SizeOf(g.dtype_of(o)))});
   }
 
   // Collapse the domain: drop size-1 dimensions, then merge a dimension into the next inner
@@ -269,9 +268,10 @@ void TileProgram::RunTiles(int64_t begin, int64_t end, char* scratch,
       TileArg args[3];
       for (int a = 0; a < step.arity; ++a) {
         const int v = step.args[a];
-        args[a] = v < num_inputs_
-                      ? in_args[v]
-                      : TileArg{scratch + buffer_of_[static_cast<size_t>(v)] * kBufferBytes, 1};
+        args[a] =
+            v < num_inputs_
+                ? in_args[v]
+                : TileArg{scratch + buffers_.buffer_of[static_cast<size_t>(v)] * kBufferBytes, 1};
       }
       step.fn(args, scratch + step.out * kBufferBytes, n, step.params);
     }

@@ -102,7 +102,6 @@ class TileProgram {
   std::vector<Step> steps_;
   std::vector<InputLayout> inputs_;
   std::vector<OutputSlot> outputs_;
-  std::vector<int> buffer_of_;       // per value (-1: an input)
   std::vector<int64_t> outer_dims_;  // collapsed, outermost first
   int64_t inner_ = 1;                // elements per row
   int64_t rows_ = 1;
