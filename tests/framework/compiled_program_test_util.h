@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/shape.h"
 #include "framework/compiler/compiler.h"
 #include "framework/executor/executor.h"
 #include "framework/ir/program_desc.h"
@@ -30,17 +31,6 @@ struct RandomElementwiseProgram {
   std::vector<std::pair<std::string, HostTensor>> feeds;
   std::vector<std::string> fetches;
 };
-
-inline Shape BroadcastOf(const Shape& a, const Shape& b) {
-  const int rank = std::max(a.rank(), b.rank());
-  std::vector<int64_t> dims(static_cast<size_t>(rank), 1);
-  for (int i = 0; i < rank; ++i) {
-    const int ia = i - (rank - a.rank()), ib = i - (rank - b.rank());
-    const int64_t da = ia >= 0 ? a.dim(ia) : 1, db = ib >= 0 ? b.dim(ib) : 1;
-    dims[static_cast<size_t>(i)] = std::max(da, db);
-  }
-  return Shape(dims);
-}
 
 // `on_streams`: some ops carry a "stream" attribute (compute:0 or compute:1).
 inline RandomElementwiseProgram MakeRandomElementwiseProgram(uint32_t seed, bool on_streams) {
@@ -92,7 +82,7 @@ inline RandomElementwiseProgram MakeRandomElementwiseProgram(uint32_t seed, bool
     const int kind = uniform(0, 99);
     if (kind < 42) {
       const Value x = random_value(), y = random_value();
-      const std::string out = new_var(BroadcastOf(x.shape, y.shape));
+      const std::string out = new_var(BroadcastShapes(x.shape, y.shape).value());
       b.AppendOp(Op(kBinary[uniform(0, 5)], {{"X", {x.name}}, {"Y", {y.name}}}, {{"Out", {out}}},
                     attrs({})));
     } else if (kind < 60) {
