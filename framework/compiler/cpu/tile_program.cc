@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "framework/compiler/domain_indexing.h"
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
 
@@ -17,19 +18,6 @@
 
 namespace sluice::framework::compiler::cpu {
 namespace {
-
-// Strides (in elements) of a dense tensor of `shape` over the `domain`'s dimensions:
-// right-aligned, 0 where the tensor has size 1 or no dimension (broadcast).
-std::vector<int64_t> DomainStrides(const Shape& shape, const Shape& domain) {
-  std::vector<int64_t> strides(static_cast<size_t>(domain.rank()), 0);
-  int64_t stride = 1;
-  for (int i = shape.rank() - 1; i >= 0; --i) {
-    const int d = i + domain.rank() - shape.rank();
-    if (shape.dim(i) != 1) strides[static_cast<size_t>(d)] = stride;
-    stride *= shape.dim(i);
-  }
-  return strides;
-}
 
 struct AlignedDelete {
   void operator()(char* p) const { ::operator delete[](p, std::align_val_t{64}); }
@@ -145,51 +133,36 @@ absl::StatusOr<TileProgram> TileProgram::Compile(const Subgraph& g, TileInstruct
                           static_cast<int64_t>(SizeOf(g.dtype_of(o)))});
   }
 
-  // Collapse the domain: drop size-1 dimensions, then merge a dimension into the next inner
-  // one wherever every input (and the dense output) stays contiguous across the two.
-  std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> strides(g.inputs.size());
-  std::vector<std::vector<int64_t>> full(g.inputs.size());
-  for (size_t i = 0; i < g.inputs.size(); ++i) full[i] = DomainStrides(g.inputs[i].shape, g.domain);
-  for (int d = 0; d < g.domain.rank(); ++d) {
-    const int64_t size = g.domain.dim(d);
-    if (size == 1) continue;
-    bool merge = !dims.empty();
-    for (size_t i = 0; merge && i < g.inputs.size(); ++i) {
-      merge = strides[i].back() == full[i][static_cast<size_t>(d)] * size;
-    }
-    if (merge) {
-      dims.back() *= size;
-      for (size_t i = 0; i < g.inputs.size(); ++i)
-        strides[i].back() = full[i][static_cast<size_t>(d)];
-    } else {
-      dims.push_back(size);
-      for (size_t i = 0; i < g.inputs.size(); ++i)
-        strides[i].push_back(full[i][static_cast<size_t>(d)]);
-    }
+  // Where each input is read (domain_indexing.h, shared with the cuda back end): in place
+  // (one element, or the domain's), or through the collapsed domain's rows.
+  const DomainIndexing indexing = MakeDomainIndexing(g);
+  p.elements_ = g.domain.NumElements();
+  if (indexing.dims.empty()) {  // nothing broadcast: one row
+    p.inner_ = std::max<int64_t>(p.elements_, 1);
+  } else {
+    p.inner_ = indexing.dims.back();
+    p.outer_dims_.assign(indexing.dims.begin(), indexing.dims.end() - 1);
   }
-  if (dims.empty()) {  // a domain of one element
-    dims.push_back(1);
-    for (auto& s : strides) s.push_back(0);
-  }
-  p.inner_ = dims.back();
-  p.outer_dims_.assign(dims.begin(), dims.end() - 1);
   p.rows_ = 1;
   for (int64_t d : p.outer_dims_) p.rows_ *= d;
-  p.elements_ = p.rows_ * p.inner_;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     InputLayout layout;
     layout.element_bytes = static_cast<int64_t>(SizeOf(g.inputs[i].dtype));
-    const int64_t size = g.inputs[i].shape.NumElements();
-    if (size == p.elements_) {
-      layout.kind = InputLayout::Kind::kDense;  // broadcasts by leading 1s only
-    } else if (size == 1) {
-      layout.kind = InputLayout::Kind::kScalar;
-    } else {
-      layout.kind = InputLayout::Kind::kBroadcast;
-      layout.inner_stride = strides[i].back();  // 0 or 1: the innermost non-broadcast stride
-      layout.outer_strides.assign(strides[i].begin(), strides[i].end() - 1);
-      layout.gather = p.buffers_.num_buffers + p.gathered_inputs_++;
+    switch (indexing.access[i]) {
+      case DomainIndexing::Access::kFlat:
+        layout.kind = InputLayout::Kind::kDense;
+        break;
+      case DomainIndexing::Access::kScalar:
+        layout.kind = InputLayout::Kind::kScalar;
+        break;
+      case DomainIndexing::Access::kStrided: {
+        const std::vector<int64_t>& strides = indexing.strides[i];
+        layout.kind = InputLayout::Kind::kBroadcast;
+        layout.inner_stride = strides.back();  // 0 or 1: the innermost non-broadcast stride
+        layout.outer_strides.assign(strides.begin(), strides.end() - 1);
+        layout.gather = p.buffers_.num_buffers + p.gathered_inputs_++;
+        break;
+      }
     }
     p.inputs_.push_back(std::move(layout));
   }

@@ -5,10 +5,11 @@
 // L1 — before its outputs are stored. Buffers are assigned by the buffer plan
 // (buffer_plan.h). Inputs are read in place: one of the domain's shape (or one element) as
 // it is; a broadcast one with stride 1 or 0 along the tile when the tile lies within one row
-// of the collapsed domain (adjacent dimensions merged wherever every input stays contiguous
-// across them), else gathered into a tile buffer of its own row by row — so short rows still
-// run full tiles. Large domains are split by tiles across cores with oneTBB (not in
-// ThreadSanitizer builds, where libtbb's synchronization is invisible to the checker).
+// of the collapsed domain (domain_indexing.h, as the cuda back end reads it: adjacent
+// dimensions merged wherever every broadcast input stays contiguous across them), else
+// gathered into a tile buffer of its own row by row — so short rows still run full tiles. Large
+// domains are split by tiles across cores with oneTBB (not in ThreadSanitizer builds, where
+// libtbb's synchronization is invisible to the checker).
 //
 // Outputs are stored only after every node of a tile is computed, so an output may be the
 // same tensor as an input (an in-place update such as sgd's ParamOut = Param): each tile
