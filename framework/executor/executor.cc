@@ -28,6 +28,10 @@ const absl::StatusOr<RunResult>& RunHandle::Wait() {
   return result_;
 }
 
+bool RunHandle::WaitFor(absl::Duration timeout) {
+  return done_.WaitForNotificationWithTimeout(timeout);
+}
+
 Executor::Executor(const ops::OpRegistry* registry, vm::VirtualMachine* vm, ExecutorOptions options)
     : registry_(registry),
       vm_(vm),

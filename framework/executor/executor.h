@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/interpreter/interpreter.h"
 #include "framework/interpreter/scope.h"
@@ -130,6 +131,10 @@ class RunHandle {
   void Cancel();
   // Blocks until the run completed (after its callback returned).
   const absl::StatusOr<RunResult>& Wait();
+  // Blocks until the run completed or `timeout` passed; whether it completed (then Wait()
+  // returns at once). For callers that must stay responsive while a run goes on, such as a
+  // host language checking for an interrupt between waits.
+  bool WaitFor(absl::Duration timeout);
   bool done() const { return done_.HasBeenNotified(); }
 
  private:
