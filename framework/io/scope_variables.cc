@@ -9,8 +9,7 @@
 
 namespace sluice::framework::io {
 
-absl::StatusOr<HostTensor> ReadVariable(Executor& executor, Scope* scope,
-                                        const std::string& name) {
+absl::StatusOr<HostTensor> ReadVariable(Executor& executor, Scope* scope, const std::string& name) {
   const vm::BlobRef* blob = scope->Find(name);
   if (blob == nullptr || *blob == nullptr) {
     return absl::NotFoundError(absl::StrCat("variable '", name, "' is not in the scope"));
@@ -37,9 +36,9 @@ absl::Status WriteVariable(Executor& executor, Scope* scope, const std::string& 
   if (name.empty()) return absl::InvalidArgumentError("WriteVariable: empty variable name");
   const size_t expected = static_cast<size_t>(value.shape.NumElements()) * SizeOf(value.dtype);
   if (value.bytes.size() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "variable '", name, "': ", value.bytes.size(), " bytes given for ",
-        DataTypeName(value.dtype), value.shape.ToString(), " (", expected, " bytes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "': ", value.bytes.size(), " bytes given for ",
+                     DataTypeName(value.dtype), value.shape.ToString(), " (", expected, " bytes)"));
   }
   // A variable of another dtype or shape is replaced, not converted: drop it first, so the
   // writer program binds a fresh one.

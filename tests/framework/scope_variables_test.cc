@@ -36,9 +36,9 @@ class ScopeVariablesTest : public ::testing::Test {
 
 TEST_F(ScopeVariablesTest, WriteIsSeenByTheNextRunAndReadSeesItsResult) {
   Scope scope;
-  ASSERT_TRUE(WriteVariable(*executor_, &scope, "w",
-                            HostTensor::FromVector<float>({1, 2, 3}, Shape({3})))
-                  .ok());
+  ASSERT_TRUE(
+      WriteVariable(*executor_, &scope, "w", HostTensor::FromVector<float>({1, 2, 3}, Shape({3})))
+          .ok());
   // w = w * 2 (scale), a persistable updated in place.
   ir::ProgramDesc program;
   ir::BlockDesc& block = program.mutable_global_block();

@@ -1,0 +1,252 @@
+// sluice._sluice.Executor and Scope: framework::Executor runs with host or device-resident
+// feeds and fetches, interruptible waits (Ctrl-C cancels the run), scope variables read
+// and written by name, and persistables saved and loaded.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "framework/executor/executor.h"
+#include "framework/interpreter/scope.h"
+#include "framework/io/persistables.h"
+#include "framework/io/scope_variables.h"
+#include "python/src/bindings.h"
+
+namespace sluice::python {
+namespace {
+
+// Persistable variables live here between runs. Destroyed before the context it keeps
+// alive (member order), so no blob outlives its VM. The executors that read and write
+// single variables are made per device on first use.
+struct PyScope {
+  explicit PyScope(eager::Context ctx) : context(std::move(ctx)) {}
+  framework::Executor& IoExecutor(Device device) {
+    std::unique_ptr<framework::Executor>& exe = io_executors[device.ToString()];
+    if (exe == nullptr) {
+      framework::ExecutorOptions options;
+      options.interpreter.device = device;
+      exe = std::make_unique<framework::Executor>(&context.registry(), context.vm(), options);
+    }
+    return *exe;
+  }
+  eager::Context context;
+  framework::Scope scope;
+  std::map<std::string, std::unique_ptr<framework::Executor>> io_executors;
+};
+
+struct PyExecutor {
+  PyExecutor(eager::Context ctx, framework::ExecutorOptions options)
+      : context(std::move(ctx)),
+        executor(std::make_unique<framework::Executor>(&context.registry(), context.vm(),
+                                                       std::move(options))) {}
+  eager::Context context;
+  Device device;
+  std::unique_ptr<framework::Executor> executor;
+};
+
+void CheckSameVm(const eager::Context& a, const eager::Context& b, const char* what) {
+  if (a.vm() != b.vm()) {
+    throw StatusError(absl::InvalidArgumentError(
+        absl::StrCat(what, " belongs to another sluice.Context than the executor")));
+  }
+}
+
+// Waits for `handle` with the GIL released, waking every 20 ms to let Python handle
+// signals: a KeyboardInterrupt (or any exception a signal handler raises) cancels the run,
+// waits for it to stop, and propagates. The scope keeps what finished ops wrote.
+const absl::StatusOr<framework::RunResult>& WaitInterruptibly(framework::RunHandle& handle) {
+  for (;;) {
+    bool done;
+    {
+      nb::gil_scoped_release release;
+      done = handle.WaitFor(absl::Milliseconds(20));
+    }
+    if (done) return handle.Wait();
+    if (PyErr_CheckSignals() != 0) {
+      nb::python_error interrupted;  // takes the pending exception
+      {
+        nb::gil_scoped_release release;
+        handle.Cancel();
+        handle.Wait();
+      }
+      throw interrupted;
+    }
+  }
+}
+
+nb::list Run(PyExecutor& self, const PyProgram& program, nb::dict feed,
+             const std::vector<std::string>& fetch_list, PyScope& scope, bool return_numpy,
+             const std::vector<std::string>& fetch_on_device, const std::string& trace_path) {
+  CheckSameVm(self.context, scope.context, "the scope");
+  framework::Feeds feeds;
+  framework::DeviceIo device_io;
+  for (auto [key, value] : feed) {
+    const std::string name = nb::cast<std::string>(key);
+    if (nb::isinstance<eager::Tensor>(value)) {
+      const eager::Tensor& t = nb::cast<const eager::Tensor&>(value);
+      CheckSameVm(self.context, t.context(), absl::StrCat("feed '", name, "'").c_str());
+      device_io.feeds.emplace_back(name, t.blob());
+    } else {
+      feeds.emplace_back(name, HostTensorFromArray(value, absl::StrCat("feed '", name, "'")));
+    }
+  }
+  device_io.fetches = fetch_on_device;
+  framework::RunOptions options;
+  options.trace_path = trace_path;
+  absl::StatusOr<std::shared_ptr<framework::RunHandle>> handle;
+  {
+    nb::gil_scoped_release release;
+    handle = self.executor->RunAsync(program.program->desc(), feeds, device_io, fetch_list,
+                                     &scope.scope, nullptr, options);
+  }
+  std::shared_ptr<framework::RunHandle> run = Unwrap(std::move(handle));
+  const absl::StatusOr<framework::RunResult>& result = WaitInterruptibly(*run);
+  Check(result.status());
+  // Fetches in fetch_list order: host ones from fetches, device ones from device_fetches.
+  nb::list out;
+  size_t host = 0, device = 0;
+  for (const std::string& name : fetch_list) {
+    const bool on_device =
+        std::find(fetch_on_device.begin(), fetch_on_device.end(), name) != fetch_on_device.end();
+    if (on_device) {
+      out.append(nb::cast(Unwrap(self.context.FromBlob(result->device_fetches[device++]))));
+      continue;
+    }
+    framework::HostTensor t = result->fetches[host++];
+    if (return_numpy) {
+      out.append(ArrayFromBytes(t.dtype, t.shape, std::move(t.bytes)));
+    } else {
+      // A cpu Tensor of the fetched values.
+      out.append(
+          nb::cast(Unwrap(self.context.FromBytes(t.dtype, t.shape, t.bytes, Device::Cpu()))));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void BindExecutor(nb::module_& m) {
+  nb::class_<PyScope>(m, "Scope", "Variables that live across runs (parameters, optimizer state).")
+      .def(nb::new_([](eager::Context ctx) { return std::make_shared<PyScope>(std::move(ctx)); }),
+           nb::arg("context"))
+      .def("var_names", [](const PyScope& s) { return s.scope.LocalNames(); })
+      .def("has_var",
+           [](const PyScope& s, const std::string& name) {
+             const vm::BlobRef* blob = s.scope.Find(name);
+             return blob != nullptr && *blob != nullptr;
+           })
+      .def("var_shape",
+           [](const PyScope& s, const std::string& name) {
+             const vm::BlobRef* blob = s.scope.Find(name);
+             if (blob == nullptr || *blob == nullptr) {
+               throw StatusError(
+                   absl::NotFoundError(absl::StrCat("variable '", name, "' is not in the scope")));
+             }
+             return FromShape((*blob)->shape());
+           })
+      .def(
+          "read",
+          [](PyScope& s, const std::string& name) {
+            absl::StatusOr<framework::HostTensor> value;
+            {
+              nb::gil_scoped_release release;
+              value = framework::io::ReadVariable(s.IoExecutor(Device::Cpu()), &s.scope, name);
+            }
+            framework::HostTensor t = Unwrap(std::move(value));
+            return ArrayFromBytes(t.dtype, t.shape, std::move(t.bytes));
+          },
+          nb::arg("name"), "A NumPy copy of variable `name`.")
+      .def(
+          "write",
+          [](PyScope& s, const std::string& name, nb::handle array, const std::string& device) {
+            framework::HostTensor value =
+                HostTensorFromArray(array, absl::StrCat("variable '", name, "'"));
+            const Device d = ParseDevice(device);
+            Unwrap(s.context.runtime()->GetDevice(d));
+            absl::Status status;
+            {
+              nb::gil_scoped_release release;
+              status = framework::io::WriteVariable(s.IoExecutor(d), &s.scope, name, value);
+            }
+            Check(status);
+          },
+          nb::arg("name"), nb::arg("array"), nb::arg("device") = "cpu",
+          "Sets variable `name` to a copy of `array`, on `device`.")
+      .def("erase", [](PyScope& s, const std::string& name) { return s.scope.Erase(name); });
+
+  nb::class_<PyExecutor>(m, "Executor", "Runs static programs (framework::Executor).")
+      .def(
+          "__init__",
+          [](PyExecutor* self, eager::Context ctx, const std::string& device, int compute_streams,
+             bool compile_subgraphs, bool release_temporaries) {
+            framework::ExecutorOptions options;
+            options.interpreter.device = ParseDevice(device);
+            Unwrap(ctx.runtime()->GetDevice(options.interpreter.device));
+            options.interpreter.compute_streams = compute_streams;
+            options.interpreter.compile_subgraphs = compile_subgraphs;
+            options.interpreter.release_temporaries = release_temporaries;
+            new (self) PyExecutor(std::move(ctx), options);
+            self->device = options.interpreter.device;
+          },
+          nb::arg("context"), nb::arg("device") = "cpu", nb::arg("compute_streams") = 1,
+          nb::arg("compile_subgraphs") = true, nb::arg("release_temporaries") = true)
+      .def_prop_ro("device", [](const PyExecutor& e) { return e.device.ToString(); })
+      .def("run", &Run, nb::arg("program"), nb::arg("feed"), nb::arg("fetch_list"),
+           nb::arg("scope"), nb::arg("return_numpy") = true,
+           nb::arg("fetch_on_device") = std::vector<std::string>{}, nb::arg("trace_path") = "",
+           "Runs `program` once in `scope`. `feed` maps names to arrays (host feeds) or "
+           "Tensors (device-resident feeds); fetches named in `fetch_on_device` come back as "
+           "Tensors, the others as NumPy arrays. The GIL is released while it runs; Ctrl-C "
+           "cancels the run (the scope keeps what finished ops wrote) and raises "
+           "KeyboardInterrupt.")
+      .def_prop_ro("cache_hits", [](const PyExecutor& e) { return e.executor->cache_hits(); })
+      .def_prop_ro("cache_misses", [](const PyExecutor& e) { return e.executor->cache_misses(); })
+      .def("last_lowering", [](const PyExecutor& e) {
+        framework::LoweringStats stats = Unwrap(e.executor->LastLowering());
+        nb::dict out;
+        out["compiled_subgraphs"] = stats.compiled_subgraphs;
+        out["fused_ops"] = stats.fused_ops;
+        out["compile_fallbacks"] = stats.compile_fallbacks;
+        return out;
+      });
+
+  m.def(
+      "_save_persistables",
+      [](PyExecutor& e, const PyProgram& program, PyScope& scope, const std::string& dir) {
+        CheckSameVm(e.context, scope.context, "the scope");
+        absl::Status status;
+        {
+          nb::gil_scoped_release release;
+          status = framework::io::SavePersistables(*e.executor, program.program->desc(),
+                                                   &scope.scope, dir);
+        }
+        Check(status);
+      },
+      nb::arg("executor"), nb::arg("program"), nb::arg("scope"), nb::arg("dir"));
+  m.def(
+      "_load_persistables",
+      [](PyExecutor& e, const PyProgram& program, PyScope& scope, const std::string& dir) {
+        CheckSameVm(e.context, scope.context, "the scope");
+        absl::Status status;
+        {
+          nb::gil_scoped_release release;
+          status = framework::io::LoadPersistables(*e.executor, program.program->desc(),
+                                                   &scope.scope, dir);
+        }
+        Check(status);
+      },
+      nb::arg("executor"), nb::arg("program"), nb::arg("scope"), nb::arg("dir"));
+}
+
+}  // namespace sluice::python

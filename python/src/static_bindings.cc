@@ -1,0 +1,307 @@
+// sluice._sluice.Program, Variable, program guards and the static builder (framework/
+// builder, framework/optim): what sluice.static is made of.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "framework/builder/control_flow.h"
+#include "framework/builder/layers.h"
+#include "framework/ir/program_desc.h"
+#include "framework/optim/optimizer.h"
+#include "python/src/bindings.h"
+
+namespace sluice::python {
+namespace {
+
+std::shared_ptr<PyProgram> NewProgram(eager::Context ctx) {
+  auto program = std::make_shared<PyProgram>(std::move(ctx));
+  RegisterOwner(program);
+  return program;
+}
+
+// A guard that makes (main, startup) current between __enter__ and __exit__, on the
+// thread that entered.
+struct GuardHandle {
+  std::shared_ptr<PyProgram> main, startup;
+  std::optional<framework::ProgramGuard> guard;
+};
+
+struct StaticLinear {
+  nn::Linear layer;
+  std::shared_ptr<PyProgram> owner;
+};
+
+// The values a Python callable returned: one Tensor/Variable, or a sequence of them.
+std::vector<framework::Value> ReturnedValues(nb::handle result, bool* single) {
+  *single = nb::isinstance<eager::Tensor>(result) || nb::isinstance<PyVariable>(result);
+  if (*single) return {ToValue(result)};
+  std::vector<framework::Value> values;
+  for (nb::handle item : result) values.push_back(ToValue(item));
+  return values;
+}
+
+std::vector<nb::object> ToObjects(const std::vector<framework::Value>& values) {
+  std::vector<nb::object> objects;
+  for (const framework::Value& v : values) objects.push_back(FromValue(v));
+  return objects;
+}
+
+nb::list ToList(const std::vector<framework::Value>& values) {
+  nb::list out;
+  for (const framework::Value& v : values) out.append(FromValue(v));
+  return out;
+}
+
+// Runs a Python callable inside a C++ builder callback: a Python exception becomes an
+// error status for the builder (which then undoes its work), and is raised again once
+// the builder has returned.
+class CallbackErrors {
+ public:
+  absl::Status Capture(nb::python_error& e) {
+    if (!error_) error_.emplace(std::move(e));
+    return absl::CancelledError("a Python callback raised");
+  }
+  absl::Status CaptureStatus(const StatusError& e) { return e.status(); }
+  void RaiseIfAny() {
+    if (error_) {
+      nb::python_error e = std::move(*error_);
+      error_.reset();
+      throw e;
+    }
+  }
+
+ private:
+  std::optional<nb::python_error> error_;
+};
+
+template <typename F>
+auto Guarded(CallbackErrors& errors, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (nb::python_error& e) {
+    return errors.Capture(e);
+  } catch (const StatusError& e) {
+    return e.status();
+  } catch (const std::exception& e) {
+    return absl::InternalError(e.what());
+  }
+}
+
+nb::object Cond(nb::handle pred, nb::callable true_fn, nb::callable false_fn) {
+  CallbackErrors errors;
+  bool single = false;
+  auto branch = [&](nb::callable& fn) -> fn::BranchFn {
+    return [&errors, &single, fn]() -> absl::StatusOr<std::vector<framework::Value>> {
+      return Guarded(errors, [&]() -> absl::StatusOr<std::vector<framework::Value>> {
+        nb::object result = fn();
+        if (result.is_none()) return std::vector<framework::Value>{};
+        return ReturnedValues(result, &single);
+      });
+    };
+  };
+  absl::StatusOr<std::vector<framework::Value>> out =
+      fn::Cond(ToValue(pred), branch(true_fn), branch(false_fn));
+  errors.RaiseIfAny();
+  std::vector<framework::Value> values = Unwrap(std::move(out));
+  if (values.empty()) return nb::none();
+  if (single && values.size() == 1) return FromValue(values.front());
+  return ToList(values);
+}
+
+nb::list WhileLoop(nb::callable cond, nb::callable body, nb::handle loop_vars,
+                   std::optional<int64_t> max_iterations, int64_t parallel_iterations) {
+  CallbackErrors errors;
+  bool single = false;
+  std::vector<framework::Value> init = ReturnedValues(loop_vars, &single);
+  fn::LoopCondFn c =
+      [&](const std::vector<framework::Value>& vars) -> absl::StatusOr<framework::Value> {
+    return Guarded(errors, [&]() -> absl::StatusOr<framework::Value> {
+      std::vector<nb::object> args = ToObjects(vars);
+      nb::object result = cond(*nb::tuple(nb::cast(args)));
+      return ToValue(result);
+    });
+  };
+  fn::LoopBodyFn b = [&](const std::vector<framework::Value>& vars)
+      -> absl::StatusOr<std::vector<framework::Value>> {
+    return Guarded(errors, [&]() -> absl::StatusOr<std::vector<framework::Value>> {
+      std::vector<nb::object> args = ToObjects(vars);
+      nb::object result = body(*nb::tuple(nb::cast(args)));
+      bool one = false;
+      return ReturnedValues(result, &one);
+    });
+  };
+  fn::WhileOptions options;
+  options.max_iterations = max_iterations;
+  options.parallel_iterations = parallel_iterations;
+  absl::StatusOr<std::vector<framework::Value>> out = fn::WhileLoop(c, b, init, options);
+  errors.RaiseIfAny();
+  return ToList(Unwrap(std::move(out)));
+}
+
+framework::Var VarOf(nb::handle loss, const char* what) {
+  framework::Value v = ToValue(loss);
+  if (!v.is_static()) {
+    throw StatusError(absl::InvalidArgumentError(
+        absl::StrCat(what,
+                     ": expected a static Variable (build inside program_guard), got an "
+                     "eager Tensor")));
+  }
+  return v.var();
+}
+
+nb::list Minimize(framework::Optimizer& optimizer, nb::handle loss,
+                  const std::vector<std::string>& no_grad_set) {
+  absl::flat_hash_set<std::string> skip(no_grad_set.begin(), no_grad_set.end());
+  std::vector<std::pair<framework::Var, framework::Var>> pairs =
+      Unwrap(optimizer.Minimize(VarOf(loss, "minimize"), skip));
+  nb::list out;
+  for (const auto& [param, grad] : pairs) {
+    out.append(nb::make_tuple(FromValue(param), FromValue(grad)));
+  }
+  return out;
+}
+
+}  // namespace
+
+void BindStatic(nb::module_& m) {
+  nb::class_<PyProgram>(m, "Program", "A static program (ir::ProgramDesc) under construction.")
+      .def(nb::new_([](std::optional<eager::Context> ctx) {
+             if (!ctx) {
+               ctx = nb::cast<eager::Context>(
+                   nb::module_::import_("sluice").attr("current_context")());
+             }
+             return NewProgram(*std::move(ctx));
+           }),
+           nb::arg("context") = nb::none())
+      .def_prop_ro("num_blocks", [](const PyProgram& p) { return p.program->desc().num_blocks(); })
+      .def(
+          "to_text", [](const PyProgram& p) { return p.program->desc().ToText(); },
+          "The program in the text format of docs/program-format.md.")
+      .def(
+          "save",
+          [](const PyProgram& p, const std::string& path) { Check(p.program->desc().Save(path)); },
+          nb::arg("path"), "Writes to_text() to `path` (what `sluice run` reads).")
+      .def("content_hash", [](const PyProgram& p) { return p.program->desc().Hash(); })
+      .def("var_names",
+           [](const PyProgram& p) {
+             std::vector<std::string> names;
+             for (const framework::ir::VarDesc& v : p.program->desc().global_block().vars()) {
+               names.push_back(v.name);
+             }
+             return names;
+           })
+      .def("op_types",
+           [](const PyProgram& p) {
+             std::vector<std::string> types;
+             for (const framework::ir::OpDesc& op : p.program->desc().global_block().ops()) {
+               types.push_back(op.type);
+             }
+             return types;
+           })
+      .def("var",
+           [](const std::shared_ptr<PyProgram>& p, const std::string& name) {
+             if (!p->program->HasVarAnywhere(name)) {
+               throw StatusError(
+                   absl::NotFoundError(absl::StrCat("the program has no variable '", name, "'")));
+             }
+             return PyVariable{framework::Var(p->program.get(), name), p};
+           })
+      .def("__str__", [](const PyProgram& p) { return p.program->desc().ToText(); });
+  m.def("_new_program", &NewProgram, nb::arg("context"));
+  m.def(
+      "_load_program",
+      [](eager::Context ctx, const std::string& path) {
+        std::shared_ptr<PyProgram> program = NewProgram(std::move(ctx));
+        program->program->mutable_desc() = Unwrap(framework::ir::ProgramDesc::Load(path));
+        return program;
+      },
+      nb::arg("context"), nb::arg("path"));
+
+  nb::class_<PyVariable> variable(m, "Variable", "A variable of a static program.");
+  DefineGenericOperators(variable);
+  variable.def_prop_ro("name", [](const PyVariable& v) { return v.var.name(); })
+      .def_prop_ro("shape",
+                   [](const PyVariable& v) {
+                     nb::list out;
+                     for (int64_t d : FromShape(v.var.shape())) out.append(d);
+                     return nb::tuple(out);
+                   })
+      .def_prop_ro("dtype",
+                   [](const PyVariable& v) { return std::string(DataTypeName(v.var.dtype())); })
+      .def_prop_ro("persistable", [](const PyVariable& v) { return v.var.desc().persistable; })
+      .def_prop_rw(
+          "stop_gradient", [](const PyVariable& v) { return v.var.stop_gradient(); },
+          [](PyVariable& v, bool stop) { v.var.set_stop_gradient(stop); })
+      .def_prop_ro("program", [](const PyVariable& v) { return v.owner; })
+      .def("__repr__", [](const PyVariable& v) {
+        return absl::StrCat("Variable(name='", v.var.name(), "', shape=", v.var.shape().ToString(),
+                            ", dtype=", DataTypeName(v.var.dtype()), ")");
+      });
+
+  nb::class_<GuardHandle>(m, "_ProgramGuard")
+      .def("__init__",
+           [](GuardHandle* self, std::shared_ptr<PyProgram> main,
+              std::shared_ptr<PyProgram> startup) {
+             new (self) GuardHandle{std::move(main), std::move(startup), std::nullopt};
+           })
+      .def("__enter__",
+           [](GuardHandle& g) {
+             if (g.guard) throw nb::value_error("program_guard entered twice");
+             g.guard.emplace(*g.main->program, *g.startup->program);
+           })
+      .def("__exit__", [](GuardHandle& g, nb::args) { g.guard.reset(); });
+  m.def(
+      "_in_program_guard", [] { return framework::CurrentMainProgram() != nullptr; },
+      "Whether a program guard is current on this thread.");
+  m.def(
+      "data",
+      [](const std::string& name, std::vector<int64_t> shape, const std::string& dtype) {
+        return FromValue(Unwrap(framework::Data(name, ToShape(shape), ParseDtype(dtype))));
+      },
+      nb::arg("name"), nb::arg("shape"), nb::arg("dtype") = "float32",
+      "A feed variable of the current main program.");
+
+  nb::class_<StaticLinear>(m, "_StaticLinear")
+      .def("__init__",
+           [](StaticLinear* self, int64_t in_features, int64_t out_features,
+              std::optional<int64_t> seed, const std::string& dtype, const std::string& name) {
+             nn::LinearOptions options;
+             options.seed = seed;
+             options.dtype = ParseDtype(dtype);
+             options.name = name;
+             nn::Linear layer = Unwrap(nn::Linear::Create(in_features, out_features, options));
+             new (self) StaticLinear{std::move(layer), OwnerOf(framework::CurrentMainProgram())};
+           })
+      .def_prop_ro("weight", [](const StaticLinear& l) { return FromValue(l.layer.weight()); })
+      .def_prop_ro("bias", [](const StaticLinear& l) { return FromValue(l.layer.bias()); })
+      .def("__call__", [](const StaticLinear& l, nb::handle x) {
+        return FromValue(Unwrap(l.layer(VarOf(x, "Linear"))));
+      });
+
+  nb::class_<framework::Optimizer>(m, "_StaticOptimizer")
+      .def("minimize", &Minimize, nb::arg("loss"),
+           nb::arg("no_grad_set") = std::vector<std::string>{},
+           "Appends backward and the update ops to the loss's program (and the optimizer's "
+           "state to the startup program); returns the (parameter, gradient) pairs.");
+  nb::class_<framework::Sgd, framework::Optimizer>(m, "_StaticSgd")
+      .def(nb::init<double>(), nb::arg("learning_rate"));
+  nb::class_<framework::Adam, framework::Optimizer>(m, "_StaticAdam")
+      .def(nb::init<double, double, double, double>(), nb::arg("learning_rate"), nb::arg("beta1"),
+           nb::arg("beta2"), nb::arg("epsilon"));
+
+  m.def("cond", &Cond, nb::arg("pred"), nb::arg("true_fn"), nb::arg("false_fn"),
+        "Runs (eager) or builds (static) the branch `pred` selects; returns its values.");
+  m.def("while_loop", &WhileLoop, nb::arg("cond"), nb::arg("body"), nb::arg("loop_vars"),
+        nb::arg("max_iterations") = nb::none(), nb::arg("parallel_iterations") = 1,
+        "while cond(*vars): vars = body(*vars); returns the final values.");
+}
+
+}  // namespace sluice::python
