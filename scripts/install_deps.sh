@@ -10,6 +10,7 @@ packages=(
   libabsl-dev libtbb-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-format ccache
+  python3 python3-dev python3-venv
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (the README points here): configures a Release build in
 # build/, builds it and runs every ctest test, including those labelled `gpu` (they
-# GTEST_SKIP() when no GPU is present). Extra arguments are passed to ctest, e.g.
+# GTEST_SKIP() when no GPU is present); then installs the Python package into a fresh
+# virtual environment with `pip install .` and runs its pytest suite
+# (scripts/python_test.sh). Extra arguments are passed to ctest, e.g.
 # `scripts/test.sh -R ep_tests`. SLUICE_JOBS overrides the parallelism (default 2).
 set -euo pipefail
 
@@ -14,3 +16,5 @@ cmake -S . -B build -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$jobs"
 # --no-tests=error: a build that registers no tests must not look like a passing one.
 ctest --test-dir build --output-on-failure -j"$jobs" --no-tests=error "$@"
+
+bash scripts/python_test.sh
