@@ -75,16 +75,18 @@ void PrintCompilation(const framework::Executor& executor,
 HostTensor FromNpy(io::NpyArray array) { return HostTensor{array.dtype, array.shape, array.bytes}; }
 io::NpyArray ToNpy(const HostTensor& t) { return io::NpyArray{t.dtype, t.shape, t.bytes}; }
 
+// Up to 8 values; floats with the digits that round-trip (9 for f32, 17 for f64), so a
+// printed loss can be compared with another run's exactly.
 std::string Preview(const HostTensor& t) {
   std::vector<std::string> items;
   const size_t n = std::min<size_t>(t.bytes.size() / SizeOf(t.dtype), 8);
   for (size_t i = 0; i < n; ++i) {
     switch (t.dtype) {
       case DataType::kF32:
-        items.push_back(absl::StrFormat("%.6g", t.ToVector<float>()[i]));
+        items.push_back(absl::StrFormat("%.9g", t.ToVector<float>()[i]));
         break;
       case DataType::kF64:
-        items.push_back(absl::StrFormat("%.6g", t.ToVector<double>()[i]));
+        items.push_back(absl::StrFormat("%.17g", t.ToVector<double>()[i]));
         break;
       case DataType::kI32:
         items.push_back(absl::StrCat(t.ToVector<int32_t>()[i]));

@@ -25,6 +25,10 @@ absl::AnyInvocable<void(const Instruction&)> BlobAccessWaiter::OnRetire() {
   };
 }
 
+bool BlobAccessWaiter::WaitFor(absl::Duration timeout) {
+  return state_->done.WaitForNotificationWithTimeout(timeout);
+}
+
 absl::Status BlobAccessWaiter::Wait() {
   state_->done.WaitForNotification();
   return state_->result;

@@ -14,6 +14,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "vm/instruction.h"
 
 namespace sluice::vm {
@@ -37,6 +38,10 @@ class BlobAccessWaiter {
   // Blocks until the access retired; returns its status (a poisoned input's error, or the
   // callback's).
   absl::Status Wait();
+  // Blocks until the access retired or `timeout` passed; whether it retired (then Wait()
+  // returns at once). A waiter may be destroyed without waiting: the callback holds what
+  // it notifies, so abandoning an access that has not retired is safe.
+  bool WaitFor(absl::Duration timeout);
 
  private:
   struct State;  // the access's status and the notification (see the class comment)

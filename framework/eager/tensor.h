@@ -9,8 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "core/data_type.h"
 #include "core/device.h"
 #include "core/shape.h"
@@ -64,6 +66,14 @@ class Tensor {
   // Reads the contents back. Waits only for the work that produces this tensor; returns
   // that work's error if it failed.
   absl::StatusOr<std::vector<uint8_t>> ToBytes() const;
+  // Blocks until the work that produces this tensor is done, waking every `poll` to call
+  // `interrupt`: when it returns an error, the wait is abandoned and that error returned
+  // (the work goes on; a later read waits for it again). Returns the work's error if it
+  // failed. For a host language that must handle signals during a long wait; an access
+  // instruction per call, so read with ToBytes alone when nothing needs to interrupt. On a
+  // device whose memory host code cannot access (cuda) it returns at once; the read waits.
+  absl::Status WaitUntilReady(absl::FunctionRef<absl::Status()> interrupt,
+                              absl::Duration poll = absl::Milliseconds(20)) const;
   template <typename T>
   absl::StatusOr<std::vector<T>> ToVector() const;
 

@@ -40,13 +40,12 @@ absl::Status WriteVariable(Executor& executor, Scope* scope, const std::string& 
         absl::StrCat("variable '", name, "': ", value.bytes.size(), " bytes given for ",
                      DataTypeName(value.dtype), value.shape.ToString(), " (", expected, " bytes)"));
   }
-  // A variable of another dtype or shape is replaced, not converted: drop it first, so the
-  // writer program binds a fresh one.
-  if (const vm::BlobRef* held = scope->FindLocal(name);
-      held != nullptr && *held != nullptr &&
-      ((*held)->dtype() != value.dtype || (*held)->shape() != value.shape)) {
-    scope->Erase(name);
-  }
+  // The variable is replaced, not written in place: the value may have another dtype,
+  // shape or device than the one the scope holds. Drop it, so the writer program binds a
+  // fresh one on the executor's device; put it back if the write fails.
+  vm::BlobRef previous;
+  if (const vm::BlobRef* held = scope->FindLocal(name); held != nullptr) previous = *held;
+  scope->Erase(name);
   ir::ProgramDesc writer;
   ir::VarDesc in;
   in.name = absl::StrCat(name, "@set");
@@ -58,7 +57,9 @@ absl::Status WriteVariable(Executor& executor, Scope* scope, const std::string& 
   SLUICE_RETURN_IF_ERROR(writer.mutable_global_block().AddVar(in).status());
   SLUICE_RETURN_IF_ERROR(writer.mutable_global_block().AddVar(out).status());
   writer.mutable_global_block().AppendOp({"assign", {{"X", {in.name}}}, {{"Out", {name}}}, {}});
-  return executor.Run(writer, {{in.name, value}}, {}, scope).status();
+  const absl::Status written = executor.Run(writer, {{in.name, value}}, {}, scope).status();
+  if (!written.ok() && previous != nullptr) scope->Set(name, std::move(previous));
+  return written;
 }
 
 }  // namespace sluice::framework::io

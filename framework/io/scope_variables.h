@@ -25,7 +25,8 @@ namespace sluice::framework::io {
 absl::StatusOr<HostTensor> ReadVariable(Executor& executor, Scope* scope, const std::string& name);
 
 // Sets variable `name` of `scope` to a copy of `value`, on the executor's device, replacing
-// the variable (of any dtype and shape) if the scope holds one. InvalidArgument for a
+// the variable (of any dtype, shape or device) if the scope holds one: interpreters built
+// over the old variable rebuild at their next run. InvalidArgument for a
 // value whose byte count does not match its dtype and shape, or an empty name.
 absl::Status WriteVariable(Executor& executor, Scope* scope, const std::string& name,
                            const HostTensor& value);

@@ -49,10 +49,11 @@ def tensor(data, dtype=None, device=None, requires_grad=False, context=None):
     ctx = context if context is not None else current_context()
     if isinstance(data, Tensor):
         data = data.numpy()
+    # asarray(order="C"), not ascontiguousarray: that one makes rank-0 arrays rank 1.
     if dtype is not None:
-        array = _np.ascontiguousarray(data, dtype=_np.dtype(dtype))
+        array = _np.asarray(data, dtype=_np.dtype(dtype), order="C")
     elif isinstance(data, _np.ndarray):
-        array = _np.ascontiguousarray(data)
+        array = _np.asarray(data, order="C")
     else:
         array = _np.asarray(data)
         if array.dtype == _np.float64:

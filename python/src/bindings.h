@@ -139,6 +139,12 @@ void DefineGenericOperators(Class& cls) {
 
 // The graph trace running on this thread (graph_bindings.cc), or null.
 framework::graph::Trace* CurrentTrace();
+// Whether `program` is one of a graph trace still running (any thread; GIL held).
+bool IsLiveTraceProgram(const framework::Program* program);
+// A Variable's program still exists: its owner holds it, or it belongs to a running
+// trace. FailedPrecondition naming the variable otherwise (a Variable kept from a trace
+// that has ended).
+void CheckUsable(const PyVariable& variable);
 
 void BindErrors(nb::module_& m);
 void BindTensors(nb::module_& m);

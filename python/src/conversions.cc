@@ -49,13 +49,25 @@ void RegisterOwner(const std::shared_ptr<PyProgram>& owner) {
 
 void ForgetOwner(const framework::Program* program) { Owners().erase(program); }
 
+void CheckUsable(const PyVariable& variable) {
+  if (variable.owner == nullptr && !IsLiveTraceProgram(variable.var.program())) {
+    throw StatusError(absl::FailedPreconditionError(
+        absl::StrCat("variable '", variable.var.name(),
+                     "' belongs to a graph trace that has ended; use it inside build()")));
+  }
+}
+
 framework::Value ToValue(nb::handle object) {
   if (nb::isinstance<eager::Tensor>(object)) {
     const eager::Tensor& tensor = nb::cast<const eager::Tensor&>(object);
     if (framework::graph::Trace* trace = CurrentTrace()) return Unwrap(trace->Param(tensor));
     return tensor;
   }
-  if (nb::isinstance<PyVariable>(object)) return nb::cast<const PyVariable&>(object).var;
+  if (nb::isinstance<PyVariable>(object)) {
+    const PyVariable& variable = nb::cast<const PyVariable&>(object);
+    CheckUsable(variable);
+    return variable.var;
+  }
   throw nb::type_error(
       absl::StrCat("expected a sluice Tensor or static Variable, got ", TypeName(object)).c_str());
 }
@@ -125,7 +137,20 @@ std::vector<int64_t> FromShape(const Shape& shape) {
 framework::HostTensor HostTensorFromArray(nb::handle array, const std::string& what) {
   using Array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
   Array a;
-  if (!nb::try_cast<Array>(array, a)) {
+  bool converted = false;
+  try {
+    converted = nb::try_cast<Array>(array, a);
+  } catch (const std::exception&) {
+    converted = false;  // a dtype DLPack cannot describe (strings, objects)
+  }
+  if (!converted) {
+    PyErr_Clear();  // what the failed conversion left set
+    if (nb::hasattr(array, "dtype")) {
+      nb::str dtype_name(array.attr("dtype"));
+      throw StatusError(absl::InvalidArgumentError(
+          absl::StrCat(what, ": arrays of dtype ", dtype_name.c_str(),
+                       " are not supported (float32, float64, int32, int64 and bool are)")));
+    }
     throw nb::type_error(absl::StrCat(what,
                                       ": expected an array (NumPy, or anything with the "
                                       "buffer protocol or DLPack), got ",

@@ -23,18 +23,20 @@ std::string CodeName(absl::StatusCode code) {
 }
 
 void Raise(const absl::Status& status) {
+  // The status replaces whatever a failed conversion on the way left set.
+  PyErr_Clear();
   const int code = static_cast<int>(status.code());
   PyObject* type = code >= 0 && code < 32 ? error_classes[code] : nullptr;
   if (type == nullptr) type = error_classes[static_cast<int>(absl::StatusCode::kUnknown)];
   if (type == nullptr) type = PyExc_RuntimeError;
   const std::string message(status.message());
-  nb::object error = nb::steal(
-      PyObject_CallFunction(type, "s#", message.data(), static_cast<Py_ssize_t>(message.size())));
-  if (!error.is_valid()) return;  // the constructor raised: that error stands
+  PyObject* error = PyObject_CallOneArg(type, nb::str(message.data(), message.size()).ptr());
+  if (error == nullptr) return;  // the constructor raised: that error stands
   const std::string name = CodeName(status.code());
-  PyObject_SetAttrString(error.ptr(), "code", nb::str(name.c_str()).ptr());
-  PyObject_SetAttrString(error.ptr(), "message", nb::str(message.c_str()).ptr());
-  PyErr_SetObject(type, error.ptr());
+  PyObject_SetAttrString(error, "code", nb::str(name.c_str()).ptr());
+  PyObject_SetAttrString(error, "message", nb::str(message.data(), message.size()).ptr());
+  PyErr_SetObject(type, error);
+  Py_DECREF(error);
 }
 
 }  // namespace

@@ -112,17 +112,17 @@ nb::list Run(PyExecutor& self, const PyProgram& program, nb::dict feed,
   std::shared_ptr<framework::RunHandle> run = Unwrap(std::move(handle));
   const absl::StatusOr<framework::RunResult>& result = WaitInterruptibly(*run);
   Check(result.status());
-  // Fetches in fetch_list order: host ones from fetches, device ones from device_fetches.
+  // Both result lists are in fetch_list order: a device fetch's blob is in device_fetches,
+  // a host fetch's bytes in fetches.
   nb::list out;
-  size_t host = 0, device = 0;
-  for (const std::string& name : fetch_list) {
-    const bool on_device =
-        std::find(fetch_on_device.begin(), fetch_on_device.end(), name) != fetch_on_device.end();
+  for (size_t i = 0; i < fetch_list.size(); ++i) {
+    const bool on_device = std::find(fetch_on_device.begin(), fetch_on_device.end(),
+                                     fetch_list[i]) != fetch_on_device.end();
     if (on_device) {
-      out.append(nb::cast(Unwrap(self.context.FromBlob(result->device_fetches[device++]))));
+      out.append(nb::cast(Unwrap(self.context.FromBlob(result->device_fetches[i]))));
       continue;
     }
-    framework::HostTensor t = result->fetches[host++];
+    framework::HostTensor t = result->fetches[i];
     if (return_numpy) {
       out.append(ArrayFromBytes(t.dtype, t.shape, std::move(t.bytes)));
     } else {

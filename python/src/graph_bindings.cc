@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "framework/graph/graph.h"
 #include "python/src/bindings.h"
@@ -20,15 +21,28 @@ namespace {
 
 thread_local framework::graph::Trace* current_trace = nullptr;
 
-// Sets the thread's current trace for its lifetime.
+// The programs of the traces running now (GIL held).
+absl::flat_hash_set<const framework::Program*>& LiveTracePrograms() {
+  static auto* programs = new absl::flat_hash_set<const framework::Program*>;
+  return *programs;
+}
+
+// Sets the thread's current trace for its lifetime, and marks its programs live.
 class TraceScope {
  public:
-  explicit TraceScope(framework::graph::Trace* trace) : previous_(current_trace) {
+  explicit TraceScope(framework::graph::Trace* trace) : trace_(trace), previous_(current_trace) {
     current_trace = trace;
+    LiveTracePrograms().insert(&trace->main());
+    LiveTracePrograms().insert(&trace->startup());
   }
-  ~TraceScope() { current_trace = previous_; }
+  ~TraceScope() {
+    LiveTracePrograms().erase(&trace_->main());
+    LiveTracePrograms().erase(&trace_->startup());
+    current_trace = previous_;
+  }
 
  private:
+  framework::graph::Trace* trace_;
   framework::graph::Trace* previous_;
 };
 
@@ -43,6 +57,10 @@ struct PyGraph {
 }  // namespace
 
 framework::graph::Trace* CurrentTrace() { return current_trace; }
+
+bool IsLiveTraceProgram(const framework::Program* program) {
+  return LiveTracePrograms().contains(program);
+}
 
 void BindGraph(nb::module_& m) {
   nb::class_<PyGraph>(m, "_Graph")

@@ -230,18 +230,36 @@ void BindStatic(nb::module_& m) {
   variable.def_prop_ro("name", [](const PyVariable& v) { return v.var.name(); })
       .def_prop_ro("shape",
                    [](const PyVariable& v) {
+                     CheckUsable(v);
                      nb::list out;
                      for (int64_t d : FromShape(v.var.shape())) out.append(d);
                      return nb::tuple(out);
                    })
       .def_prop_ro("dtype",
-                   [](const PyVariable& v) { return std::string(DataTypeName(v.var.dtype())); })
-      .def_prop_ro("persistable", [](const PyVariable& v) { return v.var.desc().persistable; })
+                   [](const PyVariable& v) {
+                     CheckUsable(v);
+                     return std::string(DataTypeName(v.var.dtype()));
+                   })
+      .def_prop_ro("persistable",
+                   [](const PyVariable& v) {
+                     CheckUsable(v);
+                     return v.var.desc().persistable;
+                   })
       .def_prop_rw(
-          "stop_gradient", [](const PyVariable& v) { return v.var.stop_gradient(); },
-          [](PyVariable& v, bool stop) { v.var.set_stop_gradient(stop); })
+          "stop_gradient",
+          [](const PyVariable& v) {
+            CheckUsable(v);
+            return v.var.stop_gradient();
+          },
+          [](PyVariable& v, bool stop) {
+            CheckUsable(v);
+            v.var.set_stop_gradient(stop);
+          })
       .def_prop_ro("program", [](const PyVariable& v) { return v.owner; })
       .def("__repr__", [](const PyVariable& v) {
+        if (v.owner == nullptr && !IsLiveTraceProgram(v.var.program())) {
+          return absl::StrCat("Variable(name='", v.var.name(), "', of an ended graph trace)");
+        }
         return absl::StrCat("Variable(name='", v.var.name(), "', shape=", v.var.shape().ToString(),
                             ", dtype=", DataTypeName(v.var.dtype()), ")");
       });

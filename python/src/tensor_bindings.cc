@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "core/stream_id.h"
 #include "framework/autograd/autograd.h"
 #include "framework/eager/functional.h"
@@ -47,13 +50,54 @@ eager::Context MakeContext(int sim_devices, bool cuda, uint64_t seed, uint64_t s
   return ctx;
 }
 
+// Called every 20 ms during a wait with the GIL released: runs Python's signal handlers.
+// A KeyboardInterrupt (any exception a handler raises) stays pending in the thread state
+// and ends the wait.
+absl::Status CheckSignals() {
+  nb::gil_scoped_acquire acquire;
+  if (PyErr_CheckSignals() != 0) return absl::CancelledError("interrupted by a signal");
+  return absl::OkStatus();
+}
+
+// Raises the exception a signal handler left pending, if any.
+void RaisePendingSignal() {
+  if (PyErr_Occurred() != nullptr) throw nb::python_error();
+}
+
+// The tensor's bytes; the wait for its producers releases the GIL and can be interrupted
+// (Ctrl-C raises KeyboardInterrupt at once; the work itself goes on).
 std::vector<uint8_t> ReadBytes(const eager::Tensor& t) {
+  absl::Status ready;
   absl::StatusOr<std::vector<uint8_t>> bytes;
   {
     nb::gil_scoped_release release;
-    bytes = t.ToBytes();
+    ready = t.WaitUntilReady(&CheckSignals);
+    if (ready.ok()) bytes = t.ToBytes();
   }
+  RaisePendingSignal();
+  Check(ready);
   return Unwrap(std::move(bytes));
+}
+
+// Context::Sync, interruptible as ReadBytes is.
+void SyncInterruptibly(eager::Context& ctx) {
+  auto done = std::make_shared<absl::Notification>();
+  Check(ctx.WhenDone([done] { done->Notify(); }));
+  absl::Status interrupted;
+  {
+    nb::gil_scoped_release release;
+    while (!done->WaitForNotificationWithTimeout(absl::Milliseconds(20))) {
+      interrupted = CheckSignals();
+      if (!interrupted.ok()) break;
+    }
+  }
+  RaisePendingSignal();
+  absl::Status status;
+  {
+    nb::gil_scoped_release release;
+    status = ctx.Sync();  // everything is done: returns at once, with the first error
+  }
+  Check(status);
 }
 
 nb::object ToNumpy(const eager::Tensor& t) {
@@ -187,18 +231,9 @@ void BindTensors(nb::module_& m) {
           nb::arg("record_path") = "", nb::arg("check_sync") = false,
           nb::arg("default_device") = "cpu", nb::arg("scheduling") = "dedicated",
           nb::arg("soft_sync") = true)
-      .def(
-          "sync",
-          [](eager::Context& ctx) {
-            absl::Status status;
-            {
-              nb::gil_scoped_release release;
-              status = ctx.Sync();
-            }
-            Check(status);
-          },
-          "Waits for everything submitted so far; raises the first kernel error since the last "
-          "sync.")
+      .def("sync", &SyncInterruptibly,
+           "Waits for everything submitted so far; raises the first kernel error since the last "
+           "sync.")
       .def_prop_rw(
           "default_device",
           [](const eager::Context& ctx) { return ctx.default_device().ToString(); },

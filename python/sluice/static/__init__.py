@@ -130,7 +130,7 @@ class ScopeTensor:
     def set(self, array, place=None):
         from .. import _device_of
 
-        self._scope._scope.write(self.name, _np.ascontiguousarray(array), _device_of(place))
+        self._scope._scope.write(self.name, _np.asarray(array, order="C"), _device_of(place))
 
     def shape(self):
         return list(self._scope._scope.var_shape(self.name))
