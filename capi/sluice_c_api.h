@@ -77,13 +77,16 @@ SLUICE_C_EXPORT int sluice_api_version(void);
 
 /* ---- Data types ---- */
 
-/* The values of sluice::DataType (core/data_type.h). Bool elements are one byte, 0 or 1. */
+/* The values of sluice::DataType (core/data_type.h). Bool elements are one byte, 0 or 1.
+ * SLUICE_DATA_TYPE_MAX_ENUM is no data type: it makes every int value representable, so a
+ * wrong value passed in is reported (InvalidArgument), never undefined behaviour. */
 typedef enum SluiceDataType {
   SLUICE_F32 = 0,
   SLUICE_F64 = 1,
   SLUICE_I32 = 2,
   SLUICE_I64 = 3,
-  SLUICE_BOOL = 4
+  SLUICE_BOOL = 4,
+  SLUICE_DATA_TYPE_MAX_ENUM = 0x7FFFFFFF
 } SluiceDataType;
 
 /* Bytes per element of `dtype`; 0 for a value outside the enum. Any thread. */
