@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Checks that every tracked C++/CUDA source (*.h, *.cc, *.cu per `git ls-files`) is formatted
-# per .clang-format (Google style). Lists the offenders and exits 1 if there are any; fix
-# them with `clang-format -i FILE...`.
+# Checks that every tracked C/C++/CUDA source (*.h, *.cc, *.c, *.cu per `git ls-files`) is
+# formatted per .clang-format (Google style). Lists the offenders and exits 1 if there are any;
+# fix them with `clang-format -i FILE...`.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -10,7 +10,7 @@ if ! command -v clang-format >/dev/null 2>&1; then
   echo "check_format: clang-format not found (scripts/install_deps.sh installs it)" >&2
   exit 2
 fi
-if ! files_list=$(git ls-files -- '*.h' '*.cc' '*.cu'); then
+if ! files_list=$(git ls-files -- '*.h' '*.cc' '*.c' '*.cu'); then
   echo "check_format: git ls-files failed; run from a git checkout" >&2
   exit 2
 fi

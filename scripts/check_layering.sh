@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Rejects upward includes between Sluice's layers: core <- ep <- vm <- ops <- framework <- tools.
+# Rejects upward includes between Sluice's layers: core <- ep <- vm <- ops <- framework <-
+# stress <- capi <- tools.
 # A source file in a layer may include headers of its own layer and of the layers below it,
 # never of a layer above (e.g. core/ including "ep/..." or ops/ including <framework/...>).
 # Private headers stay private: no file includes another layer's internal/ header, and no
@@ -14,7 +15,7 @@
 #                                        the bad ones (proves this check can fail)
 set -euo pipefail
 
-layers=(core ep vm ops framework tools)
+layers=(core ep vm ops framework stress capi tools)
 script="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
 
 # Prints "file:line: text" for each upward include under $1; returns 1 if there is any.
@@ -85,13 +86,14 @@ self_test() {
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-layering.XXXXXX")
   self_test_dir=$tmp
   trap 'rm -rf "$self_test_dir"' EXIT
-  mkdir -p "$tmp"/{core,ep/sim/internal,vm,ops,framework,tools}
+  mkdir -p "$tmp"/{core,ep/sim/internal,vm,ops,framework,stress,capi,tools}
   # Allowed: same layer, lower layers, third-party and system headers.
   printf '#include "core/status.h"\n#include <vector>\n' >"$tmp/core/ok.h"
   printf '#include "core/status.h"\n#include "ep/device.h"\n#include "absl/status/status.h"\n' \
     >"$tmp/ep/ok.cc"
   printf '#include "ep/stream.h"\n#include "core/device.h"\n' >"$tmp/vm/ok.cc"
   printf '#include "framework/x.h"\n#include "ops/y.h"\n#include "vm/z.h"\n' >"$tmp/tools/ok.cc"
+  printf '#include "framework/x.h"\n#include "stress/eager_stress.h"\n' >"$tmp/capi/ok.cc"
   printf '// #include "tools/in_a_comment.h" is not an include\n' >"$tmp/core/comment.h"
   mkdir -p "$tmp"/{ops/internal,ops/cpu}
   printf '#include "ops/internal/families.h"\n' >"$tmp/ops/cpu/kernels.cc"
@@ -110,11 +112,12 @@ self_test() {
   printf '\n\n#include <vm/program.h>\n' >"$tmp/ep/sim/internal/bad.h"
   printf '  #  include "framework/session.h"\n' >"$tmp/ops/bad.cu"
   printf '#include "tools/cli.h"\n' >"$tmp/framework/bad.h"
+  printf '#include "vm/z.h"\n#include "capi/sluice_c_api.h"\n' >"$tmp/stress/bad.cc"
   # Private headers: another layer's internal/, and a public header including its own.
   printf '#include "vm/z.h"\n#include "ep/internal/spin.h"\n' >"$tmp/vm/private.cc"
   printf '#include "ops/internal/families.h"\n' >"$tmp/ops/public.h"
   local expected=(core/bad.cc:2 ep/sim/internal/bad.h:3 ops/bad.cu:1 framework/bad.h:1
-                  vm/private.cc:2 ops/public.h:1)
+                  stress/bad.cc:2 vm/private.cc:2 ops/public.h:1)
 
   echo "check_layering self-test: a tree with ${#expected[@]} upward includes must fail"
   rc=0

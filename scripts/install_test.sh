@@ -3,7 +3,10 @@
 # (libraries only: tests, benchmarks and the tool off) into a temporary prefix, then builds
 # examples/consumer against that prefix with find_package(Sluice) and runs it. Also checks
 # that the install holds no internal/ folder and that every installed (non-cuda) header
-# compiles from the installed tree alone.
+# compiles from the installed tree alone. Then builds the C API example (examples/c_api)
+# against the prefix twice, (a) with CMake's find_package(Sluice) and Sluice::c and (b) with
+# `cc -std=c11 -Wall -Werror $(pkg-config --cflags --libs sluice)`, and runs both on the
+# linear regression program files.
 #
 #   scripts/install_test.sh [-DSOME_SLUICE_OPTION=...]   extra args go to Sluice's configure
 #
@@ -68,4 +71,33 @@ if [[ "$output" != "OK" ]]; then
   echo "install_test: expected the consumer to print OK" >&2
   exit 1
 fi
+echo "install_test: building examples/c_api against $prefix with find_package(Sluice)"
+cmake -S "$root/examples/c_api" -B "$work/c_api" -G "Unix Makefiles" \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
+cmake --build "$work/c_api" -j"$jobs"
+libdir=$(dirname "$(find "$prefix" -name 'libsluice_c.so' | head -1)")
+if [[ ! -f "$libdir/pkgconfig/sluice.pc" ]]; then
+  echo "install_test: no sluice.pc next to libsluice_c.so (in $libdir/pkgconfig)" >&2
+  exit 1
+fi
+exported=$(nm -D --defined-only "$libdir/libsluice_c.so" | awk '{print $3}' | grep -v '^sluice_' || true)
+if [[ -n "$exported" ]]; then
+  echo "install_test: libsluice_c.so exports more than the sluice_* functions:" >&2
+  echo "$exported" | head >&2
+  exit 1
+fi
+
+echo "install_test: building examples/c_api with pkg-config (PKG_CONFIG_PATH=$libdir/pkgconfig)"
+flags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs sluice)
+# shellcheck disable=SC2086  # the flags are words
+"${CC:-cc}" -std=c11 -Wall -Werror "$root/examples/c_api/main.c" -o "$work/c_api_pkg_config" \
+  $flags
+
+for example in "$work/c_api/c_api_example" "$work/c_api_pkg_config"; do
+  echo "install_test: running $example"
+  LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$example" "$root/examples/linear_regression"
+done
 echo "install_test: OK"

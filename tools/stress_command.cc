@@ -2,25 +2,17 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <memory>
+#include <cstdlib>
 #include <optional>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/synchronization/notification.h"
 #include "core/status.h"
 #include "ep/runtime.h"
-#include "ops/kernel_registry.h"
-#include "ops/stress_kernels.h"
+#include "stress/eager_stress.h"
+#include "stress/stress_control_flow_runner.h"
 #include "tools/options.h"
-#include "tools/stress_control_flow_runner.h"
-#include "tools/stress_program.h"
-#include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::tools {
@@ -42,18 +34,8 @@ struct Options {
   std::optional<int64_t> elements;
   std::optional<Device> device;
   std::string record_path;
-  StressShape shape;          // the eager mode's, filled in by Resolve
-  ControlFlowShape cf_shape;  // --control-flow's, filled in by Resolve
-};
-
-struct Totals {
-  int64_t programs = 0;
-  int64_t instructions = 0;
-  int64_t mismatches = 0;  // tensors whose final contents differ from the reference
-  int64_t sync_errors = 0;
-  int64_t hangs = 0;
-  int64_t op_errors = 0;
-  std::string first_problem;
+  stress::StressShape shape;          // the eager mode's, filled in by Resolve
+  stress::ControlFlowShape cf_shape;  // --control-flow's, filled in by Resolve
 };
 
 // An integer option that stays unset unless given; `default_text` is what --help shows.
@@ -162,7 +144,7 @@ std::string Resolve(Options* o) {
 
 // --control-flow: runs the programs and prints the JSON line; the exit code.
 int ControlFlowMain(const Options& o) {
-  ControlFlowStressOptions options;
+  stress::ControlFlowStressOptions options;
   options.programs = o.programs;
   options.seed = o.seed;
   options.streams = o.streams;
@@ -176,7 +158,7 @@ int ControlFlowMain(const Options& o) {
   options.shape = o.cf_shape;
   options.progress = true;
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<ControlFlowStressTotals> totals = RunControlFlowStress(options);
+  absl::StatusOr<stress::ControlFlowStressTotals> totals = stress::RunControlFlowStress(options);
   if (!totals.ok()) return ReportFailure("stress", totals.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -195,58 +177,45 @@ int ControlFlowMain(const Options& o) {
   return exit;
 }
 
-// Runs one program through the VM; adds its findings to `totals`. A failed VM call is an
-// op error (the program still counts). The program's tensors are left in `blobs` (the last
-// program's stay alive until shutdown, so that a recording ends with their checksums).
-absl::Status RunProgram(const StressProgram& program, const Options& options,
-                        vm::VirtualMachine* machine, const ops::KernelRegistry& kernels,
-                        Totals* totals, std::vector<vm::BlobRef>& blobs) {
-  vm::InstructionsBuilder builder(machine);
-  builder.set_soft_sync(!options.no_soft_sync);
-  const int64_t elements = options.shape.elements;
-  blobs.clear();
-  for (size_t t = 0; t < program.tensor_home.size(); ++t) {
-    SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, machine->GetStream(program.tensor_home[t]));
-    SLUICE_ASSIGN_OR_RETURN(
-        vm::BlobRef blob,
-        machine->NewBlob(home, DataType::kF32, Shape({elements}), absl::StrFormat("t%d", t)));
-    blobs.push_back(std::move(blob));
+// The eager mode: runs the programs and prints the JSON line; the exit code.
+int EagerMain(const Options& o) {
+  stress::EagerStressOptions options;
+  options.programs = o.programs;
+  options.seed = o.seed;
+  options.shape = o.shape;
+  options.jitter_us = o.jitter_us;
+  options.soft_sync = !o.no_soft_sync;
+  options.scheduling = o.scheduling == "caller" ? vm::VmOptions::Scheduling::kCallerThread
+                                                : vm::VmOptions::Scheduling::kDedicatedThread;
+  options.timeout_s = o.timeout_s;
+  options.record_path = o.record_path;
+  options.progress = true;
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<stress::EagerStressTotals> totals = stress::RunEagerStress(options);
+  if (!totals.ok()) return ReportFailure("stress", totals.status());
+  const int exit = totals->problems() == o.expect_errors ? kExitOk : kExitFailure;
+  if (totals->abandoned) {
+    std::fprintf(stderr, "first problem: %s\n", totals->first_problem.c_str());
+    std::fprintf(stderr, "sluice stress: a hung program could not be shut down; leaving\n");
+    std::printf("%s\n", totals->ToJson().c_str());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(exit);  // the VM cannot shut down under the hung program
   }
-  for (const StressOp& op : program.ops) {
-    SLUICE_ASSIGN_OR_RETURN(vm::Stream * stream, machine->GetStream(op.stream));
-    SLUICE_ASSIGN_OR_RETURN(const vm::OpKernel* kernel, kernels.Find(op.KernelName()));
-    vm::BlobList inputs;
-    if (op.a >= 0) inputs.push_back(blobs[op.a]);
-    if (op.b >= 0) inputs.push_back(blobs[op.b]);
-    vm::AttrMap attrs;
-    if (op.kind == StressOp::Kind::kFill) attrs.Set("value", static_cast<double>(op.value));
-    if (op.kind == StressOp::Kind::kScale) {
-      attrs.Set("alpha", static_cast<double>(op.value)).Set("beta", static_cast<double>(op.beta));
-    }
-    SLUICE_RETURN_IF_ERROR(
-        builder.Call(*kernel, std::move(inputs), {blobs[op.y]}, std::move(attrs), stream));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "sluice stress: %.2f s; %s\n", seconds, totals->vm_stats.c_str());
+  if (!totals->first_sync_error.empty()) {
+    std::fprintf(stderr, "first sync error: %s\n", totals->first_sync_error.c_str());
   }
-  const std::vector<std::vector<float>> expected = RunStressReference(program, elements);
-  for (size_t t = 0; t < blobs.size(); ++t) {
-    absl::StatusOr<std::vector<uint8_t>> bytes = builder.ReadBlob(blobs[t]);
-    if (!bytes.ok()) {
-      ++totals->op_errors;
-      if (totals->first_problem.empty()) totals->first_problem = bytes.status().ToString();
-      continue;
-    }
-    if (std::memcmp(bytes->data(), expected[t].data(), bytes->size()) != 0) {
-      ++totals->mismatches;
-      if (totals->first_problem.empty()) {
-        totals->first_problem = absl::StrFormat("tensor t%d differs from the reference", t);
-      }
-    }
+  if (!totals->first_problem.empty()) {
+    std::fprintf(stderr, "first problem: %s\n", totals->first_problem.c_str());
   }
-  const absl::Status synced = machine->Sync();
-  if (!synced.ok()) {
-    ++totals->op_errors;
-    if (totals->first_problem.empty()) totals->first_problem = synced.ToString();
+  if (!totals->shutdown_error.empty()) {
+    std::fprintf(stderr, "shutdown: %s\n", totals->shutdown_error.c_str());
   }
-  return absl::OkStatus();
+  std::printf("%s\n", totals->ToJson().c_str());
+  return exit;
 }
 
 }  // namespace
@@ -292,98 +261,7 @@ int StressMain(int argc, char** argv) {
   }
   if (options.control_flow) return ControlFlowMain(options);
 
-  ep::RuntimeOptions runtime_options;
-  runtime_options.num_sim_devices = options.shape.sim_devices;
-  runtime_options.sim.seed = options.seed;
-  runtime_options.sim.max_jitter_us = options.jitter_us;
-  runtime_options.enable_cuda = false;
-  absl::StatusOr<std::unique_ptr<ep::Runtime>> runtime = ep::Runtime::Create(runtime_options);
-  if (!runtime.ok()) return ReportFailure("stress", runtime.status());
-  vm::VmOptions vm_options;
-  vm_options.check_sync = true;
-  vm_options.record_path = options.record_path;
-  vm_options.scheduling = options.scheduling == "caller"
-                              ? vm::VmOptions::Scheduling::kCallerThread
-                              : vm::VmOptions::Scheduling::kDedicatedThread;
-  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine =
-      vm::VirtualMachine::Create(runtime->get(), vm_options);
-  if (!machine.ok()) return ReportFailure("stress", machine.status());
-  ops::KernelRegistry kernels;
-  if (absl::Status registered = ops::RegisterStressKernels(&kernels); !registered.ok()) {
-    return ReportFailure("stress", registered);
-  }
-
-  Totals totals;
-  std::vector<vm::BlobRef> blobs;
-  const auto start = std::chrono::steady_clock::now();
-  int reported_percent = 0;
-  for (int p = 0; p < options.programs; ++p) {
-    const StressProgram program = GenerateStressProgram(options.shape, options.seed * 1000003 + p);
-    absl::Status run_status;
-    absl::Notification finished;
-    // The program runs on its own thread so that a hang is detected instead of inherited.
-    std::thread runner([&] {
-      run_status = RunProgram(program, options, machine->get(), kernels, &totals, blobs);
-      finished.Notify();
-    });
-    if (!finished.WaitForNotificationWithTimeout(absl::Seconds(options.timeout_s))) {
-      ++totals.hangs;
-      std::fprintf(stderr, "sluice stress: program %d did not finish within %d s\n", p,
-                   options.timeout_s);
-      // A hung VM cannot be shut down cleanly: report and leave.
-      std::printf(
-          "{\"programs\":%d,\"instructions\":%lld,\"mismatches\":%lld,\"sync_errors\":%lld,"
-          "\"hangs\":%lld}\n",
-          p + 1, static_cast<long long>((*machine)->stats().instructions),
-          static_cast<long long>(totals.mismatches),
-          static_cast<long long>((*machine)->sync_checker()->violation_count()),
-          static_cast<long long>(totals.hangs));
-      std::fflush(stdout);
-      runner.detach();
-      std::_Exit(options.expect_errors ? kExitOk : kExitFailure);
-    }
-    runner.join();
-    if (!run_status.ok()) {
-      std::fprintf(stderr, "sluice stress: program %d: %s\n", p, run_status.ToString().c_str());
-      return kExitFailure;
-    }
-    ++totals.programs;
-    const int percent = static_cast<int>(100LL * (p + 1) / options.programs);
-    if (percent >= reported_percent + 10 || p + 1 == options.programs) {
-      reported_percent = percent - percent % 10;
-      std::fprintf(stderr,
-                   "sluice stress: %d/%d programs (%d%%), %lld sync errors, %lld mismatches\n",
-                   p + 1, options.programs, percent,
-                   static_cast<long long>((*machine)->sync_checker()->violation_count()),
-                   static_cast<long long>(totals.mismatches));
-    }
-  }
-  totals.sync_errors = (*machine)->sync_checker()->violation_count();
-  const std::vector<vm::SyncViolation> violations = (*machine)->sync_checker()->violations();
-  totals.instructions = (*machine)->stats().instructions;
-  const vm::VmStats stats = (*machine)->stats();
-  const absl::Status shutdown = (*machine)->Shutdown();
-  blobs.clear();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  std::fprintf(stderr, "sluice stress: %.2f s; %s\n", seconds, stats.ToString().c_str());
-  if (!violations.empty()) {
-    std::fprintf(stderr, "first sync error: %s\n", violations.front().ToString().c_str());
-  }
-  if (!totals.first_problem.empty()) {
-    std::fprintf(stderr, "first problem: %s\n", totals.first_problem.c_str());
-  }
-  if (!shutdown.ok()) std::fprintf(stderr, "shutdown: %s\n", shutdown.ToString().c_str());
-  std::printf(
-      "{\"programs\":%lld,\"instructions\":%lld,\"mismatches\":%lld,\"sync_errors\":%lld,"
-      "\"hangs\":%lld}\n",
-      static_cast<long long>(totals.programs), static_cast<long long>(totals.instructions),
-      static_cast<long long>(totals.mismatches), static_cast<long long>(totals.sync_errors),
-      static_cast<long long>(totals.hangs));
-  const bool errors =
-      totals.mismatches > 0 || totals.sync_errors > 0 || totals.hangs > 0 || totals.op_errors > 0;
-  return errors == options.expect_errors ? kExitOk : kExitFailure;
+  return EagerMain(options);
 }
 
 }  // namespace sluice::tools

@@ -1,7 +1,8 @@
 // `sluice stress`: random eager programs over cpu and sim streams, run through the VM with
 // the sync checker on and compared with a sequential reference; with --control-flow, random
 // static programs with cond and while run through the executor instead
-// (tools/stress_control_flow_runner.h).
+// (stress/stress_control_flow_runner.h); the run loops
+// are the sluice_stress library (stress/eager_stress.h).
 #ifndef SLUICE_TOOLS_STRESS_COMMAND_H_
 #define SLUICE_TOOLS_STRESS_COMMAND_H_
 

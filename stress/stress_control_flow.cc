@@ -1,4 +1,4 @@
-#include "tools/stress_control_flow.h"
+#include "stress/stress_control_flow.h"
 
 #include <algorithm>
 #include <random>
@@ -11,7 +11,7 @@
 #include "framework/builder/functional.h"
 #include "framework/builder/program.h"
 
-namespace sluice::tools {
+namespace sluice::stress {
 namespace {
 
 using framework::HostTensor;
@@ -347,4 +347,4 @@ absl::StatusOr<ControlFlowProgram> GenerateControlFlowProgram(const ops::OpRegis
   return out;
 }
 
-}  // namespace sluice::tools
+}  // namespace sluice::stress

@@ -1,23 +1,23 @@
 // The run loop of `sluice stress --control-flow`: N random programs with cond and while
-// (tools/stress_control_flow.h), each run through an Executor on one device with the sync
+// (stress/stress_control_flow.h), each run through an Executor on one device with the sync
 // checker on, every fetched value compared bit for bit with the sequential reference
-// (tools/stress_reference.h). Counts mismatches, sync errors (the checker's violations),
+// (stress/stress_reference.h). Counts mismatches, sync errors (the checker's violations),
 // hangs (runs not finished within a timeout, then cancelled) and failed runs.
 //
 // Thread-compatible: one call at a time per process is the intended use (it creates a
 // Runtime and VM of its own).
-#ifndef SLUICE_TOOLS_STRESS_CONTROL_FLOW_RUNNER_H_
-#define SLUICE_TOOLS_STRESS_CONTROL_FLOW_RUNNER_H_
+#ifndef SLUICE_STRESS_STRESS_CONTROL_FLOW_RUNNER_H_
+#define SLUICE_STRESS_STRESS_CONTROL_FLOW_RUNNER_H_
 
 #include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "core/device.h"
-#include "tools/stress_control_flow.h"
+#include "stress/stress_control_flow.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::tools {
+namespace sluice::stress {
 
 struct ControlFlowStressOptions {
   int programs = 100;
@@ -67,6 +67,6 @@ struct ControlFlowStressTotals {
 absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
     const ControlFlowStressOptions& options);
 
-}  // namespace sluice::tools
+}  // namespace sluice::stress
 
-#endif  // SLUICE_TOOLS_STRESS_CONTROL_FLOW_RUNNER_H_
+#endif  // SLUICE_STRESS_STRESS_CONTROL_FLOW_RUNNER_H_

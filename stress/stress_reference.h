@@ -2,7 +2,7 @@
 // Program's block 0 op by op, in program order, on plain float vectors — a cond runs its
 // taken branch, a while its condition and body blocks, as framework/ir/control_flow.h
 // defines them — with no streams, no VM and no op library. It knows only the op subset
-// the control-flow generator (tools/stress_control_flow.h) uses:
+// the control-flow generator (stress/stress_control_flow.h) uses:
 //
 //   fill_constant, add, sub, mul, max, min (equal shapes or a scalar operand), scale, relu,
 //   less_than, less_equal, greater_than, greater_equal, logical_and, logical_or,
@@ -17,8 +17,8 @@
 // x86-64 target, which has no FMA; a build for a target with FMA might break it.
 //
 // Free functions; thread-compatible.
-#ifndef SLUICE_TOOLS_STRESS_REFERENCE_H_
-#define SLUICE_TOOLS_STRESS_REFERENCE_H_
+#ifndef SLUICE_STRESS_STRESS_REFERENCE_H_
+#define SLUICE_STRESS_STRESS_REFERENCE_H_
 
 #include <string>
 #include <vector>
@@ -28,7 +28,7 @@
 #include "framework/interpreter/host_tensor.h"
 #include "framework/ir/program_desc.h"
 
-namespace sluice::tools {
+namespace sluice::stress {
 
 // Runs `program` on `feeds` (f32 or bool tensors) and returns the `fetches` (f32 or bool),
 // in order. Errors: Unimplemented naming an op or dtype outside the subset;
@@ -39,6 +39,6 @@ absl::StatusOr<std::vector<framework::HostTensor>> EvaluateReference(
     const framework::ir::ProgramDesc& program, const framework::Feeds& feeds,
     const std::vector<std::string>& fetches);
 
-}  // namespace sluice::tools
+}  // namespace sluice::stress
 
-#endif  // SLUICE_TOOLS_STRESS_REFERENCE_H_
+#endif  // SLUICE_STRESS_STRESS_REFERENCE_H_

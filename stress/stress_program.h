@@ -1,8 +1,8 @@
 // StressProgram: a random eager program for `sluice stress` — tensors placed on cpu and sim
 // devices, elementwise and copy ops on random streams — plus the sequential host reference
 // that says what every tensor must hold at the end.
-#ifndef SLUICE_TOOLS_STRESS_PROGRAM_H_
-#define SLUICE_TOOLS_STRESS_PROGRAM_H_
+#ifndef SLUICE_STRESS_STRESS_PROGRAM_H_
+#define SLUICE_STRESS_STRESS_PROGRAM_H_
 
 #include <cstdint>
 #include <string>
@@ -10,7 +10,7 @@
 
 #include "core/stream_id.h"
 
-namespace sluice::tools {
+namespace sluice::stress {
 
 struct StressShape {
   int sim_devices = 2;    // devices sim:0 .. sim:(n-1), plus cpu
@@ -43,6 +43,6 @@ StressProgram GenerateStressProgram(const StressShape& shape, uint64_t seed);
 // Runs `program` sequentially on the host: the expected final contents of each tensor.
 std::vector<std::vector<float>> RunStressReference(const StressProgram& program, int64_t elements);
 
-}  // namespace sluice::tools
+}  // namespace sluice::stress
 
-#endif  // SLUICE_TOOLS_STRESS_PROGRAM_H_
+#endif  // SLUICE_STRESS_STRESS_PROGRAM_H_

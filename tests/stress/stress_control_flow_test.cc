@@ -1,10 +1,10 @@
-// `sluice stress --control-flow` in parts: the generator (tools/stress_control_flow.h) is
+// `sluice stress --control-flow` in parts: the generator (stress/stress_control_flow.h) is
 // deterministic and makes valid programs with cond, while and pinned streams; the reference
-// (tools/stress_reference.h) gives a loop's closed form and refuses ops outside its subset;
+// (stress/stress_reference.h) gives a loop's closed form and refuses ops outside its subset;
 // the reference agrees with runs on cpu with one stream; a handful of seeds run clean on sim
 // with jitter across streams; without the stream analysis the checker reports errors; a
 // run past the timeout counts as a hang and is cancelled.
-#include "tools/stress_control_flow.h"
+#include "stress/stress_control_flow.h"
 
 #include <string>
 #include <vector>
@@ -18,10 +18,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/standard_ops.h"
-#include "tools/stress_control_flow_runner.h"
-#include "tools/stress_reference.h"
+#include "stress/stress_control_flow_runner.h"
+#include "stress/stress_reference.h"
 
-namespace sluice::tools {
+namespace sluice::stress {
 namespace {
 
 using framework::HostTensor;
@@ -232,4 +232,4 @@ TEST_F(StressControlFlowTest, ARunPastTheTimeoutIsAHangAndIsCancelled) {
 }
 
 }  // namespace
-}  // namespace sluice::tools
+}  // namespace sluice::stress

@@ -1,8 +1,8 @@
-#include "tools/stress_program.h"
+#include "stress/stress_program.h"
 
 #include <random>
 
-namespace sluice::tools {
+namespace sluice::stress {
 
 const char* StressOp::KernelName() const {
   switch (kind) {
@@ -125,4 +125,4 @@ std::vector<std::vector<float>> RunStressReference(const StressProgram& program,
   return t;
 }
 
-}  // namespace sluice::tools
+}  // namespace sluice::stress

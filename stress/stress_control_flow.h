@@ -14,11 +14,11 @@
 //  - branches and bodies yield new values or, sometimes, outer ones unchanged.
 // Every op keeps values in [-1, 1] (products, halved sums and differences, max, min, relu,
 // scale with |scale| + |bias| <= 1), so loops never overflow, and uses only the ops the
-// bit-exact reference of tools/stress_reference.h knows.
+// bit-exact reference of stress/stress_reference.h knows.
 //
 // Free functions; thread-compatible.
-#ifndef SLUICE_TOOLS_STRESS_CONTROL_FLOW_H_
-#define SLUICE_TOOLS_STRESS_CONTROL_FLOW_H_
+#ifndef SLUICE_STRESS_STRESS_CONTROL_FLOW_H_
+#define SLUICE_STRESS_STRESS_CONTROL_FLOW_H_
 
 #include <cstdint>
 #include <string>
@@ -29,7 +29,7 @@
 #include "framework/ir/program_desc.h"
 #include "ops/op_registry.h"
 
-namespace sluice::tools {
+namespace sluice::stress {
 
 struct ControlFlowShape {
   int streams = 2;       // ops of block 0 are pinned to compute:0..streams-1 (1: none)
@@ -54,6 +54,6 @@ absl::StatusOr<ControlFlowProgram> GenerateControlFlowProgram(const ops::OpRegis
                                                               const ControlFlowShape& shape,
                                                               uint64_t seed);
 
-}  // namespace sluice::tools
+}  // namespace sluice::stress
 
-#endif  // SLUICE_TOOLS_STRESS_CONTROL_FLOW_H_
+#endif  // SLUICE_STRESS_STRESS_CONTROL_FLOW_H_

@@ -1,4 +1,4 @@
-#include "tools/stress_control_flow_runner.h"
+#include "stress/stress_control_flow_runner.h"
 
 #include <cstdio>
 #include <cstring>
@@ -14,10 +14,10 @@
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
 #include "framework/interpreter/scope.h"
-#include "tools/stress_reference.h"
+#include "stress/stress_reference.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::tools {
+namespace sluice::stress {
 namespace {
 
 // How long a cancelled hung run gets to end before it is abandoned.
@@ -180,4 +180,4 @@ absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
   return totals;
 }
 
-}  // namespace sluice::tools
+}  // namespace sluice::stress

@@ -1,4 +1,4 @@
-#include "tools/stress_reference.h"
+#include "stress/stress_reference.h"
 
 #include <cstdint>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "framework/ir/control_flow.h"
 
-namespace sluice::tools {
+namespace sluice::stress {
 namespace {
 
 namespace ir = framework::ir;
@@ -289,4 +289,4 @@ absl::StatusOr<std::vector<HostTensor>> EvaluateReference(const ir::ProgramDesc&
   return out;
 }
 
-}  // namespace sluice::tools
+}  // namespace sluice::stress

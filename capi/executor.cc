@@ -1,0 +1,279 @@
+// Programs, executors, runs with host and device-resident feeds and fetches, run results,
+// and persistables.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "capi/internal/handles.h"
+#include "capi/sluice_c_api.h"
+#include "core/status.h"
+#include "framework/io/persistables.h"
+
+using sluice::capi::Guard;
+using sluice::capi::NotNull;
+
+namespace {
+
+namespace framework = sluice::framework;
+
+// `name`, checked not NULL; `what` and `index` name it in the error.
+absl::StatusOr<std::string> Name(const char* const* names, size_t index, const char* function,
+                                 const char* what) {
+  if (names == nullptr || names[index] == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(function, ": ", what, "[", index, "] is NULL"));
+  }
+  return std::string(names[index]);
+}
+
+// The host feeds as the executor takes them; every buffer checked.
+absl::StatusOr<framework::Feeds> HostFeeds(const char* const* names,
+                                           const SluiceHostBuffer* buffers, size_t count,
+                                           const char* function) {
+  framework::Feeds feeds;
+  if (count > 0) SLUICE_RETURN_IF_ERROR(NotNull(buffers, function, "feeds"));
+  for (size_t i = 0; i < count; ++i) {
+    SLUICE_ASSIGN_OR_RETURN(std::string name, Name(names, i, function, "feed_names"));
+    const SluiceHostBuffer& buffer = buffers[i];
+    const std::string what = absl::StrCat("feed '", name, "'");
+    SLUICE_ASSIGN_OR_RETURN(const sluice::DataType dtype,
+                            sluice::capi::ToDataType(buffer.dtype, function));
+    SLUICE_ASSIGN_OR_RETURN(sluice::Shape shape, sluice::capi::ToShape(buffer.shape, buffer.rank,
+                                                                       function, what.c_str()));
+    SLUICE_RETURN_IF_ERROR(
+        sluice::capi::CheckByteSize(dtype, shape, buffer.byte_size, function, what.c_str()));
+    if (buffer.byte_size > 0) SLUICE_RETURN_IF_ERROR(NotNull(buffer.data, function, what.c_str()));
+    const auto* data = static_cast<const uint8_t*>(buffer.data);
+    feeds.emplace_back(std::move(name),
+                       framework::HostTensor{dtype, std::move(shape),
+                                             std::vector<uint8_t>(data, data + buffer.byte_size)});
+  }
+  return feeds;
+}
+
+absl::Status Run(SluiceExecutor* executor, const SluiceProgram* program,
+                 const char* const* feed_names, const SluiceHostBuffer* feeds, size_t num_feeds,
+                 const char* const* device_feed_names, const SluiceTensor* const* device_feeds,
+                 size_t num_device_feeds, const char* const* fetch_names,
+                 const int* fetch_on_device, size_t num_fetches, SluiceRunResult** out,
+                 const char* function) {
+  SLUICE_RETURN_IF_ERROR(NotNull(executor, function, "executor"));
+  SLUICE_RETURN_IF_ERROR(NotNull(program, function, "program"));
+  SLUICE_ASSIGN_OR_RETURN(const framework::Feeds host_feeds,
+                          HostFeeds(feed_names, feeds, num_feeds, function));
+  framework::DeviceIo io;
+  for (size_t i = 0; i < num_device_feeds; ++i) {
+    SLUICE_ASSIGN_OR_RETURN(std::string name,
+                            Name(device_feed_names, i, function, "device_feed_names"));
+    if (device_feeds == nullptr || device_feeds[i] == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(function, ": device_feeds[", i, "] ('", name, "') is NULL"));
+    }
+    io.feeds.emplace_back(std::move(name), device_feeds[i]->tensor.blob());
+  }
+  std::vector<std::string> fetches;
+  for (size_t i = 0; i < num_fetches; ++i) {
+    SLUICE_ASSIGN_OR_RETURN(std::string name, Name(fetch_names, i, function, "fetch_names"));
+    if (fetch_on_device != nullptr && fetch_on_device[i] != 0) io.fetches.push_back(name);
+    fetches.push_back(std::move(name));
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      framework::RunResult result,
+      executor->executor->Run(program->program, host_feeds, io, fetches, &executor->scope));
+  // Device fetches become tensors at once, so that their blobs have one owner.
+  std::vector<sluice::eager::Tensor> device_tensors(result.device_fetches.size());
+  for (size_t i = 0; i < result.device_fetches.size(); ++i) {
+    if (result.device_fetches[i] == nullptr) continue;
+    SLUICE_ASSIGN_OR_RETURN(device_tensors[i],
+                            executor->context.FromBlob(std::move(result.device_fetches[i])));
+  }
+  if (out != nullptr) {
+    *out = new SluiceRunResult{std::move(result.fetches), std::move(device_tensors)};
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+extern "C" {
+
+SluiceStatus* sluice_program_load(const char* path, SluiceProgram** out) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(path, fn, "path"));
+    SLUICE_RETURN_IF_ERROR(NotNull(out, fn, "out"));
+    SLUICE_ASSIGN_OR_RETURN(framework::ir::ProgramDesc program,
+                            framework::ir::ProgramDesc::Load(path));
+    *out = new SluiceProgram{std::move(program)};
+    return absl::OkStatus();
+  });
+}
+
+void sluice_program_release(SluiceProgram* program) { delete program; }
+
+SluiceStatus* sluice_executor_options_create(SluiceExecutorOptions** out) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(out, fn, "out"));
+    *out = new SluiceExecutorOptions;
+    return absl::OkStatus();
+  });
+}
+
+void sluice_executor_options_release(SluiceExecutorOptions* options) { delete options; }
+
+SluiceStatus* sluice_executor_options_set_device(SluiceExecutorOptions* options,
+                                                 const char* device) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(options, fn, "options"));
+    SLUICE_ASSIGN_OR_RETURN(options->options.interpreter.device,
+                            sluice::capi::ParseDevice(device, fn, "device"));
+    return absl::OkStatus();
+  });
+}
+
+SluiceStatus* sluice_executor_options_set_compute_streams(SluiceExecutorOptions* options,
+                                                          int32_t streams) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(options, fn, "options"));
+    if (streams < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(fn, ": streams ", streams, " is less than 1"));
+    }
+    options->options.interpreter.compute_streams = streams;
+    return absl::OkStatus();
+  });
+}
+
+SluiceStatus* sluice_executor_options_set_compile_subgraphs(SluiceExecutorOptions* options,
+                                                            int enabled) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(options, fn, "options"));
+    options->options.interpreter.compile_subgraphs = enabled != 0;
+    return absl::OkStatus();
+  });
+}
+
+SluiceStatus* sluice_executor_create(SluiceContext* context, const SluiceExecutorOptions* options,
+                                     SluiceExecutor** out) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(context, fn, "context"));
+    SLUICE_RETURN_IF_ERROR(NotNull(out, fn, "out"));
+    const framework::ExecutorOptions executor_options =
+        options == nullptr ? framework::ExecutorOptions() : options->options;
+    auto* executor = new SluiceExecutor{context->context, nullptr, {}};
+    executor->executor = std::make_unique<framework::Executor>(
+        &executor->context.registry(), executor->context.vm(), executor_options);
+    *out = executor;
+    return absl::OkStatus();
+  });
+}
+
+void sluice_executor_release(SluiceExecutor* executor) {
+  Guard(__func__, [&, fn = __func__] {
+    delete executor;
+    return absl::OkStatus();
+  });
+}
+
+SluiceStatus* sluice_executor_run(SluiceExecutor* executor, const SluiceProgram* program,
+                                  const char* const* feed_names, const SluiceHostBuffer* feeds,
+                                  size_t num_feeds, const char* const* fetch_names,
+                                  size_t num_fetches, SluiceRunResult** out) {
+  return Guard(__func__, [&, fn = __func__] {
+    return Run(executor, program, feed_names, feeds, num_feeds, nullptr, nullptr, 0, fetch_names,
+               nullptr, num_fetches, out, fn);
+  });
+}
+
+SluiceStatus* sluice_executor_run_with_device_io(
+    SluiceExecutor* executor, const SluiceProgram* program, const char* const* feed_names,
+    const SluiceHostBuffer* feeds, size_t num_feeds, const char* const* device_feed_names,
+    const SluiceTensor* const* device_feeds, size_t num_device_feeds,
+    const char* const* fetch_names, const int* fetch_on_device, size_t num_fetches,
+    SluiceRunResult** out) {
+  return Guard(__func__, [&, fn = __func__] {
+    return Run(executor, program, feed_names, feeds, num_feeds, device_feed_names, device_feeds,
+               num_device_feeds, fetch_names, fetch_on_device, num_fetches, out, fn);
+  });
+}
+
+SluiceStatus* sluice_executor_save_persistables(SluiceExecutor* executor,
+                                                const SluiceProgram* program,
+                                                const char* directory) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(executor, fn, "executor"));
+    SLUICE_RETURN_IF_ERROR(NotNull(program, fn, "program"));
+    SLUICE_RETURN_IF_ERROR(NotNull(directory, fn, "directory"));
+    return framework::io::SavePersistables(*executor->executor, program->program, &executor->scope,
+                                           directory);
+  });
+}
+
+SluiceStatus* sluice_executor_load_persistables(SluiceExecutor* executor,
+                                                const SluiceProgram* program,
+                                                const char* directory) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(executor, fn, "executor"));
+    SLUICE_RETURN_IF_ERROR(NotNull(program, fn, "program"));
+    SLUICE_RETURN_IF_ERROR(NotNull(directory, fn, "directory"));
+    return framework::io::LoadPersistables(*executor->executor, program->program, &executor->scope,
+                                           directory);
+  });
+}
+
+void sluice_run_result_release(SluiceRunResult* result) {
+  Guard(__func__, [&, fn = __func__] {
+    delete result;
+    return absl::OkStatus();
+  });
+}
+
+SluiceStatus* sluice_run_result_num_fetches(const SluiceRunResult* result, size_t* out) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(result, fn, "result"));
+    SLUICE_RETURN_IF_ERROR(NotNull(out, fn, "out"));
+    *out = result->fetches.size();
+    return absl::OkStatus();
+  });
+}
+
+SluiceStatus* sluice_run_result_fetch(const SluiceRunResult* result, size_t index,
+                                      SluiceDataType* dtype, const int64_t** shape, size_t* rank,
+                                      const void** data, size_t* byte_size) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(result, fn, "result"));
+    if (index >= result->fetches.size()) {
+      return absl::OutOfRangeError(
+          absl::StrCat(fn, ": index ", index, " is past the ", result->fetches.size(), " fetches"));
+    }
+    if (index < result->device_tensors.size() && result->device_tensors[index].valid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          fn, ": fetch ", index, " stays on its device (sluice_run_result_device_fetch)"));
+    }
+    const framework::HostTensor& fetch = result->fetches[index];
+    if (dtype != nullptr) *dtype = static_cast<SluiceDataType>(fetch.dtype);
+    if (shape != nullptr) *shape = fetch.shape.dims().data();
+    if (rank != nullptr) *rank = static_cast<size_t>(fetch.shape.rank());
+    if (data != nullptr) *data = fetch.bytes.data();
+    if (byte_size != nullptr) *byte_size = fetch.bytes.size();
+    return absl::OkStatus();
+  });
+}
+
+SluiceStatus* sluice_run_result_device_fetch(const SluiceRunResult* result, size_t index,
+                                             SluiceTensor** out) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(result, fn, "result"));
+    SLUICE_RETURN_IF_ERROR(NotNull(out, fn, "out"));
+    if (index >= result->fetches.size()) {
+      return absl::OutOfRangeError(
+          absl::StrCat(fn, ": index ", index, " is past the ", result->fetches.size(), " fetches"));
+    }
+    if (index >= result->device_tensors.size() || !result->device_tensors[index].valid()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(fn, ": fetch ", index, " came back to the host (sluice_run_result_fetch)"));
+    }
+    *out = sluice::capi::NewTensor(result->device_tensors[index]);
+    return absl::OkStatus();
+  });
+}
+
+}  // extern "C"
