@@ -379,12 +379,18 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
     return;
   }
   // Runs on the stream, in order, so the bytes are final when the host code sees them.
+  // The memory is taken now, at dispatch, as a kernel's operands are: a Release of the blob
+  // dispatched after this access (its storage goes back to the stream-ordered pool at once,
+  // reusable only by later work of the stream) must not make the access find it released.
   Instruction* i = instruction;
   ErrorSink* errors = errors_;
   Recorder* recorder = recorder_;
-  auto task = [i, errors, recorder]() -> absl::Status {
-    const bool write = i->inputs.empty();
-    Blob* blob = write ? i->outputs.front() : i->inputs.front();
+  const bool write = i->inputs.empty();
+  Blob* blob = write ? i->outputs.front() : i->inputs.front();
+  TensorStorage* storage = blob->raw_storage();
+  void* const data = storage != nullptr ? storage->data() : nullptr;
+  const size_t bytes = storage != nullptr ? storage->bytes() : 0;
+  auto task = [i, errors, recorder, write, blob, data, bytes]() -> absl::Status {
     if (!write) {
       absl::Status poison = InstructionExecutor::InputPoison(*i);
       if (!poison.ok()) {
@@ -392,21 +398,18 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
         return absl::OkStatus();
       }
     }
-    TensorStorage* storage = blob->raw_storage();
     absl::Status status;
-    if (storage == nullptr) {
+    if (data == nullptr) {
       status = absl::FailedPreconditionError(absl::StrCat(blob->DebugName(), " was released"));
     } else {
-      status = StatusFromCall("blob callback",
-                              [&] { return i->blob_callback(storage->data(), storage->bytes()); });
+      status = StatusFromCall("blob callback", [&] { return i->blob_callback(data, bytes); });
     }
     if (status.ok()) {
       if (write) {
         blob->ClearPoison();
         if (recorder != nullptr) {
-          recorder->RecordWrite(
-              i->seq,
-              absl::MakeConstSpan(static_cast<const uint8_t*>(storage->data()), storage->bytes()));
+          recorder->RecordWrite(i->seq,
+                                absl::MakeConstSpan(static_cast<const uint8_t*>(data), bytes));
         }
       }
       return absl::OkStatus();
