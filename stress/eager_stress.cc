@@ -100,6 +100,24 @@ std::string EagerStressTotals::ToJson() const {
 }
 
 absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& options) {
+  // The ranges `sluice stress` accepts; the generator draws indices modulo these counts.
+  const struct {
+    const char* name;
+    int64_t value, min, max;
+  } kRanges[] = {{"programs", options.programs, 1, 100000000},
+                 {"streams", options.shape.streams, 1, 64},
+                 {"sim_devices", options.shape.sim_devices, 1, ep::Runtime::kMaxSimDevices},
+                 {"tensors", options.shape.tensors, 1, 10000},
+                 {"ops", options.shape.ops, 0, 1000000},
+                 {"elements", options.shape.elements, 1, int64_t{1} << 24},
+                 {"jitter_us", options.jitter_us, 0, 1000000},
+                 {"timeout_s", options.timeout_s, 1, 86400}};
+  for (const auto& r : kRanges) {
+    if (r.value < r.min || r.value > r.max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stress: ", r.name, " ", r.value, " is outside ", r.min, "..", r.max));
+    }
+  }
   auto state = std::make_shared<RunState>();
   ep::RuntimeOptions runtime_options;
   runtime_options.num_sim_devices = options.shape.sim_devices;

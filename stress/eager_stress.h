@@ -54,7 +54,8 @@ struct EagerStressTotals {
   std::string ToJson() const;
 };
 
-// Errors (nothing to count): the runtime, VM or kernels could not be set up, or a program's
+// Errors (nothing to count): InvalidArgument naming an option outside the range `sluice
+// stress` accepts; the runtime, VM or kernels could not be set up, or a program's
 // instructions could not be issued (the message names the program).
 absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& options);
 

@@ -67,6 +67,25 @@ std::string ControlFlowStressTotals::ToJson() const {
 
 absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
     const ControlFlowStressOptions& options) {
+  // The ranges `sluice stress --control-flow` accepts; the generator draws modulo these.
+  const struct {
+    const char* name;
+    int64_t value, min, max;
+  } kRanges[] = {{"programs", options.programs, 1, 100000000},
+                 {"streams", options.streams, 1, 64},
+                 {"inputs", options.shape.inputs, 1, 10000},
+                 {"ops", options.shape.ops, 0, 1000000},
+                 {"depth", options.shape.depth, 0, 6},
+                 {"max_trips", options.shape.max_trips, 0, 1000000},
+                 {"elements", options.shape.elements, 1, int64_t{1} << 24},
+                 {"jitter_us", options.jitter_us, 0, 1000000},
+                 {"timeout_s", options.timeout_s, 1, 86400}};
+  for (const auto& r : kRanges) {
+    if (r.value < r.min || r.value > r.max) {
+      return absl::InvalidArgumentError(absl::StrCat("stress --control-flow: ", r.name, " ",
+                                                     r.value, " is outside ", r.min, "..", r.max));
+    }
+  }
   eager::ContextOptions context_options;
   context_options.runtime.num_sim_devices = 1;
   context_options.runtime.sim.seed = options.seed;

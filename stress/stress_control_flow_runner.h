@@ -61,7 +61,8 @@ struct ControlFlowStressTotals {
   std::string ToJson() const;
 };
 
-// Errors (nothing to count): the runtime or VM could not be created, a generated program
+// Errors (nothing to count): InvalidArgument naming an option outside the range `sluice
+// stress --control-flow` accepts; the runtime or VM could not be created, a generated program
 // could not be built or evaluated by the reference (a generator bug), or a run could not be
 // submitted.
 absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(

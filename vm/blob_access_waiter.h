@@ -42,6 +42,9 @@ class BlobAccessWaiter {
   // returns at once). A waiter may be destroyed without waiting: the callback holds what
   // it notifies, so abandoning an access that has not retired is safe.
   bool WaitFor(absl::Duration timeout);
+  // Gives up on the access: when it retires later, the sync checker is not told that the
+  // host waited for it (nobody did). Call instead of Wait, from the waiting thread.
+  void Abandon();
 
  private:
   struct State;  // the access's status and the notification (see the class comment)

@@ -80,7 +80,10 @@ absl::Status Tensor::WaitUntilReady(absl::FunctionRef<absl::Status()> interrupt,
         ref, /*write=*/false, [](void*, size_t) { return absl::OkStatus(); }, waiter.OnRetire()));
   }
   while (!waiter.WaitFor(poll)) {
-    SLUICE_RETURN_IF_ERROR(interrupt());
+    if (absl::Status interrupted = interrupt(); !interrupted.ok()) {
+      waiter.Abandon();
+      return interrupted;
+    }
   }
   return waiter.Wait();
 }

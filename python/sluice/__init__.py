@@ -117,13 +117,17 @@ class no_grad:
     """``with sluice.no_grad():`` (or as a decorator): eager ops record nothing for
     autograd on this thread."""
 
+    def __init__(self):
+        self._guards = []  # one per entry: the same object may be entered nested
+
     def __enter__(self):
-        self._guard = _sluice._NoGrad()
-        self._guard.__enter__()
+        guard = _sluice._NoGrad()
+        guard.__enter__()
+        self._guards.append(guard)
         return self
 
     def __exit__(self, *exc):
-        self._guard.__exit__(*exc)
+        self._guards.pop().__exit__(*exc)
         return False
 
     def __call__(self, fn):

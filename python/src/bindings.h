@@ -11,6 +11,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -54,6 +55,45 @@ T Unwrap(absl::StatusOr<T> value) {
   return *std::move(value);
 }
 
+// Keeps the first exception (a Python one, or any other) that a Python callable raised
+// inside a C++ builder callback (a cond branch, a loop body, a graph's build), so that the
+// builder is told the callback failed — and undoes what it appended — and the original
+// exception is raised again once the builder has returned. A StatusError becomes its
+// status. Used with the GIL held.
+class CallbackErrors {
+ public:
+  template <typename F>
+  auto Run(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const StatusError& e) {
+      return e.status();
+    } catch (...) {
+      if (!error_) error_ = std::current_exception();
+      return absl::CancelledError("a Python callback raised");
+    }
+  }
+  void RaiseIfAny() {
+    if (error_) {
+      std::exception_ptr error = std::exchange(error_, nullptr);
+      std::rethrow_exception(error);
+    }
+  }
+
+ private:
+  std::exception_ptr error_;
+};
+
+// Called during a wait with the GIL released: takes the GIL and runs Python's signal
+// handlers. An exception a handler raises (KeyboardInterrupt) stays pending in the thread
+// state and makes this return Cancelled, which ends the wait.
+absl::Status CheckSignals();
+// Raises the exception a signal handler left pending, if any (GIL held).
+void RaisePendingSignal();
+// Waits, GIL released and interruptibly, until an eager Value's producers are done (a
+// static Value: returns at once). Raises KeyboardInterrupt or the producer's error.
+void AwaitValue(const framework::Value& value);
+
 // A Program built from Python, and the context whose op registry checks it. Held by
 // shared_ptr: every Variable, static layer and guard of the program holds it too, since
 // framework::Var refers to its Program by address.
@@ -71,6 +111,9 @@ struct PyProgram {
 struct PyVariable {
   framework::Var var;
   std::shared_ptr<PyProgram> owner;
+  // For a variable of a graph trace (no owner): true while the trace runs.
+  std::shared_ptr<const bool> trace_alive;
+  bool usable() const { return owner != nullptr || (trace_alive != nullptr && *trace_alive); }
 };
 
 // The PyProgram that owns `program`, or null. RegisterOwner makes the link once the
@@ -139,8 +182,9 @@ void DefineGenericOperators(Class& cls) {
 
 // The graph trace running on this thread (graph_bindings.cc), or null.
 framework::graph::Trace* CurrentTrace();
-// Whether `program` is one of a graph trace still running (any thread; GIL held).
-bool IsLiveTraceProgram(const framework::Program* program);
+// The token of the running graph trace `program` belongs to (true while the trace runs),
+// or null for a program of no running trace (GIL held).
+std::shared_ptr<const bool> TraceToken(const framework::Program* program);
 // A Variable's program still exists: its owner holds it, or it belongs to a running
 // trace. FailedPrecondition naming the variable otherwise (a Variable kept from a trace
 // that has ended).

@@ -50,7 +50,7 @@ void RegisterOwner(const std::shared_ptr<PyProgram>& owner) {
 void ForgetOwner(const framework::Program* program) { Owners().erase(program); }
 
 void CheckUsable(const PyVariable& variable) {
-  if (variable.owner == nullptr && !IsLiveTraceProgram(variable.var.program())) {
+  if (!variable.usable()) {
     throw StatusError(absl::FailedPreconditionError(
         absl::StrCat("variable '", variable.var.name(),
                      "' belongs to a graph trace that has ended; use it inside build()")));
@@ -75,7 +75,9 @@ framework::Value ToValue(nb::handle object) {
 nb::object FromValue(framework::Value value) {
   if (value.is_static()) {
     const framework::Var& var = value.var();
-    return nb::cast(PyVariable{var, OwnerOf(var.program())});
+    std::shared_ptr<PyProgram> owner = OwnerOf(var.program());
+    std::shared_ptr<const bool> token = owner == nullptr ? TraceToken(var.program()) : nullptr;
+    return nb::cast(PyVariable{var, std::move(owner), std::move(token)});
   }
   return nb::cast(value.tensor());
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "framework/executor/executor.h"
 #include "framework/interpreter/scope.h"
@@ -28,9 +29,13 @@ namespace {
 // Persistable variables live here between runs. Destroyed before the context it keeps
 // alive (member order), so no blob outlives its VM. The executors that read and write
 // single variables are made per device on first use.
+//
+// framework::Scope takes one caller at a time, and Python threads share a scope (the
+// global one) while the GIL is released: every use of `scope` and `io_executors` holds
+// `mu`, always taken with the GIL released (a thread holding `mu` never waits for the GIL).
 struct PyScope {
   explicit PyScope(eager::Context ctx) : context(std::move(ctx)) {}
-  framework::Executor& IoExecutor(Device device) {
+  framework::Executor& IoExecutor(Device device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     std::unique_ptr<framework::Executor>& exe = io_executors[device.ToString()];
     if (exe == nullptr) {
       framework::ExecutorOptions options;
@@ -40,9 +45,18 @@ struct PyScope {
     return *exe;
   }
   eager::Context context;
-  framework::Scope scope;
-  std::map<std::string, std::unique_ptr<framework::Executor>> io_executors;
+  absl::Mutex mu;
+  framework::Scope scope ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::unique_ptr<framework::Executor>> io_executors ABSL_GUARDED_BY(mu);
 };
+
+// Runs `f` on the scope's variables with the GIL released and the scope's lock held.
+template <typename F>
+auto WithScope(PyScope& s, F&& f) {
+  nb::gil_scoped_release release;
+  absl::MutexLock lock(&s.mu);
+  return f(s.scope);
+}
 
 struct PyExecutor {
   PyExecutor(eager::Context ctx, framework::ExecutorOptions options)
@@ -103,12 +117,11 @@ nb::list Run(PyExecutor& self, const PyProgram& program, nb::dict feed,
   device_io.fetches = fetch_on_device;
   framework::RunOptions options;
   options.trace_path = trace_path;
-  absl::StatusOr<std::shared_ptr<framework::RunHandle>> handle;
-  {
-    nb::gil_scoped_release release;
-    handle = self.executor->RunAsync(program.program->desc(), feeds, device_io, fetch_list,
-                                     &scope.scope, nullptr, options);
-  }
+  absl::StatusOr<std::shared_ptr<framework::RunHandle>> handle =
+      WithScope(scope, [&](framework::Scope& vars) {
+        return self.executor->RunAsync(program.program->desc(), feeds, device_io, fetch_list, &vars,
+                                       nullptr, options);
+      });
   std::shared_ptr<framework::RunHandle> run = Unwrap(std::move(handle));
   const absl::StatusOr<framework::RunResult>& result = WaitInterruptibly(*run);
   Check(result.status());
@@ -127,8 +140,12 @@ nb::list Run(PyExecutor& self, const PyProgram& program, nb::dict feed,
       out.append(ArrayFromBytes(t.dtype, t.shape, std::move(t.bytes)));
     } else {
       // A cpu Tensor of the fetched values.
-      out.append(
-          nb::cast(Unwrap(self.context.FromBytes(t.dtype, t.shape, t.bytes, Device::Cpu()))));
+      absl::StatusOr<eager::Tensor> tensor;
+      {
+        nb::gil_scoped_release release;
+        tensor = self.context.FromBytes(t.dtype, t.shape, t.bytes, Device::Cpu());
+      }
+      out.append(nb::cast(Unwrap(std::move(tensor))));
     }
   }
   return out;
@@ -140,30 +157,36 @@ void BindExecutor(nb::module_& m) {
   nb::class_<PyScope>(m, "Scope", "Variables that live across runs (parameters, optimizer state).")
       .def(nb::new_([](eager::Context ctx) { return std::make_shared<PyScope>(std::move(ctx)); }),
            nb::arg("context"))
-      .def("var_names", [](const PyScope& s) { return s.scope.LocalNames(); })
+      .def("var_names",
+           [](PyScope& s) {
+             return WithScope(s, [](framework::Scope& vars) { return vars.LocalNames(); });
+           })
       .def("has_var",
-           [](const PyScope& s, const std::string& name) {
-             const vm::BlobRef* blob = s.scope.Find(name);
-             return blob != nullptr && *blob != nullptr;
+           [](PyScope& s, const std::string& name) {
+             return WithScope(s, [&](framework::Scope& vars) {
+               const vm::BlobRef* blob = vars.Find(name);
+               return blob != nullptr && *blob != nullptr;
+             });
            })
       .def("var_shape",
-           [](const PyScope& s, const std::string& name) {
-             const vm::BlobRef* blob = s.scope.Find(name);
-             if (blob == nullptr || *blob == nullptr) {
-               throw StatusError(
-                   absl::NotFoundError(absl::StrCat("variable '", name, "' is not in the scope")));
-             }
-             return FromShape((*blob)->shape());
+           [](PyScope& s, const std::string& name) {
+             absl::StatusOr<Shape> shape =
+                 WithScope(s, [&](framework::Scope& vars) -> absl::StatusOr<Shape> {
+                   const vm::BlobRef* blob = vars.Find(name);
+                   if (blob == nullptr || *blob == nullptr) {
+                     return absl::NotFoundError(
+                         absl::StrCat("variable '", name, "' is not in the scope"));
+                   }
+                   return (*blob)->shape();
+                 });
+             return FromShape(Unwrap(std::move(shape)));
            })
       .def(
           "read",
           [](PyScope& s, const std::string& name) {
-            absl::StatusOr<framework::HostTensor> value;
-            {
-              nb::gil_scoped_release release;
-              value = framework::io::ReadVariable(s.IoExecutor(Device::Cpu()), &s.scope, name);
-            }
-            framework::HostTensor t = Unwrap(std::move(value));
+            framework::HostTensor t = Unwrap(WithScope(s, [&](framework::Scope& vars) {
+              return framework::io::ReadVariable(s.IoExecutor(Device::Cpu()), &vars, name);
+            }));
             return ArrayFromBytes(t.dtype, t.shape, std::move(t.bytes));
           },
           nb::arg("name"), "A NumPy copy of variable `name`.")
@@ -174,16 +197,15 @@ void BindExecutor(nb::module_& m) {
                 HostTensorFromArray(array, absl::StrCat("variable '", name, "'"));
             const Device d = ParseDevice(device);
             Unwrap(s.context.runtime()->GetDevice(d));
-            absl::Status status;
-            {
-              nb::gil_scoped_release release;
-              status = framework::io::WriteVariable(s.IoExecutor(d), &s.scope, name, value);
-            }
-            Check(status);
+            Check(WithScope(s, [&](framework::Scope& vars) {
+              return framework::io::WriteVariable(s.IoExecutor(d), &vars, name, value);
+            }));
           },
           nb::arg("name"), nb::arg("array"), nb::arg("device") = "cpu",
           "Sets variable `name` to a copy of `array`, on `device`.")
-      .def("erase", [](PyScope& s, const std::string& name) { return s.scope.Erase(name); });
+      .def("erase", [](PyScope& s, const std::string& name) {
+        return WithScope(s, [&](framework::Scope& vars) { return vars.Erase(name); });
+      });
 
   nb::class_<PyExecutor>(m, "Executor", "Runs static programs (framework::Executor).")
       .def(
@@ -225,26 +247,18 @@ void BindExecutor(nb::module_& m) {
       "_save_persistables",
       [](PyExecutor& e, const PyProgram& program, PyScope& scope, const std::string& dir) {
         CheckSameVm(e.context, scope.context, "the scope");
-        absl::Status status;
-        {
-          nb::gil_scoped_release release;
-          status = framework::io::SavePersistables(*e.executor, program.program->desc(),
-                                                   &scope.scope, dir);
-        }
-        Check(status);
+        Check(WithScope(scope, [&](framework::Scope& vars) {
+          return framework::io::SavePersistables(*e.executor, program.program->desc(), &vars, dir);
+        }));
       },
       nb::arg("executor"), nb::arg("program"), nb::arg("scope"), nb::arg("dir"));
   m.def(
       "_load_persistables",
       [](PyExecutor& e, const PyProgram& program, PyScope& scope, const std::string& dir) {
         CheckSameVm(e.context, scope.context, "the scope");
-        absl::Status status;
-        {
-          nb::gil_scoped_release release;
-          status = framework::io::LoadPersistables(*e.executor, program.program->desc(),
-                                                   &scope.scope, dir);
-        }
-        Check(status);
+        Check(WithScope(scope, [&](framework::Scope& vars) {
+          return framework::io::LoadPersistables(*e.executor, program.program->desc(), &vars, dir);
+        }));
       },
       nb::arg("executor"), nb::arg("program"), nb::arg("scope"), nb::arg("dir"));
 }

@@ -105,6 +105,13 @@ nb::list CallOp(const std::string& op, nb::handle inputs, nb::dict attrs,
   return ToList(outputs);
 }
 
+// A reduction's axes: None (all), an int, or a sequence of ints.
+std::vector<int64_t> Axes(nb::handle axis) {
+  if (axis.is_none()) return {};
+  if (PyLong_Check(axis.ptr())) return {nb::cast<int64_t>(axis)};
+  return nb::cast<std::vector<int64_t>>(axis);
+}
+
 template <UnaryFn F>
 nb::object Unary(nb::handle x) {
   return FromValue(Unwrap(F(ToValue(x))));
@@ -158,17 +165,15 @@ void BindFunctional(nb::module_& m) {
       nb::arg("x"), nb::arg("y"), nb::arg("transpose_x") = false, nb::arg("transpose_y") = false);
   m.def(
       "sum",
-      [](nb::handle x, std::optional<std::vector<int64_t>> axis, bool keepdim) {
-        return FromValue(
-            Unwrap(fn::ReduceSum(ToValue(x), axis.value_or(std::vector<int64_t>{}), keepdim)));
+      [](nb::handle x, nb::handle axis, bool keepdim) {
+        return FromValue(Unwrap(fn::ReduceSum(ToValue(x), Axes(axis), keepdim)));
       },
       nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdim") = false,
       "reduce_sum over `axis` (all axes when None).");
   m.def(
       "mean",
-      [](nb::handle x, std::optional<std::vector<int64_t>> axis, bool keepdim) {
-        return FromValue(
-            Unwrap(fn::ReduceMean(ToValue(x), axis.value_or(std::vector<int64_t>{}), keepdim)));
+      [](nb::handle x, nb::handle axis, bool keepdim) {
+        return FromValue(Unwrap(fn::ReduceMean(ToValue(x), Axes(axis), keepdim)));
       },
       nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdim") = false);
   m.def(
@@ -196,11 +201,13 @@ void BindFunctional(nb::module_& m) {
       nb::arg("inputs"));
   m.def(
       "softmax_with_cross_entropy",
-      [](nb::handle logits, nb::handle label) {
+      [](nb::handle logits, nb::handle label, bool return_softmax) -> nb::object {
         auto [softmax, loss] = Unwrap(fn::SoftmaxWithCrossEntropy(ToValue(logits), ToValue(label)));
+        if (!return_softmax) return FromValue(loss);
         return nb::make_tuple(FromValue(loss), FromValue(softmax));
       },
-      nb::arg("logits"), nb::arg("label"), "(loss, softmax).");
+      nb::arg("logits"), nb::arg("label"), nb::arg("return_softmax") = false,
+      "The loss; (loss, softmax) with return_softmax, as Paddle's.");
   m.def(
       "mse_loss",
       [](nb::handle input, nb::handle label) {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "framework/graph/graph.h"
 #include "python/src/bindings.h"
@@ -21,21 +21,25 @@ namespace {
 
 thread_local framework::graph::Trace* current_trace = nullptr;
 
-// The programs of the traces running now (GIL held).
-absl::flat_hash_set<const framework::Program*>& LiveTracePrograms() {
-  static auto* programs = new absl::flat_hash_set<const framework::Program*>;
+// The programs of the traces running now, each with a token that turns false when its
+// trace ends (GIL held). A Variable of a trace keeps the token, not the address: a later
+// trace's program may reuse the address.
+absl::flat_hash_map<const framework::Program*, std::shared_ptr<bool>>& LiveTracePrograms() {
+  static auto* programs = new absl::flat_hash_map<const framework::Program*, std::shared_ptr<bool>>;
   return *programs;
 }
 
 // Sets the thread's current trace for its lifetime, and marks its programs live.
 class TraceScope {
  public:
-  explicit TraceScope(framework::graph::Trace* trace) : trace_(trace), previous_(current_trace) {
+  explicit TraceScope(framework::graph::Trace* trace)
+      : trace_(trace), previous_(current_trace), alive_(std::make_shared<bool>(true)) {
     current_trace = trace;
-    LiveTracePrograms().insert(&trace->main());
-    LiveTracePrograms().insert(&trace->startup());
+    LiveTracePrograms()[&trace->main()] = alive_;
+    LiveTracePrograms()[&trace->startup()] = alive_;
   }
   ~TraceScope() {
+    *alive_ = false;
     LiveTracePrograms().erase(&trace_->main());
     LiveTracePrograms().erase(&trace_->startup());
     current_trace = previous_;
@@ -44,13 +48,14 @@ class TraceScope {
  private:
   framework::graph::Trace* trace_;
   framework::graph::Trace* previous_;
+  std::shared_ptr<bool> alive_;
 };
 
 struct PyGraph {
   std::optional<framework::graph::Graph> graph;
   nb::callable function;
-  // A Python exception raised by the traced function, raised again by the call.
-  std::optional<nb::python_error> error;
+  // What the traced function raised, raised again by the call.
+  CallbackErrors errors;
   bool single_output = false;
 };
 
@@ -58,8 +63,9 @@ struct PyGraph {
 
 framework::graph::Trace* CurrentTrace() { return current_trace; }
 
-bool IsLiveTraceProgram(const framework::Program* program) {
-  return LiveTracePrograms().contains(program);
+std::shared_ptr<const bool> TraceToken(const framework::Program* program) {
+  auto it = LiveTracePrograms().find(program);
+  return it == LiveTracePrograms().end() ? nullptr : it->second;
 }
 
 void BindGraph(nb::module_& m) {
@@ -74,11 +80,15 @@ void BindGraph(nb::module_& m) {
             options.name = name;
             if (device) options.device = ParseDevice(*device);
             // The function runs on the calling thread during a call (the GIL is held).
+            // The function runs on the calling thread during a call, which holds the graph's
+            // lock with the GIL released: the trace takes the GIL back (another thread may
+            // then call the graph and wait for the lock without holding the GIL).
             framework::graph::GraphFunction traced = [self](framework::graph::Trace& trace,
                                                             const std::vector<framework::Value>& in)
                 -> absl::StatusOr<std::vector<framework::Value>> {
+              nb::gil_scoped_acquire acquire;
               TraceScope scope(&trace);
-              try {
+              return self->errors.Run([&]() -> absl::StatusOr<std::vector<framework::Value>> {
                 nb::list args;
                 for (const framework::Value& v : in) args.append(FromValue(v));
                 nb::object result = self->function(*nb::tuple(args));
@@ -91,12 +101,7 @@ void BindGraph(nb::module_& m) {
                   for (nb::handle item : result) out.push_back(ToValue(item));
                 }
                 return out;
-              } catch (nb::python_error& e) {
-                if (!self->error) self->error.emplace(std::move(e));
-                return absl::CancelledError("the graph's build() raised");
-              } catch (const StatusError& e) {
-                return e.status();
-              }
+              });
             };
             self->graph.emplace(
                 Unwrap(framework::graph::Graph::Create(std::move(ctx), traced, options)));
@@ -106,12 +111,12 @@ void BindGraph(nb::module_& m) {
       .def(
           "__call__",
           [](PyGraph& self, const std::vector<eager::Tensor>& inputs) -> nb::object {
-            absl::StatusOr<std::vector<eager::Tensor>> out = (*self.graph)(inputs);
-            if (self.error) {
-              nb::python_error e = std::move(*self.error);
-              self.error.reset();
-              throw e;
+            absl::StatusOr<std::vector<eager::Tensor>> out;
+            {
+              nb::gil_scoped_release release;
+              out = (*self.graph)(inputs);
             }
+            self.errors.RaiseIfAny();
             std::vector<eager::Tensor> tensors = Unwrap(std::move(out));
             if (self.single_output && tensors.size() == 1) return nb::cast(tensors.front());
             nb::list list;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,9 +30,22 @@ std::shared_ptr<PyProgram> NewProgram(eager::Context ctx) {
 
 // A guard that makes (main, startup) current between __enter__ and __exit__, on the
 // thread that entered.
+// The guard's stack is the entering thread's: __exit__ on another thread is refused, and a
+// handle destroyed while entered (never exited) leaves its guard and programs alive rather
+// than pop a stack that may not be its own.
 struct GuardHandle {
+  GuardHandle(std::shared_ptr<PyProgram> m, std::shared_ptr<PyProgram> s)
+      : main(std::move(m)), startup(std::move(s)) {}
+  ~GuardHandle() {
+    if (guard != nullptr) {
+      guard.release();  // NOLINT: deliberately leaked, see above
+      new std::shared_ptr<PyProgram>(main);
+      new std::shared_ptr<PyProgram>(startup);
+    }
+  }
   std::shared_ptr<PyProgram> main, startup;
-  std::optional<framework::ProgramGuard> guard;
+  std::unique_ptr<framework::ProgramGuard> guard;
+  std::thread::id entered_on;
 };
 
 struct StaticLinear {
@@ -60,55 +74,22 @@ nb::list ToList(const std::vector<framework::Value>& values) {
   return out;
 }
 
-// Runs a Python callable inside a C++ builder callback: a Python exception becomes an
-// error status for the builder (which then undoes its work), and is raised again once
-// the builder has returned.
-class CallbackErrors {
- public:
-  absl::Status Capture(nb::python_error& e) {
-    if (!error_) error_.emplace(std::move(e));
-    return absl::CancelledError("a Python callback raised");
-  }
-  absl::Status CaptureStatus(const StatusError& e) { return e.status(); }
-  void RaiseIfAny() {
-    if (error_) {
-      nb::python_error e = std::move(*error_);
-      error_.reset();
-      throw e;
-    }
-  }
-
- private:
-  std::optional<nb::python_error> error_;
-};
-
-template <typename F>
-auto Guarded(CallbackErrors& errors, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (nb::python_error& e) {
-    return errors.Capture(e);
-  } catch (const StatusError& e) {
-    return e.status();
-  } catch (const std::exception& e) {
-    return absl::InternalError(e.what());
-  }
-}
-
 nb::object Cond(nb::handle pred, nb::callable true_fn, nb::callable false_fn) {
   CallbackErrors errors;
   bool single = false;
   auto branch = [&](nb::callable& fn) -> fn::BranchFn {
     return [&errors, &single, fn]() -> absl::StatusOr<std::vector<framework::Value>> {
-      return Guarded(errors, [&]() -> absl::StatusOr<std::vector<framework::Value>> {
+      return errors.Run([&]() -> absl::StatusOr<std::vector<framework::Value>> {
         nb::object result = fn();
         if (result.is_none()) return std::vector<framework::Value>{};
         return ReturnedValues(result, &single);
       });
     };
   };
+  const framework::Value p = ToValue(pred);
+  AwaitValue(p);  // an eager predicate is read: wait for it with the GIL released
   absl::StatusOr<std::vector<framework::Value>> out =
-      fn::Cond(ToValue(pred), branch(true_fn), branch(false_fn));
+      fn::Cond(p, branch(true_fn), branch(false_fn));
   errors.RaiseIfAny();
   std::vector<framework::Value> values = Unwrap(std::move(out));
   if (values.empty()) return nb::none();
@@ -123,15 +104,17 @@ nb::list WhileLoop(nb::callable cond, nb::callable body, nb::handle loop_vars,
   std::vector<framework::Value> init = ReturnedValues(loop_vars, &single);
   fn::LoopCondFn c =
       [&](const std::vector<framework::Value>& vars) -> absl::StatusOr<framework::Value> {
-    return Guarded(errors, [&]() -> absl::StatusOr<framework::Value> {
+    return errors.Run([&]() -> absl::StatusOr<framework::Value> {
       std::vector<nb::object> args = ToObjects(vars);
       nb::object result = cond(*nb::tuple(nb::cast(args)));
-      return ToValue(result);
+      framework::Value value = ToValue(result);
+      AwaitValue(value);  // the loop reads an eager predicate: wait with the GIL released
+      return value;
     });
   };
   fn::LoopBodyFn b = [&](const std::vector<framework::Value>& vars)
       -> absl::StatusOr<std::vector<framework::Value>> {
-    return Guarded(errors, [&]() -> absl::StatusOr<std::vector<framework::Value>> {
+    return errors.Run([&]() -> absl::StatusOr<std::vector<framework::Value>> {
       std::vector<nb::object> args = ToObjects(vars);
       nb::object result = body(*nb::tuple(nb::cast(args)));
       bool one = false;
@@ -212,7 +195,7 @@ void BindStatic(nb::module_& m) {
                throw StatusError(
                    absl::NotFoundError(absl::StrCat("the program has no variable '", name, "'")));
              }
-             return PyVariable{framework::Var(p->program.get(), name), p};
+             return PyVariable{framework::Var(p->program.get(), name), p, nullptr};
            })
       .def("__str__", [](const PyProgram& p) { return p.program->desc().ToText(); });
   m.def("_new_program", &NewProgram, nb::arg("context"));
@@ -257,7 +240,7 @@ void BindStatic(nb::module_& m) {
           })
       .def_prop_ro("program", [](const PyVariable& v) { return v.owner; })
       .def("__repr__", [](const PyVariable& v) {
-        if (v.owner == nullptr && !IsLiveTraceProgram(v.var.program())) {
+        if (!v.usable()) {
           return absl::StrCat("Variable(name='", v.var.name(), "', of an ended graph trace)");
         }
         return absl::StrCat("Variable(name='", v.var.name(), "', shape=", v.var.shape().ToString(),
@@ -265,17 +248,22 @@ void BindStatic(nb::module_& m) {
       });
 
   nb::class_<GuardHandle>(m, "_ProgramGuard")
-      .def("__init__",
-           [](GuardHandle* self, std::shared_ptr<PyProgram> main,
-              std::shared_ptr<PyProgram> startup) {
-             new (self) GuardHandle{std::move(main), std::move(startup), std::nullopt};
-           })
+      .def(nb::init<std::shared_ptr<PyProgram>, std::shared_ptr<PyProgram>>())
       .def("__enter__",
            [](GuardHandle& g) {
              if (g.guard) throw nb::value_error("program_guard entered twice");
-             g.guard.emplace(*g.main->program, *g.startup->program);
+             g.guard =
+                 std::make_unique<framework::ProgramGuard>(*g.main->program, *g.startup->program);
+             g.entered_on = std::this_thread::get_id();
            })
-      .def("__exit__", [](GuardHandle& g, nb::args) { g.guard.reset(); });
+      .def("__exit__", [](GuardHandle& g, nb::args) {
+        if (!g.guard) throw nb::value_error("program_guard exited without being entered");
+        if (g.entered_on != std::this_thread::get_id()) {
+          throw nb::value_error(
+              "program_guard exited on another thread than the one that entered it");
+        }
+        g.guard.reset();
+      });
   m.def(
       "_in_program_guard", [] { return framework::CurrentMainProgram() != nullptr; },
       "Whether a program guard is current on this thread.");

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -48,20 +49,6 @@ eager::Context MakeContext(int sim_devices, bool cuda, uint64_t seed, uint64_t s
   // The default device must exist: a bad one is an error now, not at the first op.
   Unwrap(ctx.runtime()->GetDevice(ctx.default_device()));
   return ctx;
-}
-
-// Called every 20 ms during a wait with the GIL released: runs Python's signal handlers.
-// A KeyboardInterrupt (any exception a handler raises) stays pending in the thread state
-// and ends the wait.
-absl::Status CheckSignals() {
-  nb::gil_scoped_acquire acquire;
-  if (PyErr_CheckSignals() != 0) return absl::CancelledError("interrupted by a signal");
-  return absl::OkStatus();
-}
-
-// Raises the exception a signal handler left pending, if any.
-void RaisePendingSignal() {
-  if (PyErr_Occurred() != nullptr) throw nb::python_error();
 }
 
 // The tensor's bytes; the wait for its producers releases the GIL and can be interrupted
@@ -119,7 +106,15 @@ bool IsFloat(DataType t) { return t == DataType::kF32 || t == DataType::kF64; }
 // to its program.
 framework::Value ConstantLike(const framework::Value& like, double value) {
   if (like.is_static()) {
-    return Unwrap(fn::FillConstant(Shape(std::vector<int64_t>{}), value, like.var().dtype()));
+    // Into the variable's own program (its current block), not the guard's.
+    const framework::Var& var = like.var();
+    vm::AttrMap attrs;
+    attrs.Set("shape", std::vector<int64_t>{});
+    attrs.Set("value", value);
+    attrs.Set("dtype", std::string(DataTypeName(var.dtype())));
+    std::vector<std::vector<framework::Var>> out =
+        Unwrap(framework::AppendOp(*var.program(), "fill_constant", {}, std::move(attrs)));
+    return out.front().front();
   }
   const eager::Tensor& t = like.tensor();
   eager::Context ctx = t.context();
@@ -191,16 +186,60 @@ std::string Repr(const eager::Tensor& t) {
                       autograd::RequiresGrad(t) ? ", requires_grad=True" : "", ")");
 }
 
-// A context manager over an RAII guard that must end on the thread that made it.
-struct NoGradScope {
-  std::optional<autograd::NoGradGuard> guard;
+// Context managers over RAII guards with thread-local state: each must end on the thread
+// that entered it (__exit__ elsewhere is refused), and a handle destroyed while entered
+// leaves its guard alive (leaked) rather than unwind a stack that may not be its own.
+template <typename Guard>
+struct ScopedGuard {
+  ~ScopedGuard() {
+    if (guard != nullptr) guard.release();  // NOLINT: deliberately leaked, see above
+  }
+  template <typename... Args>
+  void Enter(const char* what, Args&&... args) {
+    if (guard != nullptr) throw nb::value_error(absl::StrCat(what, " entered twice").c_str());
+    guard = std::make_unique<Guard>(std::forward<Args>(args)...);
+    entered_on = std::this_thread::get_id();
+  }
+  void Exit(const char* what) {
+    if (guard == nullptr) {
+      throw nb::value_error(absl::StrCat(what, " exited without being entered").c_str());
+    }
+    if (entered_on != std::this_thread::get_id()) {
+      throw nb::value_error(
+          absl::StrCat(what, " exited on another thread than the one that entered it").c_str());
+    }
+    guard.reset();
+  }
+  std::unique_ptr<Guard> guard;
+  std::thread::id entered_on;
 };
-struct StreamScopeHandle {
+struct NoGradScope : ScopedGuard<autograd::NoGradGuard> {};
+struct StreamScopeHandle : ScopedGuard<eager::StreamScope> {
   StreamKey key;
-  std::optional<eager::StreamScope> scope;
 };
 
 }  // namespace
+
+absl::Status CheckSignals() {
+  nb::gil_scoped_acquire acquire;
+  if (PyErr_CheckSignals() != 0) return absl::CancelledError("interrupted by a signal");
+  return absl::OkStatus();
+}
+
+void RaisePendingSignal() {
+  if (PyErr_Occurred() != nullptr) throw nb::python_error();
+}
+
+void AwaitValue(const framework::Value& value) {
+  if (value.is_static() || !value.tensor().valid()) return;
+  absl::Status ready;
+  {
+    nb::gil_scoped_release release;
+    ready = value.tensor().WaitUntilReady(&CheckSignals);
+  }
+  RaisePendingSignal();
+  Check(ready);
+}
 
 nb::object GenericBinary(const std::string& op, nb::handle a, nb::handle b, bool reflected) {
   static const std::pair<const char*, BinaryOp> kOps[] = {
@@ -377,15 +416,17 @@ void BindTensors(nb::module_& m) {
 
   nb::class_<NoGradScope>(m, "_NoGrad")
       .def(nb::init<>())
-      .def("__enter__", [](NoGradScope& s) { s.guard.emplace(); })
-      .def("__exit__", [](NoGradScope& s, nb::args) { s.guard.reset(); });
+      .def("__enter__", [](NoGradScope& s) { s.Enter("no_grad"); })
+      .def("__exit__", [](NoGradScope& s, nb::args) { s.Exit("no_grad"); });
   nb::class_<StreamScopeHandle>(m, "_StreamScope")
       .def("__init__",
            [](StreamScopeHandle* self, const std::string& key) {
-             new (self) StreamScopeHandle{Unwrap(StreamKey::Parse(key)), std::nullopt};
+             const StreamKey parsed = Unwrap(StreamKey::Parse(key));
+             new (self) StreamScopeHandle();
+             self->key = parsed;
            })
-      .def("__enter__", [](StreamScopeHandle& s) { s.scope.emplace(s.key); })
-      .def("__exit__", [](StreamScopeHandle& s, nb::args) { s.scope.reset(); })
+      .def("__enter__", [](StreamScopeHandle& s) { s.Enter("stream", s.key); })
+      .def("__exit__", [](StreamScopeHandle& s, nb::args) { s.Exit("stream"); })
       .def_prop_ro("key", [](const StreamScopeHandle& s) { return s.key.ToString(); });
 
   m.def(

@@ -1,5 +1,7 @@
 """Graphs called from eager code, in the shape of ``oneflow.nn.Graph``."""
 
+import weakref
+
 from .. import _sluice
 from .._context import current_context
 
@@ -34,8 +36,22 @@ class Graph:
 
     def __call__(self, *inputs):
         if self._graph is None:
-            ctx = self._context if self._context is not None else current_context()
-            self._graph = _sluice._Graph(ctx, self.build, self._name, self._device)
+            # The inputs' context (a graph runs where its tensors live), else the current one.
+            if self._context is not None:
+                ctx = self._context
+            elif inputs and isinstance(inputs[0], _sluice.Tensor):
+                ctx = inputs[0].context
+            else:
+                ctx = current_context()
+            # The engine's graph holds the function; a weak reference back to this object
+            # keeps the pair collectable (a bound method would make a cycle through C++,
+            # which Python's collector cannot see).
+            this = weakref.ref(self)
+
+            def build(*args):
+                return this().build(*args)
+
+            self._graph = _sluice._Graph(ctx, build, self._name, self._device)
         return self._graph(list(inputs))
 
     def reset_state(self):

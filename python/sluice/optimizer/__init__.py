@@ -1,6 +1,7 @@
 """Optimizers. ``minimize(loss)`` in static mode (or inside a Graph's build) appends
-backward and the update ops to the loss's program; in eager mode ``step()`` updates the
-``parameters`` in place from their ``.grad`` and ``clear_grad()`` zeroes them."""
+backward and the update ops to the loss's program; in eager mode ``step()`` (or
+``minimize(loss)`` after ``loss.backward()``, as in Paddle) updates the ``parameters`` in
+place from their ``.grad`` and ``clear_grad()`` zeroes them."""
 
 from .. import _sluice
 
@@ -13,7 +14,7 @@ class _Optimizer:
 
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         if isinstance(loss, _sluice.Tensor):
-            loss.backward()
+            # Paddle's dygraph pattern: loss.backward(), then minimize(loss) steps.
             self.step()
             return None
         names = [v if isinstance(v, str) else v.name for v in (no_grad_set or [])]
