@@ -1,5 +1,6 @@
 // Programs, executors, runs with host and device-resident feeds and fetches, run results,
 // and persistables.
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -158,10 +159,12 @@ SluiceStatus* sluice_executor_create(SluiceContext* context, const SluiceExecuto
     SLUICE_RETURN_IF_ERROR(NotNull(out, fn, "out"));
     const framework::ExecutorOptions executor_options =
         options == nullptr ? framework::ExecutorOptions() : options->options;
-    auto* executor = new SluiceExecutor{context->context, nullptr, {}};
+    // Owned here until handed out: a throw on the way (out of memory) frees it.
+    auto executor =
+        std::unique_ptr<SluiceExecutor>(new SluiceExecutor{context->context, nullptr, {}});
     executor->executor = std::make_unique<framework::Executor>(
         &executor->context.registry(), executor->context.vm(), executor_options);
-    *out = executor;
+    *out = executor.release();
     return absl::OkStatus();
   });
 }

@@ -1,4 +1,5 @@
 // Attribute lists and op calls by name.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,9 +103,14 @@ SluiceStatus* sluice_op_call(SluiceContext* context, const char* op,
       return absl::OutOfRangeError(absl::StrCat(fn, ": op '", op, "' has ", results.size(),
                                                 " outputs; capacity is ", capacity));
     }
-    for (size_t i = 0; i < results.size(); ++i) {
-      outputs[i] = sluice::capi::NewTensor(std::move(results[i]));
+    // Every handle made before any is handed out: a throw on the way (out of memory) frees
+    // those made so far, and the outputs stay unchanged, as the header promises.
+    std::vector<std::unique_ptr<SluiceTensor>> handles;
+    handles.reserve(results.size());
+    for (sluice::eager::Tensor& t : results) {
+      handles.emplace_back(sluice::capi::NewTensor(std::move(t)));
     }
+    for (size_t i = 0; i < handles.size(); ++i) outputs[i] = handles[i].release();
     *num_outputs = results.size();
     return absl::OkStatus();
   });
