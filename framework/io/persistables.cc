@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "framework/io/internal/variable_programs.h"
 #include "framework/io/npy.h"
 
 namespace sluice::framework::io {
@@ -66,19 +67,11 @@ std::string PersistablePath(absl::string_view dir, absl::string_view name) {
 absl::Status SavePersistables(Executor& executor, const ir::ProgramDesc& program, Scope* scope,
                               const std::string& dir) {
   const std::vector<ir::VarDesc> vars = PersistableVars(program);
-  std::vector<std::string> names;
-  // A program of the persistable variables alone: fetching them runs no op.
-  ir::ProgramDesc reader;
-  for (const ir::VarDesc& var : vars) {
-    SLUICE_RETURN_IF_ERROR(CheckFileName(var.name));
-    SLUICE_RETURN_IF_ERROR(reader.mutable_global_block().AddVar(var).status());
-    names.push_back(var.name);
-  }
+  for (const ir::VarDesc& var : vars) SLUICE_RETURN_IF_ERROR(CheckFileName(var.name));
   // Every value is read before anything is written, so a missing variable touches no file.
   std::vector<HostTensor> values;
   if (!vars.empty()) {
-    SLUICE_ASSIGN_OR_RETURN(RunResult result, executor.Run(reader, {}, names, scope));
-    values = std::move(result.fetches);
+    SLUICE_ASSIGN_OR_RETURN(values, internal::FetchVariables(executor, scope, vars));
   }
 
   const fs::path root(dir);
@@ -124,9 +117,9 @@ absl::Status LoadPersistables(Executor& executor, const ir::ProgramDesc& program
                               const std::string& dir) {
   // A loader program: assign from fed host values into each persistable. Every file is
   // read and checked before it runs, so an error leaves the scope as it was.
-  ir::ProgramDesc loader;
-  Feeds values;
-  for (const ir::VarDesc& var : PersistableVars(program)) {
+  const std::vector<ir::VarDesc> vars = PersistableVars(program);
+  std::vector<HostTensor> values;
+  for (const ir::VarDesc& var : vars) {
     SLUICE_RETURN_IF_ERROR(CheckFileName(var.name));
     const std::string path = PersistablePath(dir, var.name);
     absl::StatusOr<NpyArray> array = ReadNpy(path);
@@ -136,16 +129,9 @@ absl::Status LoadPersistables(Executor& executor, const ir::ProgramDesc& program
           "variable '", var.name, "': ", path, " holds ", Describe(array->dtype, array->shape),
           ", the program declares ", Describe(var.dtype, var.shape)));
     }
-    ir::VarDesc in = var;
-    in.name = absl::StrCat(var.name, "@load");
-    in.persistable = false;
-    SLUICE_RETURN_IF_ERROR(loader.mutable_global_block().AddVar(in).status());
-    SLUICE_RETURN_IF_ERROR(loader.mutable_global_block().AddVar(var).status());
-    loader.mutable_global_block().AppendOp(
-        {"assign", {{"X", {in.name}}}, {{"Out", {var.name}}}, {}});
-    values.emplace_back(in.name, HostTensor{array->dtype, array->shape, std::move(array->bytes)});
+    values.push_back(HostTensor{array->dtype, array->shape, std::move(array->bytes)});
   }
-  return executor.Run(loader, values, {}, scope).status();
+  return internal::AssignVariables(executor, scope, vars, std::move(values), "@load");
 }
 
 }  // namespace sluice::framework::io

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "framework/io/internal/variable_programs.h"
 #include "framework/ir/program_desc.h"
 
 namespace sluice::framework::io {
@@ -14,21 +15,17 @@ absl::StatusOr<HostTensor> ReadVariable(Executor& executor, Scope* scope, const 
   if (blob == nullptr || *blob == nullptr) {
     return absl::NotFoundError(absl::StrCat("variable '", name, "' is not in the scope"));
   }
-  // A program of the one variable, persistable so the scope's value is bound: fetching it
-  // runs no op.
-  ir::ProgramDesc reader;
   ir::VarDesc var;
   var.name = name;
   var.dtype = (*blob)->dtype();
   var.shape = (*blob)->shape();
   var.persistable = true;
-  SLUICE_RETURN_IF_ERROR(reader.mutable_global_block().AddVar(var).status());
-  absl::StatusOr<RunResult> result = executor.Run(reader, {}, {name}, scope);
+  absl::StatusOr<std::vector<HostTensor>> result = internal::FetchVariables(executor, scope, {var});
   if (!result.ok()) {
     return absl::Status(result.status().code(),
                         absl::StrCat("variable '", name, "': ", result.status().message()));
   }
-  return std::move(result->fetches.front());
+  return std::move(result->front());
 }
 
 absl::Status WriteVariable(Executor& executor, Scope* scope, const std::string& name,
@@ -46,18 +43,12 @@ absl::Status WriteVariable(Executor& executor, Scope* scope, const std::string& 
   vm::BlobRef previous;
   if (const vm::BlobRef* held = scope->FindLocal(name); held != nullptr) previous = *held;
   scope->Erase(name);
-  ir::ProgramDesc writer;
-  ir::VarDesc in;
-  in.name = absl::StrCat(name, "@set");
-  in.dtype = value.dtype;
-  in.shape = value.shape;
-  ir::VarDesc out = in;
-  out.name = name;
-  out.persistable = true;
-  SLUICE_RETURN_IF_ERROR(writer.mutable_global_block().AddVar(in).status());
-  SLUICE_RETURN_IF_ERROR(writer.mutable_global_block().AddVar(out).status());
-  writer.mutable_global_block().AppendOp({"assign", {{"X", {in.name}}}, {{"Out", {name}}}, {}});
-  const absl::Status written = executor.Run(writer, {{in.name, value}}, {}, scope).status();
+  ir::VarDesc var;
+  var.name = name;
+  var.dtype = value.dtype;
+  var.shape = value.shape;
+  var.persistable = true;
+  const absl::Status written = internal::AssignVariables(executor, scope, {var}, {value}, "@set");
   if (!written.ok() && previous != nullptr) scope->Set(name, std::move(previous));
   return written;
 }
