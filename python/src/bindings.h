@@ -18,8 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/data_type.h"
 #include "core/device.h"
 #include "core/shape.h"
@@ -90,6 +92,11 @@ class CallbackErrors {
 absl::Status CheckSignals();
 // Raises the exception a signal handler left pending, if any (GIL held).
 void RaisePendingSignal();
+// Waits with the GIL released until `wait_for(slice)` says the awaited thing is done,
+// running Python's signal handlers (CheckSignals) between 20 ms slices. False when a
+// handler raised: its exception is pending (RaisePendingSignal raises it). GIL held on
+// entry and return.
+bool WaitInterruptibly(absl::FunctionRef<bool(absl::Duration)> wait_for);
 // Waits, GIL released and interruptibly, until an eager Value's producers are done (a
 // static Value: returns at once). Raises KeyboardInterrupt or the producer's error.
 void AwaitValue(const framework::Value& value);

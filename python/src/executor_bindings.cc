@@ -78,24 +78,17 @@ void CheckSameVm(const eager::Context& a, const eager::Context& b, const char* w
 // Waits for `handle` with the GIL released, waking every 20 ms to let Python handle
 // signals: a KeyboardInterrupt (or any exception a signal handler raises) cancels the run,
 // waits for it to stop, and propagates. The scope keeps what finished ops wrote.
-const absl::StatusOr<framework::RunResult>& WaitInterruptibly(framework::RunHandle& handle) {
-  for (;;) {
-    bool done;
+const absl::StatusOr<framework::RunResult>& WaitForRun(framework::RunHandle& handle) {
+  if (!WaitInterruptibly([&](absl::Duration slice) { return handle.WaitFor(slice); })) {
+    nb::python_error interrupted;  // takes the pending exception
     {
       nb::gil_scoped_release release;
-      done = handle.WaitFor(absl::Milliseconds(20));
+      handle.Cancel();
+      handle.Wait();
     }
-    if (done) return handle.Wait();
-    if (PyErr_CheckSignals() != 0) {
-      nb::python_error interrupted;  // takes the pending exception
-      {
-        nb::gil_scoped_release release;
-        handle.Cancel();
-        handle.Wait();
-      }
-      throw interrupted;
-    }
+    throw interrupted;
   }
+  return handle.Wait();
 }
 
 nb::list Run(PyExecutor& self, const PyProgram& program, nb::dict feed,
@@ -123,7 +116,7 @@ nb::list Run(PyExecutor& self, const PyProgram& program, nb::dict feed,
                                        nullptr, options);
       });
   std::shared_ptr<framework::RunHandle> run = Unwrap(std::move(handle));
-  const absl::StatusOr<framework::RunResult>& result = WaitInterruptibly(*run);
+  const absl::StatusOr<framework::RunResult>& result = WaitForRun(*run);
   Check(result.status());
   // Both result lists are in fetch_list order: a device fetch's blob is in device_fetches,
   // a host fetch's bytes in fetches.

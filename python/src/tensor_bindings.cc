@@ -54,15 +54,12 @@ eager::Context MakeContext(int sim_devices, bool cuda, uint64_t seed, uint64_t s
 // The tensor's bytes; the wait for its producers releases the GIL and can be interrupted
 // (Ctrl-C raises KeyboardInterrupt at once; the work itself goes on).
 std::vector<uint8_t> ReadBytes(const eager::Tensor& t) {
-  absl::Status ready;
+  AwaitValue(t);
   absl::StatusOr<std::vector<uint8_t>> bytes;
   {
     nb::gil_scoped_release release;
-    ready = t.WaitUntilReady(&CheckSignals);
-    if (ready.ok()) bytes = t.ToBytes();
+    bytes = t.ToBytes();  // its producers are done: a copy
   }
-  RaisePendingSignal();
-  Check(ready);
   return Unwrap(std::move(bytes));
 }
 
@@ -70,15 +67,10 @@ std::vector<uint8_t> ReadBytes(const eager::Tensor& t) {
 void SyncInterruptibly(eager::Context& ctx) {
   auto done = std::make_shared<absl::Notification>();
   Check(ctx.WhenDone([done] { done->Notify(); }));
-  absl::Status interrupted;
-  {
-    nb::gil_scoped_release release;
-    while (!done->WaitForNotificationWithTimeout(absl::Milliseconds(20))) {
-      interrupted = CheckSignals();
-      if (!interrupted.ok()) break;
-    }
+  if (!WaitInterruptibly(
+          [&](absl::Duration slice) { return done->WaitForNotificationWithTimeout(slice); })) {
+    RaisePendingSignal();
   }
-  RaisePendingSignal();
   absl::Status status;
   {
     nb::gil_scoped_release release;
@@ -228,6 +220,14 @@ absl::Status CheckSignals() {
 
 void RaisePendingSignal() {
   if (PyErr_Occurred() != nullptr) throw nb::python_error();
+}
+
+bool WaitInterruptibly(absl::FunctionRef<bool(absl::Duration)> wait_for) {
+  nb::gil_scoped_release release;
+  while (!wait_for(absl::Milliseconds(20))) {
+    if (!CheckSignals().ok()) return false;
+  }
+  return true;
 }
 
 void AwaitValue(const framework::Value& value) {
