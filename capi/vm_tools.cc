@@ -7,25 +7,12 @@
 #include "capi/internal/handles.h"
 #include "capi/sluice_c_api.h"
 #include "core/status.h"
-#include "ep/runtime.h"
 #include "stress/eager_stress.h"
 #include "stress/record_replay.h"
 #include "vm/replayer.h"
 
 using sluice::capi::Guard;
 using sluice::capi::NotNull;
-
-namespace {
-
-// InvalidArgument naming `field` unless `value` is in [min, max].
-absl::Status InRange(int64_t value, int64_t min, int64_t max, const char* function,
-                     const char* field) {
-  if (value >= min && value <= max) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(function, ": options->", field, " ", value, " is outside ", min, "..", max));
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -95,16 +82,8 @@ SluiceStatus* sluice_stress_run(const SluiceStressOptions* options, SluiceStress
   return Guard(__func__, [&, fn = __func__]() -> absl::Status {
     SLUICE_RETURN_IF_ERROR(NotNull(options, fn, "options"));
     SLUICE_RETURN_IF_ERROR(NotNull(totals, fn, "totals"));
-    // The ranges `sluice stress` accepts.
-    SLUICE_RETURN_IF_ERROR(InRange(options->programs, 1, 100000000, fn, "programs"));
-    SLUICE_RETURN_IF_ERROR(InRange(options->streams, 1, 64, fn, "streams"));
-    SLUICE_RETURN_IF_ERROR(
-        InRange(options->sim_devices, 1, sluice::ep::Runtime::kMaxSimDevices, fn, "sim_devices"));
-    SLUICE_RETURN_IF_ERROR(InRange(options->tensors, 1, 10000, fn, "tensors"));
-    SLUICE_RETURN_IF_ERROR(InRange(options->ops, 0, 1000000, fn, "ops"));
-    SLUICE_RETURN_IF_ERROR(InRange(options->elements, 1, 1 << 24, fn, "elements"));
-    SLUICE_RETURN_IF_ERROR(InRange(options->jitter_us, 0, 1000000, fn, "jitter_us"));
-    SLUICE_RETURN_IF_ERROR(InRange(options->timeout_s, 1, 86400, fn, "timeout_s"));
+    // RunEagerStress checks the ranges `sluice stress` accepts (InvalidArgument naming the
+    // option).
     sluice::stress::EagerStressOptions run;
     run.programs = options->programs;
     run.seed = options->seed;
