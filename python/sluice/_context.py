@@ -47,23 +47,11 @@ def current_context():
     return default_context()
 
 
-class _Scope:
-    def __init__(self, ctx):
-        self._ctx = ctx
-
-    def __enter__(self):
-        if not hasattr(_local, "stack"):
-            _local.stack = []
-        _local.stack.append(self._ctx)
-        return self._ctx
-
-    def __exit__(self, *exc):
-        _local.stack.pop()
-        return False
-
-
 def _enter(self):
-    return _Scope(self).__enter__()
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    _local.stack.append(self)
+    return self
 
 
 def _exit(self, *exc):

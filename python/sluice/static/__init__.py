@@ -24,7 +24,6 @@ from ..errors import NotFoundError
 
 Program = _sluice.Program
 Variable = _sluice.Variable
-data_ = _sluice.data
 cond = _sluice.cond
 while_loop = _sluice.while_loop
 
