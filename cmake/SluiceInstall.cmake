@@ -3,7 +3,7 @@
 # (Sluice::c, libsluice_c.so, with capi/sluice_c_api.h and a pkg-config file sluice.pc).
 include(CMakePackageConfigHelpers)
 
-set(_sluice_targets sluice_core sluice_ep_api sluice_ep_cuda sluice_ep sluice_vm sluice_ops sluice_framework)
+set(_sluice_targets sluice_core sluice_ep_api sluice_ep_cuda sluice_ep_ccl sluice_ep sluice_vm sluice_ops sluice_framework)
 if(TARGET sluice_ops_cuda)  # the device code of the cuda kernels, linked into sluice_ops
   list(APPEND _sluice_targets sluice_ops_cuda)
 endif()
@@ -20,7 +20,8 @@ install(TARGETS ${_sluice_targets} EXPORT SluiceTargets
 foreach(_dir core ep vm ops framework)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sluice/${_dir}
     FILES_MATCHING PATTERN "*.h"
-    PATTERN "internal" EXCLUDE)  # private: no public header includes one (check_layering.sh)
+    PATTERN "internal" EXCLUDE  # private: no public header includes one (check_layering.sh)
+    PATTERN "mpi" EXCLUDE PATTERN "nccl" EXCLUDE)  # the ccl backends: private as well
 endforeach()
 
 set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/Sluice)

@@ -20,6 +20,7 @@
 #include "core/device.h"
 #include "core/stream_id.h"
 #include "core/stream_type.h"
+#include "ep/ccl/communicator.h"
 #include "ep/event.h"
 #include "ep/event_pool.h"
 #include "ep/stream.h"
@@ -66,6 +67,11 @@ class Device {
   Allocator& allocator() { return *allocator_; }
   const StreamOrderedCachingAllocator& caching_allocator() const { return *allocator_; }
 
+  // This device's channel to the same device on every rank of its Runtime's world
+  // (ep/ccl/): what collectives on its ccl stream run through. Set by Runtime::Create
+  // before the device is handed out; never null afterwards. Immutable from then on.
+  ccl::Communicator* communicator() const { return communicator_.get(); }
+
  protected:
   Device(sluice::Device id, StreamIdTable* stream_ids);
   // Providers call this at the end of their constructor, once device_memory() works.
@@ -86,6 +92,8 @@ class Device {
   std::unique_ptr<FenceRecorder> fences_;
   StreamResolver resolver_;
   std::unique_ptr<StreamOrderedCachingAllocator> allocator_;
+  // Destroyed after Shutdown drained the streams that use it.
+  std::unique_ptr<ccl::Communicator> communicator_;
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<StreamId, std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);

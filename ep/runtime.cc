@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
+#include "ep/ccl/internal/unavailable_communicator.h"
 #include "ep/cuda/cuda_device.h"
 
 namespace sluice::ep {
@@ -27,6 +28,7 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options)
     return absl::InvalidArgumentError(
         absl::StrCat("sim max_jitter_us is ", options.sim.max_jitter_us, "; expected >= 0"));
   }
+  if (options.world == nullptr) options.world = ccl::World::Local();
   std::unique_ptr<Runtime> runtime(new Runtime(options));
   StreamIdTable* ids = runtime->stream_ids_.get();
   runtime->devices_.push_back(CreateCpuDevice(ids, options.cpu));
@@ -38,6 +40,20 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options)
     for (int i = 0; i < count; ++i) {
       SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateCudaDevice(i, ids));
       runtime->devices_.push_back(std::move(device));
+    }
+  }
+  // Collective over the world: every rank gets here with the same devices, in this order.
+  ccl::World& world = *options.world;
+  for (const auto& device : runtime->devices_) {
+    absl::StatusOr<std::unique_ptr<ccl::Communicator>> communicator =
+        world.NewCommunicator(*device);
+    if (communicator.ok()) {
+      device->communicator_ = std::move(*communicator);
+    } else if (absl::IsUnimplemented(communicator.status())) {
+      device->communicator_ = std::make_unique<ccl::internal::UnavailableCommunicator>(
+          world.rank(), world.size(), communicator.status());
+    } else {
+      return communicator.status();
     }
   }
   Runtime* raw = runtime.get();

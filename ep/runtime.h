@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "core/device.h"
 #include "core/stream_id.h"
+#include "ep/ccl/world.h"
 #include "ep/cpu/cpu_device.h"
 #include "ep/device.h"
 #include "ep/sim/sim_device.h"
@@ -25,6 +26,11 @@ struct RuntimeOptions {
   SimOptions sim;
   // Create every CUDA device found (when the provider is built).
   bool enable_cuda = true;
+  // The ranks this runtime's devices talk to (ep/ccl/world.h): each device gets a
+  // communicator to the same device on every rank. Creating a Runtime with a world of
+  // several ranks is collective: every rank creates one, with the same devices, in the same
+  // order. Null: this process alone (ccl::World::Local()).
+  std::shared_ptr<ccl::World> world;
 };
 
 // Thread-safe. Devices are created in Create and destroyed (streams drained first) with the
@@ -51,6 +57,9 @@ class Runtime {
   // Every device, cpu first, then sim, then cuda, each by index.
   std::vector<Device*> devices() const;
   StreamIdTable& stream_ids() { return *stream_ids_; }
+  // The world the devices' communicators reach: never null.
+  const ccl::World& world() const { return *options_.world; }
+  std::shared_ptr<ccl::World> shared_world() const { return options_.world; }
   const RuntimeOptions& options() const { return options_; }
 
  private:

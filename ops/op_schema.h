@@ -50,6 +50,9 @@ enum OpFlag : uint32_t {
   kOpRandom = 1u << 0,       // output depends on a seed/state: never deduplicated or reordered
   kOpSideEffects = 1u << 1,  // writes state beyond its outputs (optimizers update in place)
   kOpElementwise = 1u << 2,  // output[i] depends on input[i] (after broadcasting): fusable
+  // A collective (ops/collective_ops.cc): every rank must issue these in one order, so they
+  // keep their program order among themselves (as random ops do) and are never fused.
+  kOpOrdered = 1u << 3,
 };
 
 // A tensor's dtype and shape: what inference consumes and produces.

@@ -20,6 +20,8 @@ absl::Status RegisterStandardOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(internal::RegisterCompareHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterRowOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterRowHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterCollectiveOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterCollectiveKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCudaKernels(registry));
   return absl::OkStatus();
 }

@@ -248,6 +248,13 @@ void Engine::Receive(Instruction* instruction) {
   }
   for (Blob* blob : instruction->inputs) BlobLifecycle::Scheduler::AddUse(blob);
   for (Blob* blob : instruction->outputs) BlobLifecycle::Scheduler::AddUse(blob);
+  if (instruction->stream->in_order()) {
+    // Independent collectives would otherwise launch as they become ready, in an order
+    // that may differ between ranks. Same stream: satisfied at dispatch, so nearly free.
+    Instruction*& last = instruction->stream->last_in_order;
+    if (last != nullptr) AddEdge(last, instruction);
+    last = instruction;
+  }
   if (instruction->precomputed) {
     for (Instruction* from : instruction->predecessors) AddEdge(from, instruction);
   } else {
@@ -317,6 +324,10 @@ void Engine::DispatchReady() {
 
 void Engine::Retire(Instruction* instruction) {
   instruction->state = Instruction::State::kRetired;
+  if (instruction->kind != InstructionKind::kBarrier &&
+      instruction->stream->last_in_order == instruction) {
+    instruction->stream->last_in_order = nullptr;  // it may be recycled from here on
+  }
   if (instruction->fused != nullptr) instruction->fused->MarkKept();
   for (Instruction* successor : instruction->done_successors) {
     if (checker_ != nullptr) SyncChecker::OnDoneEdge(*instruction, successor);

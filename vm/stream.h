@@ -38,6 +38,9 @@ class Stream {
   // stream order there (see InstructionExecutor). Cached: asked for every op.
   bool poison_in_stream_order() const { return poison_in_stream_order_; }
   ThreadCtx* thread_ctx() const { return thread_ctx_; }
+  // True for streams whose instructions launch in the order they were submitted, even when
+  // independent: ccl streams, where every rank must issue its collectives in one order.
+  bool in_order() const { return in_order_; }
   // 0, 1, 2, ... in creation order within one VM: an index into per-stream arrays (the sync
   // checker's vector clocks).
   int dense_index() const { return dense_index_; }
@@ -56,6 +59,10 @@ class Stream {
   // read by the worker (acquire) before it retires what the points cover.
   std::atomic<uint64_t> points_reached{0};
 
+  // The last instruction submitted to an in_order() stream that has not retired: the
+  // engine makes the next one depend on it. Scheduler only.
+  Instruction* last_in_order = nullptr;
+
   // --- Host waits between synchronous streams of different ThreadCtxs (see Engine). ---
   // Instructions dispatched to this stream so far; each gets the next number as its
   // `stream_seq`. Scheduler only.
@@ -73,6 +80,7 @@ class Stream {
   const std::string key_string_;
   const int dense_index_;
   const bool poison_in_stream_order_;
+  const bool in_order_;
 };
 
 // Whether a StreamWait from `from` to `to` means something: two different streams of one

@@ -11,7 +11,8 @@ Stream::Stream(ep::Stream* ep_stream, StreamPolicy* policy, ThreadCtx* thread_ct
       thread_ctx_(thread_ctx),
       key_string_(ep_stream->key().ToString()),
       dense_index_(dense_index),
-      poison_in_stream_order_(policy->host_accessible() && !policy->synchronous()) {}
+      poison_in_stream_order_(policy->host_accessible() && !policy->synchronous()),
+      in_order_(ep_stream->key().type == StreamType::kCcl) {}
 
 const char kStreamWaitRule[] =
     "two different streams of one asynchronous device, or cpu streams of two workers";

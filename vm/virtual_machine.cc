@@ -179,6 +179,12 @@ ThreadCtx* VirtualMachine::ThreadCtxFor(const StreamKey& key) {
   if (key.device.type() == DeviceType::kCpu && key.type == StreamType::kCompute && key.index > 0) {
     absl::StrAppend(&name, "-c", key.index);
   }
+  // A host collective runs on its worker until every rank has joined: cpu ccl streams get
+  // a worker of their own, so that compute goes on meanwhile (gradient reduction overlaps
+  // the backward pass).
+  if (key.device.type() == DeviceType::kCpu && key.type == StreamType::kCcl) {
+    absl::StrAppend(&name, "-ccl", key.index);
+  }
   for (const std::unique_ptr<ThreadCtx>& ctx : thread_ctxs_) {
     if (ctx->name() == name) return ctx.get();
   }

@@ -226,8 +226,9 @@ class VirtualMachine {
   int64_t held_back();
   void NoteHostWaited(const Instruction& instruction);
   // Which ThreadCtx runs a stream: one per device type, except that every cpu compute
-  // stream but the first gets a worker of its own (cpu streams run their kernels on their
-  // worker, so streams sharing one could never run side by side; see docs/design.md).
+  // stream but the first, and every cpu ccl stream, gets a worker of its own (cpu streams
+  // run their kernels on their worker, so streams sharing one could never run side by
+  // side; see docs/design.md).
   ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
   // NewBlob's blob before anyone holds it (the caller makes the first hold).
   absl::StatusOr<Blob*> NewBlobRaw(Stream* stream, DataType dtype, const Shape& shape,

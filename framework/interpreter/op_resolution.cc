@@ -159,7 +159,8 @@ absl::StatusOr<ResolvedOp> ResolveOp(const ir::OpDesc& desc, int index,
   op.type = desc.type;
   op.source = index;
   op.schema = schema;
-  op.random = schema->has_flag(ops::kOpRandom);
+  // Collectives keep their program order among themselves by the random ops' rule.
+  op.random = schema->has_flag(ops::kOpRandom) || schema->has_flag(ops::kOpOrdered);
   vm::AttrMap given = desc.attrs;
   absl::StatusOr<std::string> stream_attr = ir::TakeStreamAttr(given);
   if (!stream_attr.ok()) return Invalid(where, stream_attr.status().message());

@@ -46,6 +46,13 @@ absl::Status CheckIncrementValue(absl::string_view op, DataType dtype, double va
 absl::Status RegisterRowOps(OpRegistry* registry);
 absl::Status RegisterRowHostKernels(OpRegistry* registry);
 
+// all_reduce, all_gather, reduce_scatter, broadcast, reduce, send, recv (ops/collective_ops.cc),
+// and their kernel for every device type and dtype (ops/collective_kernel.cc): one kernel,
+// which runs a host communicator's call as stream work and lets a device communicator
+// enqueue on the device's stream.
+absl::Status RegisterCollectiveOps(OpRegistry* registry);
+absl::Status RegisterCollectiveKernels(OpRegistry* registry);
+
 // The cuda kernels of every family, for the dtypes their host kernels take. Registers nothing
 // (and returns OK) in a build without the CUDA provider (ops/cuda/cuda_kernels_stub.cc).
 // Call it after the families' schemas are registered.

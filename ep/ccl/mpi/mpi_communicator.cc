@@ -1,0 +1,213 @@
+#include "ep/ccl/mpi/mpi_communicator.h"
+
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status.h"
+#include "ep/ccl/internal/call_checks.h"
+
+namespace sluice::ep::ccl::internal {
+
+namespace {
+
+constexpr int kDataTag = 0;
+constexpr int kSignatureTag = 1;
+
+MPI_Datatype TypeOf(DataType dtype) {
+  switch (dtype) {
+    case DataType::kF32:
+      return MPI_FLOAT;
+    case DataType::kF64:
+      return MPI_DOUBLE;
+    case DataType::kI32:
+      return MPI_INT32_T;
+    case DataType::kI64:
+      return MPI_INT64_T;
+    case DataType::kBool:
+      return MPI_UINT8_T;
+  }
+  return MPI_BYTE;
+}
+
+// Mean is a sum divided afterwards; on bool (bytes 0 and 1) sum and max are a logical or.
+MPI_Op OpOf(ReduceOp op, DataType dtype) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean:
+      return dtype == DataType::kBool ? MPI_MAX : MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+bool IsTransfer(CollectiveKind kind) {
+  return kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Create(
+    std::shared_ptr<MpiWorld> world, std::string where) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Request request;
+  SLUICE_RETURN_IF_ERROR(MpiWorld::Call(
+      "MPI_Comm_idup", [&] { return MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request); }));
+  SLUICE_RETURN_IF_ERROR(world->Wait(
+      &request, 1, [&] { return absl::StrCat("creating the communicator of ", where); }));
+  SLUICE_RETURN_IF_ERROR(MpiWorld::Call(
+      "MPI_Comm_set_errhandler", [&] { return MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN); }));
+  return std::unique_ptr<Communicator>(
+      new MpiCommunicator(std::move(world), comm, std::move(where)));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // A broken channel may still have requests in flight: leave it to the process's end.
+  if (!broken_.ok() || world_->broken()) return;
+  MpiWorld::Call("MPI_Comm_free", [&] {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    return finalized ? MPI_SUCCESS : MPI_Comm_free(&comm_);
+  }).IgnoreError();
+}
+
+absl::Status MpiCommunicator::Break(absl::Status status) {
+  broken_ = status;
+  world_->NoteBroken();
+  return status;
+}
+
+absl::Status MpiCommunicator::Wait(MPI_Request* requests, int count, const CollectiveCall& call) {
+  absl::Status status = world_->Wait(
+      requests, count, [&] { return absl::StrCat(DescribeCall(call), " on ", where_, "/ccl"); });
+  if (!status.ok()) return Break(std::move(status));
+  return absl::OkStatus();
+}
+
+absl::Status MpiCommunicator::Run(const CollectiveCall& call, Stream*) {
+  if (!broken_.ok()) return broken_;
+  SLUICE_RETURN_IF_ERROR(ValidateCall(call, rank(), size()));
+  if (call.count > INT_MAX / (size() > 0 ? size() : 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeCall(call), ": ", call.count, " elements are more than one MPI call can move"));
+  }
+  if (world_->options().check_calls) SLUICE_RETURN_IF_ERROR(Agree(call));
+  if (!IsTransfer(call.kind)) ++collectives_;
+  return Transfer(call);
+}
+
+absl::Status MpiCommunicator::Agree(const CollectiveCall& call) {
+  const int64_t sequence = IsTransfer(call.kind) ? 0 : collectives_ + 1;
+  const CallSignature mine = SignatureOf(call, sequence);
+  if (IsTransfer(call.kind)) {
+    CallSignature theirs{};
+    MPI_Request requests[2];
+    SLUICE_RETURN_IF_ERROR(MpiWorld::Call("MPI_Isend/MPI_Irecv", [&] {
+      int code = MPI_Isend(mine.data(), kSignatureWords, MPI_INT64_T, call.peer, kSignatureTag,
+                           comm_, &requests[0]);
+      if (code != MPI_SUCCESS) return code;
+      return MPI_Irecv(theirs.data(), kSignatureWords, MPI_INT64_T, call.peer, kSignatureTag, comm_,
+                       &requests[1]);
+    }));
+    SLUICE_RETURN_IF_ERROR(Wait(requests, 2, call));
+    if (!TransferSignaturesAgree(mine, rank(), theirs, call.peer)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank(), " of ", size(), ": ranks disagree on a transfer on ",
+                       where_, "/ccl: rank ", rank(), " calls ", DescribeCall(call), "; rank ",
+                       call.peer, " calls ", DescribeSignature(theirs)));
+    }
+    return absl::OkStatus();
+  }
+  std::vector<int64_t> all(static_cast<size_t>(kSignatureWords) * size());
+  MPI_Request request;
+  SLUICE_RETURN_IF_ERROR(MpiWorld::Call("MPI_Iallgather", [&] {
+    return MPI_Iallgather(mine.data(), kSignatureWords, MPI_INT64_T, all.data(), kSignatureWords,
+                          MPI_INT64_T, comm_, &request);
+  }));
+  SLUICE_RETURN_IF_ERROR(Wait(&request, 1, call));
+  bool agree = true;
+  std::vector<CallSignature> signatures(size());
+  for (int r = 0; r < size(); ++r) {
+    std::memcpy(signatures[r].data(), &all[static_cast<size_t>(r) * kSignatureWords],
+                sizeof(CallSignature));
+    agree = agree && CollectiveSignaturesAgree(signatures[r], mine);
+  }
+  if (agree) return absl::OkStatus();
+  std::string text = absl::StrCat("rank ", rank(), " of ", size(), ": ranks disagree on ",
+                                  DescribeCall(call), " on ", where_, "/ccl:");
+  constexpr int kMaxListed = 8;
+  for (int r = 0; r < size() && r < kMaxListed; ++r) {
+    absl::StrAppend(&text, r == 0 ? " " : "; ", "rank ", r, " calls ",
+                    DescribeSignature(signatures[r]));
+  }
+  if (size() > kMaxListed) absl::StrAppend(&text, "; ...");
+  return absl::InvalidArgumentError(text);
+}
+
+absl::Status MpiCommunicator::Transfer(const CollectiveCall& call) {
+  const MPI_Datatype type = TypeOf(call.dtype);
+  const MPI_Op op = OpOf(call.reduce, call.dtype);
+  const int count = static_cast<int>(call.count);
+  const bool aliased = call.send == call.recv;
+  const bool root = call.peer == rank();
+  const size_t bytes = static_cast<size_t>(call.count) * SizeOf(call.dtype);
+  MPI_Request request;
+  absl::Status started;
+  switch (call.kind) {
+    case CollectiveKind::kAllReduce:
+      started = MpiWorld::Call("MPI_Iallreduce", [&] {
+        return MPI_Iallreduce(aliased ? MPI_IN_PLACE : call.send, call.recv, count, type, op, comm_,
+                              &request);
+      });
+      break;
+    case CollectiveKind::kAllGather:
+      started = MpiWorld::Call("MPI_Iallgather", [&] {
+        return MPI_Iallgather(call.send, count, type, call.recv, count, type, comm_, &request);
+      });
+      break;
+    case CollectiveKind::kReduceScatter:
+      started = MpiWorld::Call("MPI_Ireduce_scatter_block", [&] {
+        return MPI_Ireduce_scatter_block(call.send, call.recv, count, type, op, comm_, &request);
+      });
+      break;
+    case CollectiveKind::kBroadcast:
+      if (root && !aliased && bytes > 0) std::memcpy(call.recv, call.send, bytes);
+      started = MpiWorld::Call("MPI_Ibcast", [&] {
+        return MPI_Ibcast(call.recv, count, type, call.peer, comm_, &request);
+      });
+      break;
+    case CollectiveKind::kReduce:
+      started = MpiWorld::Call("MPI_Ireduce", [&] {
+        const void* send = root && aliased ? MPI_IN_PLACE : call.send;
+        return MPI_Ireduce(send, root ? call.recv : nullptr, count, type, op, call.peer, comm_,
+                           &request);
+      });
+      break;
+    case CollectiveKind::kSend:
+      started = MpiWorld::Call("MPI_Isend", [&] {
+        return MPI_Isend(call.send, count, type, call.peer, kDataTag, comm_, &request);
+      });
+      break;
+    case CollectiveKind::kRecv:
+      started = MpiWorld::Call("MPI_Irecv", [&] {
+        return MPI_Irecv(call.recv, count, type, call.peer, kDataTag, comm_, &request);
+      });
+      break;
+  }
+  if (!started.ok()) return Break(std::move(started));
+  SLUICE_RETURN_IF_ERROR(Wait(&request, 1, call));
+  if (call.kind == CollectiveKind::kReduce && !root) {
+    if (bytes > 0) std::memset(call.recv, 0, bytes);
+  } else if (call.reduce == ReduceOp::kMean && (call.kind == CollectiveKind::kAllReduce ||
+                                                call.kind == CollectiveKind::kReduceScatter ||
+                                                call.kind == CollectiveKind::kReduce)) {
+    DivideInPlace(call.recv, call.count, call.dtype, size());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::ep::ccl::internal
