@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
@@ -128,9 +129,21 @@ absl::StatusOr<std::shared_ptr<Interpreter>> Executor::FindOrBuild(
     }
   }
   *hit = false;
+  const ir::ProgramDesc* to_build = &program;
+  ir::ProgramDesc replica;
+  if (options_.data_parallel.has_value()) {
+    std::vector<std::string> split;
+    for (const std::string& name : feed_names) {
+      if (!absl::c_linear_search(io.device_feeds, name)) split.push_back(name);
+    }
+    SLUICE_ASSIGN_OR_RETURN(
+        replica, MakeDataParallel(program, *registry_, split, vm_->runtime()->world().size(),
+                                  *options_.data_parallel));
+    to_build = &replica;
+  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interpreter,
-                          Interpreter::Build(program, registry_, vm_, scope, feed_names, fetch_list,
-                                             InterpreterOptionsWithCompiler(), io));
+                          Interpreter::Build(*to_build, registry_, vm_, scope, feed_names,
+                                             fetch_list, InterpreterOptionsWithCompiler(), io));
   ++misses_;
   if (static_cast<int>(cache_.size()) >= std::max(1, options_.max_cached_interpreters)) {
     auto oldest = std::min_element(
@@ -267,7 +280,26 @@ absl::StatusOr<std::shared_ptr<RunHandle>> Executor::Launch(
   SLUICE_RETURN_IF_ERROR(interpreter->CheckInitialized());
   // Without mu_ (statistics stay readable): with device feeds this submits their copies, and
   // Submit below may wait on the host for them.
-  SLUICE_RETURN_IF_ERROR(interpreter->StageFeeds(feeds, device_feeds));
+  if (options_.data_parallel.has_value()) {
+    if (!device_feeds.empty()) {
+      return absl::UnimplementedError(
+          "data parallel: device-resident feeds are not split across ranks; feed host tensors");
+    }
+    const ep::ccl::World& world = vm_->runtime()->world();
+    Feeds shards;
+    shards.reserve(feeds.size());
+    for (const auto& [name, value] : feeds) {
+      if (absl::c_linear_search(options_.data_parallel->replicated_feeds, name)) {
+        shards.emplace_back(name, value);
+        continue;
+      }
+      SLUICE_ASSIGN_OR_RETURN(HostTensor shard, ShardFeed(name, value, world.rank(), world.size()));
+      shards.emplace_back(name, std::move(shard));
+    }
+    SLUICE_RETURN_IF_ERROR(interpreter->StageFeeds(shards, device_feeds));
+  } else {
+    SLUICE_RETURN_IF_ERROR(interpreter->StageFeeds(feeds, device_feeds));
+  }
 
   auto pending = std::make_unique<Pending>();
   {

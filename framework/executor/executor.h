@@ -24,6 +24,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -34,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "framework/distributed/data_parallel.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/interpreter/interpreter.h"
 #include "framework/interpreter/scope.h"
@@ -68,6 +70,12 @@ struct ExecutorOptions {
   std::shared_ptr<compiler::Compiler> compiler;
   // Built interpreters kept; the least recently used one is dropped beyond this.
   int max_cached_interpreters = 64;
+  // Data-parallel training across the ranks of the VM's world (ep::Runtime::world()): every
+  // program runs as MakeDataParallel makes it (framework/distributed/data_parallel.h), and
+  // each run's host feeds are split along their first dimension, this rank taking its rows
+  // (ShardFeed), except DataParallelOptions::replicated_feeds. Every rank must run the same
+  // programs in the same order. Device-resident feeds are refused (Unimplemented).
+  std::optional<DataParallelOptions> data_parallel;
 };
 
 struct RunOptions {
