@@ -158,6 +158,7 @@ class CollectiveKernel final : public vm::OpKernel {
           return plan;
         }
         int64_t total = 0;
+        plan.label = absl::StrCat(in.size(), " tensors from ", plan.label);
         for (size_t i = 0; i < in.size(); ++i) {
           const size_t bytes = static_cast<size_t>(in[i].size) * SizeOf(in[i].dtype);
           plan.packed.push_back({in[i].data, out[i].data, bytes});

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "framework/models/linear_regression_graph.h"
 #include "framework/training/eager_layers.h"
 #include "framework/training/eager_optimizers.h"
+#include "tools/data_parallel_setup.h"
 #include "tools/options.h"
 
 namespace sluice::tools {
@@ -43,6 +45,12 @@ struct CommonOptions {
   bool no_compile = false;
   std::string trace;
   std::string record;
+  bool data_parallel = false;
+  double ccl_timeout_s = 60;
+  int64_t bucket_bytes = int64_t{1} << 20;
+  // Set by NewContext under --data-parallel.
+  int rank = 0;
+  int ranks = 1;
 };
 
 // What the subgraph compiler did: the program's groups (`lowering`, its build), the
@@ -104,8 +112,17 @@ std::string Preview(const HostTensor& t) {
                       more ? ", ..." : "", "]");
 }
 
-absl::StatusOr<eager::Context> NewContext(const CommonOptions& options) {
+// Under --data-parallel, joins the launcher's world first (tools/data_parallel_setup.h) and
+// notes this process's rank in `options`.
+absl::StatusOr<eager::Context> NewContext(absl::string_view command, CommonOptions& options) {
   eager::ContextOptions context_options;
+  if (options.data_parallel) {
+    SLUICE_ASSIGN_OR_RETURN(context_options.runtime.world,
+                            JoinWorld(command, options.ccl_timeout_s));
+    options.rank = context_options.runtime.world->rank();
+    options.ranks = context_options.runtime.world->size();
+    if (!options.trace.empty()) options.trace = PerRankPath(options.trace, options.rank);
+  }
   context_options.runtime.num_sim_devices = 2;
   context_options.runtime.enable_cuda = options.device.type() == DeviceType::kCuda;
   context_options.vm.check_sync = options.check_sync;
@@ -136,6 +153,35 @@ void AddCommonOptions(OptionParser& parser, const char* steps_help, CommonOption
                    "write every VM instruction to FILE (replay it with `sluice replay FILE "
                    "--ops standard`)",
                    &o->record);
+  parser.AddFlag("--data-parallel",
+                 "train on the ranks an MPI launcher started (mpirun -np N sluice ...): each "
+                 "rank takes its share of every feed's first dimension, gradients are averaged "
+                 "across ranks in buckets on the ccl stream, fetched values are averaged, and "
+                 "only rank 0 prints; --trace writes one file per rank (NAME.rankR.json)",
+                 &o->data_parallel);
+  parser.AddDouble("--ccl-timeout", "SECONDS",
+                   "with --data-parallel: how long a collective waits for its peers before the "
+                   "run fails (a dead peer on this host is noticed at once)",
+                   0.001, 86400, &o->ccl_timeout_s);
+  parser.AddInteger("--bucket-bytes", "N",
+                    "with --data-parallel: gradients per all_reduce call, by bytes", int64_t{1},
+                    std::numeric_limits<int64_t>::max(), &o->bucket_bytes);
+}
+
+// The executor options both commands use.
+framework::ExecutorOptions MakeExecutorOptions(const CommonOptions& common,
+                                               std::vector<std::string> averaged) {
+  framework::ExecutorOptions options;
+  options.interpreter.device = common.device;
+  options.interpreter.compute_streams = common.streams;
+  options.interpreter.compile_subgraphs = !common.no_compile;
+  if (common.data_parallel) {
+    framework::DataParallelOptions data_parallel;
+    data_parallel.bucket_bytes = common.bucket_bytes;
+    data_parallel.averaged = std::move(averaged);
+    options.data_parallel = data_parallel;
+  }
+  return options;
 }
 
 }  // namespace
@@ -190,13 +236,10 @@ int RunMain(int argc, char** argv) {
     if (!array.ok()) return ReportFailure("run", array.status());
     feeds.emplace_back(name, FromNpy(*std::move(array)));
   }
-  absl::StatusOr<eager::Context> context = NewContext(common);
+  absl::StatusOr<eager::Context> context = NewContext("run", common);
   if (!context.ok()) return ReportFailure("run", context.status());
-  framework::ExecutorOptions options;
-  options.interpreter.device = common.device;
-  options.interpreter.compute_streams = common.streams;
-  options.interpreter.compile_subgraphs = !common.no_compile;
-  framework::Executor executor(&context->registry(), context->vm(), options);
+  framework::Executor executor(&context->registry(), context->vm(),
+                               MakeExecutorOptions(common, fetches));
   framework::Scope scope;
   if (!startup_path.empty()) {
     absl::StatusOr<framework::ir::ProgramDesc> startup =
@@ -227,7 +270,7 @@ int RunMain(int argc, char** argv) {
     last = result->stats;
     lowering = executor.LastLowering();  // the program's build (--save builds another)
   }
-  if (!save_dir.empty()) {
+  if (!save_dir.empty() && common.rank == 0) {  // the replicas hold equal parameters
     if (absl::Status saved = io::SavePersistables(executor, *program, &scope, save_dir);
         !saved.ok()) {
       return ReportFailure("run", saved);
@@ -358,7 +401,12 @@ int DemoMain(int argc, char** argv) {
     return kExitUsage;
   }
   const bool from_eager = eager_mode || graph_mode;
-  absl::StatusOr<eager::Context> context = NewContext(common);
+  if (from_eager && common.data_parallel) {
+    std::fprintf(stderr, "sluice demo: --data-parallel applies to the static program, not to %s\n",
+                 mode_flag);
+    return kExitUsage;
+  }
+  absl::StatusOr<eager::Context> context = NewContext("demo", common);
   if (!context.ok()) return ReportFailure("demo", context.status());
   absl::StatusOr<framework::LinearRegression> model =
       framework::BuildLinearRegression(&context->registry());
@@ -377,19 +425,19 @@ int DemoMain(int argc, char** argv) {
     std::printf("wrote %s/{main.program,startup.program,x.npy,y.npy}; loss variable: %s\n",
                 write_dir.c_str(), model->loss.c_str());
   }
-  framework::ExecutorOptions options;
-  options.interpreter.device = common.device;
-  options.interpreter.compute_streams = common.streams;
-  options.interpreter.compile_subgraphs = !common.no_compile;
-  framework::Executor executor(&context->registry(), context->vm(), options);
+  framework::Executor executor(&context->registry(), context->vm(),
+                               MakeExecutorOptions(common, {model->loss}));
   framework::Scope scope;
   absl::StatusOr<framework::RunResult> init = executor.Run(model->startup->desc(), {}, {}, &scope);
   if (!init.ok()) return ReportFailure("demo", init.status());
   const framework::Feeds feeds = {{model->x, framework::LinearRegressionInput()},
                                   {model->y, framework::LinearRegressionTarget()}};
-  std::printf("demo: Linear(16->1) + MSELoss, Adam(lr=0.01), 16x16 batch, %d steps on %s%s\n",
+  std::printf("demo: Linear(16->1) + MSELoss, Adam(lr=0.01), 16x16 batch, %d steps on %s%s%s\n",
               common.steps, common.device.ToString().c_str(),
-              eager_mode ? ", eager" : (graph_mode ? ", as a graph called from eager" : ""));
+              eager_mode ? ", eager" : (graph_mode ? ", as a graph called from eager" : ""),
+              common.data_parallel
+                  ? absl::StrCat(", data parallel across ", common.ranks, " ranks").c_str()
+                  : "");
   float first = 0, previous = 0, loss = 0;
   bool falling = true;
   framework::StepStats last;
