@@ -87,8 +87,6 @@ std::string DescribeSignature(const CallSignature& s) {
   return text;
 }
 
-bool CollectiveSignaturesAgree(const CallSignature& a, const CallSignature& b) { return a == b; }
-
 bool TransferSignaturesAgree(const CallSignature& a, int a_rank, const CallSignature& b,
                              int b_rank) {
   const auto send = static_cast<int64_t>(CollectiveKind::kSend);

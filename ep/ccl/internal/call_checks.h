@@ -27,9 +27,9 @@ using CallSignature = std::array<int64_t, kSignatureWords>;
 CallSignature SignatureOf(const CollectiveCall& call, int64_t sequence);
 // "all_reduce(sum) of f32[4, 3] (call #12)".
 std::string DescribeSignature(const CallSignature& signature);
-// True when two ranks' signatures of one collective agree. For send and recv: when `a` and
-// `b` are the two ends of one transfer (`a` on rank `a_rank`, `b` on `b_rank`).
-bool CollectiveSignaturesAgree(const CallSignature& a, const CallSignature& b);
+// Two ranks' signatures of one collective agree when they are equal, word for word. For
+// send and recv: true when `a` and `b` are the two ends of one transfer (`a` on rank
+// `a_rank`, `b` on `b_rank`).
 bool TransferSignaturesAgree(const CallSignature& a, int a_rank, const CallSignature& b,
                              int b_rank);
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ep/ccl/internal/call_checks.h"
@@ -122,7 +123,9 @@ absl::Status MpiCommunicator::Agree(const CollectiveCall& call) {
     }
     return absl::OkStatus();
   }
-  std::vector<int64_t> all(static_cast<size_t>(kSignatureWords) * size());
+  // Inline for the usual few ranks: this runs on every call.
+  absl::InlinedVector<int64_t, 8 * kSignatureWords> all(static_cast<size_t>(kSignatureWords) *
+                                                        size());
   MPI_Request request;
   SLUICE_RETURN_IF_ERROR(MpiWorld::Call("MPI_Iallgather", [&] {
     return MPI_Iallgather(mine.data(), kSignatureWords, MPI_INT64_T, all.data(), kSignatureWords,
@@ -130,13 +133,16 @@ absl::Status MpiCommunicator::Agree(const CollectiveCall& call) {
   }));
   SLUICE_RETURN_IF_ERROR(Wait(&request, 1, call));
   bool agree = true;
+  for (int r = 0; r < size() && agree; ++r) {
+    agree = std::memcmp(&all[static_cast<size_t>(r) * kSignatureWords], mine.data(),
+                        sizeof(CallSignature)) == 0;
+  }
+  if (agree) return absl::OkStatus();
   std::vector<CallSignature> signatures(size());
   for (int r = 0; r < size(); ++r) {
     std::memcpy(signatures[r].data(), &all[static_cast<size_t>(r) * kSignatureWords],
                 sizeof(CallSignature));
-    agree = agree && CollectiveSignaturesAgree(signatures[r], mine);
   }
-  if (agree) return absl::OkStatus();
   std::string text = absl::StrCat("rank ", rank(), " of ", size(), ": ranks disagree on ",
                                   DescribeCall(call), " on ", where_, "/ccl:");
   constexpr int kMaxListed = 8;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "core/plain_mutex.h"
 #include "core/status.h"
 #include "ep/ccl/internal/backends.h"
 #include "ep/ccl/internal/call_checks.h"
@@ -23,8 +24,9 @@ namespace sluice::ep::ccl::internal {
 namespace {
 
 // MPI is per process: one lock for every call Sluice makes into it, and the one world.
-absl::Mutex& MpiLock() {
-  static auto* const mu = new absl::Mutex;  // never destroyed: exit handlers use it
+// A PlainMutex: taken on every poll, and absl::Mutex updates a deadlock graph each time.
+PlainMutex& MpiLock() {
+  static auto* const mu = new PlainMutex;  // never destroyed: exit handlers use it
   return *mu;
 }
 
@@ -47,7 +49,7 @@ void FinalizeAtExit() {
   }
   if (world != nullptr && world->broken()) return;  // a peer may be gone: do not wait for it
   int finalized = 0;
-  absl::MutexLock lock(&MpiLock());
+  PlainMutexLock lock(&MpiLock());
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
 }
@@ -98,7 +100,7 @@ absl::StatusOr<std::shared_ptr<MpiWorld>> MpiWorld::Get(WorldOptions options) {
   }
   int rank = 0, size = 1;
   {
-    absl::MutexLock mpi_lock(&MpiLock());
+    PlainMutexLock mpi_lock(&MpiLock());
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
@@ -129,7 +131,7 @@ absl::StatusOr<std::shared_ptr<MpiWorld>> MpiWorld::Get(WorldOptions options) {
 absl::Status MpiWorld::Call(absl::string_view what, absl::FunctionRef<int()> fn) {
   int code;
   {
-    absl::MutexLock lock(&MpiLock());
+    PlainMutexLock lock(&MpiLock());
     code = fn();
   }
   if (code == MPI_SUCCESS) return absl::OkStatus();
@@ -174,11 +176,11 @@ absl::Status MpiWorld::Wait(MPI_Request* requests, int count,
     SLUICE_RETURN_IF_ERROR(Call(
         "MPI_Testall", [&] { return MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE); }));
     if (done) return absl::OkStatus();
-    const std::string where = absl::StrCat("rank ", rank_, " of ", size_, ": ");
+    auto where = [&] { return absl::StrCat("rank ", rank_, " of ", size_, ": "); };
     if (StopRequested()) {
       std::vector<std::string> gone = GonePeers();
       return absl::UnavailableError(absl::StrCat(
-          where, describe(), ": this process was asked to stop while waiting for its peers",
+          where(), describe(), ": this process was asked to stop while waiting for its peers",
           gone.empty() ? "" : absl::StrCat("; gone: ", absl::StrJoin(gone, ", "))));
     }
     // A peer a few microseconds behind is the common case: poll without a clock at first.
@@ -188,19 +190,21 @@ absl::Status MpiWorld::Wait(MPI_Request* requests, int count,
       std::vector<std::string> gone = GonePeers();
       if (!gone.empty()) {
         return absl::UnavailableError(
-            absl::StrCat(where, describe(), ": peer ", absl::StrJoin(gone, ", "), " exited"));
+            absl::StrCat(where(), describe(), ": peer ", absl::StrJoin(gone, ", "), " exited"));
       }
       next_peer_check = now + absl::Milliseconds(100);
     }
     if (now >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
-          where, describe(), ": not complete after ", absl::FormatDuration(options().timeout),
+          where(), describe(), ": not complete after ", absl::FormatDuration(options().timeout),
           " (the collective timeout); every peer on this host is alive, so one of them is "
           "late or called something else"));
     }
-    // Long waits give the core back: on a small machine the peers and this rank's own
-    // compute need it.
-    if (now - start < absl::Microseconds(200)) {
+    // Waits give the core back: on a small machine the peers and this rank's own compute
+    // need it. Yielding keeps polling while nothing else wants the core, which a large
+    // transfer needs (shared-memory transports move it in fragments, each side making
+    // progress only inside MPI calls); past 10 ms a peer is late, and short sleeps do.
+    if (now - start < absl::Milliseconds(10)) {
       std::this_thread::yield();
     } else {
       absl::SleepFor(absl::Microseconds(50));
@@ -237,7 +241,7 @@ void MpiWorld::Abort(int code) {
   NoteBroken();
   std::fflush(nullptr);
   {
-    absl::MutexLock lock(&MpiLock());
+    PlainMutexLock lock(&MpiLock());
     MPI_Abort(MPI_COMM_WORLD, code);
   }
   std::_Exit(code);
