@@ -43,6 +43,21 @@ Device::Device(sluice::Device id, StreamIdTable* stream_ids)
 
 Device::~Device() { Shutdown(); }
 
+absl::StatusOr<ccl::Communicator*> Device::GroupCommunicator(absl::Span<const int> group) {
+  const int size = communicator_->size();
+  bool whole = static_cast<int>(group.size()) == size;
+  for (size_t i = 0; whole && i < group.size(); ++i) whole = group[i] == static_cast<int>(i);
+  if (whole) return communicator_.get();
+  std::vector<int> key(group.begin(), group.end());
+  absl::MutexLock lock(&groups_mu_);
+  auto it = groups_.find(key);
+  if (it != groups_.end()) return it->second.get();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ccl::Communicator> split, communicator_->Split(group));
+  ccl::Communicator* raw = split.get();
+  groups_.emplace(std::move(key), std::move(split));
+  return raw;
+}
+
 void Device::Shutdown() {
   // Streams go first: their threads may still run work that touches the allocator.
   absl::flat_hash_map<StreamId, std::unique_ptr<Stream>> streams;

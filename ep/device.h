@@ -15,6 +15,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "core/allocator.h"
 #include "core/caching_allocator.h"
 #include "core/device.h"
@@ -71,6 +72,12 @@ class Device {
   // (ep/ccl/): what collectives on its ccl stream run through. Set by Runtime::Create
   // before the device is handed out; never null afterwards. Immutable from then on.
   ccl::Communicator* communicator() const { return communicator_.get(); }
+  // The communicator of the ranks `group` (ranks of communicator(), listed in the order
+  // that gives each its index; this process among them), made by communicator()->Split on
+  // first use and kept with the device. The first use is collective over the group's
+  // members, which must ask for their groups in one order: the ccl stream's worker does, at
+  // each group's first collective. The whole world in rank order is communicator() itself.
+  absl::StatusOr<ccl::Communicator*> GroupCommunicator(absl::Span<const int> group);
 
  protected:
   Device(sluice::Device id, StreamIdTable* stream_ids);
@@ -92,8 +99,11 @@ class Device {
   std::unique_ptr<FenceRecorder> fences_;
   StreamResolver resolver_;
   std::unique_ptr<StreamOrderedCachingAllocator> allocator_;
-  // Destroyed after Shutdown drained the streams that use it.
+  // Destroyed after Shutdown drained the streams that use them.
   std::unique_ptr<ccl::Communicator> communicator_;
+  absl::Mutex groups_mu_;
+  absl::flat_hash_map<std::vector<int>, std::unique_ptr<ccl::Communicator>> groups_
+      ABSL_GUARDED_BY(groups_mu_);
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<StreamId, std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);

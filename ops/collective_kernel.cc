@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "ep/ccl/collective.h"
 #include "ep/ccl/communicator.h"
@@ -34,10 +35,24 @@ struct Plan {
     size_t bytes;
   };
   std::vector<Part> packed;  // non-empty: calls[0] moves them packed, in place
+  std::vector<int> group;    // the 'ranks' attribute: empty for the whole world
   size_t packed_bytes = 0;
 };
 
-absl::Status RunPlan(Plan& plan, ep::ccl::Communicator* comm, ep::Stream* stream) {
+absl::Status RunPlan(Plan& plan, ep::Stream* stream) {
+  ep::Device* device = stream->device();
+  ep::ccl::Communicator* comm = device->communicator();
+  if (!plan.group.empty()) {
+    // Made here, in stream order, on first use: a split is collective over the group, so
+    // it must not race the device's earlier collectives still running on the stream.
+    absl::StatusOr<ep::ccl::Communicator*> group = device->GroupCommunicator(plan.group);
+    if (!group.ok()) {
+      return absl::Status(group.status().code(),
+                          absl::StrCat("the group of ranks [", absl::StrJoin(plan.group, ", "),
+                                       "]: ", group.status().message()));
+    }
+    comm = *group;
+  }
   for (CollectiveCall& call : plan.calls) call.label = plan.label;
   if (plan.packed.empty()) {
     for (const CollectiveCall& call : plan.calls) SLUICE_RETURN_IF_ERROR(comm->Run(call, stream));
@@ -73,12 +88,16 @@ class CollectiveKernel final : public vm::OpKernel {
       return OpError(op_, absl::StrCat("runs on its device's ccl stream (", key.device.ToString(),
                                        "/ccl); it was placed on ", key.ToString()));
     }
-    ep::ccl::Communicator* comm = stream->device()->communicator();
-    SLUICE_ASSIGN_OR_RETURN(Plan plan,
-                            MakePlan(ctx, comm->size(), /*pack=*/!comm->enqueues_on_stream()));
-    if (comm->enqueues_on_stream()) return RunPlan(plan, comm, stream);
+    // A group's communicator is of the device communicator's family: it decides how the
+    // calls run.
+    const ep::ccl::Communicator* base = stream->device()->communicator();
+    SLUICE_ASSIGN_OR_RETURN(std::vector<int> group, Group(ctx.attrs(), base->size()));
+    const int size = group.empty() ? base->size() : static_cast<int>(group.size());
+    SLUICE_ASSIGN_OR_RETURN(Plan plan, MakePlan(ctx, size, /*pack=*/!base->enqueues_on_stream()));
+    plan.group = std::move(group);
+    if (base->enqueues_on_stream()) return RunPlan(plan, stream);
     return ctx.LaunchHostWork(
-        [plan = std::move(plan), comm, stream]() mutable { return RunPlan(plan, comm, stream); });
+        [plan = std::move(plan), stream]() mutable { return RunPlan(plan, stream); });
   }
 
  private:
@@ -90,6 +109,22 @@ class CollectiveKernel final : public vm::OpKernel {
       views.push_back(view);
     }
     return views;
+  }
+
+  // The 'ranks' attribute (world ranks; roots, peers and 'nranks' are then relative to
+  // it), checked against the world's size; empty for the whole world.
+  absl::StatusOr<std::vector<int>> Group(const vm::AttrMap& attrs, int world_size) const {
+    absl::StatusOr<std::vector<int64_t>> ranks = attrs.GetInts("ranks");
+    std::vector<int> group;
+    if (!ranks.ok()) return group;
+    for (int64_t r : *ranks) {
+      if (r < 0 || r >= world_size) {
+        return OpError(op_, absl::StrCat("attribute 'ranks' names rank ", r,
+                                         ", outside the world of ", world_size));
+      }
+      group.push_back(static_cast<int>(r));
+    }
+    return group;
   }
 
   absl::Status Count(const std::vector<HostTensor>& views, size_t n, absl::string_view role) const {

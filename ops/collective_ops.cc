@@ -130,6 +130,12 @@ absl::StatusOr<Placement> PlaceOnCcl(absl::Span<const Device> inputs, const vm::
   return placement;
 }
 
+// The forward op's group ('ranks') carried over to a gradient op's attributes.
+vm::AttrMap InGroup(const GradContext& g, vm::AttrMap attrs) {
+  attrs.Set("ranks", g.attrs().GetInts("ranks").value_or(std::vector<int64_t>{}));
+  return attrs;
+}
+
 std::string Reduction(const GradContext& g) {
   absl::StatusOr<std::string> reduce = g.attrs().GetString("reduce");
   return reduce.ok() ? *reduce : "sum";
@@ -140,15 +146,16 @@ std::vector<GradOpDesc> AllReduceGrad(const GradContext& g) {
   if (reduce != "sum" && reduce != "mean") return {};
   vm::AttrMap attrs;
   attrs.Set("reduce", reduce);
-  return {GradOp("all_reduce", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}}, attrs)};
+  return {GradOp("all_reduce", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}},
+                 InGroup(g, attrs))};
 }
 
 std::vector<GradOpDesc> AllGatherGrad(const GradContext& g) {
   vm::AttrMap attrs;
   attrs.Set("reduce", std::string("sum"));
   attrs.Set("nranks", g.attrs().GetInt("nranks").value_or(1));
-  return {
-      GradOp("reduce_scatter", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}}, attrs)};
+  return {GradOp("reduce_scatter", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}},
+                 InGroup(g, attrs))};
 }
 
 std::vector<GradOpDesc> ReduceScatterGrad(const GradContext& g) {
@@ -158,66 +165,77 @@ std::vector<GradOpDesc> ReduceScatterGrad(const GradContext& g) {
   vm::AttrMap attrs;
   attrs.Set("nranks", nranks);
   if (reduce == "sum") {
-    return {GradOp("all_gather", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}}, attrs)};
+    return {GradOp("all_gather", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}},
+                   InGroup(g, attrs))};
   }
   const std::vector<std::string> dx = g.InputGrad("X");
   if (dx.empty()) return {};
   const std::string gathered = dx[0] + "@gathered";
   vm::AttrMap scale;
   scale.Set("scale", 1.0 / static_cast<double>(nranks));
-  return {GradOp("all_gather", {{"X", g.OutputGrad("Out")}}, {{"Out", {gathered}}}, attrs),
-          GradOp("scale", {{"X", {gathered}}}, {{"Out", dx}}, scale)};
+  return {
+      GradOp("all_gather", {{"X", g.OutputGrad("Out")}}, {{"Out", {gathered}}}, InGroup(g, attrs)),
+      GradOp("scale", {{"X", {gathered}}}, {{"Out", dx}}, scale)};
 }
 
 std::vector<GradOpDesc> BroadcastGrad(const GradContext& g) {
   vm::AttrMap attrs;
   attrs.Set("reduce", std::string("sum"));
   attrs.Set("root", g.attrs().GetInt("root").value_or(0));
-  return {GradOp("reduce", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}}, attrs)};
+  return {GradOp("reduce", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}},
+                 InGroup(g, attrs))};
 }
 
 std::vector<GradOpDesc> ReduceGrad(const GradContext& g) {
   if (Reduction(g) != "sum") return {};
   vm::AttrMap attrs;
   attrs.Set("root", g.attrs().GetInt("root").value_or(0));
-  return {GradOp("broadcast", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}}, attrs)};
+  return {GradOp("broadcast", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}},
+                 InGroup(g, attrs))};
 }
 
 }  // namespace
 
 absl::Status RegisterCollectiveOps(OpRegistry* registry) {
   const std::string sum("sum");
-  SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(OpSchema("all_reduce")
-                                                      .Input("X", /*variadic=*/true)
-                                                      .Output("Out", /*variadic=*/true)
-                                                      .Attr("reduce", AttrType::kString, sum)
-                                                      .Infer(InferAllReduce)
-                                                      .Place(PlaceOnCcl)
-                                                      .Grad(AllReduceGrad)
-                                                      .Flags(kOpOrdered)));
-  SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(OpSchema("all_gather")
-                                                      .Input("X")
-                                                      .Output("Out")
-                                                      .Attr("nranks", AttrType::kInt, std::nullopt)
-                                                      .Infer(InferAllGather)
-                                                      .Place(PlaceOnCcl)
-                                                      .Grad(AllGatherGrad)
-                                                      .Flags(kOpOrdered)));
-  SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(OpSchema("reduce_scatter")
-                                                      .Input("X")
-                                                      .Output("Out")
-                                                      .Attr("reduce", AttrType::kString, sum)
-                                                      .Attr("nranks", AttrType::kInt, std::nullopt)
-                                                      .Infer(InferReduceScatter)
-                                                      .Place(PlaceOnCcl)
-                                                      .Grad(ReduceScatterGrad)
-                                                      .Flags(kOpOrdered)));
+  SLUICE_RETURN_IF_ERROR(
+      registry->RegisterSchema(OpSchema("all_reduce")
+                                   .Input("X", /*variadic=*/true)
+                                   .Output("Out", /*variadic=*/true)
+                                   .Attr("reduce", AttrType::kString, sum)
+                                   .Infer(InferAllReduce)
+                                   .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
+                                   .Place(PlaceOnCcl)
+                                   .Grad(AllReduceGrad)
+                                   .Flags(kOpOrdered)));
+  SLUICE_RETURN_IF_ERROR(
+      registry->RegisterSchema(OpSchema("all_gather")
+                                   .Input("X")
+                                   .Output("Out")
+                                   .Attr("nranks", AttrType::kInt, std::nullopt)
+                                   .Infer(InferAllGather)
+                                   .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
+                                   .Place(PlaceOnCcl)
+                                   .Grad(AllGatherGrad)
+                                   .Flags(kOpOrdered)));
+  SLUICE_RETURN_IF_ERROR(
+      registry->RegisterSchema(OpSchema("reduce_scatter")
+                                   .Input("X")
+                                   .Output("Out")
+                                   .Attr("reduce", AttrType::kString, sum)
+                                   .Attr("nranks", AttrType::kInt, std::nullopt)
+                                   .Infer(InferReduceScatter)
+                                   .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
+                                   .Place(PlaceOnCcl)
+                                   .Grad(ReduceScatterGrad)
+                                   .Flags(kOpOrdered)));
   SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
       OpSchema("broadcast")
           .Input("X")
           .Output("Out")
           .Attr("root", AttrType::kInt, int64_t{0})
           .Infer([](const InferContext& ctx) { return InferRooted(ctx, "root"); })
+          .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
           .Place(PlaceOnCcl)
           .Grad(BroadcastGrad)
           .Flags(kOpOrdered)));
@@ -231,15 +249,18 @@ absl::Status RegisterCollectiveOps(OpRegistry* registry) {
                                      SLUICE_RETURN_IF_ERROR(CheckReduce(ctx));
                                      return InferRooted(ctx, "root");
                                    })
+                                   .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
                                    .Place(PlaceOnCcl)
                                    .Grad(ReduceGrad)
                                    .Flags(kOpOrdered)));
-  SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(OpSchema("send")
-                                                      .Input("X")
-                                                      .Attr("peer", AttrType::kInt, std::nullopt)
-                                                      .Infer(InferSend)
-                                                      .Place(PlaceOnCcl)
-                                                      .Flags(kOpSideEffects | kOpOrdered)));
+  SLUICE_RETURN_IF_ERROR(
+      registry->RegisterSchema(OpSchema("send")
+                                   .Input("X")
+                                   .Attr("peer", AttrType::kInt, std::nullopt)
+                                   .Infer(InferSend)
+                                   .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
+                                   .Place(PlaceOnCcl)
+                                   .Flags(kOpSideEffects | kOpOrdered)));
   SLUICE_RETURN_IF_ERROR(
       registry->RegisterSchema(OpSchema("recv")
                                    .Output("Out")
@@ -247,6 +268,7 @@ absl::Status RegisterCollectiveOps(OpRegistry* registry) {
                                    .Attr("shape", AttrType::kInts, std::nullopt)
                                    .Attr("dtype", AttrType::kString, std::string("f32"))
                                    .Infer(InferRecv)
+                                   .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
                                    .Place(PlaceOnCcl)
                                    .Flags(kOpSideEffects | kOpOrdered)));
   return absl::OkStatus();

@@ -11,7 +11,11 @@
 #ifndef SLUICE_EP_CCL_COMMUNICATOR_H_
 #define SLUICE_EP_CCL_COMMUNICATOR_H_
 
+#include <memory>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "ep/ccl/collective.h"
 
 namespace sluice::ep {
@@ -43,6 +47,13 @@ class Communicator {
   //    this process to end. After DeadlineExceeded or Unavailable the communicator is
   //    broken and every later call fails at once with the same error.
   virtual absl::Status Run(const CollectiveCall& call, Stream* stream) = 0;
+
+  // A communicator over the ranks `group` (ranks of this communicator, without repeats,
+  // including this one), in which this process has rank `index of rank() in group`:
+  // collectives of a placement's sub-mesh. Collective over the group's members only, who
+  // must split in the same order; called from the thread that calls Run. InvalidArgument
+  // for a bad group; Unimplemented where the backend cannot split.
+  virtual absl::StatusOr<std::unique_ptr<Communicator>> Split(absl::Span<const int> group) = 0;
 
  protected:
   Communicator() = default;

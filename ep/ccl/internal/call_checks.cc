@@ -50,6 +50,27 @@ absl::Status ValidateCall(const CollectiveCall& call, int rank, int size) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateGroup(absl::Span<const int> group, int rank, int size) {
+  bool mine = false;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (group[i] < 0 || group[i] >= size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("group rank ", group[i], " is outside the world of ", size));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (group[j] == group[i]) {
+        return absl::InvalidArgumentError(absl::StrCat("group lists rank ", group[i], " twice"));
+      }
+    }
+    mine = mine || group[i] == rank;
+  }
+  if (!mine) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is not in the group it asked for"));
+  }
+  return absl::OkStatus();
+}
+
 CallSignature SignatureOf(const CollectiveCall& call, int64_t sequence) {
   CallSignature s{};
   s[kSequence] = sequence;

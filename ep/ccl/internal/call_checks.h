@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "ep/ccl/collective.h"
 
 namespace sluice::ep::ccl::internal {
@@ -16,6 +17,10 @@ namespace sluice::ep::ccl::internal {
 // InvalidArgument naming the call: a negative count, a root or peer outside 0..size-1, a
 // send or recv to this rank itself, or mean over bool.
 absl::Status ValidateCall(const CollectiveCall& call, int rank, int size);
+
+// InvalidArgument unless `group` is a non-empty list of distinct ranks in 0..size-1 that
+// includes `rank`.
+absl::Status ValidateGroup(absl::Span<const int> group, int rank, int size);
 
 // A call as ranks compare it: its sequence number on the communicator, kind, reduction,
 // dtype, count, root or peer, and up to kMaxDims dimensions (a longer shape's remaining

@@ -21,4 +21,10 @@ absl::Status LocalCommunicator::Run(const CollectiveCall& call, Stream* stream) 
   return stream->Memcpy(call.recv, call.send, bytes, CopyKind::kDeviceToDevice);
 }
 
+absl::StatusOr<std::unique_ptr<Communicator>> LocalCommunicator::Split(
+    absl::Span<const int> group) {
+  SLUICE_RETURN_IF_ERROR(ValidateGroup(group, /*rank=*/0, /*size=*/1));
+  return std::make_unique<LocalCommunicator>(host_memory_);
+}
+
 }  // namespace sluice::ep::ccl::internal

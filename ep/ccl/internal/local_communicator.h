@@ -18,6 +18,7 @@ class LocalCommunicator final : public Communicator {
   int size() const override { return 1; }
   bool enqueues_on_stream() const override { return !host_memory_; }
   absl::Status Run(const CollectiveCall& call, Stream* stream) override;
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(absl::Span<const int> group) override;
 
  private:
   const bool host_memory_;

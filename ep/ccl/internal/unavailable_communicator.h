@@ -22,6 +22,9 @@ class UnavailableCommunicator final : public Communicator {
   absl::Status Run(const CollectiveCall& call, Stream*) override {
     return absl::Status(why_.code(), absl::StrCat(DescribeCall(call), ": ", why_.message()));
   }
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(absl::Span<const int>) override {
+    return why_;
+  }
 
  private:
   const int rank_;

@@ -6,6 +6,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "ep/ccl/internal/call_checks.h"
 
@@ -62,8 +63,35 @@ absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Create(
       &request, 1, [&] { return absl::StrCat("creating the communicator of ", where); }));
   SLUICE_RETURN_IF_ERROR(MpiWorld::Call(
       "MPI_Comm_set_errhandler", [&] { return MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN); }));
+  const int rank = world->rank(), size = world->size();
   return std::unique_ptr<Communicator>(
-      new MpiCommunicator(std::move(world), comm, std::move(where)));
+      new MpiCommunicator(std::move(world), comm, std::move(where), rank, size));
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Split(absl::Span<const int> group) {
+  if (!broken_.ok()) return broken_;
+  SLUICE_RETURN_IF_ERROR(ValidateGroup(group, rank(), size()));
+  std::vector<int> ranks(group.begin(), group.end());
+  // Split calls come in the same order on every member (the ccl stream's order), so their
+  // count tells concurrent creations on this communicator apart.
+  const int tag = static_cast<int>(++splits_ % 32768);
+  MPI_Comm comm = MPI_COMM_NULL;
+  int new_rank = -1;
+  SLUICE_RETURN_IF_ERROR(MpiWorld::CallBlocking("MPI_Comm_create_group", [&] {
+    MPI_Group whole, part;
+    int code = MPI_Comm_group(comm_, &whole);
+    if (code != MPI_SUCCESS) return code;
+    code = MPI_Group_incl(whole, static_cast<int>(ranks.size()), ranks.data(), &part);
+    if (code == MPI_SUCCESS) code = MPI_Comm_create_group(comm_, part, tag, &comm);
+    if (code == MPI_SUCCESS) code = MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    if (code == MPI_SUCCESS) code = MPI_Comm_rank(comm, &new_rank);
+    MPI_Group_free(&part);
+    MPI_Group_free(&whole);
+    return code;
+  }));
+  std::string where = absl::StrCat(where_, " ranks [", absl::StrJoin(ranks, ", "), "]");
+  return std::unique_ptr<Communicator>(new MpiCommunicator(world_, comm, std::move(where), new_rank,
+                                                           static_cast<int>(ranks.size())));
 }
 
 MpiCommunicator::~MpiCommunicator() {

@@ -24,18 +24,21 @@ class MpiCommunicator final : public Communicator {
                                                               std::string where);
   ~MpiCommunicator() override;
 
-  int rank() const override { return world_->rank(); }
-  int size() const override { return world_->size(); }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
   bool enqueues_on_stream() const override { return false; }
   absl::Status Run(const CollectiveCall& call, Stream* stream) override;
+  // MPI_Comm_create_group over this communicator (collective over the group only).
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(absl::Span<const int> group) override;
 
   // Checks that every rank (for send and recv: the peer) makes the same call.
   // InvalidArgument describing each rank's call when they differ.
   absl::Status Agree(const CollectiveCall& call);
 
  private:
-  MpiCommunicator(std::shared_ptr<MpiWorld> world, MPI_Comm comm, std::string where)
-      : world_(std::move(world)), comm_(comm), where_(std::move(where)) {}
+  MpiCommunicator(std::shared_ptr<MpiWorld> world, MPI_Comm comm, std::string where, int rank,
+                  int size)
+      : world_(std::move(world)), comm_(comm), where_(std::move(where)), rank_(rank), size_(size) {}
   absl::Status Transfer(const CollectiveCall& call);
   absl::Status Wait(MPI_Request* requests, int count, const CollectiveCall& call);
   // Records a failure after which the channel is unusable and returns it.
@@ -44,6 +47,9 @@ class MpiCommunicator final : public Communicator {
   std::shared_ptr<MpiWorld> world_;
   MPI_Comm comm_;
   const std::string where_;
+  const int rank_;
+  const int size_;
+  int64_t splits_ = 0;       // Split calls so far: each one's tag
   int64_t collectives_ = 0;  // collectives (not transfers) run so far: their sequence
   absl::Status broken_;
 };

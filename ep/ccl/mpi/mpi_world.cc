@@ -30,6 +30,10 @@ PlainMutex& MpiLock() {
   return *mu;
 }
 
+// Whether MPI_Init_thread granted MPI_THREAD_MULTIPLE: written once, under the lock,
+// before any world exists.
+bool thread_multiple = false;
+
 struct ProcessWorld {
   absl::Mutex mu;
   std::shared_ptr<MpiWorld> world ABSL_GUARDED_BY(mu);
@@ -115,6 +119,7 @@ absl::StatusOr<std::shared_ptr<MpiWorld>> MpiWorld::Get(WorldOptions options) {
             "calls MPI from its ccl stream workers and needs MPI_THREAD_SERIALIZED");
       }
       std::atexit(FinalizeAtExit);
+      thread_multiple = provided >= MPI_THREAD_MULTIPLE;
     }
     process.initialized = true;
     // Errors come back as codes, so that they become Status values instead of aborts.
@@ -134,6 +139,13 @@ absl::Status MpiWorld::Call(absl::string_view what, absl::FunctionRef<int()> fn)
     PlainMutexLock lock(&MpiLock());
     code = fn();
   }
+  if (code == MPI_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, " failed: ", MpiErrorText(code)));
+}
+
+absl::Status MpiWorld::CallBlocking(absl::string_view what, absl::FunctionRef<int()> fn) {
+  if (!thread_multiple) return Call(what, fn);
+  const int code = fn();
   if (code == MPI_SUCCESS) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(what, " failed: ", MpiErrorText(code)));
 }

@@ -37,6 +37,11 @@ class MpiWorld final : public World, public std::enable_shared_from_this<MpiWorl
   // Runs `fn` (MPI calls) under the process-wide MPI lock; Internal naming `what` when it
   // returns an MPI error code.
   static absl::Status Call(absl::string_view what, absl::FunctionRef<int()> fn);
+  // Call for a blocking MPI call that waits for other ranks (MPI_Comm_create_group): without
+  // the lock where MPI is fully thread-safe (MPI_THREAD_MULTIPLE), so that this rank's other
+  // ccl streams keep polling meanwhile (two such calls on two devices could otherwise wait
+  // for each other across ranks); with it elsewhere.
+  static absl::Status CallBlocking(absl::string_view what, absl::FunctionRef<int()> fn);
   // Polls `requests` until all complete. Fails (describing the wait with `describe()`)
   // with Unavailable when a peer is gone or a stop was requested, and DeadlineExceeded
   // after the world's timeout; the requests are then left pending, and the caller must

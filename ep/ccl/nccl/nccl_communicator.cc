@@ -101,6 +101,12 @@ class NcclCommunicator final : public Communicator {
     return absl::InternalError("unknown collective");
   }
 
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(absl::Span<const int>) override {
+    return absl::UnimplementedError(
+        "collectives over part of the world's cuda devices (a placement's sub-mesh) are not "
+        "built yet for NCCL");
+  }
+
  private:
   ncclComm_t comm_;
   const int ordinal_;
