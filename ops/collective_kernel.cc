@@ -36,6 +36,7 @@ struct Plan {
   };
   std::vector<Part> packed;  // non-empty: calls[0] moves them packed, in place
   std::vector<int> group;    // the 'ranks' attribute: empty for the whole world
+  double scale = 1.0;        // all_gather's 'scale', applied to calls[0].recv afterwards
   size_t packed_bytes = 0;
 };
 
@@ -56,6 +57,17 @@ absl::Status RunPlan(Plan& plan, ep::Stream* stream) {
   for (CollectiveCall& call : plan.calls) call.label = plan.label;
   if (plan.packed.empty()) {
     for (const CollectiveCall& call : plan.calls) SLUICE_RETURN_IF_ERROR(comm->Run(call, stream));
+    if (plan.scale != 1.0) {  // host memory: Launch refuses a scale on a device communicator
+      const CollectiveCall& call = plan.calls[0];
+      const int64_t n = call.count * comm->size();
+      if (call.dtype == DataType::kF32) {
+        float* out = static_cast<float*>(call.recv);
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(out[i] * plan.scale);
+      } else if (call.dtype == DataType::kF64) {
+        double* out = static_cast<double*>(call.recv);
+        for (int64_t i = 0; i < n; ++i) out[i] *= plan.scale;
+      }
+    }
     return absl::OkStatus();
   }
   std::vector<uint8_t> buffer(plan.packed_bytes);
@@ -95,6 +107,14 @@ class CollectiveKernel final : public vm::OpKernel {
     const int size = group.empty() ? base->size() : static_cast<int>(group.size());
     SLUICE_ASSIGN_OR_RETURN(Plan plan, MakePlan(ctx, size, /*pack=*/!base->enqueues_on_stream()));
     plan.group = std::move(group);
+    if (absl::StatusOr<double> scale = ctx.attrs().GetFloat("scale"); scale.ok()) {
+      plan.scale = *scale;
+    }
+    if (base->enqueues_on_stream() && plan.scale != 1.0) {
+      return OpError(op_,
+                     "a 'scale' other than 1 is applied on the host; this device's "
+                     "communicator runs on the device");
+    }
     if (base->enqueues_on_stream()) return RunPlan(plan, stream);
     return ctx.LaunchHostWork(
         [plan = std::move(plan), stream]() mutable { return RunPlan(plan, stream); });
@@ -193,7 +213,8 @@ class CollectiveKernel final : public vm::OpKernel {
           return plan;
         }
         int64_t total = 0;
-        plan.label = absl::StrCat(in.size(), " tensors from ", plan.label);
+        plan.label = absl::StrCat(in.size(), " tensors (their element counts as the shape) from ",
+                                  plan.label);
         for (size_t i = 0; i < in.size(); ++i) {
           const size_t bytes = static_cast<size_t>(in[i].size) * SizeOf(in[i].dtype);
           plan.packed.push_back({in[i].data, out[i].data, bytes});
@@ -201,7 +222,11 @@ class CollectiveKernel final : public vm::OpKernel {
           total += in[i].size;
         }
         call.count = total;
-        call.shape = Shape({total});
+        // The parts' element counts stand for the shape ranks compare, so that ranks
+        // packing tensors of other sizes into the same total disagree.
+        std::vector<int64_t> parts;
+        for (const HostTensor& t : in) parts.push_back(t.size);
+        call.shape = Shape(parts);
         plan.calls.push_back(call);
         return plan;
       }

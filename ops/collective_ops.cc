@@ -4,7 +4,9 @@
 //   all_reduce      X... -> Out...   every rank gets the reduction ('reduce': sum, mean,
 //                                    max, min) of every rank's X; several tensors of one
 //                                    dtype go as one call (a bucket of gradients)
-//   all_gather      X -> Out         Out [nranks * d0, d...]: the ranks' X in rank order
+//   all_gather      X -> Out         Out [nranks * d0, d...]: the ranks' X in rank order,
+//                                    times 'scale' (floats; 1 by default: the gradient of
+//                                    a mean reduce_scatter scales)
 //   reduce_scatter  X -> Out         X [nranks * k, d...]; Out [k, d...]: part `rank` of
 //                                    the reduction
 //   broadcast       X -> Out         every rank gets rank 'root's X
@@ -16,7 +18,7 @@
 // it in and the kernel checks it. Every dtype works, and empty tensors; on bool, sum and
 // max are a logical or, min a logical and, and mean is refused. Gradients: all_reduce (sum,
 // mean) -> all_reduce of the same; all_gather -> reduce_scatter(sum); reduce_scatter ->
-// all_gather (scaled for mean); broadcast -> reduce(sum) to the root; reduce(sum) ->
+// all_gather (with 'scale' 1/nranks for mean); broadcast -> reduce(sum) to the root; reduce(sum) ->
 // broadcast from the root. max and min reductions, send and recv have none.
 #include <string>
 #include <utility>
@@ -72,6 +74,8 @@ absl::StatusOr<Metas> InferAllReduce(const InferContext& ctx) {
 absl::StatusOr<Metas> InferAllGather(const InferContext& ctx) {
   SLUICE_ASSIGN_OR_RETURN(int64_t nranks, Ranks(ctx));
   TensorMeta out = ctx.input(0);
+  SLUICE_ASSIGN_OR_RETURN(double scale, ctx.attrs().GetFloat("scale"));
+  if (scale != 1.0) SLUICE_RETURN_IF_ERROR(RequireFloat(ctx, out, "X with a 'scale'"));
   if (out.shape.rank() < 1) return ctx.Error("X must have at least one dimension to gather along");
   std::vector<int64_t> dims(out.shape.dims().begin(), out.shape.dims().end());
   dims[0] *= nranks;
@@ -168,14 +172,10 @@ std::vector<GradOpDesc> ReduceScatterGrad(const GradContext& g) {
     return {GradOp("all_gather", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}},
                    InGroup(g, attrs))};
   }
-  const std::vector<std::string> dx = g.InputGrad("X");
-  if (dx.empty()) return {};
-  const std::string gathered = dx[0] + "@gathered";
-  vm::AttrMap scale;
-  scale.Set("scale", 1.0 / static_cast<double>(nranks));
-  return {
-      GradOp("all_gather", {{"X", g.OutputGrad("Out")}}, {{"Out", {gathered}}}, InGroup(g, attrs)),
-      GradOp("scale", {{"X", {gathered}}}, {{"Out", dx}}, scale)};
+  // One op (eager autograd takes a gradient op's outputs to be input gradients).
+  attrs.Set("scale", 1.0 / static_cast<double>(nranks));
+  return {GradOp("all_gather", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}},
+                 InGroup(g, attrs))};
 }
 
 std::vector<GradOpDesc> BroadcastGrad(const GradContext& g) {
@@ -213,6 +213,7 @@ absl::Status RegisterCollectiveOps(OpRegistry* registry) {
                                    .Input("X")
                                    .Output("Out")
                                    .Attr("nranks", AttrType::kInt, std::nullopt)
+                                   .Attr("scale", AttrType::kFloat, 1.0)
                                    .Infer(InferAllGather)
                                    .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
                                    .Place(PlaceOnCcl)

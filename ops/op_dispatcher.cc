@@ -208,7 +208,9 @@ absl::StatusOr<OpDispatcher::Plan> OpDispatcher::Prepare(absl::string_view op, O
     }
     key = *options.stream;
   } else if (options.preferred_stream.has_value() &&
-             options.preferred_stream->device == key.device) {
+             options.preferred_stream->device == key.device && key.type != StreamType::kCcl) {
+    // A scope moves compute, never a collective off its ccl stream (every rank must issue
+    // a device's collectives on one stream, in one order).
     key = *options.preferred_stream;
   }
   SLUICE_ASSIGN_OR_RETURN(plan.stream, GetStream(key));

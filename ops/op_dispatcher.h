@@ -43,8 +43,9 @@ struct DispatchOptions {
   // Run on this stream instead of the placed device's compute stream 0 (it must be on the
   // placed device).
   std::optional<StreamKey> stream;
-  // Run on this stream when the op is placed on its device (else it is ignored): a
-  // caller's current-stream scope (eager::StreamScope). `stream` wins when both are set.
+  // Run on this stream when the op is placed on its device (else it is ignored), unless
+  // the op's placement rule puts it on a ccl stream (collectives stay there): a caller's
+  // current-stream scope (eager::StreamScope). `stream` wins when both are set.
   std::optional<StreamKey> preferred_stream;
   // Tensors per output slot for variadic outputs (empty: the infer function decides).
   std::vector<int> output_counts;

@@ -329,16 +329,10 @@ TEST_P(CollectiveErrorsTest, MalformedCallsAreRefusedAtTheCall) {
   ExpectAllReduceWorks(ctx(), GetParam());
 }
 
-// BUG (ops/collective_kernel.cc, MakePlan): on a host communicator (MPI) an all_reduce of
-// several tensors is packed into one buffer and checked across ranks as one call of shape
-// [total elements], so ranks that disagree on the bucket's tensors are not detected when
-// the totals match. Here rank 1 passes tensors of 4 and 3 elements where the others pass 3
-// and 4: every rank's call succeeds and the elements are summed across tensor boundaries
-// (rank 0's first output mixes rank 1's first and second tensors), where
-// framework/eager/collectives.h promises InvalidArgument naming every rank's call when
-// ranks call another shape (and a device communicator, which runs one call per tensor,
-// would report it).
-TEST_P(CollectiveErrorsTest, DISABLED_RanksDisagreeingOnTheTensorsOfABucket) {
+// An all_reduce of several tensors is one packed call on a host communicator; the ranks
+// compare the parts' element counts, so a rank packing tensors of 4 and 3 elements where
+// the others pack 3 and 4 is reported, not summed across tensor boundaries.
+TEST_P(CollectiveErrorsTest, RanksDisagreeingOnTheTensorsOfABucket) {
   if (size() < 2) GTEST_SKIP() << "needs at least 2 ranks";
   const std::vector<int64_t> counts =
       rank() == 1 ? std::vector<int64_t>{4, 3} : std::vector<int64_t>{3, 4};

@@ -165,15 +165,9 @@ TEST_P(CollectiveGradTest, ReduceScatterSum) {
   EXPECT_TRUE(ctx().Sync().ok());
 }
 
-// BUG (ops/collective_ops.cc, ReduceScatterGrad): the gradient of reduce_scatter(mean) is
-// all_gather into a temporary named "<dx>@gathered" followed by a scale. Eager autograd
-// (framework/autograd/internal/grad_plan.cc) resolves only a grad op's outputs that are
-// gradients of the forward op's inputs, so Backward through reduce_scatter(mean) fails with
-// INTERNAL: "the gradient of op 'reduce_scatter' writes '#i0@GRAD@gathered', which is not
-// the gradient of one of the op's inputs", on every rank and device. The expected gradient
-// is concat_r g_r / n, as ops/collective_ops.cc's header comment says (all_gather scaled
-// for mean).
-TEST_P(CollectiveGradTest, DISABLED_ReduceScatterMean) {
+// The gradient of reduce_scatter(mean) is one all_gather with 'scale' 1/n (eager autograd
+// resolves only grad ops whose outputs are the forward inputs' gradients): concat_r g_r / n.
+TEST_P(CollectiveGradTest, ReduceScatterMean) {
   const int n = size();
   Check({"reduce_scatter(mean)",
          [](const Tensor& x) { return eager::ReduceScatter(x, ReduceOp::kMean); }, 3 * n, 3,
@@ -297,17 +291,12 @@ TEST_P(CollectiveGradTest, GradWithoutAccumulation) {
   EXPECT_TRUE(ctx().Sync().ok());
 }
 
-// BUG (framework/autograd/internal/engine.cc, Pass::Run): with several roots, the nodes
-// ready at the start of a pass are taken in the iteration order of `pending_`, an
-// absl::flat_hash_map keyed by node addresses, which differs from process to process. When
-// those nodes' grad ops are collectives, ranks issue them in different orders and every
-// rank fails, e.g. with 2 ranks: "ranks disagree on all_reduce(sum) of f32[8] on cpu/ccl:
-// rank 0 calls all_reduce(sum) of f32[8] (call #5); rank 1 calls reduce(sum) of f32[8]
-// with root 0 (call #5)". How often depends on the addresses the nodes get; ranks of a real
-// program rarely allocate alike, which the test imitates by keeping a different number of
-// unrelated tensors alive on each rank. A single root is not affected (its walk follows
-// the graph's edges).
-TEST_P(CollectiveGradTest, DISABLED_GradOfSeveralRootsIssuesCollectivesInOneOrderOnEveryRank) {
+// With several roots, the nodes ready at the start of a pass are taken in discovery order,
+// not in the order of a map keyed by node addresses (which differ between processes): ranks
+// issue the gradients' collectives in one order. Ranks of a real program rarely allocate
+// alike, which the test imitates by keeping a different number of unrelated tensors alive
+// on each rank.
+TEST_P(CollectiveGradTest, GradOfSeveralRootsIssuesCollectivesInOneOrderOnEveryRank) {
   if (size() < 2) GTEST_SKIP() << "needs at least 2 ranks";
   const int r = rank(), n = size();
   std::vector<Tensor> unrelated;
@@ -347,14 +336,9 @@ TEST_P(CollectiveGradTest, DISABLED_GradOfSeveralRootsIssuesCollectivesInOneOrde
   }
 }
 
-// BUG (minor; ops/collective_ops.cc AllReduceGrad with framework/autograd): all_reduce with
-// max or min has no gradient (ops/collective_ops.cc's header comment), and Backward's
-// contract (framework/autograd/autograd.h) lists "an op without a gradient on the way" as an
-// error. But the grad maker returns no grad op for max and min rather than the schema
-// having none, so Backward through all_reduce(max) returns OK and silently leaves x without
-// a gradient (GradOf(x) is empty), and autograd::Grad reports the misleading "Grad: input 0
-// does not reach the outputs".
-TEST_P(CollectiveGradTest, DISABLED_BackwardThroughAllReduceMaxIsAnError) {
+// all_reduce with max or min has no gradient: Backward through it is an error naming the
+// op, as for any op without a gradient (framework/autograd/autograd.h), not a silent OK.
+TEST_P(CollectiveGradTest, BackwardThroughAllReduceMaxIsAnError) {
   Tensor x = Put(Values<float>(rank(), 4, 200));
   ASSERT_TRUE(autograd::SetRequiresGrad(x).ok());
   Tensor loss = eager::ReduceSum(eager::AllReduce(x, ReduceOp::kMax).value()).value();
@@ -369,16 +353,10 @@ INSTANTIATE_TEST_SUITE_P(Devices, CollectiveGradTest, ::testing::Values("cpu", "
                            return std::string(info.param) == "cpu" ? "cpu" : "sim_0";
                          });
 
-// BUG (ops/op_dispatcher.cc, Plan: DispatchOptions::preferred_stream, which
-// eager::StreamScope sets, replaces whatever stream the op's placement chose, including a
-// collective's ccl stream). Eager autograd runs a node's grad ops in the scope its forward
-// op ran in, or else in the caller's scope (framework/autograd/autograd.h). So Backward
-// called inside a StreamScope, through an all_reduce that ran outside any scope, issues the
-// gradient's all_reduce on sim:0/compute:1; the collective kernel refuses that stream when
-// it runs, and the gradient's read fails on every rank with "op 'all_reduce': runs on its
-// device's ccl stream (sim:0/ccl); it was placed on sim:0/compute:1". (The same happens to
-// a collective called directly inside a scope: collective_sync_test.cc.)
-TEST(CollectiveGradScopeTest, DISABLED_BackwardInsideAStreamScopeThroughAllReduce) {
+// Eager autograd runs a node's grad ops in the scope its forward op ran in, or else in the
+// caller's scope: Backward inside a StreamScope through an all_reduce still runs the
+// gradient's all_reduce on the ccl stream (a scope never moves a collective).
+TEST(CollectiveGradScopeTest, BackwardInsideAStreamScopeThroughAllReduce) {
   eager::Context& ctx = GradContext();
   const int rank = eager::WorldRank(ctx), size = eager::WorldSize(ctx);
   const Device sim0 = Dev("sim:0");

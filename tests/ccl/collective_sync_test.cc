@@ -313,15 +313,9 @@ TEST(CollectiveSyncPatternTest, ProducerCollectiveConsumerOnEachSimDevice) {
   EXPECT_EQ(ctx.vm()->sync_checker()->violation_count(), 0) << ctx.vm()->sync_checker()->status();
 }
 
-// BUG (ops/op_dispatcher.cc, Plan: DispatchOptions::preferred_stream replaces the stream the
-// op's placement chose, even a collective's ccl stream). framework/eager/collectives.h says
-// each collective runs on the ccl stream of its tensor's device, and StreamScope is meant to
-// move ops off the device's compute stream 0. A collective called inside a scope is placed
-// on the scope's compute stream instead; the call returns OK (eager errors are meant to come
-// back before anything is enqueued) and the kernel then refuses the stream on every rank:
-// "op 'all_reduce': runs on its device's ccl stream (sim:0/ccl); it was placed on
-// sim:0/compute:1".
-TEST(CollectiveSyncScopeTest, DISABLED_ACollectiveInsideAStreamScopeRunsOnTheCclStream) {
+// A collective called inside a StreamScope stays on its device's ccl stream (the scope
+// moves compute only; framework/eager/collectives.h).
+TEST(CollectiveSyncScopeTest, ACollectiveInsideAStreamScopeRunsOnTheCclStream) {
   eager::Context& ctx = CheckedContext();
   const int rank = eager::WorldRank(ctx), size = eager::WorldSize(ctx);
   const Device sim0 = Dev("sim:0");

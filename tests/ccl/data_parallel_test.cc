@@ -49,6 +49,8 @@ std::vector<float> Train(eager::Context& ctx, bool data_parallel, int steps,
 TEST(DataParallelTest, LossesMatchTheWholeBatch) {
   auto world = ep::ccl::World::FromEnvironment();
   ASSERT_TRUE(world.ok()) << world.status();
+  // The demo's 16 rows split evenly over 1, 2, 4, 8 or 16 ranks (the same on every rank).
+  if (16 % (*world)->size() != 0) GTEST_SKIP() << "16 rows do not split over this world";
   eager::ContextOptions parallel_options;
   parallel_options.runtime.world = *world;
   auto parallel = eager::Context::Create(parallel_options);

@@ -276,6 +276,20 @@ std::vector<OpCase> MakeCases() {
       vm::AttrMap().Set("transpose_y", int64_t{1}));
   add("sum", "[x, x, x]", {{Random(x23, seed++), Again(x23, 0), Again(x23, 0)}});
   add("concat", "[x, x]", {{Random(x23, seed++), Again(x23, 0)}});
+
+  // Collectives in a world of one rank (copies); across ranks: tests/ccl.
+  add("all_reduce", "sum, one rank", {{Random(x23, seed++)}});
+  add("all_reduce", "mean, a bucket of two, one rank",
+      {{Random(x23, seed), Random(Shape({4}), seed + 1)}},
+      vm::AttrMap().Set("reduce", std::string("mean")));
+  seed += 2;
+  add("all_gather", "one rank", {{Random(x23, seed++)}}, vm::AttrMap().Set("nranks", int64_t{1}));
+  add("reduce_scatter", "sum, one rank", {{Random(x23, seed++)}},
+      vm::AttrMap().Set("nranks", int64_t{1}));
+  add("reduce_scatter", "mean, one rank", {{Random(x23, seed++)}},
+      vm::AttrMap().Set("nranks", int64_t{1}).Set("reduce", std::string("mean")));
+  add("broadcast", "root 0, one rank", {{Random(x23, seed++)}});
+  add("reduce", "sum to root 0, one rank", {{Random(x23, seed++)}});
   return cases;
 }
 

@@ -71,9 +71,11 @@ class Pass {
       }
     }
     if (captures_ != nullptr) MarkPathsToCaptures();
+    // In discovery order, not the map's (addresses differ between runs and processes):
+    // ranks running one program must issue its gradient collectives in one order.
     std::vector<Node*> ready;
-    for (auto& [node, pending] : pending_) {
-      if (pending.consumers == 0) ready.push_back(node);
+    for (Node* node : discovered_) {
+      if (pending_.at(node).consumers == 0) ready.push_back(node);
     }
     while (!ready.empty()) {
       Node* node = ready.back();
@@ -89,6 +91,7 @@ class Pass {
                         std::vector<std::shared_ptr<Node>>& stack) {
     auto [it, inserted] = pending_.try_emplace(node.get());
     if (inserted) {
+      discovered_.push_back(node.get());
       it->second.node = node;
       it->second.grads.resize(node->outputs.size());
       stack.push_back(node);
@@ -273,6 +276,7 @@ class Pass {
   const bool retain_graph_;
   std::vector<Capture>* const captures_;
   absl::flat_hash_map<Node*, PendingNode> pending_;
+  std::vector<Node*> discovered_;  // pending_'s keys in the order the walk found them
 };
 
 }  // namespace

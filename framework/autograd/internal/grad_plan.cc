@@ -148,6 +148,13 @@ GradPlan GradPlanCache::Compile(absl::string_view op, const vm::AttrMap& given,
     }
     plan.steps.push_back(std::move(step));
   }
+  if (plan.steps.empty() && inputs > 0) {
+    // A grad maker that makes nothing for these attributes (all_reduce with 'max'): the op
+    // has no gradient here. Reported when a backward pass reaches it, as for an op
+    // without a grad maker.
+    plan.error = absl::UnimplementedError(
+        absl::StrCat("op '", op, "' has no gradient with attributes ", attrs->ToString()));
+  }
   return plan;
 }
 
