@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-format ccache pkg-config
   python3 python3-dev python3-venv
+  openmpi-bin libopenmpi-dev
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

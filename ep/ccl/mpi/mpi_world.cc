@@ -85,6 +85,10 @@ bool ProcessGone(int64_t pid) {
 
 }  // namespace
 
+// How long a wait yields between polls before it naps, and the nap.
+constexpr absl::Duration kYieldFor = absl::Microseconds(200);
+constexpr absl::Duration kNap = absl::Microseconds(50);
+
 bool MpiBuilt() { return true; }
 
 absl::StatusOr<std::shared_ptr<World>> GetMpiWorld(WorldOptions options) {
@@ -213,13 +217,12 @@ absl::Status MpiWorld::Wait(MPI_Request* requests, int count,
           "late or called something else"));
     }
     // Waits give the core back: on a small machine the peers and this rank's own compute
-    // need it. Yielding keeps polling while nothing else wants the core, which a large
-    // transfer needs (shared-memory transports move it in fragments, each side making
-    // progress only inside MPI calls); past 10 ms a peer is late, and short sleeps do.
-    if (now - start < absl::Milliseconds(10)) {
+    // need it (a data-parallel step runs backward while its buckets are reduced). Yield
+    // while the peer is probably a few microseconds away, then nap.
+    if (now - start < kYieldFor) {
       std::this_thread::yield();
     } else {
-      absl::SleepFor(absl::Microseconds(50));
+      absl::SleepFor(kNap);
     }
   }
 }
