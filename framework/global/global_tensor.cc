@@ -149,7 +149,8 @@ absl::StatusOr<std::vector<GlobalTensor>> Call(absl::string_view op,
   }
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::vector<ops::TensorMeta>> out_metas,
                           schema->InferOutputs(metas, normalized));
-  const SbpSignature signature = InferSbpSignature(op, sbps, shapes, normalized);
+  const SbpSignature signature =
+      InferSbpSignature(op, sbps, shapes, normalized, first.placement().ndim());
   const Placement& placement = first.placement();
   std::vector<GlobalTensor> outputs;
   const std::optional<int> id = first.parallel_id();

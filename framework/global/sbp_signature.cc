@@ -98,8 +98,9 @@ std::optional<AxisChoice> AxisRule(absl::string_view op, const std::vector<Sbp>&
 }  // namespace
 
 SbpSignature InferSbpSignature(absl::string_view op, const std::vector<NdSbp>& inputs,
-                               const std::vector<Shape>& shapes, const vm::AttrMap& attrs) {
-  const size_t axes = inputs.empty() ? 0 : inputs[0].size();
+                               const std::vector<Shape>& shapes, const vm::AttrMap& attrs,
+                               int mesh_axes) {
+  const size_t axes = static_cast<size_t>(mesh_axes);
   SbpSignature signature;
   signature.inputs.assign(inputs.size(), NdSbp(axes));
   signature.output.assign(axes, Sbp::Broadcast());

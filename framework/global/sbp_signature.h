@@ -34,10 +34,11 @@ struct SbpSignature {
 };
 
 // `inputs`: the inputs' current layouts and logical shapes (flattened over slots), `attrs`
-// the op's attributes with defaults. Never fails for a known layout: the fallback
-// broadcasts.
+// the op's attributes with defaults, `mesh_axes` the placement's. Never fails for a known
+// layout: the fallback broadcasts (and an op without inputs makes broadcast outputs).
 SbpSignature InferSbpSignature(absl::string_view op, const std::vector<NdSbp>& inputs,
-                               const std::vector<Shape>& shapes, const vm::AttrMap& attrs);
+                               const std::vector<Shape>& shapes, const vm::AttrMap& attrs,
+                               int mesh_axes);
 
 }  // namespace sluice::global
 
