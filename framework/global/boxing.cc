@@ -53,7 +53,7 @@ absl::StatusOr<Shape> LocalShape(const Shape& logical, const Placement& placemen
     if (!sbp[d].is_split()) continue;
     const int k = sbp[d].axis;
     const int64_t parts = placement.hierarchy()[d];
-    if (k >= logical.rank()) {
+    if (k < 0 || k >= logical.rank()) {
       return absl::InvalidArgumentError(absl::StrCat("sbp ", sbp[d].ToString(), " splits axis ", k,
                                                      " of a tensor of shape ", logical.ToString()));
     }

@@ -38,7 +38,8 @@ NdSbp AllBroadcast(const Placement& placement) {
 absl::StatusOr<GlobalTensor> GlobalTensor::FromLocal(eager::Context& ctx,
                                                      const eager::Tensor& local,
                                                      const Placement& placement, const NdSbp& sbp,
-                                                     std::optional<Shape> logical) {
+                                                     std::optional<Shape> logical,
+                                                     std::optional<DataType> dtype) {
   SLUICE_RETURN_IF_ERROR(CheckPlacementInWorld(ctx, placement));
   const std::optional<int> id = MyParallelId(ctx, placement);
   if (!id.has_value()) {
@@ -48,9 +49,13 @@ absl::StatusOr<GlobalTensor> GlobalTensor::FromLocal(eager::Context& ctx,
                                                      " needs the logical shape"));
     }
     SLUICE_RETURN_IF_ERROR(LocalShape(*logical, placement, sbp).status());
-    return GlobalTensor(ctx, placement, sbp, *logical,
-                        local.valid() ? local.dtype() : DataType::kF32, std::nullopt,
-                        eager::Tensor());
+    if (!dtype.has_value() && !local.valid()) {
+      return absl::InvalidArgumentError(absl::StrCat("FromLocal on a rank outside placement ",
+                                                     placement.ToString(),
+                                                     " with no part needs the logical dtype too"));
+    }
+    return GlobalTensor(ctx, placement, sbp, *logical, dtype.has_value() ? *dtype : local.dtype(),
+                        std::nullopt, eager::Tensor());
   }
   if (!local.valid()) return absl::InvalidArgumentError("FromLocal: the local part is empty");
   if (local.device() != placement.device()) {
@@ -66,13 +71,17 @@ absl::StatusOr<GlobalTensor> GlobalTensor::FromLocal(eager::Context& ctx,
   std::vector<int64_t> dims(local.shape().dims().begin(), local.shape().dims().end());
   for (int d = 0; d < placement.ndim(); ++d) {
     if (!sbp[d].is_split()) continue;
-    if (sbp[d].axis >= static_cast<int>(dims.size())) {
+    if (sbp[d].axis < 0 || sbp[d].axis >= static_cast<int>(dims.size())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sbp ", sbp[d].ToString(), " splits a part of shape ", local.shape().ToString()));
     }
     dims[sbp[d].axis] *= placement.hierarchy()[d];
   }
   Shape shape(dims);
+  if (dtype.has_value() && *dtype != local.dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FromLocal: the part is ", DataTypeName(local.dtype()), ", not ", DataTypeName(*dtype)));
+  }
   if (logical.has_value() && *logical != shape) {
     return absl::InvalidArgumentError(absl::StrCat(
         "FromLocal: parts of shape ", local.shape().ToString(), " under ", NdSbpToString(sbp),

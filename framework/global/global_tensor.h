@@ -32,11 +32,14 @@ class GlobalTensor {
   // The global tensor whose part on this rank is `local` (on the placement's device), laid
   // out as `sbp`: the logical shape is the local shape with each split axis multiplied by
   // its mesh axis (every rank's part has the same shape). On a rank outside the placement
-  // `local` is ignored and `logical` (required there) gives the shape. InvalidArgument for a
-  // layout that does not fit the placement or the shape, or a part on another device.
+  // `local` may be empty: `logical` and `dtype` (or a valid `local`'s dtype) describe the
+  // tensor there, and are required (nothing is guessed: the ranks' metadata must agree).
+  // InvalidArgument for a layout that does not fit the placement or the shape, or a part on
+  // another device.
   static absl::StatusOr<GlobalTensor> FromLocal(eager::Context& ctx, const eager::Tensor& local,
                                                 const Placement& placement, const NdSbp& sbp,
-                                                std::optional<Shape> logical = std::nullopt);
+                                                std::optional<Shape> logical = std::nullopt,
+                                                std::optional<DataType> dtype = std::nullopt);
   // The global tensor of logical value `whole`, which every rank of the placement holds
   // (the same values): each rank keeps its part under `sbp` (slices; partial sums keep the
   // value at mesh coordinate 0 and zeros elsewhere). No transfers. On a rank outside the

@@ -9,7 +9,7 @@
 //     (S(k), S(k)) -> S(k); (B, B) -> B; add, sub: (P, P) -> P; mul: (P, B), (B, P) -> P;
 //     div: (P, B) -> P
 //   unary elementwise ops (relu, sigmoid, tanh, exp, log, sqrt, square, cast, assign,
-//   scale): S(k) -> S(k), B -> B; the linear ones (assign, cast, scale without bias) P -> P
+//   scale): S(k) -> S(k), B -> B; the linear ones (assign, scale without bias) P -> P
 //   matmul (no transposes): (S(0), B) -> S(0); (B, S(1)) -> S(1); (S(1), S(0)) -> P;
 //     (B, B) -> B; (P, B), (B, P) -> P
 //   reduce_sum: S(k) over a reduced axis -> P; S(k) elsewhere -> S(k') (k' counts the

@@ -596,13 +596,10 @@ TEST_F(GlobalOpsTest, ChainOfOps) {
   }
 }
 
-// BUG (framework/global/sbp_signature.cc, Linear): cast counts as a linear op, so a partial
-// sum stays a partial sum through it (P -> P) and each rank casts its own part. A cast to an
-// integer type truncates each part: parts of 0.5 on every rank (a logical value of
-// size / 2) cast to i32 give 0 on each rank, a logical 0 instead of size / 2 (1 with 2 or
-// 3 ranks, 2 with 4). A cast to bool is not linear either (parts 1 and -1 sum to 0 but
-// become true and true). Only float-to-float casts may keep P; the others must box to B.
-TEST_F(GlobalOpsTest, DISABLED_CastOfPartialSumToAnInteger) {
+// cast is not linear (a cast to an integer truncates each part: parts of 0.5 cast to 0 where
+// their sum casts to 1), so a partial sum is made whole before it: the logical value is
+// cast.
+TEST_F(GlobalOpsTest, CastOfPartialSumToAnInteger) {
   if (size() < 2) GTEST_SKIP() << "a partial sum over one rank is its value";
   const Placement placement = Line();
   absl::StatusOr<eager::Tensor> half =

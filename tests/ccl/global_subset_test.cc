@@ -7,10 +7,8 @@
 // size is the same on every rank).
 //
 // Each test runs in a context of its own, made on first use (on every rank, in the same
-// test): a group's communicator is made at its first collective, and made in a context
-// whose ranks have made different groups before, it never comes up (see
-// DISABLED_DisjointGroupsInOneContext below). Fresh contexts keep the tests independent
-// of that.
+// test), which keeps the tests independent; DisjointGroupsInOneContext below makes
+// different groups in one context.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -332,8 +330,11 @@ TEST_F(GlobalSubsetTest, FromLocalOutsideThePlacement) {
   EXPECT_EQ(no_shape.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(no_shape.status().message()),
               ::testing::HasSubstr("needs the logical shape"));
-  absl::StatusOr<GlobalTensor> g =
+  absl::StatusOr<GlobalTensor> no_dtype =
       GlobalTensor::FromLocal(c, part, placement, {S(0)}, Shape({6, 4}));
+  EXPECT_EQ(no_dtype.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<GlobalTensor> g =
+      GlobalTensor::FromLocal(c, part, placement, {S(0)}, Shape({6, 4}), DataType::kF32);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->shape(), Shape({6, 4}));
   EXPECT_EQ(g->parallel_id(), std::nullopt);
@@ -345,20 +346,11 @@ TEST_F(GlobalSubsetTest, FromLocalOutsideThePlacement) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// BUG (ep/ccl/mpi/mpi_communicator.cc, MpiCommunicator::Split): a group's communicator is
-// made with MPI_Comm_create_group(comm, group, tag) where tag = ++splits_, a count of the
-// splits this process has made on the communicator. Members of a group agree on the tag
-// only if each has made the same number of splits before, which is false as soon as a
-// placement has left ranks out: here rank 0 makes the group [0] for placement cpu:[0]
-// (tag 1), then every rank makes the group of cpu:[size - 1, ..., 0] (tag 2 on rank 0, tag 1
-// on the others). The tags differ, MPI_Comm_create_group never matches, and the ranks hang
-// in it for good (MpiWorld::CallBlocking has no timeout; the others' collectives time out
-// after the world's 30 s). This test hangs with 2 ranks (run it under a timeout). Also seen
-// with 3 ranks: cpu:[1, 2] then cpu:[0, 1] hangs ranks 0 and 1 in the split while rank 2
-// times out ("all_gather ... not complete after 30s"); each placement alone, in a fresh
-// context, works. Every rank of a group should agree on the tag (e.g. derived from the
-// group's ranks, or agreed inside the group first).
-TEST_F(GlobalSubsetTest, DISABLED_DisjointGroupsInOneContext) {
+// Groups made in one context by ranks that made different groups before (rank 0 alone for
+// cpu:[0], then every rank for cpu:[size - 1, ..., 0]) still come up: the members of a
+// group agree on the tag of its MPI_Comm_create_group (a hash of the group, not a count of
+// each rank's earlier splits, which differed here and left the ranks waiting for good).
+TEST_F(GlobalSubsetTest, DisjointGroupsInOneContext) {
   static eager::Context* const c = new eager::Context(NewContext());
   if (size(*c) < 2) GTEST_SKIP() << "needs a rank outside the placement";
   const Host x = Value({12, 24}, 5);
@@ -375,15 +367,10 @@ TEST_F(GlobalSubsetTest, DISABLED_DisjointGroupsInOneContext) {
   }
 }
 
-// BUG (framework/global/global_tensor.cc, GlobalTensor::FromLocal): on a rank outside the
-// placement the part is documented as ignored and there is no other way to give the dtype,
-// so the tensor gets f32 whatever the logical dtype (`local.valid() ? local.dtype() :
-// DataType::kF32`). Its metadata then differ between ranks: here an f64 tensor is f32 on
-// the ranks left out, and adding an f64 tensor made by FromWhole fails there ("X and Y must
-// have one dtype") while it succeeds on rank 0: ranks that should make the same calls get
-// different results. FromLocal should take the dtype (as it takes the logical shape) or
-// refuse to guess.
-TEST_F(GlobalSubsetTest, DISABLED_FromLocalOutsideThePlacementKeepsTheDtype) {
+// On a rank outside the placement, FromLocal takes the logical dtype beside the shape (it
+// guessed f32 before): the ranks' metadata agree, and an op that mixes it with a tensor made
+// by FromWhole behaves alike on every rank.
+TEST_F(GlobalSubsetTest, FromLocalOutsideThePlacementKeepsTheDtype) {
   eager::Context& c = ccltest::OpsContext();
   if (size(c) < 2) GTEST_SKIP() << "needs a rank outside the placement";
   const Placement placement = Placement::Parse("cpu:[0]").value();
@@ -393,7 +380,8 @@ TEST_F(GlobalSubsetTest, DISABLED_FromLocalOutsideThePlacementKeepsTheDtype) {
                    Device(DeviceType::kCpu, 0));
   ASSERT_TRUE(whole.ok()) << whole.status();
   const eager::Tensor part = rank(c) == 0 ? *whole : eager::Tensor();
-  absl::StatusOr<GlobalTensor> a = GlobalTensor::FromLocal(c, part, placement, {kB}, Shape({6, 4}));
+  absl::StatusOr<GlobalTensor> a =
+      GlobalTensor::FromLocal(c, part, placement, {kB}, Shape({6, 4}), DataType::kF64);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(DataTypeName(a->dtype()), "f64") << "rank " << rank(c);
   absl::StatusOr<GlobalTensor> b = GlobalTensor::FromWhole(c, *whole, placement, {kB});

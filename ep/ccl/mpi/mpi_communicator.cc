@@ -72,9 +72,12 @@ absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Split(absl::Span<
   if (!broken_.ok()) return broken_;
   SLUICE_RETURN_IF_ERROR(ValidateGroup(group, rank(), size()));
   std::vector<int> ranks(group.begin(), group.end());
-  // Split calls come in the same order on every member (the ccl stream's order), so their
-  // count tells concurrent creations on this communicator apart.
-  const int tag = static_cast<int>(++splits_ % 32768);
+  // The tag tells concurrent creations on this communicator apart, and every member must
+  // pass the same one: a hash of the group (a count of splits would differ between ranks
+  // that belong to different groups).
+  uint64_t hash = 1469598103934665603ull;
+  for (int r : ranks) hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
+  const int tag = static_cast<int>(hash % 32749);
   MPI_Comm comm = MPI_COMM_NULL;
   int new_rank = -1;
   SLUICE_RETURN_IF_ERROR(MpiWorld::CallBlocking("MPI_Comm_create_group", [&] {

@@ -49,7 +49,6 @@ class MpiCommunicator final : public Communicator {
   const std::string where_;
   const int rank_;
   const int size_;
-  int64_t splits_ = 0;       // Split calls so far: each one's tag
   int64_t collectives_ = 0;  // collectives (not transfers) run so far: their sequence
   absl::Status broken_;
 };
