@@ -114,8 +114,14 @@ absl::Status MpiCommunicator::Break(absl::Status status) {
 }
 
 absl::Status MpiCommunicator::Wait(MPI_Request* requests, int count, const CollectiveCall& call) {
+  // What this rank's side moves: the buffer, times the ranks for a gather's output.
+  int64_t bytes = call.count * static_cast<int64_t>(SizeOf(call.dtype));
+  if (call.kind == CollectiveKind::kAllGather || call.kind == CollectiveKind::kReduceScatter) {
+    bytes *= size();
+  }
   absl::Status status = world_->Wait(
-      requests, count, [&] { return absl::StrCat(DescribeCall(call), " on ", where_, "/ccl"); });
+      requests, count, [&] { return absl::StrCat(DescribeCall(call), " on ", where_, "/ccl"); },
+      bytes);
   if (!status.ok()) return Break(std::move(status));
   return absl::OkStatus();
 }

@@ -85,7 +85,8 @@ bool ProcessGone(int64_t pid) {
 
 }  // namespace
 
-// How long a wait yields between polls before it naps, and the nap.
+// How long a wait yields between polls before it naps (plus the time its bytes take to
+// move), and the nap.
 constexpr absl::Duration kYieldFor = absl::Microseconds(200);
 constexpr absl::Duration kNap = absl::Microseconds(50);
 
@@ -183,8 +184,12 @@ std::vector<std::string> MpiWorld::GonePeers() const {
 }
 
 absl::Status MpiWorld::Wait(MPI_Request* requests, int count,
-                            absl::FunctionRef<std::string()> describe) {
+                            absl::FunctionRef<std::string()> describe, int64_t bytes) {
   const absl::Time start = absl::Now();
+  // Shared-memory transports move a large message in fragments, each side progressing only
+  // inside MPI calls: a nap stalls the transfer. Poll (yielding) for about as long as the
+  // bytes take to move at 1 GB/s before napping.
+  const absl::Duration yield_for = kYieldFor + absl::Nanoseconds(bytes);
   const absl::Time deadline = start + options().timeout;
   absl::Time next_peer_check = start + absl::Milliseconds(100);
   for (int64_t polls = 0;; ++polls) {
@@ -219,7 +224,7 @@ absl::Status MpiWorld::Wait(MPI_Request* requests, int count,
     // Waits give the core back: on a small machine the peers and this rank's own compute
     // need it (a data-parallel step runs backward while its buckets are reduced). Yield
     // while the peer is probably a few microseconds away, then nap.
-    if (now - start < kYieldFor) {
+    if (now - start < yield_for) {
       std::this_thread::yield();
     } else {
       absl::SleepFor(kNap);

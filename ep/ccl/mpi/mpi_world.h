@@ -46,7 +46,10 @@ class MpiWorld final : public World, public std::enable_shared_from_this<MpiWorl
   // with Unavailable when a peer is gone or a stop was requested, and DeadlineExceeded
   // after the world's timeout; the requests are then left pending, and the caller must
   // treat its communicator as broken.
-  absl::Status Wait(MPI_Request* requests, int count, absl::FunctionRef<std::string()> describe);
+  // `bytes`: what the requests move, which sets how long the wait keeps polling before it
+  // naps (a transfer in progress needs polls; a late peer does not).
+  absl::Status Wait(MPI_Request* requests, int count, absl::FunctionRef<std::string()> describe,
+                    int64_t bytes = 0);
   // A collective failed for good: MPI is then not finalized at exit (a clean finalize
   // could wait for the dead peer).
   void NoteBroken() { broken_.store(true, std::memory_order_relaxed); }
