@@ -91,6 +91,10 @@ vm::AttrMap MeanAttrs() {
 
 absl::StatusOr<HostTensor> ShardFeed(const std::string& name, const HostTensor& feed, int rank,
                                      int size) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data parallel: feed '", name, "': rank ", rank, " of a world of ", size));
+  }
   if (feed.shape.rank() < 1 || feed.shape.dim(0) % size != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data parallel: feed '", name, "' ", DataTypeName(feed.dtype), feed.shape.ToString(),
@@ -123,8 +127,13 @@ absl::StatusOr<ir::ProgramDesc> MakeDataParallel(const ir::ProgramDesc& program,
   absl::flat_hash_set<std::string> replicated(options.replicated_feeds.begin(),
                                               options.replicated_feeds.end());
   bool reshaped = false;
+  absl::flat_hash_set<std::string> split;
   for (const std::string& name : split_feeds) {
     if (replicated.contains(name)) continue;
+    if (!split.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data parallel: feed '", name, "' is listed twice"));
+    }
     ir::VarDesc* var = block.FindMutableVar(name);
     if (var == nullptr) {
       return absl::InvalidArgumentError(

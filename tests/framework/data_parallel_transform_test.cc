@@ -600,16 +600,10 @@ TEST_F(DataParallelTransformTest, PersistableThatWouldDependOnTheBatchIsRefused)
   EXPECT_THAT(dp.status().message(), HasSubstr("'running'"));
 }
 
-// Bug: a feed named twice in `split_feeds` is divided twice. MakeDataParallel divides the
-// variable's first dimension once per occurrence (data_parallel.cc, the loop over
-// split_feeds: `dims[0] /= size`, with no check that the name was split already), so
-// x [16, 4] with {"x", "x"} and size 2 is declared [4, 4] — and the transform succeeds —
-// while ShardFeed (and so the Executor) hands each rank [8, 4]: the program no longer takes
-// its own feed. Refusing the duplicate (InvalidArgument naming it) or splitting once
-// ([8, 4]) would be right. Enabled, this test fails with x declared [4, 4] (and [2, 4] for
-// three mentions). Direct callers only: the Executor's own feed list cannot name a feed
-// twice (the interpreter refuses that).
-TEST_F(DataParallelTransformTest, DISABLED_FeedNamedTwiceIsSplitOnce) {
+// A feed named twice in `split_feeds` is refused (it was divided once per mention, leaving
+// the program declaring a shape its shards do not have); the Executor's own feed list
+// cannot name a feed twice.
+TEST_F(DataParallelTransformTest, FeedNamedTwiceIsSplitOnce) {
   Program main(&registry_), startup(&registry_);
   {
     ProgramGuard guard(main, startup);
@@ -682,27 +676,20 @@ TEST(DataParallelShardFeedTest, ScalarsAndUnevenFirstDimensionsAreRefused) {
   EXPECT_THAT(r.status().message(), HasSubstr("'rows'"));
 }
 
-// Bug: ShardFeed does not check `size`. Its first statement computes
-// `feed.shape.dim(0) % size`, an integer division by zero for size 0: enabled, this test
-// kills the test binary with SIGFPE (exit status 136) instead of getting an error, while
-// MakeDataParallel refuses the same size with InvalidArgument ("world size 0").
-TEST(DataParallelShardFeedTest, DISABLED_WorldSizeZeroIsRefused) {
+// ShardFeed refuses a world size of 0 (a division by zero before).
+TEST(DataParallelShardFeedTest, WorldSizeZeroIsRefused) {
   const HostTensor feed = HostTensor::FromVector(std::vector<float>(8, 1.0f), Shape({4, 2}));
   EXPECT_EQ(ShardFeed("x", feed, 0, 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Bug: the same for a negative size: 4 % -2 == 0 passes the check, the shard gets -2 rows
-// and copying them throws std::length_error ("cannot create std::vector larger than
-// max_size()") out of ShardFeed instead of returning InvalidArgument.
-TEST(DataParallelShardFeedTest, DISABLED_NegativeWorldSizeIsRefused) {
+// And a negative world size.
+TEST(DataParallelShardFeedTest, NegativeWorldSizeIsRefused) {
   const HostTensor feed = HostTensor::FromVector(std::vector<float>(8, 1.0f), Shape({4, 2}));
   EXPECT_EQ(ShardFeed("x", feed, 0, -2).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Bug: ShardFeed does not check `rank` either: the shard is copied from byte
-// `rank * rows * row_bytes` of the feed, so a rank outside [0, size) reads before or past
-// the end of `feed.bytes` (undefined behaviour) instead of being refused.
-TEST(DataParallelShardFeedTest, DISABLED_RankOutOfRangeIsRefused) {
+// And a rank outside [0, size) (it read outside the feed's bytes before).
+TEST(DataParallelShardFeedTest, RankOutOfRangeIsRefused) {
   const HostTensor feed = HostTensor::FromVector(std::vector<float>(8, 1.0f), Shape({4, 2}));
   EXPECT_EQ(ShardFeed("x", feed, 2, 2).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ShardFeed("x", feed, -1, 2).status().code(), absl::StatusCode::kInvalidArgument);
