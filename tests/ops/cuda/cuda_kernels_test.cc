@@ -277,7 +277,8 @@ TEST(CudaKernelRegistrationTest, EveryHostKernelHasACudaKernelWhenTheProviderIsB
       "softmax_with_cross_entropy softmax_with_cross_entropy_grad "
       "reshape reshape_grad transpose concat concat_grad split sgd adam "
       "less_than less_equal greater_than greater_equal equal not_equal increment "
-      "write_row read_row",
+      "write_row read_row "
+      "all_reduce all_gather reduce_scatter broadcast reduce send recv",
       ' ');
   for (const std::string& op : ops) {
     EXPECT_TRUE(registry.HasKernel(op, DeviceType::kCpu, DataType::kF32)) << op;
