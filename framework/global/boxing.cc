@@ -22,12 +22,8 @@ struct EagerSteps {
   int Rank(const Tensor& x) const { return x.shape().rank(); }
   absl::StatusOr<Tensor> Collective(const Tensor& x, absl::string_view op,
                                     const std::vector<int>& group) const {
-    vm::AttrMap attrs;
-    attrs.Set("ranks", std::vector<int64_t>(group.begin(), group.end()));
-    if (op != "all_reduce") attrs.Set("nranks", static_cast<int64_t>(group.size()));
-    if (op != "all_gather") attrs.Set("reduce", std::string("sum"));
     eager::Context ctx = x.context();
-    return ctx.CallSingle(op, {x}, attrs);
+    return ctx.CallSingle(op, {x}, internal::BoxingCollectiveAttrs(op, group));
   }
   absl::StatusOr<Tensor> Transpose(const Tensor& x, std::vector<int64_t> perm) const {
     return eager::Transpose(x, std::move(perm));

@@ -29,11 +29,7 @@ class StaticSteps {
 
   absl::StatusOr<std::string> Collective(const std::string& x, absl::string_view op,
                                          const std::vector<int>& group) {
-    vm::AttrMap attrs;
-    attrs.Set("ranks", std::vector<int64_t>(group.begin(), group.end()));
-    if (op != "all_reduce") attrs.Set("nranks", static_cast<int64_t>(group.size()));
-    if (op != "all_gather") attrs.Set("reduce", std::string("sum"));
-    return Emit(op, x, std::move(attrs));
+    return Emit(op, x, internal::BoxingCollectiveAttrs(op, group));
   }
   absl::StatusOr<std::string> Transpose(const std::string& x, std::vector<int64_t> perm) {
     vm::AttrMap attrs;

@@ -12,6 +12,7 @@
 #define SLUICE_FRAMEWORK_GLOBAL_INTERNAL_BOX_STEPS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,8 +20,19 @@
 #include "core/status.h"
 #include "framework/global/placement.h"
 #include "framework/global/sbp.h"
+#include "vm/attrs.h"
 
 namespace sluice::global::internal {
+
+// The attributes of a boxing collective (all_reduce(sum), all_gather, reduce_scatter(sum))
+// over `group`: both emitters give their ops these.
+inline vm::AttrMap BoxingCollectiveAttrs(absl::string_view op, const std::vector<int>& group) {
+  vm::AttrMap attrs;
+  attrs.Set("ranks", std::vector<int64_t>(group.begin(), group.end()));
+  if (op != "all_reduce") attrs.Set("nranks", static_cast<int64_t>(group.size()));
+  if (op != "all_gather") attrs.Set("reduce", std::string("sum"));
+  return attrs;
+}
 
 // perm moving axis `k` to the front, and its inverse.
 inline std::vector<int64_t> AxisToFront(int rank, int k) {
