@@ -74,11 +74,15 @@ dsc=$(find "$work/src" -maxdepth 1 -name '*.dsc' -print -quit)
 # on the .dsc cannot be checked without their key, hence a harmless warning kept in the log.
 dpkg-source -x "$dsc" "$work/absl" >>"$work/apt.log" 2>&1 || { cat "$work/apt.log" >&2; exit 1; }
 
+# -O1 -g1 as CI's sanitizer builds (.ci/run); ccache where present.
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 echo "build_tsan_absl: building $(basename "$dsc" .dsc) with -fsanitize=thread into $prefix"
 # C++17 and static libraries as Debian builds it; the options in absl/base/options.h are
 # fixed, so the ABI is the same for the C++20 code that uses it.
 cmake -S "$work/absl" -B "$work/build" -G "Unix Makefiles" -Wno-dev \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  ${launcher[@]+"${launcher[@]}"} \
   -DCMAKE_CXX_STANDARD=17 -DABSL_PROPAGATE_CXX_STD=ON \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread" \
   -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_TESTING=OFF \
