@@ -13,9 +13,17 @@ elseif(SLUICE_SANITIZE STREQUAL "undefined")
   set(_san -fsanitize=undefined -fno-sanitize-recover=undefined)
 elseif(SLUICE_SANITIZE STREQUAL "address,undefined")
   set(_san -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+elseif(SLUICE_SANITIZE STREQUAL "fuzzer")
+  # AddressSanitizer and UBSan plus libFuzzer's coverage instrumentation, without its
+  # main(): the fuzz targets link -fsanitize=fuzzer themselves (tests/fuzz/).
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "SLUICE_SANITIZE=fuzzer needs clang (CXX=clang++), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  set(_san -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+           -fno-omit-frame-pointer)
 elseif(NOT SLUICE_SANITIZE STREQUAL "")
   message(FATAL_ERROR
-    "SLUICE_SANITIZE must be address, thread, undefined, address,undefined or empty")
+    "SLUICE_SANITIZE must be address, thread, undefined, address,undefined, fuzzer or empty")
 endif()
 # Line tables come from the build type (RelWithDebInfo, Debug), not from here: CI's sanitizer
 # builds use -O1 -g1, which compile in less than half the time of -O2 -g and still give file

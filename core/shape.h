@@ -8,6 +8,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace sluice {
@@ -40,6 +41,10 @@ class Shape {
   Dims Strides() const;
 
   std::string ToString() const;  // "[2, 3]"
+  // Parses ToString()'s form: '[', dimensions as decimal integers separated by ',' (each
+  // optionally preceded by spaces), ']'; "[]" is a scalar. Make's checks apply. Errors
+  // (InvalidArgument) quote the text and name the bad dimension.
+  static absl::StatusOr<Shape> Parse(absl::string_view text);
   // Element by element: shapes are short, and a library memcmp costs more than the loop.
   friend bool operator==(const Shape& a, const Shape& b) {
     const absl::Span<const int64_t> x = a.dims_, y = b.dims_;

@@ -10,6 +10,7 @@ packages=(
   libabsl-dev libtbb-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-format ccache pkg-config
+  clang libclang-rt-14-dev
   python3 python3-dev python3-venv
   openmpi-bin libopenmpi-dev
 )

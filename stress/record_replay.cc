@@ -57,6 +57,11 @@ std::string RecordReplayTotals::ToJson() const {
 
 absl::StatusOr<RecordReplayTotals> ReplayRecordFile(const RecordReplayOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(const vm::RecordedProgram program, vm::ReadRecordFile(options.path));
+  return ReplayRecord(program, options);
+}
+
+absl::StatusOr<RecordReplayTotals> ReplayRecord(const vm::RecordedProgram& program,
+                                                const RecordReplayOptions& options) {
   RecordReplayTotals totals;
   totals.recorded_instructions = static_cast<int64_t>(program.instructions.size());
   totals.recorded_blobs = static_cast<int64_t>(program.blobs.size());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "vm/record_reader.h"
 #include "vm/replayer.h"
 #include "vm/virtual_machine.h"
 
@@ -54,6 +55,10 @@ struct RecordReplayTotals {
 // the runtime or VM cannot be created, an op or stream of the record cannot be resolved, or
 // a replay fails to run.
 absl::StatusOr<RecordReplayTotals> ReplayRecordFile(const RecordReplayOptions& options);
+
+// The same for a record already parsed (vm::ParseRecord); `options.path` is not read.
+absl::StatusOr<RecordReplayTotals> ReplayRecord(const vm::RecordedProgram& program,
+                                                const RecordReplayOptions& options);
 
 }  // namespace sluice::stress
 

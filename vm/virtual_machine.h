@@ -240,9 +240,12 @@ class VirtualMachine {
   // Hands one attached buffer over. Requires buffers_mu_ (lock order: see buffers_mu_).
   void HandOver(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffers_mu_);
   // Takes the buffer's chain and publishes it, before the buffer's lock is released.
-  void TakeAndPublish(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffer->mu);
+  // Requires buffer->mu (not annotated: SubmitBuffer is incomplete here, and clang reads the
+  // annotation's expression).
+  void TakeAndPublish(internal::SubmitBuffer* buffer);
   // The buffer's tail stops taking calls; a fused run there closes (StepSequence::Close).
-  void CloseOpenRun(internal::SubmitBuffer* buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(buffer->mu);
+  // Requires buffer->mu.
+  void CloseOpenRun(internal::SubmitBuffer* buffer);
   absl::Status SubmitInternal(Chain<Instruction> chain, bool after_close);
   // Room reserved: numbers, counts, checks and records the chain, then hands it over.
   void Publish(Chain<Instruction> chain);

@@ -116,28 +116,8 @@ bool ParseDecimal(absl::string_view text, int64_t* value) {
   return true;
 }
 
-absl::StatusOr<Shape> ParseShape(absl::string_view text) {
-  const auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat("bad shape '", text, "': ", why));
-  };
-  if (text.size() < 2 || text.front() != '[' || text.back() != ']') {
-    return bad("want [D,D,...], or [] for a scalar");
-  }
-  const absl::string_view body = text.substr(1, text.size() - 2);
-  std::vector<int64_t> dims;
-  if (!body.empty()) {
-    for (const absl::string_view item : absl::StrSplit(body, ',')) {
-      int64_t d;
-      if (!ParseDecimal(item, &d) || d < 0) {
-        return bad(absl::StrCat("dimension '", item, "' is not a non-negative integer"));
-      }
-      dims.push_back(d);
-    }
-  }
-  absl::StatusOr<Shape> shape = Shape::Make(dims);
-  if (!shape.ok()) return bad(shape.status().message());
-  return shape;
-}
+// The program text writes shapes without spaces ("[2,3]"); Shape::Parse reads that form.
+absl::StatusOr<Shape> ParseShape(absl::string_view text) { return Shape::Parse(text); }
 
 absl::StatusOr<bool> ParseFlag(absl::string_view key, absl::string_view value) {
   if (value == "0") return false;

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets of tests/fuzz/ for a time budget each.
+#
+#   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--merge] [TARGET...]
+#
+# Configures and builds a clang fuzzing build (SLUICE_SANITIZE=fuzzer: AddressSanitizer,
+# UBSan and libFuzzer's coverage, -O1 -g1) in DIR (default build-fuzz), then runs each TARGET
+# (default: every one) for N seconds (default 60). Each target starts from a copy of its seed
+# corpus, tests/fuzz/corpus/TARGET/, kept in DIR/corpus/TARGET/ so the repository's corpus
+# is not touched; --merge adds the inputs that reached new coverage to the repository's
+# corpus afterwards (libFuzzer's -merge=1). A crash, leak, timeout (10 s per input) or
+# failed round-trip check stops that target; its input is saved as
+# DIR/artifacts/TARGET/crash-* (reproduce with `DIR/tests/fuzz/TARGET FILE`), and the script
+# exits 1 after the remaining targets ran. One summary line per target: executions,
+# executions per second, coverage (edges) and corpus size.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+seconds=60
+build=build-fuzz
+merge=0
+targets=()
+all_targets=(fuzz_program_text fuzz_npy fuzz_record fuzz_attrs fuzz_strings)
+
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+while (($#)); do
+  case $1 in
+    --seconds) seconds=${2:?--seconds needs a number}; shift 2 ;;
+    --build-dir) build=${2:?--build-dir needs a directory}; shift 2 ;;
+    --merge) merge=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+if ((${#targets[@]} == 0)); then targets=("${all_targets[@]}"); fi
+for t in "${targets[@]}"; do
+  if [[ ! " ${all_targets[*]} " == *" $t "* ]]; then
+    echo "fuzz.sh: unknown target '$t' (targets: ${all_targets[*]})" >&2
+    exit 2
+  fi
+done
+if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: --seconds wants a positive whole number, not '$seconds'" >&2
+  exit 2
+fi
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz.sh: clang++ not found (scripts/install_deps.sh installs it)" >&2
+  exit 2
+fi
+
+jobs=${SLUICE_JOBS:-2}
+CC=clang CXX=clang++ cmake -S . -B "$build" -G "Unix Makefiles" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+  -DSLUICE_SANITIZE=fuzzer -DSLUICE_BUILD_FUZZERS=ON -DSLUICE_BUILD_TESTS=OFF \
+  -DSLUICE_BUILD_BENCHMARKS=OFF -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_EXAMPLES=OFF \
+  -DSLUICE_BUILD_C_API=OFF -DSLUICE_WITH_CUDA=OFF -DSLUICE_WITH_MPI=OFF >/dev/null
+cmake --build "$build" -j"$jobs" --target "${targets[@]}"
+
+# Leaks are findings; a fuzzed size may ask for more than the machine has, which the
+# readers must refuse before allocating, so a failed allocation is a finding too.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+  corpus=$build/corpus/$t
+  artifacts=$build/artifacts/$t
+  mkdir -p "$corpus" "$artifacts"
+  cp -n tests/fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null || true
+  log=$build/$t.log
+  echo "fuzz.sh: $t for ${seconds}s (log: $log)"
+  rc=0
+  "$build/tests/fuzz/$t" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  files=$(find "$corpus" -type f | wc -l)
+  line=$(printf '%-18s execs=%s exec/s=%s cov=%s corpus=%s' "$t" "${execs:-?}" "${rate:-?}" \
+    "${cov:-?}" "$files")
+  if ((rc != 0)); then
+    line+="  FAILED (exit $rc): $(ls "$artifacts" | head -3 | tr '\n' ' ')"
+    failed+=("$t")
+    grep -m1 -E 'ERROR: |fuzz check failed|SUMMARY' "$log" >&2 || tail -n 20 "$log" >&2
+  elif ((merge)); then
+    "$build/tests/fuzz/$t" -merge=1 tests/fuzz/corpus/"$t" "$corpus" >>"$log" 2>&1
+  fi
+  summary+=("$line")
+  echo "fuzz.sh: $line"
+done
+echo "fuzz.sh: summary"
+printf '  %s\n' "${summary[@]}"
+if ((${#failed[@]})); then
+  echo "fuzz.sh: findings in ${failed[*]}; inputs under $build/artifacts/" >&2
+  exit 1
+fi
