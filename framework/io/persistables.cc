@@ -177,19 +177,19 @@ absl::StatusOr<LoadReport> LoadPersistables(Executor& executor, const ir::Progra
   if (!contents.missing.empty() && !options.allow_missing) {
     std::vector<std::string> items;
     for (const ir::VarDesc& var : contents.missing) {
-      items.push_back(absl::StrCat("variable '", var.name, "' (", PersistablePath(dir, var.name),
-                                   ")"));
+      items.push_back(
+          absl::StrCat("variable '", var.name, "' (", PersistablePath(dir, var.name), ")"));
     }
-    return absl::NotFoundError(absl::StrCat(dir, " lacks the files of ", contents.missing.size(),
-                                            " of the program's ", vars.size(),
-                                            " persistable variables: ", absl::StrJoin(items, ", ")));
+    return absl::NotFoundError(
+        absl::StrCat(dir, " lacks the files of ", contents.missing.size(), " of the program's ",
+                     vars.size(), " persistable variables: ", absl::StrJoin(items, ", ")));
   }
   LoadReport report;
   for (const ir::VarDesc& var : contents.present) report.loaded.push_back(var.name);
   for (const ir::VarDesc& var : contents.missing) report.skipped.push_back(var.name);
   if (!contents.present.empty()) {
-    SLUICE_RETURN_IF_ERROR(internal::AssignVariables(
-        executor, scope, contents.present, std::move(contents.values), "@load"));
+    SLUICE_RETURN_IF_ERROR(internal::AssignVariables(executor, scope, contents.present,
+                                                     std::move(contents.values), "@load"));
   }
   return report;
 }

@@ -151,9 +151,10 @@ TEST_F(ExecutorTest, SavesAndLoadsPersistables) {
                                                              dir.c_str(), &loaded, &skipped)));
   EXPECT_EQ(loaded, all - 1);
   EXPECT_EQ(skipped, 1u);
-  EXPECT_TRUE(IsError(sluice_executor_load_persistables_partial(
-                          restored.get(), main_.get(), (dir + "/missing").c_str(), nullptr, nullptr),
-                      SLUICE_NOT_FOUND, "missing"));
+  EXPECT_TRUE(
+      IsError(sluice_executor_load_persistables_partial(
+                  restored.get(), main_.get(), (dir + "/missing").c_str(), nullptr, nullptr),
+              SLUICE_NOT_FOUND, "missing"));
 }
 
 TEST_F(ExecutorTest, BadProgramFiles) {

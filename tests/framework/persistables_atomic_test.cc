@@ -99,9 +99,8 @@ std::map<std::string, float> FirstValues(const std::string& dir) {
   std::map<std::string, float> values;
   for (const char* name : {"w", "b", "c"}) {
     absl::StatusOr<NpyArray> array = ReadNpy(PersistablePath(dir, name));
-    if (array.ok()) values[name] = HostTensor{array->dtype, array->shape, array->bytes}
-                                       .ToVector<float>()
-                                       .front();
+    if (array.ok())
+      values[name] = HostTensor{array->dtype, array->shape, array->bytes}.ToVector<float>().front();
   }
   return values;
 }
@@ -193,7 +192,8 @@ TEST_F(PersistablesAtomicTest, DirectoryHoldsTheOldSetUntilTheSwapAndTheNewSetAf
     EXPECT_EQ(FirstValues(dir), old_set) << "after writing " << name;
   }
   ASSERT_TRUE(staged->Commit(written).ok());
-  EXPECT_EQ(FirstValues(dir), (std::map<std::string, float>{{"w", 2.0f}, {"b", 2.0f}, {"c", 2.0f}}));
+  EXPECT_EQ(FirstValues(dir),
+            (std::map<std::string, float>{{"w", 2.0f}, {"b", 2.0f}, {"c", 2.0f}}));
   // The sibling, which held the old set after the swap, is gone.
   EXPECT_THAT(Entries(root), ElementsAre("params"));
 }
@@ -207,7 +207,8 @@ TEST_F(PersistablesAtomicTest, AbandonedStagingLeavesTheDirectoryAsItWas) {
     ASSERT_TRUE(staged.ok()) << staged.status();
     Write(staged->staging() + "/w.npy", "half a file");
   }
-  EXPECT_EQ(FirstValues(dir), (std::map<std::string, float>{{"w", 1.0f}, {"b", 1.0f}, {"c", 1.0f}}));
+  EXPECT_EQ(FirstValues(dir),
+            (std::map<std::string, float>{{"w", 1.0f}, {"b", 1.0f}, {"c", 1.0f}}));
   EXPECT_THAT(Entries(root), ElementsAre("params"));
 }
 
@@ -247,9 +248,8 @@ TEST_F(PersistablesAtomicTest, SaveRemovesSiblingsOfKilledSavesOnly) {
   // starts alike, and one whose name only looks alike: none is touched.
   absl::StatusOr<StagedDirectory> running = StagedDirectory::Begin(dir);
   ASSERT_TRUE(running.ok()) << running.status();
-  const std::string other =
-      absl::StrCat(root, "/", StagedDirectory::SiblingPrefix("params.saving-1-abcdef"),
-                   DeadPid(), "-abcdef");
+  const std::string other = absl::StrCat(
+      root, "/", StagedDirectory::SiblingPrefix("params.saving-1-abcdef"), DeadPid(), "-abcdef");
   const std::string odd = absl::StrCat(root, "/", prefix, "not-a-pid");
   fs::create_directories(other);
   fs::create_directories(odd);

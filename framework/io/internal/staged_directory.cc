@@ -69,8 +69,7 @@ bool IsAbandonedSibling(const fs::path& parent, absl::string_view dir_name,
   int pid = 0;
   if (!absl::SimpleAtoi(rest.substr(0, dash), &pid) || pid <= 0) return false;
   if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) return false;
-  const int fd =
-      open((parent / entry).c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW);
+  const int fd = open((parent / entry).c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW);
   if (fd < 0) return false;
   // The lock is kept until the caller has removed the directory: close() releases it.
   const bool free = flock(fd, LOCK_EX | LOCK_NB) == 0;
@@ -122,9 +121,10 @@ absl::StatusOr<StagedDirectory> StagedDirectory::Begin(const std::string& dir) {
     // Found early, before anything is written: a rename cannot move a mount point.
     if (target_stat.st_dev != parent_stat.st_dev) {
       staged.Abandon();
-      return absl::FailedPreconditionError(absl::StrCat(
-          dir, ": is a mount point, which cannot be replaced atomically; save into a "
-               "subdirectory of it"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(dir,
+                       ": is a mount point, which cannot be replaced atomically; save into a "
+                       "subdirectory of it"));
     }
     mode = target_stat.st_mode & 07777;
   } else if (errno != ENOENT) {
@@ -143,8 +143,7 @@ absl::StatusOr<StagedDirectory> StagedDirectory::Begin(const std::string& dir) {
   }
 
   std::random_device random;
-  static constexpr char kChars[] =
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   std::uniform_int_distribution<int> pick(0, sizeof(kChars) - 2);
   for (int attempt = 0;; ++attempt) {
     std::string suffix;
@@ -214,9 +213,9 @@ absl::Status StagedDirectory::Commit(const std::set<std::string>& written) {
       fs::copy(it->path(), to, fs::copy_options::recursive | fs::copy_options::copy_symlinks,
                copy_ec);
       if (copy_ec) {
-        return fail(Errno(copy_ec.value(), it->path().string(),
-                          absl::StrCat("cannot carry over into ", staging_, ": ",
-                                       copy_ec.message())));
+        return fail(
+            Errno(copy_ec.value(), it->path().string(),
+                  absl::StrCat("cannot carry over into ", staging_, ": ", copy_ec.message())));
       }
     }
     if (ec) return fail(Errno(ec.value(), dir_, "cannot list"));
@@ -224,8 +223,7 @@ absl::Status StagedDirectory::Commit(const std::set<std::string>& written) {
 
   // The data must reach the disk before the rename does, or a crash could expose a
   // directory of empty files.
-  for (fs::recursive_directory_iterator it(staging, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::recursive_directory_iterator it(staging, ec), end; !ec && it != end; it.increment(ec)) {
     if (it->is_symlink()) continue;
     if (it->is_regular_file() || it->is_directory()) {
       if (absl::Status synced = Sync(it->path(), it->is_directory()); !synced.ok()) {
@@ -241,8 +239,8 @@ absl::Status StagedDirectory::Commit(const std::set<std::string>& written) {
       const int err = errno;
       if (err == EXDEV || err == EBUSY || err == EINVAL || err == ENOSYS || err == ENOTSUP) {
         return fail(absl::FailedPreconditionError(absl::StrCat(
-            dir_, ": cannot be replaced atomically (renameat2 RENAME_EXCHANGE: ",
-            std::strerror(err),
+            dir_,
+            ": cannot be replaced atomically (renameat2 RENAME_EXCHANGE: ", std::strerror(err),
             "); it is left unchanged. Save into a subdirectory on a local file system")));
       }
       return fail(Errno(err, dir_, absl::StrCat("cannot exchange with ", staging_)));

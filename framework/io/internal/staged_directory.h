@@ -57,8 +57,8 @@ class StagedDirectory {
   StagedDirectory() = default;
   void Abandon();
 
-  std::string dir_;       // as the caller spelled it, for messages
-  std::filesystem::path target_;  // resolved, absolute
+  std::string dir_;                // as the caller spelled it, for messages
+  std::filesystem::path target_;   // resolved, absolute
   std::filesystem::path created_;  // the topmost parent Begin created; empty if none
   std::string staging_;
   int staging_fd_ = -1;  // holds the flock that marks the sibling as in use
