@@ -102,9 +102,10 @@ save_ms=$(for s in 2 1 2; do
   save "$s" "$dir"
   echo $(($(now_ms) - t))
 done | median)
-# Kill between (most of) the run's end and a little past the save's end.
+# Kill between (most of) the run's end and a little past the save's end: those that land
+# after the swap find the new set.
 lo=$((run_ms * 9 / 10))
-hi=$((save_ms + (save_ms - run_ms) / 5 + 5))
+hi=$((save_ms + (save_ms - run_ms) / 10 + 1))
 echo "run without --save: ${run_ms} ms; with --save: ${save_ms} ms; kills spread over ${lo}..${hi} ms"
 
 echo "---- $trials trials"
