@@ -222,6 +222,24 @@ SluiceStatus* sluice_executor_load_persistables(SluiceExecutor* executor,
   });
 }
 
+SluiceStatus* sluice_executor_load_persistables_partial(SluiceExecutor* executor,
+                                                        const SluiceProgram* program,
+                                                        const char* directory, size_t* num_loaded,
+                                                        size_t* num_skipped) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(executor, fn, "executor"));
+    SLUICE_RETURN_IF_ERROR(NotNull(program, fn, "program"));
+    SLUICE_RETURN_IF_ERROR(NotNull(directory, fn, "directory"));
+    SLUICE_ASSIGN_OR_RETURN(
+        const framework::io::LoadReport report,
+        framework::io::LoadPersistables(*executor->executor, program->program, &executor->scope,
+                                        directory, {.allow_missing = true}));
+    if (num_loaded != nullptr) *num_loaded = report.loaded.size();
+    if (num_skipped != nullptr) *num_skipped = report.skipped.size();
+    return absl::OkStatus();
+  });
+}
+
 void sluice_run_result_release(SluiceRunResult* result) {
   Guard(__func__, [&, fn = __func__] {
     delete result;

@@ -273,15 +273,26 @@ SLUICE_C_EXPORT SluiceStatus* sluice_executor_run_with_device_io(
     SluiceRunResult** out);
 
 /* Writes every persistable variable of `program` in the executor's scope to
- * `directory`/NAME.npy (the directory is created). */
+ * `directory`/NAME.npy (the directory is created), replacing the whole set at once: the
+ * files are written into a sibling directory that is then swapped with `directory`, so a
+ * reader or a killed process sees the old set or the new one, never a mix. Other files in
+ * `directory` are kept. FailedPrecondition when `directory` is a mount point. */
 SLUICE_C_EXPORT SluiceStatus* sluice_executor_save_persistables(SluiceExecutor* executor,
                                                                 const SluiceProgram* program,
                                                                 const char* directory);
 /* Reads `directory`/NAME.npy into each persistable variable of `program` (dtype and shape
- * must match the program's); NotFound naming the file for a missing one. */
+ * must match the program's); NotFound naming every missing file. On error nothing is
+ * loaded. */
 SLUICE_C_EXPORT SluiceStatus* sluice_executor_load_persistables(SluiceExecutor* executor,
                                                                 const SluiceProgram* program,
                                                                 const char* directory);
+/* As sluice_executor_load_persistables, but loads only the files `directory` holds and
+ * leaves every other persistable as it was (as the startup program made it); `directory`
+ * itself must exist. How many variables were loaded and left as they were go to
+ * `num_loaded` and `num_skipped` (either may be NULL). */
+SLUICE_C_EXPORT SluiceStatus* sluice_executor_load_persistables_partial(
+    SluiceExecutor* executor, const SluiceProgram* program, const char* directory,
+    size_t* num_loaded, size_t* num_skipped);
 
 SLUICE_C_EXPORT void sluice_run_result_release(SluiceRunResult* result);
 SLUICE_C_EXPORT SluiceStatus* sluice_run_result_num_fetches(const SluiceRunResult* result,

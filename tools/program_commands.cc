@@ -220,12 +220,24 @@ int RunMain(int argc, char** argv) {
   AddCommonOptions(parser, "run the program N times", &common);
   parser.AddString("--load", "DIR",
                    "before running, read DIR/NAME.npy into each persistable variable NAME of the "
-                   "program (after --startup runs)",
+                   "program (after --startup runs); every file must be there (the error lists "
+                   "the missing ones)",
                    &load_dir);
+  bool load_partial = false;
+  parser.AddFlag("--load-partial",
+                 "with --load: read the files DIR holds and leave every other persistable "
+                 "variable as --startup made it (listed as left as initialized)",
+                 &load_partial);
   parser.AddString("--save", "DIR",
-                   "after the last step, write every persistable variable as DIR/NAME.npy",
+                   "after the last step, write every persistable variable as DIR/NAME.npy, "
+                   "replacing the whole set at once (written beside DIR, then swapped in: a "
+                   "killed save leaves the old set); other files in DIR are kept",
                    &save_dir);
   if (std::optional<int> exit = ParseCommandLine(parser, argc, argv)) return *exit;
+  if (load_partial && load_dir.empty()) {
+    std::fprintf(stderr, "sluice run: --load-partial needs --load DIR\n");
+    return kExitUsage;
+  }
 
   absl::StatusOr<framework::ir::ProgramDesc> program =
       framework::ir::ProgramDesc::Load(program_path);
@@ -249,9 +261,14 @@ int RunMain(int argc, char** argv) {
     if (!init.ok()) return ReportFailure("run", init.status());
   }
   if (!load_dir.empty()) {
-    if (absl::Status loaded = io::LoadPersistables(executor, *program, &scope, load_dir);
-        !loaded.ok()) {
-      return ReportFailure("run", loaded);
+    absl::StatusOr<io::LoadReport> loaded = io::LoadPersistables(
+        executor, *program, &scope, load_dir, io::LoadOptions{.allow_missing = load_partial});
+    if (!loaded.ok()) return ReportFailure("run", loaded.status());
+    if (load_partial) {
+      std::printf("loaded %zu persistable variables from %s; %zu left as initialized%s%s\n",
+                  loaded->loaded.size(), load_dir.c_str(), loaded->skipped.size(),
+                  loaded->skipped.empty() ? "" : ": ",
+                  absl::StrJoin(loaded->skipped, ", ").c_str());
     }
   }
   framework::StepStats last;

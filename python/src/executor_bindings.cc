@@ -245,15 +245,23 @@ void BindExecutor(nb::module_& m) {
         }));
       },
       nb::arg("executor"), nb::arg("program"), nb::arg("scope"), nb::arg("dir"));
+  // The names of the persistables left as they were (only with allow_missing).
   m.def(
       "_load_persistables",
-      [](PyExecutor& e, const PyProgram& program, PyScope& scope, const std::string& dir) {
+      [](PyExecutor& e, const PyProgram& program, PyScope& scope, const std::string& dir,
+         bool allow_missing) {
         CheckSameVm(e.context, scope.context, "the scope");
-        Check(WithScope(scope, [&](framework::Scope& vars) {
-          return framework::io::LoadPersistables(*e.executor, program.program->desc(), &vars, dir);
-        }));
+        absl::StatusOr<framework::io::LoadReport> report =
+            WithScope(scope, [&](framework::Scope& vars) {
+              return framework::io::LoadPersistables(
+                  *e.executor, program.program->desc(), &vars, dir,
+                  framework::io::LoadOptions{.allow_missing = allow_missing});
+            });
+        Check(report.status());
+        return report->skipped;
       },
-      nb::arg("executor"), nb::arg("program"), nb::arg("scope"), nb::arg("dir"));
+      nb::arg("executor"), nb::arg("program"), nb::arg("scope"), nb::arg("dir"),
+      nb::arg("allow_missing") = false);
 }
 
 }  // namespace sluice::python

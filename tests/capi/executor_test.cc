@@ -1,6 +1,7 @@
 // Program files run through an executor: host feeds and fetches, device-resident ones (I/O
 // binding), persistables saved and loaded; and every error: NULL handles, missing and
 // garbage program files, unknown feeds and fetches, wrong dtypes and sizes.
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -135,6 +136,25 @@ TEST_F(ExecutorTest, SavesAndLoadsPersistables) {
   EXPECT_TRUE(IsError(
       sluice_executor_load_persistables(restored.get(), main_.get(), (dir + "/missing").c_str()),
       SLUICE_NOT_FOUND, "missing"));
+  // One file gone: a full load names it, a partial load leaves that variable as it was.
+  size_t loaded = 0, skipped = 0;
+  ASSERT_TRUE(IsOk(sluice_executor_load_persistables_partial(restored.get(), main_.get(),
+                                                             dir.c_str(), &loaded, &skipped)));
+  EXPECT_EQ(skipped, 0u);
+  const size_t all = loaded;
+  std::filesystem::path removed;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) removed = entry.path();
+  ASSERT_TRUE(std::filesystem::remove(removed));
+  EXPECT_TRUE(IsError(sluice_executor_load_persistables(restored.get(), main_.get(), dir.c_str()),
+                      SLUICE_NOT_FOUND, removed.string()));
+  ASSERT_TRUE(IsOk(sluice_executor_load_persistables_partial(restored.get(), main_.get(),
+                                                             dir.c_str(), &loaded, &skipped)));
+  EXPECT_EQ(loaded, all - 1);
+  EXPECT_EQ(skipped, 1u);
+  EXPECT_TRUE(
+      IsError(sluice_executor_load_persistables_partial(
+                  restored.get(), main_.get(), (dir + "/missing").c_str(), nullptr, nullptr),
+              SLUICE_NOT_FOUND, "missing"));
 }
 
 TEST_F(ExecutorTest, BadProgramFiles) {

@@ -309,6 +309,32 @@ def test_save_and_load_persistables(ctx, tmp_path):
     assert a == b
 
 
+def test_load_persistables_names_missing_files_or_loads_the_rest(ctx, tmp_path):
+    X, Y, _ = _data(3)
+    main, startup, lin, _, loss = _build()
+    exe = static.Executor("cpu")
+    first = static.Scope()
+    exe.run(startup, scope=first)
+    exe.run(main, feed={"x": X, "y": Y}, fetch_list=[loss], scope=first)  # moves off startup
+    params = tmp_path / "params"
+    static.save_persistables(exe, str(params), main, first)
+    (params / (lin.bias.name + ".npy")).unlink()
+    second = static.Scope()
+    exe.run(startup, scope=second)
+    bias_before = np.array(second.find_var(lin.bias.name).get_tensor())
+    weight_before = np.array(second.find_var(lin.weight.name).get_tensor())
+    with pytest.raises(static.NotFoundError, match=lin.bias.name):
+        static.load_persistables(exe, str(params), main, second)
+    np.testing.assert_array_equal(np.array(second.find_var(lin.weight.name).get_tensor()),
+                                  weight_before)
+    skipped = static.load_persistables(exe, str(params), main, second, allow_missing=True)
+    assert skipped == [lin.bias.name]
+    np.testing.assert_array_equal(np.array(second.find_var(lin.weight.name).get_tensor()),
+                                  np.array(first.find_var(lin.weight.name).get_tensor()))
+    np.testing.assert_array_equal(np.array(second.find_var(lin.bias.name).get_tensor()),
+                                  bias_before)
+
+
 def test_enable_static_uses_default_programs(ctx):
     sluice.enable_static()
     try:

@@ -46,7 +46,7 @@ done
 
 # Every subcommand's options, spelled exactly as it accepts them.
 declare -A options=(
-  [run]="--startup --feed --fetch --steps --device --streams --trace --sync-check --record --load --save"
+  [run]="--startup --feed --fetch --steps --device --streams --trace --sync-check --record --load --load-partial --save"
   [demo]="--steps --device --streams --trace --sync-check --record --write-programs"
   [selfcheck]="--sim-devices --jitter-us --seed --iterations --elements"
   [stress]="--programs --streams --devices --seed --jitter-us --no-soft-sync --expect-errors --tensors --ops --elements --scheduling --timeout-s --record --control-flow --device --keep-temporaries --depth --max-trips"
@@ -107,13 +107,18 @@ expect 2 stress --keep-temporaries
 contains err "option '--keep-temporaries' needs --control-flow"
 expect 2 selfcheck --sim-devices 99
 expect 2 replay "$tmp/none.rec" --ops other
+expect 2 run "$ex/main.program" --load-partial
+contains err "--load-partial needs --load"
 
 echo "---- failures"
 expect 1 run "$ex/main.program" --feed x="$ex/x.npy"  # feed y missing
 expect 1 run "$tmp/none.program"
 expect 1 run "$ex/main.program" --feed x="$tmp/none.npy" --feed y="$ex/y.npy"
 expect 1 run "$ex/main.program" --load "$tmp/empty" --feed x="$ex/x.npy" --feed y="$ex/y.npy"
-contains err "variable '"
+contains err "$tmp/empty"
+expect 1 run "$ex/main.program" --load "$tmp/empty" --load-partial --feed x="$ex/x.npy" \
+  --feed y="$ex/y.npy"
+contains err "$tmp/empty"
 expect 1 replay "$tmp/none.rec"
 
 echo "---- successes"
@@ -132,12 +137,20 @@ contains out "saved"
 for name in linear_0.w linear_0.b; do
   [[ -f "$tmp/params/$name.npy" ]] || { echo "FAIL: no $tmp/params/$name.npy" >&2; failures=$((failures + 1)); }
 done
-if compgen -G "$tmp/params/.save-*" >/dev/null; then
-  echo "FAIL: a temporary directory was left in $tmp/params" >&2
+if compgen -G "$tmp/.params.saving-*" >/dev/null; then
+  echo "FAIL: a temporary directory was left beside $tmp/params" >&2
   failures=$((failures + 1))
 fi
 expect 0 run "$ex/main.program" --load "$tmp/params" --feed x="$ex/x.npy" --feed y="$ex/y.npy" \
   --fetch=reduce_mean_0.out
+# Two files gone: a load names both; a partial load leaves them as --startup made them.
+rm "$tmp/params/linear_0.b.npy" "$tmp/params/learning_rate_0.npy"
+expect 1 run "$ex/main.program" --load "$tmp/params" --feed x="$ex/x.npy" --feed y="$ex/y.npy"
+contains err "variable 'linear_0.b'"
+contains err "variable 'learning_rate_0'"
+expect 0 run "$ex/main.program" --startup "$ex/startup.program" --load "$tmp/params" \
+  --load-partial --feed x="$ex/x.npy" --feed y="$ex/y.npy"
+contains out "left as initialized: linear_0.b, learning_rate_0"
 
 if ((failures > 0)); then
   echo "$failures check(s) failed" >&2

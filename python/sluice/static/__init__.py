@@ -201,14 +201,26 @@ class Executor:
 
 def save_persistables(executor, dirname, main_program=None, scope=None):
     """Writes every persistable variable of ``main_program`` to ``dirname/NAME.npy``
-    (what ``sluice run --load`` reads)."""
+    (what ``sluice run --load`` reads).
+
+    The whole set is replaced at once: the files are written into a sibling directory
+    that is then swapped with ``dirname``, so a reader or a killed process sees the old
+    set or the new one, never a mix. Other files in ``dirname`` are kept. Needs write
+    access to the parent of ``dirname``; ``dirname`` cannot be a mount point."""
     _sluice._save_persistables(executor._exe, main_program or default_main_program(),
                                (scope or global_scope())._scope, dirname)
 
 
-def load_persistables(executor, dirname, main_program=None, scope=None):
-    _sluice._load_persistables(executor._exe, main_program or default_main_program(),
-                               (scope or global_scope())._scope, dirname)
+def load_persistables(executor, dirname, main_program=None, scope=None, allow_missing=False):
+    """Reads ``dirname/NAME.npy`` into every persistable variable of ``main_program``.
+
+    Every file must be there unless ``allow_missing`` is True: the error names all the
+    missing ones. With ``allow_missing``, the files present are loaded and every other
+    persistable keeps its value (as the startup program made it). Returns the names of
+    the variables left as they were (empty without ``allow_missing``). On error nothing
+    is loaded."""
+    return _sluice._load_persistables(executor._exe, main_program or default_main_program(),
+                                      (scope or global_scope())._scope, dirname, allow_missing)
 
 
 def load_program(path, context=None):
