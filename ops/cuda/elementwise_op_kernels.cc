@@ -84,8 +84,8 @@ class BinaryKernel final : public CudaKernel {
   template <typename T>
   absl::Status Launch(const CudaArgs& a, const gpu::IndexPlan& plan) const {
     return CudaStatus(name(), gpu::LaunchBinary<T>(fn_, plan, a.inputs[0].as<const T>(),
-                                                   a.inputs[1].as<const T>(),
-                                                   a.outputs[0].as<T>(), a.cuda_stream));
+                                                   a.inputs[1].as<const T>(), a.outputs[0].as<T>(),
+                                                   a.cuda_stream));
   }
 
   const DataType dtype_;
@@ -197,7 +197,7 @@ class UnaryKernel final : public CudaKernel {
 // Registers make(op, dtype) for f32 and f64, and also for i32 and i64 when `integers`.
 template <typename Make>
 absl::Status RegisterFor(OpRegistry* registry, const std::string& op, Make make,
-                           bool integers = false) {
+                         bool integers = false) {
   for (DataType dtype : {DataType::kF32, DataType::kF64, DataType::kI32, DataType::kI64}) {
     if (!integers && !IsFloating(dtype)) continue;
     SLUICE_RETURN_IF_ERROR(registry->RegisterKernel(

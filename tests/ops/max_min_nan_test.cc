@@ -192,8 +192,8 @@ TEST_P(MaxMinNanTest, GradWithNanSumsOverBroadcastDims) {
         }
       }
       absl::StatusOr<SlotBlobs> out = h.Run(
-          op, {{Upload(dtype, xs, x)}, {Upload(dtype, Shape({2}), y)}, {Upload(dtype, xs, g)}},
-          {}, device());
+          op, {{Upload(dtype, xs, x)}, {Upload(dtype, Shape({2}), y)}, {Upload(dtype, xs, g)}}, {},
+          device());
       ASSERT_TRUE(out.ok()) << out.status();
       EXPECT_EQ(h.Download((*out)[0][0]), want_dx);
       EXPECT_EQ(h.Download((*out)[1][0]), want_dy);
