@@ -190,8 +190,9 @@ INSTANTIATE_TEST_SUITE_P(Devices, MaxMinNanGradTest,
                            return std::string(DeviceTypeName(info.param.type()));
                          });
 
-// A program of f32 max, min and add over broadcast operands with NaNs (one fused group), and
-// i32 max and min (which the compiler leaves unfused), run with compilation off and on.
+// A program of f32 max and min over broadcast operands with NaNs, each followed by a scale
+// (two fused groups, so both ops are compiled), and i32 max and min (which the compiler
+// leaves unfused), run with compilation off and on.
 TEST(MaxMinCompiledTest, NanAndIntegersGiveTheSameValuesCompiledAndNot) {
   std::unique_ptr<eager::Context> context = program_test::NewContext(1, /*check_sync=*/true);
   ASSERT_NE(context, nullptr);
@@ -201,13 +202,14 @@ TEST(MaxMinCompiledTest, NanAndIntegersGiveTheSameValuesCompiledAndNot) {
   const DataType i32 = DataType::kI32;
   for (const ir::VarDesc& v :
        {Var("x", full), Var("y", row), Var("m", full), Var("n", full), Var("s", full),
-        Var("a", full, false, i32), Var("c", row, false, i32), Var("am", full, false, i32),
-        Var("an", full, false, i32)}) {
+        Var("t", full), Var("a", full, false, i32), Var("c", row, false, i32),
+        Var("am", full, false, i32), Var("an", full, false, i32)}) {
     program_test::AddVar(b, v);
   }
   b.AppendOp(Op("max", {{"X", {"x"}}, {"Y", {"y"}}}, {{"Out", {"m"}}}));
   b.AppendOp(Op("min", {{"X", {"y"}}, {"Y", {"x"}}}, {{"Out", {"n"}}}));
-  b.AppendOp(Op("add", {{"X", {"m"}}, {"Y", {"n"}}}, {{"Out", {"s"}}}));
+  b.AppendOp(Op("scale", {{"X", {"m"}}}, {{"Out", {"s"}}}, program_test::ScaleBy(2.0)));
+  b.AppendOp(Op("scale", {{"X", {"n"}}}, {{"Out", {"t"}}}, program_test::ScaleBy(2.0)));
   b.AppendOp(Op("max", {{"X", {"a"}}, {"Y", {"c"}}}, {{"Out", {"am"}}}));
   b.AppendOp(Op("min", {{"X", {"c"}}, {"Y", {"a"}}}, {{"Out", {"an"}}}));
 
@@ -219,12 +221,13 @@ TEST(MaxMinCompiledTest, NanAndIntegersGiveTheSameValuesCompiledAndNot) {
                        {"y", HostTensor::FromVector(y, row)},
                        {"a", HostTensor::FromVector(a, full)},
                        {"c", HostTensor::FromVector(c, row)}};
-  std::vector<float> want_m(8), want_n(8), want_s(8);
+  std::vector<float> want_m(8), want_n(8), want_s(8), want_t(8);
   std::vector<int32_t> want_am(8), want_an(8);
   for (size_t i = 0; i < 8; ++i) {
     want_m[i] = Reference("max", x[i], y[i % 4]);
     want_n[i] = Reference("min", x[i], y[i % 4]);
-    want_s[i] = want_m[i] + want_n[i];
+    want_s[i] = 2.0f * want_m[i];
+    want_t[i] = 2.0f * want_n[i];
     want_am[i] = a[i] < c[i % 4] ? c[i % 4] : a[i];
     want_an[i] = c[i % 4] < a[i] ? c[i % 4] : a[i];
   }
@@ -241,18 +244,19 @@ TEST(MaxMinCompiledTest, NanAndIntegersGiveTheSameValuesCompiledAndNot) {
       Executor executor(&context->registry(), context->vm(), options);
       Scope scope;
       absl::StatusOr<RunResult> run =
-          executor.Run(main, feeds, {"m", "n", "s", "am", "an"}, &scope);
+          executor.Run(main, feeds, {"m", "n", "s", "t", "am", "an"}, &scope);
       ASSERT_TRUE(run.ok()) << run.status();
       ExpectSameFloats(run->fetches[0].ToVector<float>(), want_m, "max");
       ExpectSameFloats(run->fetches[1].ToVector<float>(), want_n, "min");
-      ExpectSameFloats(run->fetches[2].ToVector<float>(), want_s, "max + min");
-      EXPECT_EQ(run->fetches[3].dtype, DataType::kI32);
-      EXPECT_EQ(run->fetches[3].ToVector<int32_t>(), want_am);
-      EXPECT_EQ(run->fetches[4].ToVector<int32_t>(), want_an);
+      ExpectSameFloats(run->fetches[2].ToVector<float>(), want_s, "2 max");
+      ExpectSameFloats(run->fetches[3].ToVector<float>(), want_t, "2 min");
+      EXPECT_EQ(run->fetches[4].dtype, DataType::kI32);
+      EXPECT_EQ(run->fetches[4].ToVector<int32_t>(), want_am);
+      EXPECT_EQ(run->fetches[5].ToVector<int32_t>(), want_an);
       if (compile) {
         const LoweringStats lowering = executor.LastLowering().value();
-        EXPECT_EQ(lowering.compiled_subgraphs, 1);
-        EXPECT_EQ(lowering.fused_ops, 3);  // the f32 max, min and add; not the i32 ops
+        EXPECT_EQ(lowering.compiled_subgraphs, 2);  // max + scale, min + scale
+        EXPECT_EQ(lowering.fused_ops, 4);           // not the i32 ops
         EXPECT_EQ(lowering.compile_fallbacks, 0);
       }
     }
