@@ -1,16 +1,23 @@
 // Schemas of the elementwise family: binary arithmetic with NumPy broadcasting, unary math
-// functions, and their grad ops. Every op takes and produces f32 or f64.
+// functions, and their grad ops. Every op takes and produces f32 or f64, except max and
+// min, which also take i32 and i64.
 //
 //   add, sub, mul, div, max, min   X, Y -> Out     X and Y of one dtype; Out has the
 //                                  broadcast of their shapes (NumPy rules: dimensions
 //                                  aligned from the right, each pair equal or one of them 1)
 //                                  grad: <op>_grad(X, Y, Out@GRAD)
+//   max, min                       NaN propagates, whatever the argument order (NumPy
+//                                  maximum/minimum, ONNX Max/Min): Out is X where X >= Y
+//                                  (max) or X <= Y (min) or X is NaN, else Y. So a NaN in
+//                                  either input gives NaN, and a tie gives X. Also i32 and
+//                                  i64 (no gradient: autodiff differentiates floats only)
 //   add_grad ... min_grad          X, Y, OutGrad -> XGrad, YGrad   OutGrad has Out's shape;
 //                                  XGrad and YGrad have X's and Y's shapes: the gradient
 //                                  summed over the dimensions where that input was broadcast
-//                                  max_grad routes OutGrad to X where X >= Y, else to Y;
-//                                  min_grad to X where X <= Y, else to Y: on a tie X gets
-//                                  all of it (as the forward ops pick X on a tie)
+//                                  max_grad and min_grad route each element of OutGrad to
+//                                  the input the forward op returned, the other gets 0: to
+//                                  X on a tie and where X is NaN, to Y where Y wins or only
+//                                  Y is NaN. XGrad + YGrad is OutGrad at every element
 //   relu     X -> Out   max(X, 0) (NaN stays NaN)   grad: relu_grad(Out, Out@GRAD)
 //   sigmoid  X -> Out   1 / (1 + e^-X)              grad: sigmoid_grad(Out, Out@GRAD)
 //   tanh     X -> Out                               grad: tanh_grad(Out, Out@GRAD)
@@ -45,22 +52,34 @@ std::string MetaText(const TensorMeta& m) {
   return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
 }
 
-// X and Y (inputs 0 and 1) of one float dtype and broadcastable: their broadcast shape.
-absl::StatusOr<Shape> BroadcastXY(const InferContext& ctx) {
+// The ops that also take integers: max and min are exact on integers, while the others
+// would need rules (overflow, division by zero) nobody has asked for.
+bool TakesIntegers(absl::string_view op) { return op == "max" || op == "min"; }
+
+// X and Y (inputs 0 and 1) of one dtype and broadcastable: their broadcast shape. The dtype
+// is f32 or f64, or also i32 or i64 when `integers`.
+absl::StatusOr<Shape> BroadcastXY(const InferContext& ctx, bool integers = false) {
   const TensorMeta& x = ctx.input(0);
   const TensorMeta& y = ctx.input(1);
   if (x.dtype != y.dtype) {
     return ctx.Error(absl::StrCat("input X is ", MetaText(x), " but Y is ", MetaText(y),
                                   "; X and Y must have one dtype"));
   }
-  SLUICE_RETURN_IF_ERROR(RequireFloat(ctx, x, "input X"));
+  if (integers) {
+    if (x.dtype == DataType::kBool) {
+      return ctx.Error(
+          absl::StrCat("input X is ", MetaText(x), "; it must be f32, f64, i32 or i64"));
+    }
+  } else {
+    SLUICE_RETURN_IF_ERROR(RequireFloat(ctx, x, "input X"));
+  }
   absl::StatusOr<Shape> shape = BroadcastShapes(x.shape, y.shape);
   if (!shape.ok()) return ctx.Error(absl::StrCat("inputs X and Y: ", shape.status().message()));
   return shape;
 }
 
 absl::StatusOr<Metas> InferBinary(const InferContext& ctx) {
-  SLUICE_ASSIGN_OR_RETURN(Shape shape, BroadcastXY(ctx));
+  SLUICE_ASSIGN_OR_RETURN(Shape shape, BroadcastXY(ctx, TakesIntegers(ctx.op())));
   return Single({ctx.input(0).dtype, std::move(shape)});
 }
 

@@ -35,8 +35,8 @@ enum class ExprOp : uint8_t {
   kSub,
   kMul,
   kDiv,
-  kMax,
-  kMin,
+  kMax,  // a on a tie or when a is NaN, else b: NaN propagates (as the max op)
+  kMin,  // the same with <=
   // a
   kRelu,
   kSigmoid,
@@ -59,10 +59,10 @@ enum class ExprOp : uint8_t {
   kSquareGrad,
   // x, y, g: the binary ops' gradient parts (no broadcasting inside a grad op)
   kDivGradY,  // -(g / y) * (x / y)
-  kMaxGradX,  // x >= y ? g : 0
-  kMaxGradY,  // x >= y ? 0 : g
-  kMinGradX,  // x <= y ? g : 0
-  kMinGradY,  // x <= y ? 0 : g
+  kMaxGradX,  // (x >= y or x is NaN) ? g : 0: g goes to the argument kMax returned
+  kMaxGradY,  // (x >= y or x is NaN) ? 0 : g
+  kMinGradX,  // (x <= y or x is NaN) ? g : 0
+  kMinGradY,  // (x <= y or x is NaN) ? 0 : g
   // p, g, lr: sgd's update p - lr * g (lr one element)
   kSgd,
 };

@@ -5,6 +5,8 @@
 #ifndef SLUICE_OPS_CPU_ELEMENTWISE_FUNCTIONS_H_
 #define SLUICE_OPS_CPU_ELEMENTWISE_FUNCTIONS_H_
 
+#include <type_traits>
+
 #include "ops/cpu/elementwise_loops.h"
 
 namespace sluice::ops::internal::elementwise {
@@ -35,16 +37,39 @@ struct DivFn {
     return x / y;
   }
 };
-struct MaxFn {
+// Which argument max and min return, and so which one their gradient goes to: X on a tie
+// and X whenever X is NaN; Y when Y wins or only Y is NaN. A NaN in either argument is
+// therefore the result (NumPy's maximum/minimum, ONNX Max/Min), whatever the argument order,
+// and exactly one argument receives each element's gradient. Integers have no NaN, so
+// integer max/min are the plain comparison. Bitwise `|` rather than `||`: no branch for the
+// vectorizer to keep.
+template <typename T>
+SLUICE_ELEMENTWISE_INLINE bool IsNan(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return v != v;
+  } else {
+    return false;
+  }
+}
+template <typename T>
+SLUICE_ELEMENTWISE_INLINE bool MaxTakesX(T x, T y) {
+  return (x >= y) | IsNan(x);
+}
+template <typename T>
+SLUICE_ELEMENTWISE_INLINE bool MinTakesX(T x, T y) {
+  return (x <= y) | IsNan(x);
+}
+
+struct MaxFn {  // NaN propagates (MaxTakesX)
   template <typename T>
   SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y) const {
-    return x >= y ? x : y;
+    return MaxTakesX(x, y) ? x : y;
   }
 };
-struct MinFn {
+struct MinFn {  // NaN propagates (MinTakesX)
   template <typename T>
   SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y) const {
-    return x <= y ? x : y;
+    return MinTakesX(x, y) ? x : y;
   }
 };
 
@@ -85,28 +110,30 @@ struct GradDivY {  // -g x / y^2, as (g / y) (x / y): no overflow of y^2
     return -(g / y) * (x / y);
   }
 };
-struct GradMaxX {  // ties go to X
+// max and min route g to the argument the forward op returned (MaxTakesX / MinTakesX): X
+// on a tie and when X is NaN, Y when only Y is NaN.
+struct GradMaxX {
   template <typename T>
   SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y, T g) const {
-    return x >= y ? g : T(0);
+    return MaxTakesX(x, y) ? g : T(0);
   }
 };
 struct GradMaxY {
   template <typename T>
   SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y, T g) const {
-    return x >= y ? T(0) : g;
+    return MaxTakesX(x, y) ? T(0) : g;
   }
 };
 struct GradMinX {
   template <typename T>
   SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y, T g) const {
-    return x <= y ? g : T(0);
+    return MinTakesX(x, y) ? g : T(0);
   }
 };
 struct GradMinY {
   template <typename T>
   SLUICE_ELEMENTWISE_INLINE T operator()(T x, T y, T g) const {
-    return x <= y ? T(0) : g;
+    return MinTakesX(x, y) ? T(0) : g;
   }
 };
 

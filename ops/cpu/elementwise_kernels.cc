@@ -1,8 +1,10 @@
-// Host kernels (cpu and sim) of the elementwise family (ops/elementwise_ops.cc), f32 and f64.
+// Host kernels (cpu and sim) of the elementwise family (ops/elementwise_ops.cc), f32 and f64,
+// and i32 and i64 for max and min.
 // The loops live in ops/cpu/elementwise_loops.h: same shapes run as one contiguous row, a
 // broadcast scalar as one row against a constant, and other broadcasts as rows of the
 // collapsed output with the innermost dimension contiguous. An output may be an input's
 // tensor (in-place use, through OpDispatcher::CallInto).
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -21,6 +23,10 @@ namespace {
 using elementwise::BroadcastPlan;
 // The element functions (elementwise_functions.h).
 using namespace elementwise;  // NOLINT(build/namespaces): dozens of functor names
+
+// A list of element types to register a kernel for.
+template <typename... Ts>
+struct TypeList {};
 
 // ---- Kernels ----
 
@@ -209,13 +215,19 @@ class UnaryGradKernel final : public ElementwiseKernel<T> {
   }
 };
 
-// Registers Kernel<T, Args...> under `op` for cpu and sim, f32 and f64.
-template <template <typename, typename...> class Kernel, typename... Args>
-absl::Status Register(OpRegistry* registry, const char* op) {
-  return RegisterStressKernelsFor<float, double>(registry, op, [op](auto tag) {
+// Registers Kernel<T, Args...> under `op` for cpu and sim, for each T of Ts.
+template <template <typename, typename...> class Kernel, typename... Args, typename... Ts>
+absl::Status RegisterFor(OpRegistry* registry, const char* op, TypeList<Ts...>) {
+  return RegisterStressKernelsFor<Ts...>(registry, op, [op](auto tag) {
     using T = typename decltype(tag)::type;
     return std::shared_ptr<const vm::OpKernel>(std::make_shared<Kernel<T, Args...>>(op));
   });
+}
+
+// f32 and f64: every op of the family.
+template <template <typename, typename...> class Kernel, typename... Args>
+absl::Status Register(OpRegistry* registry, const char* op) {
+  return RegisterFor<Kernel, Args...>(registry, op, TypeList<float, double>{});
 }
 
 }  // namespace
@@ -225,8 +237,10 @@ absl::Status RegisterElementwiseHostKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, SubFn>(registry, "sub")));
   SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, MulFn>(registry, "mul")));
   SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, DivFn>(registry, "div")));
-  SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, MaxFn>(registry, "max")));
-  SLUICE_RETURN_IF_ERROR((Register<BinaryKernel, MinFn>(registry, "min")));
+  // max and min also take i32 and i64 (their schemas say so).
+  using MaxMinTypes = TypeList<float, double, int32_t, int64_t>;
+  SLUICE_RETURN_IF_ERROR((RegisterFor<BinaryKernel, MaxFn>(registry, "max", MaxMinTypes{})));
+  SLUICE_RETURN_IF_ERROR((RegisterFor<BinaryKernel, MinFn>(registry, "min", MaxMinTypes{})));
   SLUICE_RETURN_IF_ERROR((Register<BinaryGradKernel, GradG, GradG>(registry, "add_grad")));
   SLUICE_RETURN_IF_ERROR((Register<BinaryGradKernel, GradG, GradNegG>(registry, "sub_grad")));
   SLUICE_RETURN_IF_ERROR((Register<BinaryGradKernel, GradMulX, GradMulY>(registry, "mul_grad")));

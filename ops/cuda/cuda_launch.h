@@ -83,7 +83,8 @@ enum class BinaryGradOp : int {
 enum class UnaryOp : int { kRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kSquare };
 
 // out[j] = op(x[...], y[...]) over a map plan (operands 0: x, 1: y). `out` may be x or y
-// when that input has the output's layout.
+// when that input has the output's layout. Also instantiated for int32_t and int64_t, for
+// kMax and kMin only (the other ops refuse integers in their schemas).
 template <typename T>
 cudaError_t LaunchBinary(BinaryOp op, const IndexPlan& plan, const T* x, const T* y, T* out,
                          cudaStream_t stream);

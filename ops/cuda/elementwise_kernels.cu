@@ -1,10 +1,12 @@
 // CUDA kernels of the elementwise family (ops/elementwise_ops.cc): the broadcasting binary ops
 // as maps over an IndexPlan, their gradients as maps (an input that was not broadcast) or
 // deterministic sums over the broadcast dims (one thread or one block per gradient element),
-// and the unary ops and their gradients as flat loops. The element functions are those of the
-// host kernels (ops/cpu/elementwise_kernels.cc); exp, log, tanh and sigmoid use CUDA's math
-// library, whose f32 results may differ from the host's in the last bits.
+// and the unary ops and their gradients as flat loops; max and min also run on i32 and i64.
+// The element functions are those of the host kernels (ops/cpu/elementwise_kernels.cc); exp,
+// log, tanh and sigmoid use CUDA's math library, whose f32 results may differ from the
+// host's in the last bits.
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/cuda/cuda_launch.h"
 #include "ops/cuda/device_util.h"
@@ -13,6 +15,26 @@ namespace sluice::ops::gpu {
 namespace {
 
 // ---- Binary ops ----
+
+// The host kernels' MaxTakesX / MinTakesX (ops/cpu/elementwise_functions.h): max and min
+// return X on a tie and whenever X is NaN, else Y, so a NaN in either argument propagates;
+// their gradients go to the argument returned. Integers have no NaN.
+template <typename T>
+__device__ __forceinline__ bool IsNan(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return v != v;
+  } else {
+    return false;
+  }
+}
+template <typename T>
+__device__ __forceinline__ bool MaxTakesX(T x, T y) {
+  return (x >= y) | IsNan(x);
+}
+template <typename T>
+__device__ __forceinline__ bool MinTakesX(T x, T y) {
+  return (x <= y) | IsNan(x);
+}
 
 template <BinaryOp kOp>
 struct BinaryFn {
@@ -27,9 +49,9 @@ struct BinaryFn {
     } else if constexpr (kOp == BinaryOp::kDiv) {
       return x / y;
     } else if constexpr (kOp == BinaryOp::kMax) {
-      return x >= y ? x : y;
+      return MaxTakesX(x, y) ? x : y;
     } else {
-      return x <= y ? x : y;
+      return MinTakesX(x, y) ? x : y;
     }
   }
 };
@@ -50,14 +72,14 @@ struct GradFn {
       return g / y;
     } else if constexpr (kOp == BinaryGradOp::kDivY) {  // -g x / y^2 without overflowing y^2
       return -(g / y) * (x / y);
-    } else if constexpr (kOp == BinaryGradOp::kMaxX) {  // ties go to X
-      return x >= y ? g : T(0);
+    } else if constexpr (kOp == BinaryGradOp::kMaxX) {  // to the argument max returned
+      return MaxTakesX(x, y) ? g : T(0);
     } else if constexpr (kOp == BinaryGradOp::kMaxY) {
-      return x >= y ? T(0) : g;
+      return MaxTakesX(x, y) ? T(0) : g;
     } else if constexpr (kOp == BinaryGradOp::kMinX) {
-      return x <= y ? g : T(0);
+      return MinTakesX(x, y) ? g : T(0);
     } else {
-      return x <= y ? T(0) : g;
+      return MinTakesX(x, y) ? T(0) : g;
     }
   }
 };
@@ -254,5 +276,10 @@ cudaError_t LaunchUnaryGrad(UnaryOp op, const T* v, const T* g, T* dx, int64_t n
   template cudaError_t LaunchUnaryGrad<T>(UnaryOp, const T*, const T*, T*, int64_t, cudaStream_t);
 SLUICE_INSTANTIATE_ELEMENTWISE(float)
 SLUICE_INSTANTIATE_ELEMENTWISE(double)
+// max and min of i32 and i64 (the only integer ops of the family; see cuda_launch.h).
+template cudaError_t LaunchBinary<int32_t>(BinaryOp, const IndexPlan&, const int32_t*,
+                                           const int32_t*, int32_t*, cudaStream_t);
+template cudaError_t LaunchBinary<int64_t>(BinaryOp, const IndexPlan&, const int64_t*,
+                                           const int64_t*, int64_t*, cudaStream_t);
 
 }  // namespace sluice::ops::gpu

@@ -1,8 +1,10 @@
-// CUDA kernels (OpKernels) of the elementwise family (ops/elementwise_ops.cc), f32 and f64,
-// with the host kernels' operand checks (ops/cpu/elementwise_kernels.cc). A binary op runs as
-// a map over the output's IndexPlan; a binary grad op computes each input's gradient as a map
-// (the input was not broadcast) or as sums over the broadcast dims, reading from copies of any
-// input that is also an output (in-place use), as the host kernels do.
+// CUDA kernels (OpKernels) of the elementwise family (ops/elementwise_ops.cc), f32 and f64
+// (and i32 and i64 for max and min), with the host kernels' operand checks
+// (ops/cpu/elementwise_kernels.cc). A binary op runs as a map over the output's IndexPlan; a
+// binary grad op computes each input's gradient as a map (the input was not broadcast) or as
+// sums over the broadcast dims, reading from copies of any input that is also an output
+// (in-place use), as the host kernels do.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,18 +65,29 @@ class BinaryKernel final : public CudaKernel {
     std::vector<PlanDim> dims(shape.rank());
     for (int d = 0; d < shape.rank(); ++d) dims[d] = {shape.dim(d), false, {sx[d], sy[d], 0}};
     SLUICE_ASSIGN_OR_RETURN(const gpu::IndexPlan plan, MakeIndexPlan(op, dims, 2));
-    const cudaError_t error =
-        dtype_ == DataType::kF32
-            ? gpu::LaunchBinary<float>(fn_, plan, a.inputs[0].as<const float>(),
-                                       a.inputs[1].as<const float>(), out.as<float>(),
-                                       a.cuda_stream)
-            : gpu::LaunchBinary<double>(fn_, plan, a.inputs[0].as<const double>(),
-                                        a.inputs[1].as<const double>(), out.as<double>(),
-                                        a.cuda_stream);
-    return CudaStatus(op, error);
+    switch (dtype_) {
+      case DataType::kF32:
+        return Launch<float>(a, plan);
+      case DataType::kF64:
+        return Launch<double>(a, plan);
+      case DataType::kI32:
+        return Launch<int32_t>(a, plan);
+      case DataType::kI64:
+        return Launch<int64_t>(a, plan);
+      case DataType::kBool:
+        break;
+    }
+    return OpError(op, absl::StrCat("no cuda kernel for ", DataTypeName(dtype_)));
   }
 
  private:
+  template <typename T>
+  absl::Status Launch(const CudaArgs& a, const gpu::IndexPlan& plan) const {
+    return CudaStatus(name(), gpu::LaunchBinary<T>(fn_, plan, a.inputs[0].as<const T>(),
+                                                   a.inputs[1].as<const T>(), a.outputs[0].as<T>(),
+                                                   a.cuda_stream));
+  }
+
   const DataType dtype_;
   const gpu::BinaryOp fn_;
 };
@@ -181,10 +194,12 @@ class UnaryKernel final : public CudaKernel {
   const bool grad_;
 };
 
-// Registers make(op, dtype) for f32 and f64.
+// Registers make(op, dtype) for f32 and f64, and also for i32 and i64 when `integers`.
 template <typename Make>
-absl::Status RegisterFloat(OpRegistry* registry, const std::string& op, Make make) {
-  for (DataType dtype : {DataType::kF32, DataType::kF64}) {
+absl::Status RegisterFor(OpRegistry* registry, const std::string& op, Make make,
+                         bool integers = false) {
+  for (DataType dtype : {DataType::kF32, DataType::kF64, DataType::kI32, DataType::kI64}) {
+    if (!integers && !IsFloating(dtype)) continue;
     SLUICE_RETURN_IF_ERROR(registry->RegisterKernel(
         op, {DeviceType::kCuda}, dtype, std::shared_ptr<const vm::OpKernel>(make(dtype))));
   }
@@ -210,11 +225,14 @@ absl::Status RegisterElementwiseCudaKernels(OpRegistry* registry) {
       {"min", gpu::BinaryOp::kMin, BinaryGradOp::kMinX, BinaryGradOp::kMinY},
   };
   for (const Binary& b : binary) {
-    SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, b.op, [&](DataType dtype) {
-      return std::make_shared<BinaryKernel>(b.op, dtype, b.fn);
-    }));
+    // max and min also take i32 and i64 (as their schemas and host kernels do).
+    const bool integers = b.fn == gpu::BinaryOp::kMax || b.fn == gpu::BinaryOp::kMin;
+    SLUICE_RETURN_IF_ERROR(RegisterFor(
+        registry, b.op,
+        [&](DataType dtype) { return std::make_shared<BinaryKernel>(b.op, dtype, b.fn); },
+        integers));
     const std::string grad = absl::StrCat(b.op, "_grad");
-    SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, grad, [&](DataType dtype) {
+    SLUICE_RETURN_IF_ERROR(RegisterFor(registry, grad, [&](DataType dtype) {
       return std::make_shared<BinaryGradKernel>(grad, dtype, b.grad_x, b.grad_y);
     }));
   }
@@ -227,7 +245,7 @@ absl::Status RegisterElementwiseCudaKernels(OpRegistry* registry) {
   for (const auto& [op, fn] : unary) {
     for (const bool grad : {false, true}) {
       const std::string name = grad ? absl::StrCat(op, "_grad") : std::string(op);
-      SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, name, [&](DataType dtype) {
+      SLUICE_RETURN_IF_ERROR(RegisterFor(registry, name, [&](DataType dtype) {
         return std::make_shared<UnaryKernel>(name, dtype, fn, grad);
       }));
     }

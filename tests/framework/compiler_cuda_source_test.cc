@@ -123,8 +123,11 @@ TEST(CudaSourceTest, FormulasFollowTheUncompiledKernels) {
   EXPECT_EQ(statement(ExprOp::kScale, f32), "0x1.8p+0f * v0 + (-0x1p-2f)");
   EXPECT_EQ(statement(ExprOp::kScale, f64), "0x1.8p+0 * v0 + (-0x1p-2)");
   EXPECT_EQ(statement(ExprOp::kRelu, f32), "v0 < 0.0f ? 0.0f : v0");
-  EXPECT_EQ(statement(ExprOp::kMax, f64), "v0 >= v1 ? v0 : v1");
-  EXPECT_EQ(statement(ExprOp::kMin, f32), "v0 <= v1 ? v0 : v1");
+  // max and min keep a NaN in either argument (a on a tie or when a is NaN, else b).
+  EXPECT_EQ(statement(ExprOp::kMax, f64), "(v0 >= v1 || v0 != v0) ? v0 : v1");
+  EXPECT_EQ(statement(ExprOp::kMin, f32), "(v0 <= v1 || v0 != v0) ? v0 : v1");
+  EXPECT_EQ(statement(ExprOp::kMaxGradY, f32), "(v0 >= v1 || v0 != v0) ? 0.0f : v2");
+  EXPECT_EQ(statement(ExprOp::kMinGradX, f64), "(v0 <= v1 || v0 != v0) ? v2 : 0.0");
   EXPECT_EQ(statement(ExprOp::kDivGradY, f32), "-(v2 / v1) * (v0 / v1)");
   EXPECT_EQ(statement(ExprOp::kSgd, f32), "v0 - v2 * v1");
   EXPECT_EQ(statement(ExprOp::kSigmoidGrad, f64), "v1 * v0 * (1.0 - v0)");

@@ -81,10 +81,12 @@ std::string Expression(const ExprNode& n) {
       return absl::StrCat(a, " * ", b);
     case ExprOp::kDiv:
       return absl::StrCat(a, " / ", b);
+    // max and min return a on a tie and when a is NaN, else b: NaN propagates whatever the
+    // order (MaxTakesX / MinTakesX of ops/cpu/elementwise_functions.h).
     case ExprOp::kMax:
-      return absl::StrCat(a, " >= ", b, " ? ", a, " : ", b);
+      return absl::StrCat("(", a, " >= ", b, " || ", a, " != ", a, ") ? ", a, " : ", b);
     case ExprOp::kMin:
-      return absl::StrCat(a, " <= ", b, " ? ", a, " : ", b);
+      return absl::StrCat("(", a, " <= ", b, " || ", a, " != ", a, ") ? ", a, " : ", b);
     case ExprOp::kRelu:  // NaN stays NaN
       return absl::StrCat(a, " < ", zero, " ? ", zero, " : ", a);
     case ExprOp::kSigmoid:
@@ -126,14 +128,15 @@ std::string Expression(const ExprNode& n) {
     // Binary gradient parts: a = x, b = y, c = the output's gradient.
     case ExprOp::kDivGradY:
       return absl::StrCat("-(", c, " / ", b, ") * (", a, " / ", b, ")");
+    // max and min's parts: c goes to the argument the forward op returned (kMax, kMin).
     case ExprOp::kMaxGradX:
-      return absl::StrCat(a, " >= ", b, " ? ", c, " : ", zero);
+      return absl::StrCat("(", a, " >= ", b, " || ", a, " != ", a, ") ? ", c, " : ", zero);
     case ExprOp::kMaxGradY:
-      return absl::StrCat(a, " >= ", b, " ? ", zero, " : ", c);
+      return absl::StrCat("(", a, " >= ", b, " || ", a, " != ", a, ") ? ", zero, " : ", c);
     case ExprOp::kMinGradX:
-      return absl::StrCat(a, " <= ", b, " ? ", c, " : ", zero);
+      return absl::StrCat("(", a, " <= ", b, " || ", a, " != ", a, ") ? ", c, " : ", zero);
     case ExprOp::kMinGradY:
-      return absl::StrCat(a, " <= ", b, " ? ", zero, " : ", c);
+      return absl::StrCat("(", a, " <= ", b, " || ", a, " != ", a, ") ? ", zero, " : ", c);
     // p, g, lr: lr is one element (an input of one element is read at 0).
     case ExprOp::kSgd:
       return absl::StrCat(a, " - ", c, " * ", b);

@@ -411,6 +411,72 @@ TEST_F(CudaKernelsTest, BinaryOpsAndGradsWithBroadcasting) {
   }
 }
 
+// max and min propagate a NaN in either argument (also broadcast), their gradients go to the
+// argument returned (X on a tie and where X is NaN), and i32 and i64 max and min work with
+// negative values and broadcasting: against values written here and against the host.
+TEST_F(CudaKernelsTest, MaxMinNanRuleAndIntegers) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> x = {nan, 1, nan, 2, 1, 3};
+  const std::vector<double> y = {1, nan, nan, 1, 2, 3};
+  const std::vector<double> g = {1, 2, 4, 8, 16, 32};
+  auto expect_values = [](const std::vector<double>& got, const std::vector<double>& want,
+                          const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i << ": " << got[i];
+      } else {
+        EXPECT_EQ(got[i], want[i]) << what << " element " << i;
+      }
+    }
+  };
+  for (DataType dtype : kFloatDtypes) {
+    SCOPED_TRACE(DataTypeName(dtype));
+    const In ix{dtype, {6}, x}, iy{dtype, {6}, y}, ig{dtype, {6}, g};
+    const std::vector<double> want = {nan, nan, nan, 2, 2, 3};
+    expect_values(RunOn(kCuda, "max", {{ix}, {iy}}, {}, {})[0], want, "max(x, y)");
+    expect_values(RunOn(kCuda, "max", {{iy}, {ix}}, {}, {})[0], want, "max(y, x)");
+    const std::vector<double> want_min = {nan, nan, nan, 1, 1, 3};
+    expect_values(RunOn(kCuda, "min", {{ix}, {iy}}, {}, {})[0], want_min, "min(x, y)");
+    expect_values(RunOn(kCuda, "min", {{iy}, {ix}}, {}, {})[0], want_min, "min(y, x)");
+    const In nan_scalar{dtype, {}, {nan}};
+    expect_values(RunOn(kCuda, "max", {{ix}, {nan_scalar}}, {}, {})[0], std::vector<double>(6, nan),
+                  "max(x, NaN)");
+    const std::vector<std::vector<double>> max_grad =
+        RunOn(kCuda, "max_grad", {{ix}, {iy}, {ig}}, {}, {});
+    ASSERT_EQ(max_grad.size(), 2u);
+    EXPECT_EQ(max_grad[0], std::vector<double>({1, 0, 4, 8, 0, 32}));
+    EXPECT_EQ(max_grad[1], std::vector<double>({0, 2, 0, 0, 16, 0}));
+    const std::vector<std::vector<double>> min_grad =
+        RunOn(kCuda, "min_grad", {{ix}, {iy}, {ig}}, {}, {});
+    ASSERT_EQ(min_grad.size(), 2u);
+    EXPECT_EQ(min_grad[0], std::vector<double>({1, 0, 4, 0, 16, 32}));
+    EXPECT_EQ(min_grad[1], std::vector<double>({0, 2, 0, 8, 0, 0}));
+    // A broadcast Y with a NaN, summed into YGrad.
+    const In by{dtype, {2}, {nan, 2}};
+    const In bx{dtype, {3, 2}, {nan, 0, 1, nan, -1, 4}};
+    const std::vector<std::vector<double>> summed =
+        RunOn(kCuda, "max_grad", {{bx}, {by}, {In{dtype, {3, 2}, g}}}, {}, {});
+    ASSERT_EQ(summed.size(), 2u);
+    EXPECT_EQ(summed[0], std::vector<double>({1, 0, 0, 8, 0, 32}));
+    EXPECT_EQ(summed[1], std::vector<double>({20, 2}));
+    ExpectSame("max", {{bx}, {by}}, {}, Tolerance{});
+    ExpectSame("min_grad", {{bx}, {by}, {In{dtype, {3, 2}, g}}}, {}, Tolerance{});
+  }
+  for (DataType dtype : {DataType::kI32, DataType::kI64}) {
+    SCOPED_TRACE(DataTypeName(dtype));
+    const double lo = dtype == DataType::kI32 ? -2147483648.0 : -0x1p62;
+    const In a{dtype, {2, 4}, {-5, 3, -1, lo, 0, -7, 9, -2}};
+    const In c{dtype, {4}, {-2, -2, 4, -1}};
+    EXPECT_EQ(RunOn(kCuda, "max", {{a}, {c}}, {}, {})[0],
+              std::vector<double>({-2, 3, 4, -1, 0, -2, 9, -1}));
+    EXPECT_EQ(RunOn(kCuda, "min", {{c}, {a}}, {}, {})[0],
+              std::vector<double>({-5, -2, -1, lo, -2, -7, 4, -2}));
+    ExpectSame("max", {{c}, {a}}, {}, Tolerance{});
+    ExpectSame("min", {{a}, {c}}, {}, Tolerance{});
+  }
+}
+
 TEST_F(CudaKernelsTest, InPlaceElementwise) {
   for (DataType dtype : kFloatDtypes) {
     const In x = Random(dtype, {5, 7}, 1);
