@@ -29,7 +29,9 @@
 #include "framework/training/eager_layers.h"
 #include "framework/training/eager_optimizers.h"
 #include "tools/data_parallel_setup.h"
+#include "tools/interrupt_watcher.h"
 #include "tools/options.h"
+#include "vm/virtual_machine.h"
 
 namespace sluice::tools {
 namespace {
@@ -250,20 +252,39 @@ int RunMain(int argc, char** argv) {
   }
   absl::StatusOr<eager::Context> context = NewContext("run", common);
   if (!context.ok()) return ReportFailure("run", context.status());
+  // SIGINT/SIGTERM cancel the work in flight and end the run with a message (a data-parallel
+  // run has the world's own handling: data_parallel_setup.h). Declared after the context,
+  // so it is gone before the VM its action cancels.
+  std::unique_ptr<InterruptWatcher> watcher;
+  if (!common.data_parallel) {
+    absl::StatusOr<std::unique_ptr<InterruptWatcher>> installed = InterruptWatcher::Install();
+    if (!installed.ok()) return ReportFailure("run", installed.status());
+    watcher = *std::move(installed);
+    vm::VirtualMachine* machine = context->vm();
+    watcher->SetAction([machine] { (void)machine->Shutdown(vm::ShutdownMode::kCancel); });
+  }
+  // A failure caused by the interrupt is reported as the interrupt.
+  const auto fail = [&](const absl::Status& status) {
+    if (watcher != nullptr && watcher->signal() != 0) {
+      std::fprintf(stderr, "sluice run: %s\n", watcher->Message().c_str());
+      return 128 + watcher->signal();
+    }
+    return ReportFailure("run", status);
+  };
   framework::Executor executor(&context->registry(), context->vm(),
                                MakeExecutorOptions(common, fetches));
   framework::Scope scope;
   if (!startup_path.empty()) {
     absl::StatusOr<framework::ir::ProgramDesc> startup =
         framework::ir::ProgramDesc::Load(startup_path);
-    if (!startup.ok()) return ReportFailure("run", startup.status());
+    if (!startup.ok()) return fail(startup.status());
     absl::StatusOr<framework::RunResult> init = executor.Run(*startup, {}, {}, &scope);
-    if (!init.ok()) return ReportFailure("run", init.status());
+    if (!init.ok()) return fail(init.status());
   }
   if (!load_dir.empty()) {
     absl::StatusOr<io::LoadReport> loaded = io::LoadPersistables(
         executor, *program, &scope, load_dir, io::LoadOptions{.allow_missing = load_partial});
-    if (!loaded.ok()) return ReportFailure("run", loaded.status());
+    if (!loaded.ok()) return fail(loaded.status());
     if (load_partial) {
       std::printf("loaded %zu persistable variables from %s; %zu left as initialized%s%s\n",
                   loaded->loaded.size(), load_dir.c_str(), loaded->skipped.size(),
@@ -278,7 +299,7 @@ int RunMain(int argc, char** argv) {
     if (step == common.steps) run_options.trace_path = common.trace;
     absl::StatusOr<framework::RunResult> result =
         executor.Run(*program, feeds, fetches, &scope, run_options);
-    if (!result.ok()) return ReportFailure("run", result.status());
+    if (!result.ok()) return fail(result.status());
     std::printf("step %d", step);
     for (size_t f = 0; f < fetches.size(); ++f) {
       std::printf("  %s=%s", fetches[f].c_str(), Preview(result->fetches[f]).c_str());
@@ -290,14 +311,14 @@ int RunMain(int argc, char** argv) {
   if (!save_dir.empty() && common.rank == 0) {  // the replicas hold equal parameters
     if (absl::Status saved = io::SavePersistables(executor, *program, &scope, save_dir);
         !saved.ok()) {
-      return ReportFailure("run", saved);
+      return fail(saved);
     }
     std::printf("saved %zu persistable variables to %s\n", io::PersistableVars(*program).size(),
                 save_dir.c_str());
   }
   // Shut the VM down while the scope and the lowered graphs still hold their blobs, so a
   // recording ends with the checksums of every live tensor.
-  if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return ReportFailure("run", shut);
+  if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return fail(shut);
   std::printf("summary: %d steps on %s; last %s\n", common.steps, common.device.ToString().c_str(),
               last.ToString().c_str());
   if (!common.no_compile) PrintCompilation(executor, lowering);
