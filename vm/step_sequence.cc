@@ -76,6 +76,7 @@ Instruction& StepSequence::NewStep() {
   if (!step.outputs.empty()) step.outputs.clear();
   if (step.attrs != nullptr) step.attrs.reset();
   if (!step.status.ok()) step.status = absl::OkStatus();
+  if (step.origin != nullptr) step.origin = nullptr;  // set again by a caller that names one
   if (step.outer != head_) step.outer = head_;
   if (step.stream != head_->stream) step.stream = head_->stream;
   return step;

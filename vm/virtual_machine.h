@@ -120,8 +120,11 @@ class VirtualMachine {
 
   // A lazy blob on `stream`'s device (see Blob): storage is allocated by its first writer,
   // for the writer's stream, and freed by a Release; the blob stays usable after it.
+  // `allocator`: where its storage comes from (null: the device's caching allocator); it
+  // must hand out memory of the blob's device and outlive the blob's storage (e.g. a
+  // FaultInjectingAllocator around the device's allocator, core/fault_injecting_allocator.h).
   absl::StatusOr<BlobRef> NewLazyBlob(Stream* stream, DataType dtype, Shape shape,
-                                      std::string name = "");
+                                      std::string name = "", Allocator* allocator = nullptr);
 
   // One host write for WriteIdleHostBlobs: `bytes` into `blob`.
   struct HostBlobWrite {
@@ -162,6 +165,10 @@ class VirtualMachine {
   // Waits until everything submitted before the call is complete; returns (and forgets)
   // the first error since the previous sync point, naming the instruction.
   absl::Status Sync();
+  // Sync, and also appends every error since the previous sync point (the first
+  // ErrorSink::kMaxKept, in report order) to `all`: for a caller that checks that
+  // independent failures each surfaced, not only the first (fault injection).
+  absl::Status Sync(std::vector<absl::Status>* all);
   // Stops taking work; finishes or cancels what is in flight; joins every thread. Returns
   // the first pending error. Idempotent.
   absl::Status Shutdown(ShutdownMode mode = ShutdownMode::kFinish);
