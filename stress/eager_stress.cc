@@ -51,7 +51,8 @@ struct RunState {
 
 int64_t FaultsFired(const RunState& state) {
   int64_t fired = 0;
-  for (const auto* faults : {&state.kernel_faults, &state.device_faults, &state.allocation_faults}) {
+  for (const auto* faults :
+       {&state.kernel_faults, &state.device_faults, &state.allocation_faults}) {
     if (*faults != nullptr) fired += (*faults)->fired();
   }
   return fired;
@@ -62,12 +63,16 @@ int64_t FaultsFired(const RunState& state) {
 // the faults fired before the program. Adds the findings to `totals`.
 void CheckFaults(const StressProgram& program, int64_t elements,
                  const std::vector<absl::StatusOr<std::vector<uint8_t>>>& reads,
-                 const std::vector<absl::Status>& errors, int64_t fired_before,
-                 int64_t fired_after, EagerStressTotals* totals) {
+                 const std::vector<absl::Status>& errors, int64_t fired_before, int64_t fired_after,
+                 EagerStressTotals* totals) {
   const int64_t injected = fired_after - fired_before;
   totals->faults_injected += injected;
   // The faults seen, each with whether an error carrying it named its op.
-  absl::flat_hash_map<std::string, bool> seen;
+  struct Seen {
+    bool named = false;
+    std::string example;  // an error carrying it, for the problem's message
+  };
+  absl::flat_hash_map<std::string, Seen> seen;
   std::vector<bool> failed(program.ops.size(), false);
   auto trace = [&](const absl::Status& error) {
     const FaultTrace faults = TraceFaults(error.message());
@@ -81,18 +86,20 @@ void CheckFaults(const StressProgram& program, int64_t elements,
     const bool named = faults.op >= 0 && static_cast<size_t>(faults.op) < program.ops.size() &&
                        faults.kernel == program.ops[faults.op].KernelName();
     if (named) failed[faults.op] = true;
-    bool& named_seen = seen[faults.faults.front()];
-    named_seen = named_seen || named;
+    Seen& entry = seen[faults.faults.front()];
+    entry.named = entry.named || named;
+    if (entry.example.empty()) entry.example = error.ToString();
   };
   for (const absl::Status& error : errors) trace(error);
   for (const auto& read : reads) {
     if (!read.ok()) trace(read.status());
   }
   int64_t unnamed = 0;
-  for (const auto& [fault, named] : seen) {
-    if (named) continue;
+  for (const auto& [fault, entry] : seen) {
+    if (entry.named) continue;
     ++unnamed;
-    NoteProblem(totals, absl::StrCat(fault, ": no error names the op that failed"));
+    NoteProblem(totals,
+                absl::StrCat(fault, ": no error names the op that failed: ", entry.example));
   }
   totals->faults_unnamed += unnamed;
   totals->faults_reported += static_cast<int64_t>(seen.size());
@@ -118,12 +125,105 @@ void CheckFaults(const StressProgram& program, int64_t elements,
     } else if (std::memcmp(read->data(), expected[t].data(), read->size()) != 0) {
       ++totals->wrong_independent_results;
       ++totals->mismatches;
-      NoteProblem(totals,
-                  absl::StrFormat("tensor t%d depends on no failed op but differs from the "
-                                  "reference",
-                                  t));
+      NoteProblem(totals, absl::StrFormat("tensor t%d depends on no failed op but differs from the "
+                                          "reference",
+                                          t));
     }
   }
+}
+
+vm::AttrMap OpAttrs(const StressOp& op) {
+  vm::AttrMap attrs;
+  if (op.kind == StressOp::Kind::kFill) attrs.Set("value", static_cast<double>(op.value));
+  if (op.kind == StressOp::Kind::kScale) {
+    attrs.Set("alpha", static_cast<double>(op.value)).Set("beta", static_cast<double>(op.beta));
+  }
+  return attrs;
+}
+
+// RunProgram under fault injection (EagerStressOptions::fail_rate). Tensors are created by
+// their first writer, as an eager dispatcher creates an op's output: through an allocator of
+// the tensor's own (a FaultInjectingAllocator keyed by program and tensor, so the same
+// allocations fail on every run), whose refusal is the op's error, returned at once by
+// NewBlob — eager blobs allocate when created, never inside an instruction. A tensor
+// without a blob (its allocation failed, or an op reading such a tensor was not issued)
+// carries that error: ops reading it are not issued and their output loses its blob too;
+// the next op writing it allocates again. Everything else goes through the VM.
+absl::Status RunFaultProgram(const StressProgram& program, uint64_t program_index,
+                             const EagerStressOptions& options, RunState* state) {
+  vm::VirtualMachine* machine = state->machine.get();
+  vm::InstructionsBuilder builder(machine);
+  builder.set_soft_sync(options.soft_sync);
+  const int64_t elements = options.shape.elements;
+  const size_t tensors = program.tensor_home.size();
+  std::vector<vm::BlobRef>& blobs = state->blobs;
+  blobs.assign(tensors, nullptr);
+  std::vector<absl::Status> missing(tensors);  // why a tensor has no blob
+  std::vector<FaultInjectingAllocator*> allocators;
+  for (size_t t = 0; t < tensors; ++t) {
+    SLUICE_ASSIGN_OR_RETURN(ep::Device * device,
+                            state->runtime->GetDevice(program.tensor_home[t].device));
+    state->allocators.emplace_back(&device->allocator(), state->allocation_faults.get(),
+                                   (program_index << 16) | t);
+    allocators.push_back(&state->allocators.back());
+  }
+  state->origins.clear();
+  std::vector<absl::Status> errors;  // dispatch errors, then the Sync's
+  const int64_t fired_before = FaultsFired(*state);
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const StressOp& op = program.ops[i];
+    const int y = op.y;
+    const int operands[] = {op.a, op.b};
+    absl::Status absent;
+    for (int x : operands) {
+      if (x >= 0 && blobs[x] == nullptr && absent.ok()) absent = missing[x];
+    }
+    if (!absent.ok()) {  // not issued: its output carries the cause, as a skipped op's would
+      blobs[y] = nullptr;
+      missing[y] = absent;
+      continue;
+    }
+    if (blobs[y] == nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, machine->GetStream(program.tensor_home[y]));
+      absl::StatusOr<vm::BlobRef> blob = machine->NewBlob(home, DataType::kF32, Shape({elements}),
+                                                          absl::StrFormat("t%d", y), allocators[y]);
+      if (!blob.ok()) {
+        // The op's error, named as the VM names an op's (its origin included).
+        missing[y] = absl::Status(blob.status().code(),
+                                  absl::StrCat("op '", op.KernelName(), "' (stress op ", i,
+                                               "): ", blob.status().message()));
+        errors.push_back(missing[y]);
+        continue;
+      }
+      blobs[y] = *std::move(blob);
+    }
+    SLUICE_ASSIGN_OR_RETURN(vm::Stream * stream, machine->GetStream(op.stream));
+    SLUICE_ASSIGN_OR_RETURN(const vm::OpKernel* kernel, state->fault_kernels.Find(op.KernelName()));
+    vm::BlobList inputs;
+    for (int x : operands) {
+      if (x >= 0) inputs.push_back(blobs[x]);
+    }
+    vm::AttrMap attrs = OpAttrs(op);
+    // The op's place in the run keys its kernel fault: the same ops fail on every run.
+    attrs.Set(std::string(kFaultKeyAttr),
+              static_cast<int64_t>((program_index << 24) | static_cast<uint64_t>(i)));
+    state->origins.push_back(std::make_unique<StressOpOrigin>(static_cast<int>(i)));
+    builder.set_origin(state->origins.back().get());
+    SLUICE_RETURN_IF_ERROR(
+        builder.Call(*kernel, std::move(inputs), {blobs[y]}, std::move(attrs), stream));
+  }
+  builder.set_origin(nullptr);
+  std::vector<absl::StatusOr<std::vector<uint8_t>>> reads;
+  for (size_t t = 0; t < tensors; ++t) {
+    if (blobs[t] == nullptr) {
+      reads.push_back(missing[t]);
+    } else {
+      reads.push_back(builder.ReadBlob(blobs[t]));
+    }
+  }
+  machine->Sync(&errors).IgnoreError();  // its first error is among those it appends
+  CheckFaults(program, elements, reads, errors, fired_before, FaultsFired(*state), &state->totals);
+  return absl::OkStatus();
 }
 
 // Runs one program through the VM; adds its findings to `state->totals`. A failed read or
@@ -131,68 +231,29 @@ void CheckFaults(const StressProgram& program, int64_t elements,
 // program's instructions could not be issued.
 absl::Status RunProgram(const StressProgram& program, uint64_t program_index,
                         const EagerStressOptions& options, RunState* state) {
+  if (options.fail_rate > 0) return RunFaultProgram(program, program_index, options, state);
   vm::VirtualMachine* machine = state->machine.get();
   vm::InstructionsBuilder builder(machine);
   builder.set_soft_sync(options.soft_sync);
   const int64_t elements = options.shape.elements;
   std::vector<vm::BlobRef>& blobs = state->blobs;
   EagerStressTotals* totals = &state->totals;
-  const bool faults = options.fail_rate > 0;
   blobs.clear();
-  state->origins.clear();
   for (size_t t = 0; t < program.tensor_home.size(); ++t) {
     SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, machine->GetStream(program.tensor_home[t]));
-    const std::string name = absl::StrFormat("t%d", t);
-    if (faults) {
-      // Lazy: the first writer allocates, so a failed allocation is that op's error. Each
-      // tensor's allocations go through an allocator of its own, keyed by the tensor, so
-      // they fail alike on every run (its writers allocate in their dispatch order).
-      SLUICE_ASSIGN_OR_RETURN(ep::Device * device,
-                              state->runtime->GetDevice(program.tensor_home[t].device));
-      state->allocators.emplace_back(&device->allocator(), state->allocation_faults.get(),
-                                     (program_index << 16) | t);
-      SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob,
-                              machine->NewLazyBlob(home, DataType::kF32, Shape({elements}), name,
-                                                   &state->allocators.back()));
-      blobs.push_back(std::move(blob));
-      continue;
-    }
-    SLUICE_ASSIGN_OR_RETURN(vm::BlobRef blob,
-                            machine->NewBlob(home, DataType::kF32, Shape({elements}), name));
+    SLUICE_ASSIGN_OR_RETURN(
+        vm::BlobRef blob,
+        machine->NewBlob(home, DataType::kF32, Shape({elements}), absl::StrFormat("t%d", t)));
     blobs.push_back(std::move(blob));
   }
-  const ops::KernelRegistry& kernels = faults ? state->fault_kernels : state->kernels;
-  const int64_t fired_before = FaultsFired(*state);
-  for (size_t i = 0; i < program.ops.size(); ++i) {
-    const StressOp& op = program.ops[i];
+  for (const StressOp& op : program.ops) {
     SLUICE_ASSIGN_OR_RETURN(vm::Stream * stream, machine->GetStream(op.stream));
-    SLUICE_ASSIGN_OR_RETURN(const vm::OpKernel* kernel, kernels.Find(op.KernelName()));
+    SLUICE_ASSIGN_OR_RETURN(const vm::OpKernel* kernel, state->kernels.Find(op.KernelName()));
     vm::BlobList inputs;
     if (op.a >= 0) inputs.push_back(blobs[op.a]);
     if (op.b >= 0) inputs.push_back(blobs[op.b]);
-    vm::AttrMap attrs;
-    if (op.kind == StressOp::Kind::kFill) attrs.Set("value", static_cast<double>(op.value));
-    if (op.kind == StressOp::Kind::kScale) {
-      attrs.Set("alpha", static_cast<double>(op.value)).Set("beta", static_cast<double>(op.beta));
-    }
-    if (faults) {
-      // The op's place in the run keys its kernel fault: the same ops fail on every run.
-      attrs.Set(std::string(kFaultKeyAttr),
-                static_cast<int64_t>((program_index << 24) | static_cast<uint64_t>(i)));
-      state->origins.push_back(std::make_unique<StressOpOrigin>(static_cast<int>(i)));
-      builder.set_origin(state->origins.back().get());
-    }
     SLUICE_RETURN_IF_ERROR(
-        builder.Call(*kernel, std::move(inputs), {blobs[op.y]}, std::move(attrs), stream));
-  }
-  builder.set_origin(nullptr);
-  if (faults) {
-    std::vector<absl::StatusOr<std::vector<uint8_t>>> reads;
-    for (const vm::BlobRef& blob : blobs) reads.push_back(builder.ReadBlob(blob));
-    std::vector<absl::Status> errors;
-    machine->Sync(&errors).IgnoreError();  // its first error is among `errors`
-    CheckFaults(program, elements, reads, errors, fired_before, FaultsFired(*state), totals);
-    return absl::OkStatus();
+        builder.Call(*kernel, std::move(inputs), {blobs[op.y]}, OpAttrs(op), stream));
   }
   const std::vector<std::vector<float>> expected = RunStressReference(program, elements);
   for (size_t t = 0; t < blobs.size(); ++t) {
@@ -301,7 +362,7 @@ absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& optio
     auto finished = std::make_shared<absl::Notification>();
     // The program runs on its own thread so that a hang is detected instead of inherited.
     // The thread holds what it uses, so that a hung one can be left behind.
-    std::thread runner([state, program, run_status, finished, options] {
+    std::thread runner([state, program, run_status, finished, options, p] {
       *run_status = RunProgram(*program, static_cast<uint64_t>(p), options, state.get());
       finished->Notify();
     });

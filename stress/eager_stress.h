@@ -35,8 +35,9 @@ struct EagerStressOptions {
   // Fault injection (stress/fault_injection.h): with fail_rate > 0 each op's kernel fails,
   // each of its work items on a sim stream fails (a device error), and each allocation of
   // a tensor's storage fails, each with probability fail_rate, deterministically from
-  // `seed`; the tensors are then lazy (allocated by their first writer), so that a failed
-  // allocation is the writing op's error. Every program then checks that each injected
+  // `seed`. Tensors are then created by their first writer (as an eager dispatcher creates
+  // an op's output), so that a failed allocation is that op's error, returned by NewBlob at
+  // once. Every program then checks that each injected
   // fault surfaced at its sync point (the program's reads and Sync) under the name of the
   // op that failed, that the tensors that depend on a failed op read back as errors, and
   // that every other tensor still matches the reference bit for bit. In [0, 1].
@@ -90,8 +91,9 @@ struct EagerStressTotals {
 };
 
 // Errors (nothing to count): InvalidArgument naming an option outside the range `sluice
-// stress` accepts (or fail_rate with record_path: a replay would not fail alike); the runtime, VM or kernels could not be set up, or a program's
-// instructions could not be issued (the message names the program).
+// stress` accepts (or fail_rate with record_path: a replay would not fail alike); the runtime, VM
+// or kernels could not be set up, or a program's instructions could not be issued (the message
+// names the program).
 absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& options);
 
 }  // namespace sluice::stress

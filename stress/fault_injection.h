@@ -8,7 +8,10 @@
 //  - devices: SimOptions::device_faults (ep/sim/sim_device.h) fails a sim work item that
 //    the VM launched with ep::Stream::LaunchFallible (a kernel's work).
 //  - allocations: FaultInjectingAllocator (core/fault_injecting_allocator.h) around a
-//    device's allocator, given to the VM's lazy blobs, which allocate when written.
+//    device's allocator, given to VirtualMachine::NewBlob when the runner creates a tensor
+//    for the op that first writes it (an eager blob allocates when created, so the refusal
+//    is that op's error at once; a lazy blob, which the eager builder refuses, would make
+//    it the instruction's error — tests/vm/fault_paths_test.cc covers that path).
 // Every injected error carries FaultInjector::Describe's text ("injected kernel fault #3"),
 // and the runner points each op at a StressOpOrigin, so the VM's error names the op's
 // kernel and its place in the program: "op 'add' #12 on sim:0/compute:1 (stress op 17):

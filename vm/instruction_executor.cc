@@ -105,16 +105,14 @@ absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> wo
   // work returns.
   Instruction* instruction = instruction_;
   ErrorSink* errors = errors_;
-  return stream_->LaunchFallible(std::move(host_work),
-                                 [instruction, errors](const absl::Status& device_error) {
-                                   const absl::Status error(
-                                       device_error.code(),
-                                       absl::StrCat(instruction->DebugString(), ": ",
-                                                    device_error.message()));
-                                   for (Blob* blob : instruction->outputs) blob->Poison(error);
-                                   instruction->status = error;
-                                   errors->Report(error);
-                                 });
+  return stream_->LaunchFallible(
+      std::move(host_work), [instruction, errors](const absl::Status& device_error) {
+        const absl::Status error(device_error.code(), absl::StrCat(instruction->DebugString(), ": ",
+                                                                   device_error.message()));
+        for (Blob* blob : instruction->outputs) blob->Poison(error);
+        instruction->status = error;
+        errors->Report(error);
+      });
 }
 
 bool KernelContext::host_work_runs_now() const {

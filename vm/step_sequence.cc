@@ -132,6 +132,10 @@ void StepSequence::Begin(Instruction* head) {
   first.outputs = std::move(head->outputs);
   first.attrs = std::move(head->attrs);
   first.keeps_storage = head->keeps_storage;
+  if (head->origin != nullptr) {  // the call's, not the run's (InstructionsBuilder::set_origin)
+    first.origin = head->origin;
+    head->origin = nullptr;
+  }
   if (first.kind == InstructionKind::kOpCall) ++op_calls_;
   head->kind = InstructionKind::kOpCall;
   head->kernel = this;

@@ -254,12 +254,12 @@ bool VirtualMachine::CanRunLanes(absl::Span<Stream* const> streams) const {
 }
 
 absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype, const Shape& shape,
-                                                 std::string name) {
+                                                 std::string name, Allocator* allocator) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
   // A parked blob of this stream, dtype and shape comes with its storage (its shape was
   // checked when it was first made): most eager outputs take one, with no copy of the
   // shape; the id is drawn only on a hit.
-  if (name.empty()) {
+  if (name.empty() && allocator == nullptr) {
     Blob* parked = blob_pool_->TakeParked(stream->id(), dtype, shape, next_blob_id_);
     if (parked != nullptr) return parked;
   }
@@ -267,8 +267,8 @@ absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype,
   SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
   const uint64_t id = next_blob_id_.fetch_add(1, std::memory_order_relaxed);
   Blob* raw = blob_pool_->New(id, stream->key().device, dtype, shape, std::move(name));
-  const absl::Status allocated =
-      internal::BlobLifecycle::Worker::AllocateStorage(raw, &device->allocator(), stream->id());
+  const absl::Status allocated = internal::BlobLifecycle::Worker::AllocateStorage(
+      raw, allocator != nullptr ? allocator : &device->allocator(), stream->id());
   if (!allocated.ok()) {
     blob_pool_->Delete(raw);
     return allocated;
@@ -277,8 +277,8 @@ absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype,
 }
 
 absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, Shape shape,
-                                                std::string name) {
-  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, shape, std::move(name)));
+                                                std::string name, Allocator* allocator) {
+  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, shape, std::move(name), allocator));
   // One reference count increment for the deleter's copy of the reaper (each is an atomic
   // read-modify-write on the producer's path).
   BlobRef blob(raw, [reaper = reaper_](Blob* b) { reaper->Reap(b); });

@@ -111,8 +111,11 @@ class VirtualMachine {
 
   // A new blob whose storage comes from the device's caching allocator, first used on
   // `stream` (which must be on the blob's device). Contents are uninitialized.
+  // `allocator`: where the storage comes from instead (null: the device's caching
+  // allocator; see NewLazyBlob for its requirements); such a blob never takes a parked one's
+  // storage. Its allocation error (ResourceExhausted) is returned, and nothing is created.
   absl::StatusOr<BlobRef> NewBlob(Stream* stream, DataType dtype, Shape shape,
-                                  std::string name = "");
+                                  std::string name = "", Allocator* allocator = nullptr);
 
   // NewBlob (unnamed) held by an OwnedBlob instead of a BlobRef: no reference counting,
   // no heap control block. The OwnedBlob must not outlive this VM.
@@ -239,7 +242,7 @@ class VirtualMachine {
   ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
   // NewBlob's blob before anyone holds it (the caller makes the first hold).
   absl::StatusOr<Blob*> NewBlobRaw(Stream* stream, DataType dtype, const Shape& shape,
-                                   std::string name);
+                                   std::string name, Allocator* allocator = nullptr);
   // Waits for room for `n` instructions in the pool (see InstructionPool::Reserve).
   absl::Status Reserve(int64_t n, bool after_close);
   // Reserve for the whole chain; on error frees its instructions (and empties it).

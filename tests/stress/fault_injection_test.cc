@@ -143,13 +143,12 @@ TEST(FaultInjectionTest, TaintFollowsReadsAndCleanOverwritesClearIt) {
     o.y = y;
     return o;
   };
-  program.ops = {op(StressOp::Kind::kFill, -1, -1, 0),  // 0: fails
-                 op(StressOp::Kind::kFill, -1, -1, 1),  // 1
-                 op(StressOp::Kind::kAdd, 0, 1, 2),     // 2: reads tainted t0
-                 op(StressOp::Kind::kCopy, 1, -1, 0),   // 3: clean overwrite of t0
-                 op(StressOp::Kind::kScale, 2, -1, 2)}; // 4: in place on tainted t2
-  const std::vector<bool> tainted =
-      TaintedTensors(program, {true, false, false, false, false});
+  program.ops = {op(StressOp::Kind::kFill, -1, -1, 0),   // 0: fails
+                 op(StressOp::Kind::kFill, -1, -1, 1),   // 1
+                 op(StressOp::Kind::kAdd, 0, 1, 2),      // 2: reads tainted t0
+                 op(StressOp::Kind::kCopy, 1, -1, 0),    // 3: clean overwrite of t0
+                 op(StressOp::Kind::kScale, 2, -1, 2)};  // 4: in place on tainted t2
+  const std::vector<bool> tainted = TaintedTensors(program, {true, false, false, false, false});
   EXPECT_EQ(tainted, (std::vector<bool>{false, false, true}));
 }
 

@@ -178,8 +178,7 @@ void SimStream::Run(Item& item) {
     case Item::Kind::kTask: {
       if (item.on_error != nullptr) {
         // The stream id above the item's number: distinct keys for every stream's items.
-        const uint64_t fault_key =
-            (static_cast<uint64_t>(id().value()) << 40) ^ fallible_items_++;
+        const uint64_t fault_key = (static_cast<uint64_t>(id().value()) << 40) ^ fallible_items_++;
         if (const int64_t fault = options_.device_faults->Fire(fault_key); fault != 0) {
           item.task = nullptr;  // the device dropped it
           std::move(item.on_error)(absl::InternalError(

@@ -56,7 +56,7 @@ class SimStream final : public Stream {
 
   const SimOptions options_;
   const SimMemoryMap* const memory_;
-  std::mt19937_64 rng_;  // worker thread only
+  std::mt19937_64 rng_;          // worker thread only
   uint64_t fallible_items_ = 0;  // worker thread only: numbers the fault-injection keys
 
   absl::Mutex mu_;
