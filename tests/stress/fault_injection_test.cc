@@ -2,7 +2,8 @@
 // fail_rate, stress/fault_injection.h): no fault at rate 0; at a positive rate every fault
 // is reported under its op, what depends on it is skipped and the rest is exact — for each
 // kind of fault alone and all together; the same seed fails the same way; and a swallowed
-// fault, or a corrupted independent result, makes the checks fail.
+// kernel fault (injected, but neither reported nor poisoning: its output, an independent
+// result by the reference's rule, stays wrong) makes the checks fail.
 #include "stress/fault_injection.h"
 
 #include <vector>
@@ -15,6 +16,7 @@ namespace sluice::stress {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 EagerStressOptions FaultRun(double rate, uint64_t seed = 5) {
   EagerStressOptions options;
@@ -94,8 +96,8 @@ TEST(FaultInjectionTest, SameSeedSameFaults) {
   EXPECT_GT(first.faults_injected, 0);
   EXPECT_EQ(first.faults_injected, second.faults_injected);
   EXPECT_EQ(first.faults_reported, second.faults_reported);
-  const EagerStressTotals other = RunEagerStress(FaultRun(0.03, 12)).value();
-  EXPECT_NE(first.faults_injected, other.faults_injected);
+  ExpectInvariants(first);
+  ExpectInvariants(second);
 }
 
 TEST(FaultInjectionTest, SwallowedFaultsFailTheChecks) {
@@ -150,14 +152,6 @@ TEST(FaultInjectionTest, TaintFollowsReadsAndCleanOverwritesClearIt) {
                  op(StressOp::Kind::kScale, 2, -1, 2)};  // 4: in place on tainted t2
   const std::vector<bool> tainted = TaintedTensors(program, {true, false, false, false, false});
   EXPECT_EQ(tainted, (std::vector<bool>{false, false, true}));
-}
-
-// A corrupted independent result: the reference comparison must see it. The run's own
-// corruption hook is a swallowed fault (above); this checks the rule on the reference side.
-TEST(FaultInjectionTest, UntaintedTensorsKeepReferenceValues) {
-  const StressProgram program = GenerateStressProgram(StressShape{}, 7);
-  const std::vector<bool> none(program.ops.size(), false);
-  for (bool t : TaintedTensors(program, none)) EXPECT_FALSE(t);
 }
 
 }  // namespace
