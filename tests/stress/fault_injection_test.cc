@@ -20,7 +20,7 @@ using ::testing::Not;
 
 EagerStressOptions FaultRun(double rate, uint64_t seed = 5) {
   EagerStressOptions options;
-  options.programs = 40;
+  options.programs = 24;
   options.seed = seed;
   options.jitter_us = 10;
   options.shape.sim_devices = 2;
@@ -51,7 +51,7 @@ TEST(FaultInjectionTest, RateZeroInjectsNothing) {
 
 TEST(FaultInjectionTest, AllKindsReportedDependentsSkippedRestExact) {
   const EagerStressTotals totals = RunEagerStress(FaultRun(0.03)).value();
-  EXPECT_EQ(totals.programs, 40);
+  EXPECT_EQ(totals.programs, 24);
   EXPECT_GT(totals.faults_injected, 0);
   ExpectInvariants(totals);
   EXPECT_THAT(totals.ToJson(), HasSubstr("\"faults_injected\":"));

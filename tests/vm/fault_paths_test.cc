@@ -1,7 +1,8 @@
 // The VM under injected faults (core/fault_injector.h and its hooks): a sim work item the
 // device fails fails its op (outputs poisoned in stream order, the error naming the op and
-// its origin, dependents skipped); a lazy blob whose allocation failed makes its readers on
-// sim skip with the allocation's error instead of failing under their own names; Sync(&all)
+// its origin, dependents skipped); a lazy blob (a precomputed batch's) whose allocation
+// failed makes its readers skip with the allocation's error — on sim too, where the
+// allocation's poison lands in stream order — instead of failing under their own names; Sync(&all)
 // hands over every error, not only the first; and the VM runs new work cleanly afterwards.
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/vm/vm_test_util.h"
+#include "vm/precomputed_batch.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::vm {
@@ -32,30 +34,34 @@ class NamedOrigin final : public InstructionOrigin {
 };
 
 TEST(FaultPathsTest, DeviceFaultFailsTheOpAndSkipsDependents) {
-  FaultInjector faults(1.0, 1, "device");  // every fallible item fails
+  FaultInjector faults(1.0, 1, "device");  // every fallible sim item fails
   ep::RuntimeOptions runtime_options;
   runtime_options.num_sim_devices = 1;
   runtime_options.sim.device_faults = &faults;
   VmHarness h({}, runtime_options);
   BlobRef a = h.NewF32("sim:0/compute", 8, "a");
-  BlobRef b = h.NewF32("sim:0/compute", 8, "b");
+  BlobRef b = h.NewF32("cpu", 8, "b");
   NamedOrigin origin("the fill");
   h.builder->set_origin(&origin);
   ASSERT_TRUE(h.Fill(a, 1.0, "sim:0/compute").ok());
   h.builder->set_origin(nullptr);
-  ASSERT_TRUE(h.Add(a, a, b, "sim:0/compute").ok());
+  // A dependent on cpu (whose work the device cannot fail): skipped with the fill's error.
+  ASSERT_TRUE(h.builder->Call(h.K("copy"), {a}, {b}, AttrMap(), h.S("cpu")).ok());
   const absl::StatusOr<std::vector<float>> read = h.Read(b);
   ASSERT_FALSE(read.ok());
   EXPECT_THAT(read.status().message(), HasSubstr("op 'fill'"));
   EXPECT_THAT(read.status().message(), HasSubstr("(the fill)"));
-  EXPECT_THAT(read.status().message(), HasSubstr("injected device fault #1"));
+  EXPECT_THAT(read.status().message(), HasSubstr("sim:0/compute: injected device fault #1"));
   std::vector<absl::Status> all;
   const absl::Status synced = h.vm->Sync(&all);
   EXPECT_THAT(synced.message(), HasSubstr("injected device fault #1"));
-  // The add was skipped (its input was poisoned), not failed by the device a second time.
-  ASSERT_EQ(all.size(), 1u);
+  // The copy was skipped, not failed: one error.
+  ASSERT_EQ(all.size(), 1u) << all.back();
   EXPECT_EQ(faults.fired(), 1);
   EXPECT_TRUE(h.vm->Sync().ok());
+  // The VM runs new work on cpu as before.
+  ASSERT_TRUE(h.Fill(b, 4.0, "cpu").ok());
+  EXPECT_EQ(h.Read(b).value(), std::vector<float>(8, 4.0f));
 }
 
 TEST(FaultPathsTest, NoInjectorNoFault) {
@@ -76,22 +82,31 @@ TEST_P(LazyAllocationTest, ReaderOfAFailedAllocationIsSkippedWithItsError) {
   runtime_options.num_sim_devices = 1;
   VmHarness h({}, runtime_options);
   FaultInjector faults(1.0, 1, "allocation");
-  ep::Device* device = h.runtime->GetDevice(h.S(stream)->key().device).value();
+  Stream* s = h.S(stream);
+  ep::Device* device = h.runtime->GetDevice(s->key().device).value();
   FaultInjectingAllocator failing(&device->allocator(), &faults, 7);
-  BlobRef a = h.vm->NewLazyBlob(h.S(stream), DataType::kF32, Shape({8}), "a", &failing).value();
+  // Lazy blobs belong to precomputed batches (the eager builder refuses them).
+  BlobRef a = h.vm->NewLazyBlob(s, DataType::kF32, Shape({8}), "a", &failing).value();
   BlobRef b = h.NewF32(stream, 8, "b");
   BlobRef c = h.NewF32(stream, 8, "c");
-  ASSERT_TRUE(h.Fill(a, 1.0, stream).ok());  // its allocation fails
-  ASSERT_TRUE(h.Fill(b, 3.0, stream).ok());
-  ASSERT_TRUE(h.Add(a, b, c, stream).ok());  // reads `a`, which has no storage
-  const absl::StatusOr<std::vector<float>> read = h.Read(c);
-  ASSERT_FALSE(read.ok());
-  EXPECT_THAT(read.status().message(), HasSubstr("op 'fill'"));
-  EXPECT_THAT(read.status().message(), HasSubstr("injected allocation fault #1"));
-  EXPECT_THAT(read.status().message(), Not(HasSubstr("op 'add'")));
+  PrecomputedBatch batch;
+  auto value = [](double v) { return std::make_shared<const AttrMap>(AttrMap().Set("value", v)); };
+  const int fill_a = batch.AddOpCall(h.K("fill"), {}, {a}, value(1.0), s);  // cannot allocate
+  const int fill_b = batch.AddOpCall(h.K("fill"), {}, {b}, value(3.0), s);
+  const int add = batch.AddOpCall(h.K("add"), {a, b}, {c}, nullptr, s);  // `a` has no storage
+  ASSERT_TRUE(batch.AddEdge(fill_a, add).ok());
+  ASSERT_TRUE(batch.AddEdge(fill_b, add).ok());
+  ASSERT_TRUE(batch.Submit(h.vm.get()).ok());
   std::vector<absl::Status> all;
   EXPECT_FALSE(h.vm->Sync(&all).ok());
+  // One error, the allocation's: the add was skipped, not failed under its own name.
   ASSERT_EQ(all.size(), 1u) << all.back();
+  EXPECT_THAT(all[0].message(), HasSubstr("op 'fill'"));
+  EXPECT_THAT(all[0].message(), HasSubstr("injected allocation fault #1"));
+  const absl::StatusOr<std::vector<float>> read = h.Read(c);
+  ASSERT_FALSE(read.ok());
+  EXPECT_THAT(read.status().message(), HasSubstr("injected allocation fault #1"));
+  EXPECT_THAT(read.status().message(), Not(HasSubstr("op 'add'")));
   // Independent work was untouched, and the VM keeps going.
   EXPECT_EQ(h.Read(b).value(), std::vector<float>(8, 3.0f));
   ASSERT_TRUE(h.Add(b, b, c, stream).ok());
@@ -105,26 +120,19 @@ INSTANTIATE_TEST_SUITE_P(Streams, LazyAllocationTest, ::testing::Values("cpu", "
                          });
 
 TEST(FaultPathsTest, SyncHandsOverEveryError) {
-  ep::RuntimeOptions runtime_options;
-  runtime_options.num_sim_devices = 1;
-  VmHarness h({}, runtime_options);
-  FaultInjector faults(1.0, 1, "allocation");
-  ep::Device* device = h.runtime->GetDevice("sim:0").value();
-  FaultInjectingAllocator failing(&device->allocator(), &faults, 1);
+  VmHarness h;
+  testing::FailKernel fail(testing::FailKernel::When::kLaunch, absl::DataLossError("boom"),
+                           "explode");
   std::vector<BlobRef> blobs;
   for (int i = 0; i < 3; ++i) {
-    blobs.push_back(h.vm->NewLazyBlob(h.S("sim:0/compute"), DataType::kF32, Shape({4}),
-                                      "x" + std::to_string(i), &failing)
-                        .value());
-    ASSERT_TRUE(h.Fill(blobs.back(), 1.0, "sim:0/compute").ok());
+    blobs.push_back(h.NewF32("cpu", 4, "x" + std::to_string(i)));
+    ASSERT_TRUE(h.builder->Call(fail, {}, {blobs.back()}, AttrMap(), h.S("cpu")).ok());
   }
   std::vector<absl::Status> all;
   const absl::Status first = h.vm->Sync(&all);
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(first, all[0]);
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_THAT(all[i].message(), HasSubstr(absl::StrCat("fault #", i + 1)));
-  }
+  for (const absl::Status& error : all) EXPECT_THAT(error.message(), HasSubstr("boom"));
   all.clear();
   EXPECT_TRUE(h.vm->Sync(&all).ok());
   EXPECT_TRUE(all.empty());
