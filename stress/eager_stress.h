@@ -3,7 +3,8 @@
 // InstructionsBuilder into one VM with the sync checker on, every tensor then read back and
 // compared bit for bit with the sequential host reference. Counts mismatches, sync errors
 // (the checker's violations), hangs (programs not finished within a timeout) and failed
-// reads.
+// reads. With EagerStressOptions::fail_rate it injects faults (stress/fault_injection.h)
+// and checks how the VM reports them and what it skips.
 //
 // Thread-compatible: one call at a time per process is the intended use (it creates a
 // Runtime and VM of its own).
