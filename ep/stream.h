@@ -4,6 +4,7 @@
 #define SLUICE_EP_STREAM_H_
 
 #include <cstddef>
+#include <utility>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -19,6 +20,8 @@ class Device;
 // Host code run as stream work, in stream order. Its error becomes the stream's pending
 // error (see Sync). Small captures (two pointers) are stored inline: no heap allocation.
 using HostTask = absl::AnyInvocable<absl::Status() &&>;
+// What a device reports instead of running a work item it failed (see LaunchFallible).
+using DeviceErrorHandler = absl::AnyInvocable<void(const absl::Status& error) &&>;
 
 enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost };
 
@@ -40,6 +43,16 @@ class Stream {
 
   // Enqueues host code. cpu runs it now and returns its status.
   virtual absl::Status Launch(HostTask task) = 0;
+  // Launch for work a device may fail as a whole (a kernel's work): when the device fails
+  // the item, `task` is destroyed unrun and `on_error` runs in its place, at the item's turn
+  // in stream order, with the device's error — which is then not also the stream's pending
+  // error (the handler reports it). Providers that never fail a single item launch `task`
+  // as Launch does and drop `on_error`; sim fails items only when fault injection is on
+  // (SimOptions::device_faults).
+  virtual absl::Status LaunchFallible(HostTask task, DeviceErrorHandler on_error) {
+    (void)on_error;
+    return Launch(std::move(task));
+  }
   // Records `event` (of this stream's device) at the current end of the stream.
   virtual absl::Status RecordEvent(Event* event) = 0;
   // Makes later work on this stream wait until `event`'s currently recorded point is done,

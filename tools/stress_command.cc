@@ -29,6 +29,9 @@ struct Options {
   int streams = 4;
   bool control_flow = false;
   bool keep_temporaries = false;
+  double fail_rate = 0;
+  std::string fault_kinds = "all";
+  bool swallow_faults = false;
   // Options whose meaning or default depends on the mode: unset unless given.
   std::optional<int> tensors, ops, devices, depth, max_trips;
   std::optional<int64_t> elements;
@@ -109,6 +112,29 @@ void DeclareOptions(OptionParser& parser, Options* o) {
                  "--control-flow: the interpreter keeps temporaries' storage across runs (no GC "
                  "plan), so each program's second run overwrites what its first one read",
                  &o->keep_temporaries);
+  parser.AddValue("--fail-rate", "P",
+                  "inject faults: each op's kernel, each of its sim work items (a device error) "
+                  "and each allocation of a tensor fails with probability P, deterministically "
+                  "from --seed; every fault must surface at its program's sync point naming the "
+                  "op, what depends on it must be skipped, and everything else must still match "
+                  "(not with --control-flow or --record)",
+                  "0", [o](absl::string_view text) -> absl::Status {
+                    double value;
+                    if (!absl::SimpleAtod(text, &value) || !(value >= 0 && value <= 1)) {
+                      return absl::InvalidArgumentError(
+                          absl::StrCat("'", text, "' is not a probability in [0, 1]"));
+                    }
+                    o->fail_rate = value;
+                    return absl::OkStatus();
+                  });
+  parser.AddChoice("--fault-kinds", "K",
+                   "with --fail-rate: which faults to inject (all, kernel, device or allocation)",
+                   {"all", "kernel", "device", "allocation"}, &o->fault_kinds);
+  parser.AddFlag("--swallow-faults",
+                 "with --fail-rate: injected kernel faults are swallowed (the kernel returns OK "
+                 "without doing its work), so the run must report unreported faults and wrong "
+                 "results: proves the fault checks can fail (use with --expect-errors)",
+                 &o->swallow_faults);
   AddOptionalInteger(parser, "--depth", "L",
                      "--control-flow: nesting levels of cond and while below block 0", 0, 6, "2",
                      &o->depth);
@@ -119,7 +145,11 @@ void DeclareOptions(OptionParser& parser, Options* o) {
 // Checks the options that belong to one mode only and fills in that mode's shape; a usage
 // error message, or "".
 std::string Resolve(Options* o) {
+  if (o->fail_rate == 0 && (o->fault_kinds != "all" || o->swallow_faults)) {
+    return "options '--fault-kinds' and '--swallow-faults' need --fail-rate";
+  }
   if (o->control_flow) {
+    if (o->fail_rate > 0) return "option '--fail-rate' does not apply to --control-flow";
     if (o->devices) return "option '--devices' does not apply to --control-flow (sim:0 only)";
     if (!o->record_path.empty()) return "option '--record' does not apply to --control-flow";
     o->cf_shape.streams = o->streams;
@@ -129,6 +159,9 @@ std::string Resolve(Options* o) {
     o->cf_shape.depth = o->depth.value_or(o->cf_shape.depth);
     o->cf_shape.max_trips = o->max_trips.value_or(o->cf_shape.max_trips);
     return "";
+  }
+  if (o->fail_rate > 0 && !o->record_path.empty()) {
+    return "option '--fail-rate' does not combine with --record (a replay would not fail alike)";
   }
   if (o->device) return "option '--device' needs --control-flow";
   if (o->keep_temporaries) return "option '--keep-temporaries' needs --control-flow";
@@ -190,6 +223,13 @@ int EagerMain(const Options& o) {
   options.timeout_s = o.timeout_s;
   options.record_path = o.record_path;
   options.progress = true;
+  options.fail_rate = o.fail_rate;
+  if (o.fault_kinds != "all") {
+    options.kernel_faults = o.fault_kinds == "kernel";
+    options.device_faults = o.fault_kinds == "device";
+    options.allocation_faults = o.fault_kinds == "allocation";
+  }
+  options.swallow_kernel_faults = o.swallow_faults;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<stress::EagerStressTotals> totals = stress::RunEagerStress(options);
   if (!totals.ok()) return ReportFailure("stress", totals.status());
@@ -232,6 +272,17 @@ int StressMain(int argc, char** argv) {
       "  {\"programs\":..,\"instructions\":..,\"mismatches\":..,\"sync_errors\":..,\"hangs\":..}\n"
       "mismatches counts tensors that differ, sync_errors accesses the checker found\n"
       "unordered, hangs programs that did not finish within the timeout.\n"
+      "With --fail-rate P faults are injected: kernels that fail, sim work items that fail\n"
+      "(device errors) and allocations that fail (tensors are then created by the op that\n"
+      "first writes them, whose error a refused allocation is). Each program then checks that "
+      "every injected fault surfaced\n"
+      "at its sync point (its reads and Sync) in an error naming the op that failed, that\n"
+      "every tensor depending on a failed op reads back as an error, and that every other\n"
+      "tensor still matches the reference bit for bit. The JSON line adds\n"
+      "  \"faults_injected\",\"faults_reported\",\"faults_unnamed\",\n"
+      "  \"wrong_independent_results\",\"dependents_not_skipped\"\n"
+      "(faults whose error did not name the op; independent tensors that read back wrong or\n"
+      "as errors; dependent tensors that read back as data).\n"
       "\n"
       "With --control-flow: N random static programs instead, each block 0 a sequence of M\n"
       "statements over T fed vectors of E floats and two fed scalars: elementwise ops (add,\n"
@@ -250,7 +301,8 @@ int StressMain(int argc, char** argv) {
       "fetched values that differ, programs_with_sync_errors the programs whose runs made\n"
       "the checker report, hangs runs not done within the timeout (then cancelled),\n"
       "run_errors runs that failed.\n",
-      "Exit status: 0 when no mismatch, sync error, hang or failed run was found (with\n"
+      "Exit status: 0 when no mismatch, sync error, hang or failed run was found, and with\n"
+      "--fail-rate every fault was reported naming its op and no result was wrong (with\n"
       "--expect-errors: when at least one was), 1 otherwise or when the run could not be\n"
       "set up, 2 for bad options.\n");
   DeclareOptions(parser, &options);

@@ -100,7 +100,19 @@ absl::Status KernelContext::LaunchHostWork(absl::AnyInvocable<absl::Status()> wo
   // A synchronous stream would run the task at once anyway: skip wrapping it (the wrapper
   // does not fit a HostTask's inline storage, so that would cost an allocation per op).
   if (!stream_->IsAsync()) return host_work();
-  return stream_->Launch(std::move(host_work));
+  // A device that fails the work as a whole (ep::Stream::LaunchFallible) fails the op: its
+  // outputs are poisoned in stream order and the error names the op, as for an error the
+  // work returns.
+  Instruction* instruction = instruction_;
+  ErrorSink* errors = errors_;
+  return stream_->LaunchFallible(
+      std::move(host_work), [instruction, errors](const absl::Status& device_error) {
+        const absl::Status error(device_error.code(), absl::StrCat(instruction->DebugString(), ": ",
+                                                                   device_error.message()));
+        for (Blob* blob : instruction->outputs) blob->Poison(error);
+        instruction->status = error;
+        errors->Report(error);
+      });
 }
 
 bool KernelContext::host_work_runs_now() const {
@@ -301,6 +313,22 @@ void InstructionExecutor::RunKernel(Instruction* instruction) {
     absl::Status poison = InputPoison(*instruction);
     if (!poison.ok()) {
       Skip(instruction, poison);
+      return;
+    }
+  }
+  if (stream_ordered) {
+    for (Blob* blob : instruction->inputs) {
+      if (blob->raw_storage() != nullptr || !blob->lazy()) continue;
+      // A lazy input without storage: its last writer failed before allocating (its poison
+      // lands in stream order, so it may not show yet), or nothing wrote it. The kernel
+      // would only fail on the missing bytes under its own name: settle in stream order
+      // instead, skipped with the input's poison, or failed when it has none.
+      const absl::Status launched = instruction->stream->ep_stream()->Launch(
+          HostWork{instruction, errors_, &counters_->skipped, [name = blob->DebugName()]() {
+                     return absl::FailedPreconditionError(
+                         absl::StrCat("input ", name, " was never written"));
+                   }});
+      if (!launched.ok()) Fail(instruction, launched);
       return;
     }
   }

@@ -135,6 +135,7 @@ absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan i
   if (fusion_ && vm_->fusion() && LastUsedOn(inputs, outputs, *stream) &&
       port_.AppendToOpenRun(buffer_.get(), stream, [&](StepSequence& run, Instruction* head) {
         run.AddCall(kernel, inputs, outputs, std::move(attrs), fresh_outputs);
+        if (origin_ != nullptr) run.set_step_origin(run.steps() - 1, origin_);
       })) {
     return absl::OkStatus();  // the operands' last use is `stream` already
   }
@@ -151,6 +152,7 @@ absl::Status InstructionsBuilder::CallPtrs(const OpKernel& kernel, BlobPtrSpan i
   call->fresh_outputs = fresh_outputs && chain.empty();
   call->stream = stream;
   call->attrs = std::move(attrs);
+  if (origin_ != nullptr) call->origin = origin_;
   call->inputs.assign(inputs.begin(), inputs.end());
   call->outputs.assign(outputs.begin(), outputs.end());
   chain.PushBack(call);

@@ -132,6 +132,11 @@ class InstructionsBuilder {
   // (VmOptions::max_fused_steps). On by default.
   void set_fusion(bool enabled) { fusion_ = enabled; }
   bool fusion() const { return fusion_; }
+  // OpCalls issued from now on carry `origin` (null: none), which their errors name after
+  // the op (see InstructionOrigin): a caller that issues many calls of one kernel tells
+  // their errors apart (`sluice stress --fail-rate` names its program's op). `origin` must
+  // outlive the calls' retirement (a Sync after them).
+  void set_origin(const InstructionOrigin* origin) { origin_ = origin; }
 
   VirtualMachine* vm() const { return vm_; }
 
@@ -158,6 +163,7 @@ class InstructionsBuilder {
   Stream* last_stream_ = nullptr;
   bool soft_sync_ = true;
   bool fusion_ = true;
+  const InstructionOrigin* origin_ = nullptr;
   Chain<Instruction> cache_;
   // What Call submitted but the VM holds back while its scheduler is busy
   // (ProducerPort::SubmitBuffered: up to max_buffered() instructions).

@@ -76,6 +76,7 @@ Instruction& StepSequence::NewStep() {
   if (!step.outputs.empty()) step.outputs.clear();
   if (step.attrs != nullptr) step.attrs.reset();
   if (!step.status.ok()) step.status = absl::OkStatus();
+  if (step.origin != nullptr) step.origin = nullptr;  // set again by a caller that names one
   if (step.outer != head_) step.outer = head_;
   if (step.stream != head_->stream) step.stream = head_->stream;
   return step;
@@ -131,6 +132,10 @@ void StepSequence::Begin(Instruction* head) {
   first.outputs = std::move(head->outputs);
   first.attrs = std::move(head->attrs);
   first.keeps_storage = head->keeps_storage;
+  if (head->origin != nullptr) {  // the call's, not the run's (InstructionsBuilder::set_origin)
+    first.origin = head->origin;
+    head->origin = nullptr;
+  }
   if (first.kind == InstructionKind::kOpCall) ++op_calls_;
   head->kind = InstructionKind::kOpCall;
   head->kernel = this;

@@ -254,12 +254,12 @@ bool VirtualMachine::CanRunLanes(absl::Span<Stream* const> streams) const {
 }
 
 absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype, const Shape& shape,
-                                                 std::string name) {
+                                                 std::string name, Allocator* allocator) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
   // A parked blob of this stream, dtype and shape comes with its storage (its shape was
   // checked when it was first made): most eager outputs take one, with no copy of the
   // shape; the id is drawn only on a hit.
-  if (name.empty()) {
+  if (name.empty() && allocator == nullptr) {
     Blob* parked = blob_pool_->TakeParked(stream->id(), dtype, shape, next_blob_id_);
     if (parked != nullptr) return parked;
   }
@@ -267,8 +267,8 @@ absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype,
   SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
   const uint64_t id = next_blob_id_.fetch_add(1, std::memory_order_relaxed);
   Blob* raw = blob_pool_->New(id, stream->key().device, dtype, shape, std::move(name));
-  const absl::Status allocated =
-      internal::BlobLifecycle::Worker::AllocateStorage(raw, &device->allocator(), stream->id());
+  const absl::Status allocated = internal::BlobLifecycle::Worker::AllocateStorage(
+      raw, allocator != nullptr ? allocator : &device->allocator(), stream->id());
   if (!allocated.ok()) {
     blob_pool_->Delete(raw);
     return allocated;
@@ -277,8 +277,8 @@ absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype,
 }
 
 absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, Shape shape,
-                                                std::string name) {
-  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, shape, std::move(name)));
+                                                std::string name, Allocator* allocator) {
+  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, shape, std::move(name), allocator));
   // One reference count increment for the deleter's copy of the reaper (each is an atomic
   // read-modify-write on the producer's path).
   BlobRef blob(raw, [reaper = reaper_](Blob* b) { reaper->Reap(b); });
@@ -298,7 +298,7 @@ absl::StatusOr<OwnedBlob> VirtualMachine::NewOwnedBlob(Stream* stream, DataType 
 }
 
 absl::StatusOr<BlobRef> VirtualMachine::NewLazyBlob(Stream* stream, DataType dtype, Shape shape,
-                                                    std::string name) {
+                                                    std::string name, Allocator* allocator) {
   if (stream == nullptr) return absl::InvalidArgumentError("NewLazyBlob: null stream");
   for (int64_t dim : shape.dims()) {
     if (dim < 0) {
@@ -309,7 +309,8 @@ absl::StatusOr<BlobRef> VirtualMachine::NewLazyBlob(Stream* stream, DataType dty
   SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
   std::shared_ptr<internal::BlobReaper> reaper = reaper_;
   BlobRef blob(new Blob(next_blob_id_.fetch_add(1, std::memory_order_relaxed), stream->key().device,
-                        dtype, std::move(shape), &device->allocator(), std::move(name)),
+                        dtype, std::move(shape),
+                        allocator != nullptr ? allocator : &device->allocator(), std::move(name)),
                [reaper](Blob* b) { reaper->Reap(b); });
   if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
   return blob;
@@ -484,14 +485,16 @@ void VirtualMachine::NoteHostWaited(const Instruction& instruction) {
   if (checker_ != nullptr) checker_->OnHostWaited(instruction);
 }
 
-absl::Status VirtualMachine::Sync() {
+absl::Status VirtualMachine::Sync() { return Sync(nullptr); }
+
+absl::Status VirtualMachine::Sync(std::vector<absl::Status>* all) {
   SLUICE_RETURN_IF_ERROR(WaitBarrier(/*after_close=*/false));
   // Errors of device work that did not go through LaunchHostWork surface from the streams.
   for (Stream* stream : streams()) {
     if (stream->policy()->synchronous()) continue;
     errors_.Report(stream->ep_stream()->Sync());
   }
-  return errors_.Take();
+  return all != nullptr ? errors_.TakeAll(all) : errors_.Take();
 }
 
 absl::Status VirtualMachine::WaitBarrier(bool after_close) {

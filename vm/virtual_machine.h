@@ -111,8 +111,11 @@ class VirtualMachine {
 
   // A new blob whose storage comes from the device's caching allocator, first used on
   // `stream` (which must be on the blob's device). Contents are uninitialized.
+  // `allocator`: where the storage comes from instead (null: the device's caching
+  // allocator; see NewLazyBlob for its requirements); such a blob never takes a parked one's
+  // storage. Its allocation error (ResourceExhausted) is returned, and nothing is created.
   absl::StatusOr<BlobRef> NewBlob(Stream* stream, DataType dtype, Shape shape,
-                                  std::string name = "");
+                                  std::string name = "", Allocator* allocator = nullptr);
 
   // NewBlob (unnamed) held by an OwnedBlob instead of a BlobRef: no reference counting,
   // no heap control block. The OwnedBlob must not outlive this VM.
@@ -120,8 +123,11 @@ class VirtualMachine {
 
   // A lazy blob on `stream`'s device (see Blob): storage is allocated by its first writer,
   // for the writer's stream, and freed by a Release; the blob stays usable after it.
+  // `allocator`: where its storage comes from (null: the device's caching allocator); it
+  // must hand out memory of the blob's device and outlive the blob's storage (e.g. a
+  // FaultInjectingAllocator around the device's allocator, core/fault_injecting_allocator.h).
   absl::StatusOr<BlobRef> NewLazyBlob(Stream* stream, DataType dtype, Shape shape,
-                                      std::string name = "");
+                                      std::string name = "", Allocator* allocator = nullptr);
 
   // One host write for WriteIdleHostBlobs: `bytes` into `blob`.
   struct HostBlobWrite {
@@ -162,6 +168,10 @@ class VirtualMachine {
   // Waits until everything submitted before the call is complete; returns (and forgets)
   // the first error since the previous sync point, naming the instruction.
   absl::Status Sync();
+  // Sync, and also appends every error since the previous sync point (the first
+  // ErrorSink::kMaxKept, in report order) to `all`: for a caller that checks that
+  // independent failures each surfaced, not only the first (fault injection).
+  absl::Status Sync(std::vector<absl::Status>* all);
   // Stops taking work; finishes or cancels what is in flight; joins every thread. Returns
   // the first pending error. Idempotent.
   absl::Status Shutdown(ShutdownMode mode = ShutdownMode::kFinish);
@@ -232,7 +242,7 @@ class VirtualMachine {
   ThreadCtx* ThreadCtxFor(const StreamKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
   // NewBlob's blob before anyone holds it (the caller makes the first hold).
   absl::StatusOr<Blob*> NewBlobRaw(Stream* stream, DataType dtype, const Shape& shape,
-                                   std::string name);
+                                   std::string name, Allocator* allocator = nullptr);
   // Waits for room for `n` instructions in the pool (see InstructionPool::Reserve).
   absl::Status Reserve(int64_t n, bool after_close);
   // Reserve for the whole chain; on error frees its instructions (and empties it).

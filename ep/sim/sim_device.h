@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/fault_injector.h"
 #include "core/stream_id.h"
 #include "ep/device.h"
 
@@ -23,6 +24,14 @@ struct SimOptions {
   int max_jitter_us = 0;
   // Capacity of the device's memory pool; allocation beyond it is ResourceExhausted.
   size_t memory_bytes = size_t{1} << 30;
+  // Fault injection (null: none, and the streams test nothing else): each work item
+  // launched with Stream::LaunchFallible fails when `device_faults` fires for the key
+  // (stream id, the item's number among the stream's fallible items), as a device error
+  // "<stream>: injected device fault #N" handed to the item's error handler. The stream's
+  // worker decides, in stream order, so the failed items are the same on every run where
+  // each stream receives the same fallible items in the same order. Shared by every stream
+  // of the devices (FaultInjector is thread-safe); must outlive them.
+  FaultInjector* device_faults = nullptr;
 };
 
 // Creates sim device `index` ("sim:INDEX") on its own: device-to-device copies can only

@@ -1,12 +1,15 @@
 // Sim provider: ordering, asynchrony, errors, events, device-side waits, copies, faults.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/fault_injector.h"
 #include "ep/runtime.h"
 
 namespace sluice::ep {
@@ -453,6 +456,64 @@ TEST(CpuDeviceTest, RunsInlineAndWaitsOnSimEventsByBlocking) {
   ASSERT_TRUE(cpu->RecordEvent(cpu_event.get()).ok());
   EXPECT_TRUE(cpu_event->Query());
   EXPECT_TRUE(stream->WaitEvent(cpu_event.get()).ok());
+}
+
+TEST(SimStreamTest, InjectedDeviceFaultsRunTheHandlerInStreamOrder) {
+  FaultInjector faults(0.3, 9, "device");
+  RuntimeOptions options;
+  options.num_sim_devices = 1;
+  options.sim.device_faults = &faults;
+  options.enable_cuda = false;
+  auto runtime = Runtime::Create(options).value();
+  Stream* stream = *runtime->GetStream("sim:0/compute");
+  std::vector<int> ran, failed;  // the stream thread only; read after Sync
+  std::vector<std::string> errors;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(stream
+                    ->LaunchFallible(
+                        [&ran, i] {
+                          ran.push_back(i);
+                          return absl::OkStatus();
+                        },
+                        [&failed, &errors, i](const absl::Status& error) {
+                          failed.push_back(i);
+                          errors.emplace_back(error.message());
+                        })
+                    .ok());
+    // Plain launches never fail.
+    ASSERT_TRUE(stream->Launch([] { return absl::OkStatus(); }).ok());
+  }
+  // The handler reports the error: it is not also the stream's.
+  EXPECT_TRUE(stream->Sync().ok());
+  EXPECT_EQ(static_cast<int64_t>(failed.size()), faults.fired());
+  EXPECT_EQ(ran.size() + failed.size(), 200u);
+  EXPECT_GT(failed.size(), 20u);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors[0].find("sim:0/compute"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("injected device fault #1"), std::string::npos) << errors[0];
+  // In stream order, each item once.
+  std::vector<int> all = ran;
+  all.insert(all.end(), failed.begin(), failed.end());
+  std::sort(all.begin(), all.end());
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(all[i], i);
+}
+
+TEST(SimStreamTest, WithoutInjectorFallibleWorkAlwaysRuns) {
+  auto runtime = MakeRuntime(1);
+  Stream* stream = *runtime->GetStream("sim:0/compute");
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(stream
+                    ->LaunchFallible(
+                        [&ran] {
+                          ran.fetch_add(1);
+                          return absl::OkStatus();
+                        },
+                        [](const absl::Status&) { ADD_FAILURE() << "failed without injector"; })
+                    .ok());
+  }
+  EXPECT_TRUE(stream->Sync().ok());
+  EXPECT_EQ(ran.load(), 100);
 }
 
 }  // namespace

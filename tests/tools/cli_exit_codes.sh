@@ -49,7 +49,7 @@ declare -A options=(
   [run]="--startup --feed --fetch --steps --device --streams --trace --sync-check --record --load --load-partial --save"
   [demo]="--steps --device --streams --trace --sync-check --record --write-programs"
   [selfcheck]="--sim-devices --jitter-us --seed --iterations --elements"
-  [stress]="--programs --streams --devices --seed --jitter-us --no-soft-sync --expect-errors --tensors --ops --elements --scheduling --timeout-s --record --control-flow --device --keep-temporaries --depth --max-trips"
+  [stress]="--programs --streams --devices --seed --jitter-us --no-soft-sync --expect-errors --tensors --ops --elements --scheduling --timeout-s --record --control-flow --device --keep-temporaries --depth --max-trips --fail-rate --fault-kinds --swallow-faults"
   [replay]="--device-map --check-sync --scheduling --repeat --no-verify --ops"
 )
 # A positional argument each needs, so that only the option under test is wrong.
@@ -105,6 +105,12 @@ expect 2 stress --device cpu
 contains err "option '--device' needs --control-flow"
 expect 2 stress --keep-temporaries
 contains err "option '--keep-temporaries' needs --control-flow"
+expect 2 stress --fail-rate 1.5
+contains err "is not a probability"
+expect 2 stress --fault-kinds kernel
+contains err "need --fail-rate"
+expect 2 stress --control-flow --fail-rate 0.1
+expect 2 stress --fail-rate 0.1 --record "$tmp/faults.rec"
 expect 2 selfcheck --sim-devices 99
 expect 2 replay "$tmp/none.rec" --ops other
 expect 2 run "$ex/main.program" --load-partial
@@ -130,6 +136,10 @@ expect 0 stress --control-flow --programs 3 --streams 3 --no-soft-sync --expect-
 expect 0 stress --control-flow --programs 3 --streams 2 --device cpu
 expect 0 stress --control-flow --programs 3 --streams 2 --keep-temporaries --jitter-us 10
 expect 1 stress --control-flow --programs 3 --streams 3 --no-soft-sync
+expect 0 stress --programs 20 --streams 2 --fail-rate 0.05 --jitter-us 10
+contains out '"faults_unnamed":0,"wrong_independent_results":0,"dependents_not_skipped":0}'
+expect 1 stress --programs 20 --fail-rate 0.1 --fault-kinds kernel --swallow-faults
+expect 0 stress --programs 20 --fail-rate 0.1 --fault-kinds kernel --swallow-faults --expect-errors
 expect 0 demo --steps 3
 expect 0 run "$ex/main.program" --startup "$ex/startup.program" --feed x="$ex/x.npy" \
   --feed y="$ex/y.npy" --fetch reduce_mean_0.out --steps 2 --save "$tmp/params"

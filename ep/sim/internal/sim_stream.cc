@@ -70,6 +70,16 @@ absl::Status SimStream::Launch(HostTask task) {
   return absl::OkStatus();
 }
 
+absl::Status SimStream::LaunchFallible(HostTask task, DeviceErrorHandler on_error) {
+  if (options_.device_faults == nullptr) return Launch(std::move(task));
+  Item item;
+  item.kind = Item::Kind::kTask;
+  item.task = std::move(task);
+  item.on_error = std::move(on_error);
+  Enqueue(std::move(item));
+  return absl::OkStatus();
+}
+
 absl::Status SimStream::RecordEvent(Event* event) {
   if (event == nullptr || event->device() != device()->id()) {
     return absl::InvalidArgumentError(
@@ -166,6 +176,18 @@ void SimStream::Run(Item& item) {
   Jitter();
   switch (item.kind) {
     case Item::Kind::kTask: {
+      if (item.on_error != nullptr) {
+        // The stream id above the item's number: distinct keys for every stream's items.
+        const uint64_t fault_key = (static_cast<uint64_t>(id().value()) << 40) ^ fallible_items_++;
+        if (const int64_t fault = options_.device_faults->Fire(fault_key); fault != 0) {
+          item.task = nullptr;  // the device dropped it
+          std::move(item.on_error)(absl::InternalError(
+              absl::StrCat(key().ToString(), ": ", options_.device_faults->Describe(fault))));
+          item.on_error = nullptr;
+          break;
+        }
+        item.on_error = nullptr;
+      }
       absl::Status status = StatusFromCall("host task", std::move(item.task));
       item.task = nullptr;  // release captures on the worker, before completion is published
       if (!status.ok()) {

@@ -32,6 +32,8 @@ class SimStream final : public Stream {
 
   bool IsAsync() const override { return true; }
   absl::Status Launch(HostTask task) override;
+  // Fails the item instead of running it when SimOptions::device_faults fires for it.
+  absl::Status LaunchFallible(HostTask task, DeviceErrorHandler on_error) override;
   absl::Status RecordEvent(Event* event) override;
   absl::Status WaitEvent(Event* event) override;
   absl::Status Memcpy(void* dst, const void* src, size_t bytes, CopyKind kind) override;
@@ -42,6 +44,7 @@ class SimStream final : public Stream {
     enum class Kind : uint8_t { kTask, kRecord, kWait };
     Kind kind = Kind::kTask;
     HostTask task;
+    DeviceErrorHandler on_error;  // set for LaunchFallible's items only
     SimEvent* event = nullptr;
     uint64_t generation = 0;
   };
@@ -53,7 +56,8 @@ class SimStream final : public Stream {
 
   const SimOptions options_;
   const SimMemoryMap* const memory_;
-  std::mt19937_64 rng_;  // worker thread only
+  std::mt19937_64 rng_;          // worker thread only
+  uint64_t fallible_items_ = 0;  // worker thread only: numbers the fault-injection keys
 
   absl::Mutex mu_;
   std::vector<Item> queue_ ABSL_GUARDED_BY(mu_);
