@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -354,8 +355,20 @@ absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& optio
   }
   const vm::SyncChecker& checker = *state->machine->sync_checker();
 
+  if (options.stop != nullptr) options.stop->Attach(state->machine.get());
+  // Detached before the VM shuts down below (or is left behind by a hang).
+  absl::Cleanup detach = [&options] {
+    if (options.stop != nullptr) options.stop->Detach();
+  };
+  const auto stopped = [&options] { return options.stop != nullptr && options.stop->stopped(); };
+  bool interrupted = false;
   int reported_percent = 0;
   for (int p = 0; p < options.programs; ++p) {
+    if (stopped()) {
+      interrupted = true;
+      break;
+    }
+    const EagerStressTotals before = state->totals;
     auto program = std::make_shared<const StressProgram>(
         GenerateStressProgram(options.shape, options.seed * 1000003 + p));
     auto run_status = std::make_shared<absl::Status>();
@@ -381,6 +394,11 @@ absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& optio
       return totals;
     }
     runner.join();
+    if (stopped()) {  // cut short: its failures and checks are the cancellation's
+      state->totals = before;
+      interrupted = true;
+      break;
+    }
     if (!run_status->ok()) {
       return absl::Status(run_status->code(),
                           absl::StrCat("program ", p, ": ", run_status->message()));
@@ -395,7 +413,9 @@ absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& optio
           static_cast<long long>(state->totals.mismatches));
     }
   }
+  std::move(detach).Invoke();
   EagerStressTotals totals = std::move(state->totals);
+  totals.interrupted = interrupted;
   totals.sync_errors = checker.violation_count();
   if (const std::vector<vm::SyncViolation> violations = checker.violations(); !violations.empty()) {
     totals.first_sync_error = violations.front().ToString();
@@ -407,6 +427,32 @@ absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& optio
     totals.shutdown_error = shutdown.ToString();
   }
   return totals;
+}
+
+// Shutdown runs under the lock: Detach waits for it, so the VM, which the run shuts down and
+// destroys only after detaching, outlives the call. Shutdown(kCancel) waits only for launched
+// work, which never waits for this object.
+void StressStop::Stop() {
+  absl::MutexLock lock(&mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  if (vm_ != nullptr) (void)vm_->Shutdown(vm::ShutdownMode::kCancel);
+}
+
+bool StressStop::stopped() const {
+  absl::MutexLock lock(&mu_);
+  return stopped_;
+}
+
+void StressStop::Attach(vm::VirtualMachine* vm) {
+  absl::MutexLock lock(&mu_);
+  vm_ = vm;
+  if (stopped_) (void)vm_->Shutdown(vm::ShutdownMode::kCancel);
+}
+
+void StressStop::Detach() {
+  absl::MutexLock lock(&mu_);
+  vm_ = nullptr;
 }
 
 }  // namespace sluice::stress

@@ -14,11 +14,33 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "stress/stress_program.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::stress {
+
+// Stops a run from another thread (the CLI's interrupt watcher): Stop() cancels what the
+// run's VM has in flight (Shutdown(kCancel): launched work finishes, the rest is skipped) and
+// the run returns after the current program, with EagerStressTotals::interrupted set.
+// Thread-safe; Stop() may come before the run has a VM (it is cancelled as it attaches), and
+// returns once the cancel has taken effect.
+class StressStop {
+ public:
+  void Stop();
+  bool stopped() const;
+
+  // The run's side: Stop() cancels `vm` from now until Detach (at once when already stopped).
+  void Attach(vm::VirtualMachine* vm);
+  void Detach();
+
+ private:
+  mutable absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  vm::VirtualMachine* vm_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
 
 struct EagerStressOptions {
   int programs = 100;
@@ -29,9 +51,10 @@ struct EagerStressOptions {
   // checker must report the unordered accesses.
   bool soft_sync = true;
   vm::VmOptions::Scheduling scheduling = vm::VmOptions::Scheduling::kDedicatedThread;
-  int timeout_s = 120;      // a program taking longer is a hang
-  std::string record_path;  // VmOptions::record_path: every instruction to this file
-  bool progress = false;    // a line on stderr every 10% of the programs
+  int timeout_s = 120;         // a program taking longer is a hang
+  std::string record_path;     // VmOptions::record_path: every instruction to this file
+  bool progress = false;       // a line on stderr every 10% of the programs
+  StressStop* stop = nullptr;  // optional; must outlive the run
 
   // Fault injection (stress/fault_injection.h): with fail_rate > 0 each op's kernel fails,
   // each of its work items on a sim stream fails (a device error), and each allocation of
@@ -74,6 +97,9 @@ struct EagerStressTotals {
   // A hung program: the VM cannot be shut down under it, so it was left behind (leaked)
   // with its runtime, and the totals stop there.
   bool abandoned = false;
+  // StressStop::Stop ended the run early: `programs` counts those that finished before it,
+  // and the checks of the program it cut short are not counted.
+  bool interrupted = false;
   std::string first_problem;     // "" when there was none
   std::string first_sync_error;  // the checker's first violation, or ""
   std::string vm_stats;          // VmStats::ToString() at the end ("" when abandoned)

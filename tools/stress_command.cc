@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "ep/runtime.h"
 #include "stress/eager_stress.h"
 #include "stress/stress_control_flow_runner.h"
+#include "tools/interrupt_watcher.h"
 #include "tools/options.h"
 #include "vm/virtual_machine.h"
 
@@ -230,9 +232,23 @@ int EagerMain(const Options& o) {
     options.allocation_faults = o.fault_kinds == "allocation";
   }
   options.swallow_kernel_faults = o.swallow_faults;
+  // SIGINT/SIGTERM: the programs in flight are cancelled and the run ends with a message.
+  // Declared after `stop`, so it is gone before what its action touches.
+  stress::StressStop stop;
+  absl::StatusOr<std::unique_ptr<InterruptWatcher>> watcher = InterruptWatcher::Install();
+  if (!watcher.ok()) return ReportFailure("stress", watcher.status());
+  (*watcher)->SetAction([&stop] { stop.Stop(); });
+  options.stop = &stop;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<stress::EagerStressTotals> totals = stress::RunEagerStress(options);
   if (!totals.ok()) return ReportFailure("stress", totals.status());
+  if (totals->interrupted) {
+    std::printf("%s\n", totals->ToJson().c_str());
+    std::fprintf(stderr, "sluice stress: %s after %lld of %d programs\n",
+                 (*watcher)->Message().c_str(), static_cast<long long>(totals->programs),
+                 options.programs);
+    return 128 + (*watcher)->signal();
+  }
   const int exit = totals->problems() == o.expect_errors ? kExitOk : kExitFailure;
   if (totals->abandoned) {
     std::fprintf(stderr, "first problem: %s\n", totals->first_problem.c_str());
