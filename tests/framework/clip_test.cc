@@ -135,8 +135,8 @@ TEST_P(ClipFrameworkTest, StaticAutodiffFollowsTheRuleCompiledAndNot) {
     x->set_stop_gradient(false);
     absl::StatusOr<fn::Value> out = fn::Clip(*x, kLo, kHi);
     ASSERT_TRUE(out.ok()) << out.status();
-    out_name = out->name();
-    auto product = AppendOp(main, "mul", {{*out}, {*w}});
+    out_name = out->var().name();
+    auto product = AppendOp(main, "mul", {{out->var()}, {*w}});
     ASSERT_TRUE(product.ok()) << product.status();
     auto loss = AppendOp(main, "reduce_sum", {{(*product)[0][0]}});
     ASSERT_TRUE(loss.ok()) << loss.status();
