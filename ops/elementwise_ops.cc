@@ -1,6 +1,6 @@
 // Schemas of the elementwise family: binary arithmetic with NumPy broadcasting, unary math
-// functions, and their grad ops. Every op takes and produces f32 or f64, except max and
-// min, which also take i32 and i64.
+// functions, clip, and their grad ops. Every op takes and produces f32 or f64, except max,
+// min and clip, which also take i32 and i64.
 //
 //   add, sub, mul, div, max, min   X, Y -> Out     X and Y of one dtype; Out has the
 //                                  broadcast of their shapes (NumPy rules: dimensions
@@ -32,14 +32,27 @@
 //   log_grad      X, OutGrad -> XGrad     OutGrad / X
 //   sqrt_grad     Out, OutGrad -> XGrad   OutGrad / (2 Out)
 //   square_grad   X, OutGrad -> XGrad     2 X OutGrad
+//   clip     X -> Out   attrs min, max (required): min(max(X, min), max) with max and
+//                       min's NaN rule, so NaN stays NaN and +-inf go to the bounds (NumPy
+//                       clip, ONNX Clip). min > max or a NaN bound is refused (NumPy would
+//                       give max everywhere). Also i32 and i64: min is rounded up and max
+//                       down to integers, saturated to the dtype's range (an infinite bound
+//                       is no bound); refused when no integer lies between them
+//                       (ops/internal/clip_bounds.h)   grad: clip_grad(X, Out@GRAD)
+//   clip_grad     X, OutGrad -> XGrad     attrs min, max: OutGrad where min <= X <= max
+//                                         (at the bounds too, as max and min give a tie
+//                                         to X) or X is NaN: where Out is X itself; else 0
 // The forward ops and the unary grad ops are elementwise (kOpElementwise); the binary grad
 // ops reduce and are not. The grad ops have no grads themselves.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "ops/internal/clip_bounds.h"
 #include "ops/internal/op_families.h"
 #include "ops/internal/schema_helpers.h"
 
@@ -158,6 +171,66 @@ absl::Status RegisterUnary(OpRegistry* registry, const std::string& op,
                                       .Flags(kOpElementwise));
 }
 
+// Refuses clip's bounds for `dtype` as its kernels would (ops/internal/clip_bounds.h), so a
+// bad pair fails when the op is built rather than when it runs.
+absl::Status CheckClipBounds(const InferContext& ctx, DataType dtype) {
+  SLUICE_ASSIGN_OR_RETURN(const double lo, ctx.attrs().GetFloat("min"));
+  SLUICE_ASSIGN_OR_RETURN(const double hi, ctx.attrs().GetFloat("max"));
+  switch (dtype) {
+    case DataType::kF32:
+      return MakeClipBounds<float>(ctx.op(), lo, hi).status();
+    case DataType::kF64:
+      return MakeClipBounds<double>(ctx.op(), lo, hi).status();
+    case DataType::kI32:
+      return MakeClipBounds<int32_t>(ctx.op(), lo, hi).status();
+    case DataType::kI64:
+      return MakeClipBounds<int64_t>(ctx.op(), lo, hi).status();
+    case DataType::kBool:
+      break;
+  }
+  return ctx.Error(
+      absl::StrCat("input X is ", DataTypeName(dtype), "; it must be f32, f64, i32 or i64"));
+}
+
+absl::StatusOr<Metas> InferClip(const InferContext& ctx) {
+  SLUICE_RETURN_IF_ERROR(CheckClipBounds(ctx, ctx.input(0).dtype));
+  return Single(ctx.input(0));
+}
+
+absl::StatusOr<Metas> InferClipGrad(const InferContext& ctx) {
+  SLUICE_ASSIGN_OR_RETURN(Metas metas, InferUnaryGrad("X")(ctx));
+  SLUICE_RETURN_IF_ERROR(CheckClipBounds(ctx, ctx.input(0).dtype));
+  return metas;
+}
+
+absl::Status RegisterClip(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
+      OpSchema("clip")
+          .Input("X")
+          .Output("Out")
+          .Attr("min", AttrType::kFloat, std::nullopt)
+          .Attr("max", AttrType::kFloat, std::nullopt)
+          .Infer(InferClip)
+          .Grad([](const GradContext& g) {
+            // The grad op needs the bounds to tell which elements were clipped.
+            vm::AttrMap attrs;
+            attrs.Set("min", g.attrs().GetFloat("min").value_or(0.0))
+                .Set("max", g.attrs().GetFloat("max").value_or(0.0));
+            return std::vector<GradOpDesc>{
+                GradOp("clip_grad", {{"X", g.Input("X")}, {"OutGrad", g.OutputGrad("Out")}},
+                       {{"XGrad", g.InputGrad("X")}}, attrs)};
+          })
+          .Flags(kOpElementwise)));
+  return registry->RegisterSchema(OpSchema("clip_grad")
+                                      .Input("X")
+                                      .Input("OutGrad")
+                                      .Output("XGrad")
+                                      .Attr("min", AttrType::kFloat, std::nullopt)
+                                      .Attr("max", AttrType::kFloat, std::nullopt)
+                                      .Infer(InferClipGrad)
+                                      .Flags(kOpElementwise));
+}
+
 }  // namespace
 
 absl::Status RegisterElementwiseOps(OpRegistry* registry) {
@@ -171,7 +244,7 @@ absl::Status RegisterElementwiseOps(OpRegistry* registry) {
   for (const auto& [op, value_slot] : unary) {
     SLUICE_RETURN_IF_ERROR(RegisterUnary(registry, op, value_slot));
   }
-  return absl::OkStatus();
+  return RegisterClip(registry);
 }
 
 }  // namespace sluice::ops::internal

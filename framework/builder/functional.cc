@@ -169,6 +169,9 @@ absl::StatusOr<Value> Increment(const Value& x, double value) {
 absl::StatusOr<Value> Scale(const Value& x, double scale, double bias) {
   return Unary("scale", x, vm::AttrMap().Set("scale", scale).Set("bias", bias));
 }
+absl::StatusOr<Value> Clip(const Value& x, double lo, double hi) {
+  return Unary("clip", x, vm::AttrMap().Set("min", lo).Set("max", hi));
+}
 
 absl::StatusOr<Value> Matmul(const Value& x, const Value& y, bool transpose_x, bool transpose_y) {
   return Binary("matmul", x, y,

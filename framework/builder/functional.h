@@ -64,6 +64,9 @@ absl::StatusOr<Value> Sqrt(const Value& x);
 absl::StatusOr<Value> Square(const Value& x);
 // scale * x + bias.
 absl::StatusOr<Value> Scale(const Value& x, double scale, double bias = 0.0);
+// min(max(x, lo), hi): NaN stays NaN; lo > hi or a NaN bound is refused; integer x takes the
+// integers in [lo, hi] (the "clip" op, ops/elementwise_ops.cc).
+absl::StatusOr<Value> Clip(const Value& x, double lo, double hi);
 
 // Comparisons (numeric operands of one dtype, NumPy broadcasting) and logical ops (bool
 // operands): bool results, for predicates of fn::Cond and fn::WhileLoop (control_flow.h).

@@ -79,6 +79,9 @@ absl::StatusOr<Tensor> Square(const Tensor& x) { return Unary("square", x); }
 absl::StatusOr<Tensor> Scale(const Tensor& x, double scale, double bias) {
   return Unary("scale", x, vm::AttrMap().Set("scale", scale).Set("bias", bias));
 }
+absl::StatusOr<Tensor> Clip(const Tensor& x, double lo, double hi) {
+  return Unary("clip", x, vm::AttrMap().Set("min", lo).Set("max", hi));
+}
 absl::StatusOr<Tensor> Cast(const Tensor& x, DataType dtype) {
   return Unary("cast", x, vm::AttrMap().Set("dtype", std::string(DataTypeName(dtype))));
 }

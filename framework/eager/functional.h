@@ -36,6 +36,9 @@ absl::StatusOr<Tensor> Sqrt(const Tensor& x);
 absl::StatusOr<Tensor> Square(const Tensor& x);
 // scale * x + bias.
 absl::StatusOr<Tensor> Scale(const Tensor& x, double scale, double bias = 0.0);
+// min(max(x, lo), hi): NaN stays NaN; lo > hi or a NaN bound is refused; integer x takes the
+// integers in [lo, hi] (the "clip" op, ops/elementwise_ops.cc).
+absl::StatusOr<Tensor> Clip(const Tensor& x, double lo, double hi);
 absl::StatusOr<Tensor> Cast(const Tensor& x, DataType dtype);
 absl::StatusOr<Tensor> Assign(const Tensor& x);
 absl::StatusOr<Tensor> Sum(const std::vector<Tensor>& xs);

@@ -73,6 +73,28 @@ struct MinFn {  // NaN propagates (MinTakesX)
   }
 };
 
+// clip: min(max(x, lo), hi) through MaxTakesX and MinTakesX, so a NaN x stays NaN (the
+// bounds are never NaN: ops/internal/clip_bounds.h refuses them) and x on a bound is x.
+template <typename T>
+struct ClipFn {
+  T lo;
+  T hi;
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const {
+    const T m = MaxTakesX(x, lo) ? x : lo;
+    return MinTakesX(m, hi) ? m : hi;
+  }
+};
+// clip_grad: g where clip returned x itself (both max and min took x: lo <= x <= hi, or x is
+// NaN), else 0.
+template <typename T>
+struct ClipGradFn {
+  T lo;
+  T hi;
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T g) const {
+    return (MaxTakesX(x, lo) & MinTakesX(x, hi)) ? g : T(0);
+  }
+};
+
 // Gradient contributions c(x, y, g) of one output element to XGrad and YGrad.
 struct GradG {  // d(x + y)/dx, d(x - y)/dx, d(x + y)/dy
   template <typename T>

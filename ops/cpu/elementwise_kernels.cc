@@ -1,5 +1,5 @@
 // Host kernels (cpu and sim) of the elementwise family (ops/elementwise_ops.cc), f32 and f64,
-// and i32 and i64 for max and min.
+// and i32 and i64 for max, min and clip.
 // The loops live in ops/cpu/elementwise_loops.h: same shapes run as one contiguous row, a
 // broadcast scalar as one row against a constant, and other broadcasts as rows of the
 // collapsed output with the innermost dimension contiguous. An output may be an input's
@@ -15,6 +15,7 @@
 #include "ops/cpu/elementwise_functions.h"
 #include "ops/cpu/elementwise_loops.h"
 #include "ops/cpu/host_kernel.h"
+#include "ops/internal/clip_bounds.h"
 #include "ops/internal/op_families.h"
 
 namespace sluice::ops::internal {
@@ -215,6 +216,63 @@ class UnaryGradKernel final : public ElementwiseKernel<T> {
   }
 };
 
+// The attributes 'min' and 'max' as T (ops/internal/clip_bounds.h), checked again here: a
+// kernel can be called without the schema's inference (replayed records, direct calls).
+template <typename T>
+absl::StatusOr<ClipBounds<T>> ClipAttrs(absl::string_view op, const HostArgs& a) {
+  SLUICE_ASSIGN_OR_RETURN(const double lo, a.attrs->GetFloat("min"));
+  SLUICE_ASSIGN_OR_RETURN(const double hi, a.attrs->GetFloat("max"));
+  return MakeClipBounds<T>(op, lo, hi);
+}
+
+// clip: X -> Out.
+template <typename T>
+class ClipKernel final : public ElementwiseKernel<T> {
+ public:
+  using ElementwiseKernel<T>::ElementwiseKernel;
+
+ protected:
+  absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
+    SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 1, 1));
+    SLUICE_RETURN_IF_ERROR(
+        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_ASSIGN_OR_RETURN(const ClipBounds<T> b, ClipAttrs<T>(this->name(), a));
+    const int64_t n = a.outputs[0].size;
+    if (n == 0) return HostWork(nullptr);
+    const T* x = a.inputs[0].template as<const T>();
+    T* out = a.outputs[0].template as<T>();
+    return HostWork([x, out, n, b] {
+      elementwise::RunUnary(x, out, n, ClipFn<T>{b.lo, b.hi});
+      return absl::OkStatus();
+    });
+  }
+};
+
+// clip_grad: X, OutGrad -> XGrad.
+template <typename T>
+class ClipGradKernel final : public ElementwiseKernel<T> {
+ public:
+  using ElementwiseKernel<T>::ElementwiseKernel;
+
+ protected:
+  absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
+    SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 2, 1));
+    SLUICE_RETURN_IF_ERROR(this->CheckSameShape(a.inputs[1], "input", 1, a.inputs[0], "input", 0));
+    SLUICE_RETURN_IF_ERROR(
+        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_ASSIGN_OR_RETURN(const ClipBounds<T> b, ClipAttrs<T>(this->name(), a));
+    const int64_t n = a.outputs[0].size;
+    if (n == 0) return HostWork(nullptr);
+    const T* x = a.inputs[0].template as<const T>();
+    const T* g = a.inputs[1].template as<const T>();
+    T* dx = a.outputs[0].template as<T>();
+    return HostWork([x, g, dx, n, b] {
+      elementwise::RunUnaryGrad(x, g, dx, n, ClipGradFn<T>{b.lo, b.hi});
+      return absl::OkStatus();
+    });
+  }
+};
+
 // Registers Kernel<T, Args...> under `op` for cpu and sim, for each T of Ts.
 template <template <typename, typename...> class Kernel, typename... Args, typename... Ts>
 absl::Status RegisterFor(OpRegistry* registry, const char* op, TypeList<Ts...>) {
@@ -262,6 +320,9 @@ absl::Status RegisterElementwiseHostKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, LogGradFn>(registry, "log_grad")));
   SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, SqrtGradFn>(registry, "sqrt_grad")));
   SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, SquareGradFn>(registry, "square_grad")));
+  // clip takes i32 and i64 as max and min do; its gradient is f32 and f64 only.
+  SLUICE_RETURN_IF_ERROR((RegisterFor<ClipKernel>(registry, "clip", MaxMinTypes{})));
+  SLUICE_RETURN_IF_ERROR((Register<ClipGradKernel>(registry, "clip_grad")));
   return absl::OkStatus();
 }
 

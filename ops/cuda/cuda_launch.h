@@ -101,6 +101,16 @@ template <typename T>
 cudaError_t LaunchUnaryGrad(UnaryOp op, const T* v, const T* g, T* dx, int64_t n,
                             cudaStream_t stream);
 
+// clip: out[i] = min(max(x[i], lo), hi) with max and min's NaN rule (NaN stays NaN); out may
+// be x. lo <= hi, neither NaN (the OpKernel checks). f32, f64, i32 and i64.
+template <typename T>
+cudaError_t LaunchClip(const T* x, T* out, int64_t n, T lo, T hi, cudaStream_t stream);
+// clip_grad: dx[i] = g[i] where lo <= x[i] <= hi or x[i] is NaN, else 0; dx may be x or g.
+// f32 and f64.
+template <typename T>
+cudaError_t LaunchClipGrad(const T* x, const T* g, T* dx, int64_t n, T lo, T hi,
+                           cudaStream_t stream);
+
 // ---- Nn family (ops/cuda/nn_kernels.cu) ----
 
 // A batch of products C = A B, C being m x n row-major and the inner dimension k. Element

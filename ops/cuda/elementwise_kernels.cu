@@ -267,13 +267,49 @@ cudaError_t LaunchUnaryGrad(UnaryOp op, const T* v, const T* g, T* dx, int64_t n
   return cudaErrorInvalidValue;
 }
 
-#define SLUICE_INSTANTIATE_ELEMENTWISE(T)                                                      \
-  template cudaError_t LaunchBinary<T>(BinaryOp, const IndexPlan&, const T*, const T*, T*,     \
-                                       cudaStream_t);                                          \
-  template cudaError_t LaunchBinaryGrad<T>(BinaryGradOp, const IndexPlan&, const T*, const T*, \
-                                           const T*, T*, cudaStream_t);                        \
-  template cudaError_t LaunchUnary<T>(UnaryOp, const T*, T*, int64_t, cudaStream_t);           \
-  template cudaError_t LaunchUnaryGrad<T>(UnaryOp, const T*, const T*, T*, int64_t, cudaStream_t);
+// clip as the host's ClipFn / ClipGradFn (ops/cpu/elementwise_functions.h): through
+// MaxTakesX and MinTakesX, so a NaN x is returned and receives the gradient.
+template <typename T>
+struct ClipFn {
+  T lo;
+  T hi;
+  __device__ __forceinline__ T operator()(T x) const {
+    const T m = MaxTakesX(x, lo) ? x : lo;
+    return MinTakesX(m, hi) ? m : hi;
+  }
+};
+template <typename T>
+struct ClipGradFn {
+  T lo;
+  T hi;
+  __device__ __forceinline__ T operator()(T x, T g) const {
+    return (MaxTakesX(x, lo) & MinTakesX(x, hi)) ? g : T(0);
+  }
+};
+
+template <typename T>
+cudaError_t LaunchClip(const T* x, T* out, int64_t n, T lo, T hi, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  UnaryKernel<T><<<GridFor(n), kBlock, 0, stream>>>(x, out, n, ClipFn<T>{lo, hi});
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchClipGrad(const T* x, const T* g, T* dx, int64_t n, T lo, T hi,
+                           cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  UnaryGradKernel<T><<<GridFor(n), kBlock, 0, stream>>>(x, g, dx, n, ClipGradFn<T>{lo, hi});
+  return cudaGetLastError();
+}
+
+#define SLUICE_INSTANTIATE_ELEMENTWISE(T)                                                          \
+  template cudaError_t LaunchBinary<T>(BinaryOp, const IndexPlan&, const T*, const T*, T*,         \
+                                       cudaStream_t);                                              \
+  template cudaError_t LaunchBinaryGrad<T>(BinaryGradOp, const IndexPlan&, const T*, const T*,     \
+                                           const T*, T*, cudaStream_t);                            \
+  template cudaError_t LaunchUnary<T>(UnaryOp, const T*, T*, int64_t, cudaStream_t);               \
+  template cudaError_t LaunchUnaryGrad<T>(UnaryOp, const T*, const T*, T*, int64_t, cudaStream_t); \
+  template cudaError_t LaunchClipGrad<T>(const T*, const T*, T*, int64_t, T, T, cudaStream_t);
 SLUICE_INSTANTIATE_ELEMENTWISE(float)
 SLUICE_INSTANTIATE_ELEMENTWISE(double)
 // max and min of i32 and i64 (the only integer ops of the family; see cuda_launch.h).
@@ -281,5 +317,13 @@ template cudaError_t LaunchBinary<int32_t>(BinaryOp, const IndexPlan&, const int
                                            const int32_t*, int32_t*, cudaStream_t);
 template cudaError_t LaunchBinary<int64_t>(BinaryOp, const IndexPlan&, const int64_t*,
                                            const int64_t*, int64_t*, cudaStream_t);
+// clip of every dtype it takes.
+template cudaError_t LaunchClip<float>(const float*, float*, int64_t, float, float, cudaStream_t);
+template cudaError_t LaunchClip<double>(const double*, double*, int64_t, double, double,
+                                        cudaStream_t);
+template cudaError_t LaunchClip<int32_t>(const int32_t*, int32_t*, int64_t, int32_t, int32_t,
+                                         cudaStream_t);
+template cudaError_t LaunchClip<int64_t>(const int64_t*, int64_t*, int64_t, int64_t, int64_t,
+                                         cudaStream_t);
 
 }  // namespace sluice::ops::gpu

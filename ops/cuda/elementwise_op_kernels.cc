@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "core/status.h"
 #include "ops/cuda/cuda_kernel.h"
 #include "ops/cuda/cuda_launch.h"
+#include "ops/internal/clip_bounds.h"
 
 namespace sluice::ops::internal {
 namespace {
@@ -194,6 +196,32 @@ class UnaryKernel final : public CudaKernel {
   const bool grad_;
 };
 
+// clip (X -> Out) and clip_grad (X, OutGrad -> XGrad), with the bounds converted as the
+// host kernels convert them (ops/internal/clip_bounds.h).
+template <typename T>
+absl::Status RunClip(absl::string_view op, const CudaArgs& a, bool grad) {
+  SLUICE_RETURN_IF_ERROR(CheckOperands(op, a, grad ? 2 : 1, 1, DataTypeOf<T>()));
+  if (grad) {
+    SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.inputs[1], "input", 1, a.inputs[0], "input", 0));
+  }
+  SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+  SLUICE_ASSIGN_OR_RETURN(const double lo, a.attrs->GetFloat("min"));
+  SLUICE_ASSIGN_OR_RETURN(const double hi, a.attrs->GetFloat("max"));
+  SLUICE_ASSIGN_OR_RETURN(const ClipBounds<T> b, MakeClipBounds<T>(op, lo, hi));
+  const int64_t n = a.outputs[0].size;
+  if (grad) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return CudaStatus(op,
+                        gpu::LaunchClipGrad<T>(a.inputs[0].as<const T>(), a.inputs[1].as<const T>(),
+                                               a.outputs[0].as<T>(), n, b.lo, b.hi, a.cuda_stream));
+    } else {
+      return OpError(op, "has no integer kernel");  // not registered for integers
+    }
+  }
+  return CudaStatus(op, gpu::LaunchClip<T>(a.inputs[0].as<const T>(), a.outputs[0].as<T>(), n, b.lo,
+                                           b.hi, a.cuda_stream));
+}
+
 // Registers make(op, dtype) for f32 and f64, and also for i32 and i64 when `integers`.
 template <typename Make>
 absl::Status RegisterFor(OpRegistry* registry, const std::string& op, Make make,
@@ -250,7 +278,18 @@ absl::Status RegisterElementwiseCudaKernels(OpRegistry* registry) {
       }));
     }
   }
-  return absl::OkStatus();
+  // clip takes i32 and i64 as max and min do; clip_grad is f32 and f64 only.
+  SLUICE_RETURN_IF_ERROR(
+      (RegisterCudaKernelsFor<float, double, int32_t, int64_t>(registry, "clip", [](auto tag) {
+        using T = typename decltype(tag)::type;
+        return MakeCudaKernel("clip",
+                              [](const CudaArgs& a) { return RunClip<T>("clip", a, false); });
+      })));
+  return RegisterCudaKernelsFor<float, double>(registry, "clip_grad", [](auto tag) {
+    using T = typename decltype(tag)::type;
+    return MakeCudaKernel("clip_grad",
+                          [](const CudaArgs& a) { return RunClip<T>("clip_grad", a, true); });
+  });
 }
 
 }  // namespace sluice::ops::internal

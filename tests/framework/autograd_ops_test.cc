@@ -175,6 +175,10 @@ std::vector<OpCase> MakeCases() {
     }
     add(op, "[2, 3]", {{In(shape, x)}});
   }
+  // clip: values at odd multiples of 0.1 (Separated), bounds at even ones, so some are
+  // clipped on each side and none lies within a finite-difference step of a bound.
+  add("clip", "[2, 3], bounds -0.4 and 0.4", {{In(Shape({2, 3}), Separated(6, seed++, true))}},
+      vm::AttrMap().Set("min", -0.4).Set("max", 0.4));
 
   // The basic family.
   add("assign", "[2, 3]", {{Random(Shape({2, 3}), seed++)}});
