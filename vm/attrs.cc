@@ -39,6 +39,18 @@ absl::StatusOr<BlockRef> AttrMap::GetBlock(absl::string_view name) const {
   return Get<BlockRef>(values_, name, "a block reference");
 }
 
+bool operator==(const AttrMap& a, const AttrMap& b) {
+  if (a.values_.size() != b.values_.size()) return false;
+  for (auto x = a.values_.begin(), y = b.values_.begin(); x != a.values_.end(); ++x, ++y) {
+    if (x->first != y->first) return false;
+    const double* dx = std::get_if<double>(&x->second);
+    const double* dy = std::get_if<double>(&y->second);
+    if (dx != nullptr && dy != nullptr && std::isnan(*dx) && std::isnan(*dy)) continue;
+    if (x->second != y->second) return false;
+  }
+  return true;
+}
+
 std::string AttrMap::ToString() const {
   std::vector<std::string> parts;
   for (const auto& [name, value] : values_) {

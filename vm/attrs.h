@@ -58,7 +58,9 @@ class AttrMap {
   std::string ToString() const;
   static absl::StatusOr<AttrMap> Parse(absl::string_view text);
 
-  friend bool operator==(const AttrMap& a, const AttrMap& b) { return a.values_ == b.values_; }
+  // Value by value, with one exception to the doubles' ==: NaN equals NaN, so that a map (or
+  // a program) holding a NaN attribute equals itself and what Parse(ToString()) gives back.
+  friend bool operator==(const AttrMap& a, const AttrMap& b);
 
  private:
   std::map<std::string, AttrValue, std::less<>> values_;

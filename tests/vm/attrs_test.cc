@@ -61,6 +61,22 @@ TEST(AttrMapTest, FloatsOfEveryClassRoundTripExactly) {
   EXPECT_TRUE(std::isnan(nan->GetFloat("f").value()));
 }
 
+// Found by the program-text fuzz target's round-trip check: a NaN attribute made a map (and
+// a program) unequal to itself, and to what reading its own text gave back.
+TEST(AttrMapTest, NanAttributesCompareEqual) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const AttrMap attrs = AttrMap().Set("bias", nan).Set("scale", 2.0);
+  EXPECT_TRUE(attrs == attrs);
+  const absl::StatusOr<AttrMap> parsed = AttrMap::Parse(attrs.ToString());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(*parsed == attrs);
+  // NaN equals only NaN: not a number, and not an attribute of another type or name.
+  EXPECT_FALSE(attrs == AttrMap().Set("bias", 0.0).Set("scale", 2.0));
+  EXPECT_FALSE(attrs == AttrMap().Set("bias", std::string("nan")).Set("scale", 2.0));
+  EXPECT_FALSE(attrs == AttrMap().Set("bias2", nan).Set("scale", 2.0));
+  EXPECT_FALSE(attrs == AttrMap().Set("bias", nan));
+}
+
 TEST(AttrMapTest, MalformedTextNamesTheAttribute) {
   for (const char* text : {"x=f:1e400",   // overflows
                            "x=f:1e-400",  // underflows to zero
