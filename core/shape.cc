@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/decimal.h"
 #include "core/status.h"
 
 namespace sluice {
@@ -43,26 +44,6 @@ Shape::Dims Shape::Strides() const {
 }
 
 std::string Shape::ToString() const { return absl::StrCat("[", absl::StrJoin(dims_, ", "), "]"); }
-
-namespace {
-
-// A decimal integer with an optional leading '-': no '+', no spaces, nothing after it (so
-// "1e3", " 2" and "0x10" are refused instead of read the way strtoll would).
-bool ParseDecimal(absl::string_view text, int64_t* value) {
-  const bool negative = !text.empty() && text[0] == '-';
-  const absl::string_view digits = negative ? text.substr(1) : text;
-  if (digits.empty() || digits.size() > 19) return false;
-  uint64_t v = 0;
-  for (const char c : digits) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (v > static_cast<uint64_t>(INT64_MAX)) return false;
-  *value = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
-  return true;
-}
-
-}  // namespace
 
 absl::StatusOr<Shape> Shape::Parse(absl::string_view text) {
   const auto bad = [&](absl::string_view why) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/decimal.h"
 #include "core/status.h"
 #include "framework/ir/control_flow.h"
 
@@ -99,21 +100,6 @@ std::string VarNameProblem(absl::string_view name) {
 
 std::string ShapeText(const Shape& shape) {
   return absl::StrCat("[", absl::StrJoin(shape.dims(), ","), "]");
-}
-
-// A decimal integer with an optional leading '-': no '+', no spaces, nothing after it.
-bool ParseDecimal(absl::string_view text, int64_t* value) {
-  const bool negative = !text.empty() && text[0] == '-';
-  const absl::string_view digits = negative ? text.substr(1) : text;
-  if (digits.empty() || digits.size() > 19) return false;
-  uint64_t v = 0;
-  for (const char c : digits) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (v > static_cast<uint64_t>(INT64_MAX)) return false;
-  *value = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
-  return true;
 }
 
 // The program text writes shapes without spaces ("[2,3]"); Shape::Parse reads that form.
