@@ -18,6 +18,29 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
+TEST(ShapeTest, ParseReadsWhatToStringWritesAndTheCompactForm) {
+  for (const Shape& shape : {Shape(), Shape({0}), Shape({2, 3}), Shape({1, 0, 7, 1})}) {
+    SCOPED_TRACE(shape.ToString());
+    const absl::StatusOr<Shape> parsed = Shape::Parse(shape.ToString());
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, shape);
+  }
+  const absl::StatusOr<Shape> compact = Shape::Parse("[2,3]");
+  ASSERT_TRUE(compact.ok()) << compact.status();
+  EXPECT_EQ(*compact, Shape({2, 3}));
+}
+
+TEST(ShapeTest, ParseRefusesWhatIsNotAShapeNamingTheText) {
+  for (const char* text : {"", "[", "2,3", "[2,,3]", "[-1]", "[+2]", "[2 ]", "[0x10]", "[1e3]",
+                           "[9223372036854775808]", "[4294967296,4294967296]"}) {
+    SCOPED_TRACE(text);
+    const absl::StatusOr<Shape> parsed = Shape::Parse(text);
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(parsed.status().message(), ::testing::HasSubstr("bad shape"));
+  }
+}
+
 TEST(ShapeTest, DefaultIsAScalarWithOneElement) {
   const Shape scalar;
   EXPECT_EQ(scalar.rank(), 0);
