@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of tests/fuzz/ for a time budget each.
 #
-#   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--merge] [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--configured] [--merge] [TARGET...]
 #
 # Configures and builds a clang fuzzing build (SLUICE_SANITIZE=fuzzer: AddressSanitizer,
 # UBSan and libFuzzer's coverage, -O1 -g1) in DIR (default build-fuzz), then runs each TARGET
@@ -12,13 +12,16 @@
 # failed round-trip check stops that target; its input is saved as
 # DIR/artifacts/TARGET/crash-* (reproduce with `DIR/tests/fuzz/TARGET FILE`), and the script
 # exits 1 after the remaining targets ran. One summary line per target: executions,
-# executions per second, coverage (edges) and corpus size.
+# executions per second, coverage (edges) and corpus size. --configured: DIR is already
+# configured as a fuzzing build (CI's sanitizer stage builds its tests there too); only the
+# targets are built.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=60
 build=build-fuzz
 merge=0
+configured=0
 targets=()
 all_targets=(fuzz_program_text fuzz_npy fuzz_record fuzz_attrs fuzz_strings)
 
@@ -28,6 +31,7 @@ while (($#)); do
     --seconds) seconds=${2:?--seconds needs a number}; shift 2 ;;
     --build-dir) build=${2:?--build-dir needs a directory}; shift 2 ;;
     --merge) merge=1; shift ;;
+    --configured) configured=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "fuzz.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
@@ -50,6 +54,12 @@ if ! command -v clang++ >/dev/null; then
 fi
 
 jobs=${SLUICE_JOBS:-2}
+if ((configured)); then
+  if ! grep -q '^SLUICE_SANITIZE:STRING=fuzzer$' "$build/CMakeCache.txt" 2>/dev/null; then
+    echo "fuzz.sh: --configured, but $build is not configured with SLUICE_SANITIZE=fuzzer" >&2
+    exit 2
+  fi
+else
 CC=clang CXX=clang++ cmake -S . -B "$build" -G "Unix Makefiles" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
@@ -57,6 +67,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G "Unix Makefiles" \
   -DSLUICE_SANITIZE=fuzzer -DSLUICE_BUILD_FUZZERS=ON -DSLUICE_BUILD_TESTS=OFF \
   -DSLUICE_BUILD_BENCHMARKS=OFF -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_EXAMPLES=OFF \
   -DSLUICE_BUILD_C_API=OFF -DSLUICE_WITH_CUDA=OFF -DSLUICE_WITH_MPI=OFF >/dev/null
+fi
 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 
 # Leaks are findings; a fuzzed size may ask for more than the machine has, which the

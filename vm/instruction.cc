@@ -50,6 +50,7 @@ void Instruction::Reset() {
   closes_batch = false;
   fresh_outputs = false;
   keeps_storage = false;
+  access_wait_only = false;
   state = State::kFree;
   pending = 0;
   next = nullptr;

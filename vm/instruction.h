@@ -89,6 +89,9 @@ class alignas(64) Instruction {
   // Release: keep the storage for parking instead of freeing it (the builder decided with
   // BlobLifecycle::Producer::ParksStorage when it submitted the Release).
   bool keeps_storage = false;
+  // AccessBlob: the host code reads no bytes (a wait for the blob's producers): device
+  // memory is not staged.
+  bool access_wait_only = false;
   // Engine (scheduler thread only); here to fill the line's first word.
   enum class State : uint8_t { kFree, kSubmitted, kReceived, kDispatched, kRetired };
   State state = State::kFree;

@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <exception>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_from_call.h"
 #include "ep/device.h"
+#include "ep/stream.h"
 #include "vm/internal/blob_lifecycle.h"
 #include "vm/kernel.h"
 #include "vm/recorder.h"
@@ -202,8 +204,7 @@ void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cau
 void InstructionExecutor::PoisonOutputs(Instruction* instruction, const absl::Status& cause) {
   if (instruction->outputs.empty()) return;
   Stream* stream = instruction->stream;
-  if (stream != nullptr && stream->policy()->host_accessible() &&
-      !stream->policy()->synchronous()) {
+  if (stream != nullptr && stream->poison_in_stream_order()) {
     // In stream order: an earlier write still queued on the stream settles the blob's
     // poison when it runs, and must not clear what this later failure sets. The
     // instruction outlives the task (it retires after the stream passes this point).
@@ -400,12 +401,6 @@ void InstructionExecutor::RunRecordEvent(Instruction* instruction) {
 
 void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
   Stream* stream = instruction->stream;
-  if (!stream->policy()->host_accessible()) {
-    Fail(instruction,
-         absl::UnimplementedError(absl::StrCat("host access to memory of ", stream->name(),
-                                               " is not supported; copy the blob to cpu first")));
-    return;
-  }
   // Runs on the stream, in order, so the bytes are final when the host code sees them.
   // The memory is taken now, at dispatch, as a kernel's operands are: a Release of the blob
   // dispatched after this access (its storage goes back to the stream-ordered pool at once,
@@ -416,8 +411,28 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
   const bool write = i->inputs.empty();
   Blob* blob = write ? i->outputs.front() : i->inputs.front();
   TensorStorage* storage = blob->raw_storage();
-  void* const data = storage != nullptr ? storage->data() : nullptr;
+  void* const device_data = storage != nullptr ? storage->data() : nullptr;
   const size_t bytes = storage != nullptr ? storage->bytes() : 0;
+  // Memory the host cannot address (sim, cuda): the host code sees a host staging buffer,
+  // filled by a device-to-host copy in stream order before it and, for a write, copied
+  // back after it. The host never touches device memory.
+  ep::Stream* ep_stream = stream->ep_stream();
+  const bool staged = !stream->policy()->host_accessible() && device_data != nullptr &&
+                      !i->access_wait_only;
+  std::shared_ptr<uint8_t[]> staging;
+  void* data = i->access_wait_only ? nullptr : device_data;
+  if (staged) {
+    staging.reset(new uint8_t[bytes > 0 ? bytes : 1]);
+    data = staging.get();
+    if (bytes > 0) {
+      const absl::Status copied =
+          ep_stream->Memcpy(data, device_data, bytes, ep::CopyKind::kDeviceToHost);
+      if (!copied.ok()) {
+        Fail(instruction, copied);
+        return;
+      }
+    }
+  }
   auto task = [i, errors, recorder, write, blob, data, bytes]() -> absl::Status {
     if (!write) {
       absl::Status poison = InstructionExecutor::InputPoison(*i);
@@ -427,7 +442,9 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
       }
     }
     absl::Status status;
-    if (data == nullptr) {
+    if (i->access_wait_only) {
+      status = StatusFromCall("blob callback", [&] { return i->blob_callback(nullptr, 0); });
+    } else if (data == nullptr) {
       status = absl::FailedPreconditionError(absl::StrCat(blob->DebugName(), " was released"));
     } else {
       status = StatusFromCall("blob callback", [&] { return i->blob_callback(data, bytes); });
@@ -448,7 +465,14 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
     errors->Report(error);
     return absl::OkStatus();
   };
-  const absl::Status launched = stream->ep_stream()->Launch(std::move(task));
+  absl::Status launched = ep_stream->Launch(std::move(task));
+  if (launched.ok() && staged && write && bytes > 0) {
+    launched = ep_stream->Memcpy(device_data, data, bytes, ep::CopyKind::kHostToDevice);
+  }
+  if (launched.ok() && staged) {
+    // The staging buffer lives until the stream has passed every copy of it.
+    launched = ep_stream->Launch([staging]() { return absl::OkStatus(); });
+  }
   if (!launched.ok()) Fail(instruction, launched);
 }
 

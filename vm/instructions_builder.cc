@@ -225,22 +225,51 @@ absl::Status InstructionsBuilder::Release(Blob* blob, bool dying, bool* hold_tak
 absl::Status InstructionsBuilder::AccessBlob(
     const BlobRef& blob, bool write, BlobCallback callback,
     absl::AnyInvocable<void(const Instruction&)> on_retire) {
+  return SubmitAccess(blob, write, /*wait_only=*/false, std::move(callback),
+                      std::move(on_retire));
+}
+
+absl::Status InstructionsBuilder::WaitBlob(
+    const BlobRef& blob, absl::AnyInvocable<void(const Instruction&)> on_retire) {
+  return SubmitAccess(
+      blob, /*write=*/false, /*wait_only=*/true, [](void*, size_t) { return absl::OkStatus(); },
+      std::move(on_retire));
+}
+
+absl::Status InstructionsBuilder::SubmitAccess(
+    const BlobRef& blob, bool write, bool wait_only, BlobCallback callback,
+    absl::AnyInvocable<void(const Instruction&)> on_retire) {
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
-  if (!stream->policy()->host_accessible()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("AccessBlob: ", blob->DebugName(), " lives on ", stream->name(),
-                     ", whose memory the host cannot address; copy it to cpu first"));
+  Chain<Instruction> chain;
+  // Host memory last used by a device stream (the result of a device-to-host copy): the
+  // access runs on the blob's own host stream, after that stream waits for the copy alone
+  // (soft sync: an event recorded on the copy's stream). Device memory is accessed on its
+  // last stream, through a staging copy (InstructionExecutor::RunAccessBlob), or on its own
+  // device's compute stream when another device used it last.
+  if (!stream->policy()->host_accessible() &&
+      (blob->device().type() == DeviceType::kCpu || stream->key().device != blob->device())) {
+    SLUICE_ASSIGN_OR_RETURN(stream, vm_->GetStream(StreamKey{blob->device()}));
+    Blob* const operand = blob.get();
+    const BlobPtrSpan operands(&operand, 1);
+    absl::Status synced = write ? SoftSync({}, operands, stream, chain)
+                                : SoftSync(operands, {}, stream, chain);
+    if (!synced.ok()) {
+      port_.Free(std::move(chain));
+      return synced;
+    }
   }
   Instruction* access = Allocate();
   access->kind = InstructionKind::kAccessBlob;
   access->stream = stream;
   (write ? access->outputs : access->inputs).push_back(blob.get());
   access->blob_callback = std::move(callback);
+  access->access_wait_only = wait_only;
   access->on_retire = std::move(on_retire);
-  Chain<Instruction> chain;
   chain.PushBack(access);
-  return port_.Submit(std::move(chain));
+  SLUICE_RETURN_IF_ERROR(port_.Submit(std::move(chain)));
+  blob->raw_storage()->set_last_used_stream(stream->id());
+  return absl::OkStatus();
 }
 
 absl::Status InstructionsBuilder::SubmitWrite(const BlobRef& blob, absl::Span<const uint8_t> bytes,

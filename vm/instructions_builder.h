@@ -100,9 +100,16 @@ class InstructionsBuilder {
 
   // Host code on the blob's bytes, run in the order of the blob's last stream (so it needs
   // no sync). `write` makes it a write. `on_retire` (optional) runs once it is complete.
-  // InvalidArgument when the blob's memory is not host-addressable (cuda).
+  // A host (cpu) blob last used by a device stream — the output of a device-to-host copy —
+  // is accessed on its cpu stream after a soft sync on that copy, which then becomes the
+  // blob's last use. Device memory the host cannot address (sim, cuda) is staged: the
+  // callback sees a host copy, made by a device-to-host copy in stream order (and, for a
+  // write, copied back in stream order after it).
   absl::Status AccessBlob(const BlobRef& blob, bool write, BlobCallback callback,
                           absl::AnyInvocable<void(const Instruction&)> on_retire = nullptr);
+  // An empty read: retires once every producer of the blob has (its error, if one failed,
+  // in the instruction's status); no bytes move, on any device.
+  absl::Status WaitBlob(const BlobRef& blob, absl::AnyInvocable<void(const Instruction&)> on_retire);
   // Blocking helpers over AccessBlob: copy host bytes in (size must match) or out. A read of
   // a blob whose producer failed returns that error.
   absl::Status WriteBlob(const BlobRef& blob, absl::Span<const uint8_t> bytes);
@@ -141,6 +148,8 @@ class InstructionsBuilder {
   VirtualMachine* vm() const { return vm_; }
 
  private:
+  absl::Status SubmitAccess(const BlobRef& blob, bool write, bool wait_only, BlobCallback callback,
+                            absl::AnyInvocable<void(const Instruction&)> on_retire);
   absl::Status CheckUsable(const Blob* blob) const;
   // What CheckUsable accepts, without building a Status (the per-op path).
   // Inline, defined in the .cc (the lifecycle's release mark is internal).

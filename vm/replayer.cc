@@ -204,11 +204,6 @@ absl::StatusOr<std::unique_ptr<Replayer>> Replayer::Create(VirtualMachine* vm,
             out.wait_target->name(), " needs ", kStreamWaitRule, " (check --device-map)"));
       }
     }
-    if (r.kind == InstructionKind::kAccessBlob && !out.stream->policy()->host_accessible()) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ":", r.line, ": host access on ",
-                                                     out.stream->name(),
-                                                     ", whose memory the host cannot address"));
-    }
     if (r.kind == InstructionKind::kOpCall && r.expansion < 0) {
       SLUICE_ASSIGN_OR_RETURN(out.kernel, replayer->ResolveKernel(r, *out.stream, kernels));
     }

@@ -11,7 +11,7 @@ Stream::Stream(ep::Stream* ep_stream, StreamPolicy* policy, ThreadCtx* thread_ct
       thread_ctx_(thread_ctx),
       key_string_(ep_stream->key().ToString()),
       dense_index_(dense_index),
-      poison_in_stream_order_(policy->host_accessible() && !policy->synchronous()),
+      poison_in_stream_order_(policy->poison_in_stream_order() && !policy->synchronous()),
       in_order_(ep_stream->key().type == StreamType::kCcl) {}
 
 const char kStreamWaitRule[] =
@@ -43,10 +43,12 @@ class HostStreamPolicy final : public StreamPolicy {
 
 class AsyncStreamPolicy final : public StreamPolicy {
  public:
-  explicit AsyncStreamPolicy(bool host_accessible) : host_accessible_(host_accessible) {}
+  explicit AsyncStreamPolicy(bool poison_in_stream_order)
+      : poison_in_stream_order_(poison_in_stream_order) {}
 
   bool synchronous() const override { return false; }
-  bool host_accessible() const override { return host_accessible_; }
+  bool host_accessible() const override { return false; }
+  bool poison_in_stream_order() const override { return poison_in_stream_order_; }
 
   void OnLaunched(Stream& stream, Instruction* instruction, Chain<Instruction>&) override {
     stream.unretired.push_back(instruction);
@@ -95,7 +97,7 @@ class AsyncStreamPolicy final : public StreamPolicy {
   bool HasUnretired(const Stream& stream) const override { return !stream.unretired.empty(); }
 
  private:
-  const bool host_accessible_;
+  const bool poison_in_stream_order_;
 };
 
 }  // namespace
@@ -105,11 +107,11 @@ std::unique_ptr<StreamPolicy> CreateStreamPolicy(const ep::Stream& stream) {
     case DeviceType::kCpu:
       return std::make_unique<HostStreamPolicy>();
     case DeviceType::kSim:
-      return std::make_unique<AsyncStreamPolicy>(/*host_accessible=*/true);
+      return std::make_unique<AsyncStreamPolicy>(/*poison_in_stream_order=*/true);
     case DeviceType::kCuda:
-      return std::make_unique<AsyncStreamPolicy>(/*host_accessible=*/false);
+      return std::make_unique<AsyncStreamPolicy>(/*poison_in_stream_order=*/false);
   }
-  return std::make_unique<AsyncStreamPolicy>(/*host_accessible=*/false);
+  return std::make_unique<AsyncStreamPolicy>(/*poison_in_stream_order=*/false);
 }
 
 }  // namespace sluice::vm

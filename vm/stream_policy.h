@@ -30,8 +30,13 @@ class StreamPolicy {
 
   // True when an instruction is complete once its launch returns.
   virtual bool synchronous() const = 0;
-  // True when host code may address the stream's device memory (AccessBlob, host kernels).
+  // True when host code may address the stream's device memory (AccessBlob, host reads and
+  // writes of its blobs): cpu only. sim, like cuda, is not: its memory is reached through
+  // stream-ordered copies, so a host read that would fail on a GPU fails on sim too.
   virtual bool host_accessible() const = 0;
+  // True when a failed instruction's outputs are poisoned in stream order (a host task on
+  // the stream) rather than at once: sim, whose streams run host tasks cheaply.
+  virtual bool poison_in_stream_order() const { return false; }
 
   // `instruction` was just launched on `stream`: append it to `done` if it is complete,
   // or track it until it is.
@@ -45,8 +50,8 @@ class StreamPolicy {
   virtual bool HasUnretired(const Stream& stream) const = 0;
 };
 
-// The policy for an ep stream of the given device type (cpu: host; sim: async with host
-// addressable memory; cuda: async).
+// The policy for an ep stream of the given device type (cpu: host; sim and cuda: async,
+// memory not host-addressable; sim poisons in stream order).
 std::unique_ptr<StreamPolicy> CreateStreamPolicy(const ep::Stream& stream);
 
 }  // namespace sluice::vm

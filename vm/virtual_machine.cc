@@ -115,11 +115,6 @@ absl::Status VirtualMachine::WriteIdleHostBlobs(absl::Span<const HostBlobWrite> 
       return absl::InvalidArgumentError(
           absl::StrCat("WriteIdleHostBlobs: ", blob.DebugName(), " has no storage"));
     }
-    if (blob.device().type() == DeviceType::kCuda) {
-      return absl::InvalidArgumentError(absl::StrCat("WriteIdleHostBlobs: ", blob.DebugName(),
-                                                     " is on ", blob.device().ToString(),
-                                                     ", whose memory the host cannot address"));
-    }
   }
   if (recorder_ != nullptr) {
     InstructionsBuilder builder(this);
@@ -130,9 +125,8 @@ absl::Status VirtualMachine::WriteIdleHostBlobs(absl::Span<const HostBlobWrite> 
   }
   for (const HostBlobWrite& write : writes) {
     Blob& blob = **write.blob;
-    if (!write.bytes.empty()) {
-      std::memcpy(blob.storage()->data(), write.bytes.data(), write.bytes.size());
-    }
+    SLUICE_RETURN_IF_ERROR(CopyIdle(blob, blob.storage()->data(), write.bytes.data(),
+                                    write.bytes.size(), /*to_device=*/true));
     blob.ClearPoison();
   }
   // (The recorded path above counts its AccessBlob writes as they are published.)
@@ -152,18 +146,39 @@ absl::Status VirtualMachine::ReadIdleHostBlobs(absl::Span<const HostBlobRead> re
       return absl::InvalidArgumentError(
           absl::StrCat("ReadIdleHostBlobs: ", blob.DebugName(), " has no storage"));
     }
-    if (blob.device().type() == DeviceType::kCuda) {
-      return absl::InvalidArgumentError(absl::StrCat("ReadIdleHostBlobs: ", blob.DebugName(),
-                                                     " is on ", blob.device().ToString(),
-                                                     ", whose memory the host cannot address"));
-    }
   }
   for (const HostBlobRead& read : reads) {
-    if (!read.bytes.empty()) {
-      std::memcpy(read.bytes.data(), (*read.blob)->storage()->data(), read.bytes.size());
-    }
+    const Blob& blob = **read.blob;
+    SLUICE_RETURN_IF_ERROR(CopyIdle(blob, read.bytes.data(), blob.storage()->data(),
+                                    read.bytes.size(), /*to_device=*/false));
   }
   VmCounters::Add(counters_.device_to_host_copies, static_cast<int64_t>(reads.size()));
+  return absl::OkStatus();
+}
+
+absl::Status VirtualMachine::CopyIdle(const Blob& blob, void* dst, const void* src, size_t bytes,
+                                      bool to_device) {
+  if (bytes == 0) return absl::OkStatus();
+  if (blob.device().type() == DeviceType::kCpu) {
+    std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  // Memory the host cannot address: a copy on the device's copy stream, then a host task
+  // behind it that tells this thread the copy is done. The stream's other work and its
+  // pending errors are not touched.
+  SLUICE_ASSIGN_OR_RETURN(
+      Stream * stream,
+      GetStream(StreamKey{blob.device(),
+                          to_device ? StreamType::kHost2Device : StreamType::kDevice2Host}));
+  ep::Stream* ep_stream = stream->ep_stream();
+  SLUICE_RETURN_IF_ERROR(ep_stream->Memcpy(
+      dst, src, bytes, to_device ? ep::CopyKind::kHostToDevice : ep::CopyKind::kDeviceToHost));
+  auto done = std::make_shared<absl::Notification>();
+  SLUICE_RETURN_IF_ERROR(ep_stream->Launch([done]() {
+    done->Notify();
+    return absl::OkStatus();
+  }));
+  done->WaitForNotification();
   return absl::OkStatus();
 }
 

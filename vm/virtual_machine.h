@@ -134,28 +134,28 @@ class VirtualMachine {
     const BlobRef* blob;
     absl::Span<const uint8_t> bytes;
   };
-  // Copies host bytes into blobs whose memory the host addresses and that no unsubmitted or
+  // Copies host bytes into blobs (of any device) that no unsubmitted or
   // unretired instruction uses (the caller's guarantee: e.g. a precomputed graph's feed
   // blobs between runs), and clears their poison. With a recorder attached, the copies go
   // through AccessBlob instructions and a barrier instead, so that the record carries the
   // bytes and a replay orders what follows after them. Each blob written counts one in
   // VmStats::host_to_device_copies (once: the recorded path counts its AccessBlob writes).
-  // InvalidArgument naming the blob for a size mismatch, a blob without storage or one the
-  // host cannot address; nothing is written then. Any thread; not concurrently with work on
-  // these blobs.
+  // Device memory (sim, cuda) is written by a copy on the device's host-to-device stream,
+  // waited for here. InvalidArgument naming the blob for a size mismatch or a blob without
+  // storage; nothing is written then. Any thread; not concurrently with work on these blobs.
   absl::Status WriteIdleHostBlobs(absl::Span<const HostBlobWrite> writes);
   // One host read for ReadIdleHostBlobs: `blob`'s bytes into `bytes`.
   struct HostBlobRead {
     const BlobRef* blob;
     absl::Span<uint8_t> bytes;
   };
-  // The converse: copies the bytes of blobs whose memory the host addresses and that no
+  // The converse: copies the bytes of blobs (of any device) that no
   // unretired instruction writes (e.g. a precomputed graph's fetch blobs after its run) out
   // to host memory. Poison is the caller's to check. Counted in
   // VmStats::device_to_host_copies, one per blob, as WriteIdleHostBlobs counts its writes.
-  // InvalidArgument naming the blob for a size mismatch, a blob without storage or one the
-  // host cannot address; nothing is read then. Any thread; not concurrently with writers of
-  // these blobs.
+  // Device memory is read by a copy on the device's device-to-host stream, waited for here.
+  // InvalidArgument naming the blob for a size mismatch or a blob without storage; nothing
+  // is read then. Any thread; not concurrently with writers of these blobs.
   absl::Status ReadIdleHostBlobs(absl::Span<const HostBlobRead> reads);
 
   // True when `blob` has storage (storage(): not lazy and unwritten, not released) that came
@@ -215,6 +215,11 @@ class VirtualMachine {
   ErrorSink& errors() { return errors_; }
 
  private:
+  // One idle blob's bytes to or from host memory: memcpy for cpu blobs; otherwise a copy on
+  // the device's copy stream that this thread waits for (never a host access of device
+  // memory). Any thread.
+  absl::Status CopyIdle(const Blob& blob, void* dst, const void* src, size_t bytes,
+                        bool to_device);
   friend class ProducerPort;  // the producers' side: see vm/producer_port.h
 
   VirtualMachine(ep::Runtime* runtime, VmOptions options);

@@ -68,16 +68,12 @@ absl::Status Tensor::WaitUntilReady(absl::FunctionRef<absl::Status()> interrupt,
                                     absl::Duration poll) const {
   if (!valid()) return absl::InvalidArgumentError("WaitUntilReady: empty Tensor");
   internal::ContextState& ctx = *state_->context();
-  SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, ctx.vm->GetStream(StreamKey{device()}));
-  // Host code cannot access the memory (cuda): nothing to wait on here; the read waits.
-  if (!home->policy()->host_accessible()) return absl::OkStatus();
   vm::BlobAccessWaiter waiter(ctx.vm.get());
   const vm::BlobRef ref = blob();
   {
     PlainMutexLock lock(&ctx.mu);
-    // An empty read: it retires once every producer of the tensor has.
-    SLUICE_RETURN_IF_ERROR(ctx.builder->AccessBlob(
-        ref, /*write=*/false, [](void*, size_t) { return absl::OkStatus(); }, waiter.OnRetire()));
+    // An empty read: it retires once every producer of the tensor has (on every device).
+    SLUICE_RETURN_IF_ERROR(ctx.builder->WaitBlob(ref, waiter.OnRetire()));
   }
   while (!waiter.WaitFor(poll)) {
     if (absl::Status interrupted = interrupt(); !interrupted.ok()) {

@@ -70,8 +70,8 @@ class Tensor {
   // `interrupt`: when it returns an error, the wait is abandoned and that error returned
   // (the work goes on; a later read waits for it again). Returns the work's error if it
   // failed. For a host language that must handle signals during a long wait; an access
-  // instruction per call, so read with ToBytes alone when nothing needs to interrupt. On a
-  // device whose memory host code cannot access (cuda) it returns at once; the read waits.
+  // instruction per call, so read with ToBytes alone when nothing needs to interrupt. No
+  // bytes move, on any device.
   absl::Status WaitUntilReady(absl::FunctionRef<absl::Status()> interrupt,
                               absl::Duration poll = absl::Milliseconds(20)) const;
   template <typename T>

@@ -86,9 +86,10 @@ TEST(EagerTest, SameNumbersOnCpuSimAndSplitAcrossDevices) {
 
 TEST(EagerTest, ScriptedSequenceEmitsExactlyTheRequiredSyncs) {
   Context ctx = NewContext();
-  // Uploads to sim:0 happen on its compute stream (host-written, no sync instructions).
-  Tensor a = ctx.FromVector(Values(6, 1.0f), Shape({6}), kSim0).value();
-  Tensor b = ctx.FromVector(Values(6, 2.0f), Shape({6}), kSim0).value();
+  // Uploads to sim:0 are copies on its h2d stream (the host cannot address its memory);
+  // a first op on the compute stream makes a and b compute-stream tensors.
+  Tensor a = Scale(ctx.FromVector(Values(6, 1.0f), Shape({6}), kSim0).value(), 1.0).value();
+  Tensor b = Scale(ctx.FromVector(Values(6, 2.0f), Shape({6}), kSim0).value(), 1.0).value();
   const vm::VmStats s0 = ctx.vm()->stats();
 
   // 1. Same stream: no sync.
