@@ -417,8 +417,8 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
   // filled by a device-to-host copy in stream order before it and, for a write, copied
   // back after it. The host never touches device memory.
   ep::Stream* ep_stream = stream->ep_stream();
-  const bool staged = !stream->policy()->host_accessible() && device_data != nullptr &&
-                      !i->access_wait_only;
+  const bool staged =
+      !stream->policy()->host_accessible() && device_data != nullptr && !i->access_wait_only;
   std::shared_ptr<uint8_t[]> staging;
   void* data = i->access_wait_only ? nullptr : device_data;
   if (staged) {

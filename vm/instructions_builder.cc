@@ -225,12 +225,11 @@ absl::Status InstructionsBuilder::Release(Blob* blob, bool dying, bool* hold_tak
 absl::Status InstructionsBuilder::AccessBlob(
     const BlobRef& blob, bool write, BlobCallback callback,
     absl::AnyInvocable<void(const Instruction&)> on_retire) {
-  return SubmitAccess(blob, write, /*wait_only=*/false, std::move(callback),
-                      std::move(on_retire));
+  return SubmitAccess(blob, write, /*wait_only=*/false, std::move(callback), std::move(on_retire));
 }
 
-absl::Status InstructionsBuilder::WaitBlob(
-    const BlobRef& blob, absl::AnyInvocable<void(const Instruction&)> on_retire) {
+absl::Status InstructionsBuilder::WaitBlob(const BlobRef& blob,
+                                           absl::AnyInvocable<void(const Instruction&)> on_retire) {
   return SubmitAccess(
       blob, /*write=*/false, /*wait_only=*/true, [](void*, size_t) { return absl::OkStatus(); },
       std::move(on_retire));
@@ -252,8 +251,8 @@ absl::Status InstructionsBuilder::SubmitAccess(
     SLUICE_ASSIGN_OR_RETURN(stream, vm_->GetStream(StreamKey{blob->device()}));
     Blob* const operand = blob.get();
     const BlobPtrSpan operands(&operand, 1);
-    absl::Status synced = write ? SoftSync({}, operands, stream, chain)
-                                : SoftSync(operands, {}, stream, chain);
+    absl::Status synced =
+        write ? SoftSync({}, operands, stream, chain) : SoftSync(operands, {}, stream, chain);
     if (!synced.ok()) {
       port_.Free(std::move(chain));
       return synced;

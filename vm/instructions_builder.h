@@ -109,7 +109,8 @@ class InstructionsBuilder {
                           absl::AnyInvocable<void(const Instruction&)> on_retire = nullptr);
   // An empty read: retires once every producer of the blob has (its error, if one failed,
   // in the instruction's status); no bytes move, on any device.
-  absl::Status WaitBlob(const BlobRef& blob, absl::AnyInvocable<void(const Instruction&)> on_retire);
+  absl::Status WaitBlob(const BlobRef& blob,
+                        absl::AnyInvocable<void(const Instruction&)> on_retire);
   // Blocking helpers over AccessBlob: copy host bytes in (size must match) or out. A read of
   // a blob whose producer failed returns that error.
   absl::Status WriteBlob(const BlobRef& blob, absl::Span<const uint8_t> bytes);

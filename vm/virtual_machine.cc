@@ -167,9 +167,8 @@ absl::Status VirtualMachine::CopyIdle(const Blob& blob, void* dst, const void* s
   // behind it that tells this thread the copy is done. The stream's other work and its
   // pending errors are not touched.
   SLUICE_ASSIGN_OR_RETURN(
-      Stream * stream,
-      GetStream(StreamKey{blob.device(),
-                          to_device ? StreamType::kHost2Device : StreamType::kDevice2Host}));
+      Stream * stream, GetStream(StreamKey{blob.device(), to_device ? StreamType::kHost2Device
+                                                                    : StreamType::kDevice2Host}));
   ep::Stream* ep_stream = stream->ep_stream();
   SLUICE_RETURN_IF_ERROR(ep_stream->Memcpy(
       dst, src, bytes, to_device ? ep::CopyKind::kHostToDevice : ep::CopyKind::kDeviceToHost));

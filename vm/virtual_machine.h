@@ -218,8 +218,7 @@ class VirtualMachine {
   // One idle blob's bytes to or from host memory: memcpy for cpu blobs; otherwise a copy on
   // the device's copy stream that this thread waits for (never a host access of device
   // memory). Any thread.
-  absl::Status CopyIdle(const Blob& blob, void* dst, const void* src, size_t bytes,
-                        bool to_device);
+  absl::Status CopyIdle(const Blob& blob, void* dst, const void* src, size_t bytes, bool to_device);
   friend class ProducerPort;  // the producers' side: see vm/producer_port.h
 
   VirtualMachine(ep::Runtime* runtime, VmOptions options);

@@ -56,7 +56,8 @@ void ExpectClose(const std::vector<float>& want, const std::vector<float>& got, 
     const double w = want[i], g = got[i];
     const bool ok = std::isfinite(w) ? std::fabs(w - g) <= rtol * std::fabs(w) + 1e-5
                                      : (std::isnan(w) ? std::isnan(g) : w == g);
-    if (!ok && ++bad <= 3) ADD_FAILURE() << what << ": element " << i << " want " << w << " got " << g;
+    if (!ok && ++bad <= 3)
+      ADD_FAILURE() << what << ": element " << i << " want " << w << " got " << g;
   }
   EXPECT_EQ(bad, 0) << what;
 }
@@ -114,8 +115,7 @@ RandomProgram MakeRandomProgram(uint32_t seed, int num_ops) {
     const std::string x = written[below(static_cast<int>(written.size()))];
     const std::string y = written[below(static_cast<int>(written.size()))];
     // Half the ops write over their first input when it is a temporary.
-    const std::string out =
-        (x != "x" && below(2) == 0) ? x : absl::StrCat("t", below(kTemps));
+    const std::string out = (x != "x" && below(2) == 0) ? x : absl::StrCat("t", below(kTemps));
     vm::AttrMap attrs;
     std::string type;
     ir::OpSlots inputs = {{"X", {x}}};
