@@ -1,11 +1,12 @@
 // Yields are a parallel assignment (framework/interpreter/control_flow/lower_sub_blocks.h):
 // every yielded value is read as it was when the block ended, before any Out is written.
-// Programs written as text, whose yields swap, rotate, duplicate and transform their
-// Out variables, run through the executor on cpu and on sim (under the sync checker), with
-// the GC plan on and off, and give what a host reference computes: for a cond of block 0,
-// for a while whose body yields its loop variables permuted, and for a cond inside a while
-// body. A randomized test draws yield lists (permutations with repeats, some through tanh)
-// with a fixed seed.
+// Programs written as text, whose yields swap, rotate, duplicate and transform their Out
+// variables, run through the executor on cpu, on sim and, where there is one, on a cuda
+// device (whose predicates reach the host by a device-to-host copy), under the sync
+// checker, with the GC plan on and off, and give what a host reference computes: for a
+// cond of block 0, for a while whose body yields its loop variables permuted, and for a
+// cond inside a while body. A randomized test draws yield lists (permutations with
+// repeats, some through tanh) with a fixed seed.
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status.h"
+#include "ep/cuda/cuda_device.h"
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
 #include "framework/interpreter/scope.h"
@@ -152,13 +154,15 @@ class ControlFlowYieldTest : public ::testing::Test {
     options.runtime.num_sim_devices = 1;
     options.runtime.sim.max_jitter_us = 5;
     options.runtime.sim.seed = 3;
-    options.runtime.enable_cuda = false;
+    options.runtime.enable_cuda = ep::CudaDeviceCount() > 0;
     options.vm.check_sync = true;
     context_.emplace(eager::Context::Create(options).value());
+    devices_ = {Device(DeviceType::kCpu, 0), Device(DeviceType::kSim, 0)};
+    if (options.runtime.enable_cuda) devices_.push_back(Device(DeviceType::kCuda, 0));
   }
 
-  // Runs the program of `site` on cpu and sim, GC plan on and off, with p = `taken` and
-  // (loops) n = `iterations`, and compares v0.. with the reference.
+  // Runs the program of `site` on every device of devices_, GC plan on and off, with p = `taken`
+  // and (loops) n = `iterations`, and compares v0.. with the reference.
   void Check(Site site, const Yields& on_true, const Yields& on_false, bool taken,
              int iterations = 2) {
     const std::string text = Program(site, on_true, on_false);
@@ -186,7 +190,7 @@ class ControlFlowYieldTest : public ::testing::Test {
     }
     const Values want = Apply(taken ? on_true : on_false, initial, times);
     const std::vector<std::string> fetches = Names("v", n);
-    for (Device device : {Device(DeviceType::kCpu, 0), Device(DeviceType::kSim, 0)}) {
+    for (Device device : devices_) {
       for (bool release : {true, false}) {
         ExecutorOptions options;
         options.interpreter.device = device;
@@ -213,6 +217,7 @@ class ControlFlowYieldTest : public ::testing::Test {
   }
 
   std::optional<eager::Context> context_;
+  std::vector<Device> devices_;  // cpu, sim:0, and cuda:0 where there is one
 };
 
 TEST_F(ControlFlowYieldTest, CondInBlock0SwapsRotatesAndTransforms) {

@@ -49,12 +49,12 @@ using Bindings = absl::flat_hash_map<std::string, vm::Blob*>;
 
 class SubBlockLowering {
  public:
-  // `stream`: the control step's stream (cpu, or an asynchronous stream whose memory the
-  // host addresses: sim). `cancel` and `ops_run`: the interpreter's cancel flag and op
-  // counter, given to every frame. `release_temporaries`: InterpreterOptions'.
-  // `run_number`: the graph's run counter (vm::StepSequence::set_run_counter), which a
-  // pipelined loop tags its state with. Given only when the block will run as lanes over
-  // more than one stream; null: every loop runs one iteration at a time.
+  // `stream`: the control step's stream (cpu, or an asynchronous one: sim, cuda). `cancel`
+  // and `ops_run`: the interpreter's cancel flag and op counter, given to every frame.
+  // `release_temporaries`: InterpreterOptions'. `run_number`: the graph's run counter
+  // (vm::StepSequence::set_run_counter), which a pipelined loop tags its state with. Given
+  // only when the block will run as lanes over more than one stream; null: every loop runs
+  // one iteration at a time.
   SubBlockLowering(const ir::ProgramDesc& program, const ops::OpRegistry& registry,
                    vm::VirtualMachine& vm, vm::Stream* stream, const std::atomic<bool>* cancel,
                    std::atomic<int64_t>* ops_run, bool release_temporaries,
