@@ -129,12 +129,6 @@ absl::Status Interpreter::Builder::BuildControlSteps(const VarTable& vars,
 absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_names,
                                        const std::vector<std::string>& fetch_names) {
   SLUICE_RETURN_IF_ERROR(program.Validate());
-  if (program.num_blocks() > 1 && options.device.type() == DeviceType::kCuda) {
-    return absl::UnimplementedError(absl::StrCat("program has ", program.num_blocks(),
-                                                 " blocks; control flow runs on cpu and sim only "
-                                                 "(device ",
-                                                 options.device.ToString(), ")"));
-  }
   const ir::BlockDesc& block = program.global_block();
   SLUICE_ASSIGN_OR_RETURN(
       VarTable vars, CollectVars(block, feed_names, fetch_names, options.device, scope, out.io_));

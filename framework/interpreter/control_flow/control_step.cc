@@ -10,6 +10,7 @@
 #include "framework/interpreter/control_flow/loop_pipeline.h"
 #include "vm/recorder.h"
 #include "vm/step_log.h"
+#include "vm/stream_policy.h"
 #include "vm/tracer.h"
 
 namespace sluice::framework::control_flow {
@@ -72,15 +73,38 @@ absl::StatusOr<std::optional<bool>> ControlStep::ReadInOrder(vm::KernelContext& 
   if (read_event_ == nullptr) {
     SLUICE_ASSIGN_OR_RETURN(read_event_, stream->device()->CreateEvent());
   }
-  // The task writes a member, not a local: if recording the event failed, the task may
+  // The task writes members, not locals: if recording the event failed, the task may
   // still run after this returns. Two pointers fit the task's inline storage. The event's
   // Sync orders the task's write before the read below; the next task is enqueued after it.
   read_ran_ = false;
-  SLUICE_RETURN_IF_ERROR(stream->Launch([this, pred]() -> absl::Status {
-    read_value_ = ReadPredicate(pred);
-    read_ran_ = true;
-    return absl::OkStatus();
-  }));
+  // Where the stream's policy is not known here, the copy (right on every device).
+  const vm::Instruction* instruction = ctx.instruction();
+  if (instruction != nullptr && instruction->stream != nullptr &&
+      instruction->stream->policy()->host_accessible()) {
+    SLUICE_RETURN_IF_ERROR(stream->Launch([this, pred]() -> absl::Status {
+      read_value_ = ReadPredicate(pred);
+      read_ran_ = true;
+      return absl::OkStatus();
+    }));
+  } else {
+    // The host does not address the device's memory (cuda): the byte comes over by a copy
+    // in stream order into a host buffer, and the task reads that buffer. Poison settles
+    // in launch order on such a stream, so a producer that failed at launch shows now; a
+    // failure on the device after its launch still shows when the task runs.
+    if (pred->poisoned()) {
+      *poison = pred->poison();
+      return std::optional<bool>();
+    }
+    if (pred->raw_storage() == nullptr) return std::optional<bool>();  // never written
+    read_byte_ = 0;
+    SLUICE_RETURN_IF_ERROR(
+        stream->Memcpy(&read_byte_, pred->raw_storage()->data(), 1, ep::CopyKind::kDeviceToHost));
+    SLUICE_RETURN_IF_ERROR(stream->Launch([this, pred]() -> absl::Status {
+      read_value_ = pred->poisoned() ? std::nullopt : std::optional<bool>(read_byte_ != 0);
+      read_ran_ = true;
+      return absl::OkStatus();
+    }));
+  }
   SLUICE_RETURN_IF_ERROR(stream->RecordEvent(read_event_.get()));
   // The event reports the stream's first error since it was last cleared, which may be
   // another op's (already reported as that op's): what counts is whether the read ran.

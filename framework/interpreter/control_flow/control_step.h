@@ -14,13 +14,18 @@
 //    control step's stream (a cross-stream wait there was enqueued after the work it waits
 //    for was), so it always ends. Everything the control step launched is on its stream
 //    before Launch returns: the instruction's own completion covers its frames.
+//  - On an asynchronous stream whose memory the host does not address (cuda: the stream
+//    policy's host_accessible() is false), the predicate's byte is copied device-to-host in
+//    stream order into a host buffer of the step, and the task enqueued behind the copy
+//    reads that buffer; the wait is the same. The host never reads device memory.
 //
 // Errors: each step of a sub-block names its block and op, and inside a loop the
 // iteration of every enclosing loop (LoopIteration, written in the steps' stream order).
 //
 // Frames (lower_sub_blocks.h builds them): a frame is one instance of a sub-block's steps
 // with blobs of its own. A cond has a frame per branch, each ending with copies of its
-// yields into Out. A sequential while (loop_pipeline.h for a pipelined one) has:
+// yields into Out (one parallel assignment: every yield is read before any Out is
+// written). A sequential while (loop_pipeline.h for a pipelined one) has:
 //  - an entry frame, which copies X into the current values of parity 0;
 //  - per parity p (0, 1), a condition frame and a body frame in which the loop's Out names
 //    are bound to the current values of parity p; the body writes its yields into the
@@ -169,6 +174,7 @@ class ControlStep final : public vm::OpKernel {
   // the first read; one worker at a time runs the step).
   mutable std::unique_ptr<ep::Event> read_event_;
   mutable std::optional<bool> read_value_;  // written by the stream's task
+  mutable uint8_t read_byte_ = 0;           // host buffer of the device-to-host copy
   mutable bool read_ran_ = false;           // set by it (the worker resets it before)
 };
 

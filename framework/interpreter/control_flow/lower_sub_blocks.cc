@@ -215,9 +215,8 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildCond(
     SLUICE_ASSIGN_OR_RETURN(vm::BlockRef ref, op.attrs.GetBlock(attrs[b]));
     SLUICE_ASSIGN_OR_RETURN(PendingFrame branch,
                             LowerBlock(static_cast<int>(ref.index), bound, loop));
-    for (size_t i = 0; i < out.size(); ++i) {
-      SLUICE_RETURN_IF_ERROR(AddCopy(branch, branch.frame.results[i], out[i]));
-    }
+    const std::vector<vm::Blob*> yielded = branch.frame.results;
+    SLUICE_RETURN_IF_ERROR(AddYieldCopies(branch, yielded, out));
     branches[b] = Finish(std::move(branch), {});
   }
   return ControlStep::Cond(where, pred[0], std::move(branches[0]), std::move(branches[1]));
@@ -301,9 +300,10 @@ absl::StatusOr<std::optional<LoopFrames>> SubBlockLowering::BuildLoopFrames(
     SLUICE_ASSIGN_OR_RETURN(PendingFrame body_frame,
                             LowerBlock(static_cast<int>(body.index), inside, iteration));
     WriteYieldsInPlace(body_frame, next);
-    for (size_t i = 0; i < out.size(); ++i) {
-      SLUICE_RETURN_IF_ERROR(AddCopy(body_frame, body_frame.frame.results[i], next[i]));
-    }
+    // The body reads slot p and writes slot p + 1: no yield reads a value its copies
+    // overwrite, and the copies keep their order.
+    const std::vector<vm::Blob*> yielded = body_frame.frame.results;
+    SLUICE_RETURN_IF_ERROR(AddYieldCopies(body_frame, yielded, next));
     if (in_flight > 0) {
       if (p == 0) {
         std::vector<StageCall> calls;
@@ -440,6 +440,50 @@ absl::Status SubBlockLowering::AddCopy(PendingFrame& pending, vm::Blob* from, vm
   SLUICE_ASSIGN_OR_RETURN(const vm::OpKernel* assign,
                           registry_.FindKernel("assign", device_.type(), from->dtype()));
   pending.calls.push_back({assign, {from}, {to}, nullptr, nullptr});
+  return absl::OkStatus();
+}
+
+absl::Status SubBlockLowering::AddYieldCopies(PendingFrame& pending,
+                                              const std::vector<vm::Blob*>& from,
+                                              const std::vector<vm::Blob*>& to) const {
+  struct Move {
+    vm::Blob* from;
+    vm::Blob* to;
+  };
+  // A destination named twice takes its last yield (every yield is read first); a value
+  // copied onto itself is already in place.
+  std::vector<Move> moves;
+  for (size_t i = to.size(); i-- > 0;) {
+    const bool later =
+        std::any_of(moves.begin(), moves.end(), [&](const Move& m) { return m.to == to[i]; });
+    if (!later && from[i] != to[i]) moves.push_back({from[i], to[i]});
+  }
+  std::reverse(moves.begin(), moves.end());
+  auto still_read = [&moves](const vm::Blob* blob) {
+    return std::any_of(moves.begin(), moves.end(), [&](const Move& m) { return m.from == blob; });
+  };
+  while (!moves.empty()) {
+    // First the copies whose destination no pending copy reads (in yield order among them).
+    auto ready =
+        std::find_if(moves.begin(), moves.end(), [&](const Move& m) { return !still_read(m.to); });
+    if (ready != moves.end()) {
+      SLUICE_RETURN_IF_ERROR(AddCopy(pending, ready->from, ready->to));
+      moves.erase(ready);
+      continue;
+    }
+    // Every pending destination is still to be read: the copies form cycles. One
+    // destination's value goes to a temporary of the frame, which its readers read
+    // instead; that breaks one cycle.
+    vm::Blob* const saved = moves.front().to;
+    SLUICE_ASSIGN_OR_RETURN(vm::BlobRef temp,
+                            vm_.NewLazyBlob(stream_, saved->dtype(), saved->shape(),
+                                            absl::StrCat(saved->name(), "@yield")));
+    SLUICE_RETURN_IF_ERROR(AddCopy(pending, saved, temp.get()));
+    for (Move& m : moves) {
+      if (m.from == saved) m.from = temp.get();
+    }
+    pending.frame.blobs.push_back(std::move(temp));
+  }
   return absl::OkStatus();
 }
 

@@ -49,12 +49,12 @@ using Bindings = absl::flat_hash_map<std::string, vm::Blob*>;
 
 class SubBlockLowering {
  public:
-  // `stream`: the control step's stream (cpu, or an asynchronous stream whose memory the
-  // host addresses: sim). `cancel` and `ops_run`: the interpreter's cancel flag and op
-  // counter, given to every frame. `release_temporaries`: InterpreterOptions'.
-  // `run_number`: the graph's run counter (vm::StepSequence::set_run_counter), which a
-  // pipelined loop tags its state with. Given only when the block will run as lanes over
-  // more than one stream; null: every loop runs one iteration at a time.
+  // `stream`: the control step's stream (cpu, or an asynchronous one: sim, cuda). `cancel`
+  // and `ops_run`: the interpreter's cancel flag and op counter, given to every frame.
+  // `release_temporaries`: InterpreterOptions'. `run_number`: the graph's run counter
+  // (vm::StepSequence::set_run_counter), which a pipelined loop tags its state with. Given
+  // only when the block will run as lanes over more than one stream; null: every loop runs
+  // one iteration at a time.
   SubBlockLowering(const ir::ProgramDesc& program, const ops::OpRegistry& registry,
                    vm::VirtualMachine& vm, vm::Stream* stream, const std::atomic<bool>* cancel,
                    std::atomic<int64_t>* ops_run, bool release_temporaries,
@@ -151,6 +151,13 @@ class SubBlockLowering {
   // of the body's own, written by one call (not a nested control step) and yielded once,
   // is rebound to its next value `next[i]`, so the copy into it disappears.
   static void WriteYieldsInPlace(PendingFrame& pending, const std::vector<vm::Blob*>& next);
+  // Appends the copies to[i] = from[i] as one parallel assignment: every `from` is read
+  // before any `to` is written (a branch that yields its Out swapped swaps them). Copies
+  // are ordered so that none overwrites a value a later one reads; each cycle (a swap, a
+  // rotation) goes through one temporary, a blob of the frame. A `to` named twice takes
+  // its last `from`.
+  absl::Status AddYieldCopies(PendingFrame& pending, const std::vector<vm::Blob*>& from,
+                              const std::vector<vm::Blob*>& to) const;
   // A closed sequence of `calls`, wired to the cancel flag and the op counter.
   std::unique_ptr<vm::StepSequence> Sequence(std::vector<PendingFrame::Call>& calls) const;
   // Rebinds `pending`'s calls and `frame`'s results so that own blobs with disjoint live
