@@ -67,8 +67,7 @@ TEST_P(MemoryReclaimTest, RequestBeyondTheDeviceNamesInUseCachedAndPendingBytes)
   VmHarness h(WithScheduling(GetParam()), SmallSim());
   std::vector<BlobRef> live;
   for (int i = 0; i < 3; ++i) live.push_back(h.NewF32(kStream, kElements));
-  absl::StatusOr<BlobRef> big =
-      h.vm->NewBlob(h.S(kStream), DataType::kF32, Shape({2 * kElements}));
+  absl::StatusOr<BlobRef> big = h.vm->NewBlob(h.S(kStream), DataType::kF32, Shape({2 * kElements}));
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(big.status().message(), HasSubstr("sim:0 device memory"));
