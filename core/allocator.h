@@ -1,6 +1,8 @@
 // Memory interfaces: RawAllocator (a device's own memory, no caching), Allocator (what
-// tensors allocate from: stream-aware), AllocatorStats, and the StreamFence hooks through
-// which a device tells an allocator when a stream has finished its earlier work.
+// tensors allocate from: stream-aware), AllocatorStats, the StreamFence hooks through
+// which a device tells an allocator when a stream has finished its earlier work, and
+// MemoryReclaimer, through which an upper layer (the VM) hands back memory it has queued
+// frees of before an allocation fails.
 //
 // core/ knows nothing of devices' streams or events; the ep layer implements these
 // interfaces, so the dependency stays one-way.
@@ -47,6 +49,29 @@ class FenceRecorder {
  public:
   virtual ~FenceRecorder() = default;
   virtual absl::StatusOr<std::shared_ptr<StreamFence>> Record(StreamId stream) = 0;
+};
+
+// Gives back memory whose free an upper layer has queued but not yet performed: the VM's
+// Release instructions not yet run (a freed tensor's storage reaches the allocator only
+// when its Release runs on the tensor's last stream's worker). An allocator out of memory
+// calls Reclaim and retries (StreamOrderedCachingAllocator::AddReclaimer).
+//
+// Thread-safety contract, for implementations:
+//  - Reclaim is called from any thread that allocates, several at a time, never with the
+//    allocator's lock held: it may block, and the frees it waits for may Deallocate on
+//    other threads meanwhile (they never wait for the allocating thread).
+//  - It must not wait for work that can only proceed once the calling thread returns: on a
+//    thread that itself runs the queued work (a VM worker or scheduler), it returns at once
+//    with a non-OK status saying why it could not wait, and the allocation fails.
+//  - It must not Allocate from the allocator that called it (no reentrancy).
+class MemoryReclaimer {
+ public:
+  virtual ~MemoryReclaimer() = default;
+  // Blocks until the frees queued before the call on the allocator's device (and the work
+  // they wait for) have reached the allocator. `stream`: the allocating stream. OK when it
+  // waited; otherwise a reason (e.g. "called on a VM worker thread") the allocator adds to
+  // its out-of-memory error.
+  virtual absl::Status Reclaim(StreamId stream) = 0;
 };
 
 struct AllocatorStats {

@@ -104,30 +104,35 @@ absl::StatusOr<void*> StreamOrderedCachingAllocator::AllocateRawLocked(size_t si
                                                                        StreamId stream) {
   absl::StatusOr<void*> ptr = raw_->Allocate(size);
   if (!ptr.ok()) {
-    // Out of raw memory: reuse what other streams have freed, once it is safe.
-    std::vector<std::shared_ptr<StreamFence>> to_wait;
-    if (void* stolen = TryStealLocked(size, stream, &to_wait)) return stolen;
-    CollectFencesLocked(&to_wait);
-    mu_.Unlock();
     absl::Status wait_status;
-    for (auto& fence : to_wait) wait_status.Update(fence->Wait());
-    mu_.Lock();
-    ApplyDeferredLocked();
-    PollPending();
-    // The wait may have returned blocks of this stream from pending: stream order makes them
-    // reusable by it at once, whatever their size.
-    FreeList& own = FreeListOf(stream);
-    if (auto it = own.lower_bound(size); it != own.end()) {
-      return TakeBlock(own, it, stream, /*cross=*/false);
-    }
-    if (void* stolen = TryStealLocked(size, stream, &to_wait)) return stolen;
-    ReleaseFreeBlocksLocked();
+    if (void* cached = FreeUpLocked(size, stream, /*retake=*/false, &wait_status)) return cached;
     ptr = raw_->Allocate(size);
+    absl::Status reclaim_status;
     if (!ptr.ok()) {
+      // The memory may be in frees an upper layer has queued (Release instructions not yet
+      // run): let it finish them, then look again.
+      mu_.Unlock();
+      const bool reclaimed = RunReclaimers(stream, &reclaim_status);
+      mu_.Lock();
+      if (reclaimed) {
+        if (void* cached = FreeUpLocked(size, stream, /*retake=*/true, &wait_status)) {
+          return cached;
+        }
+        ptr = raw_->Allocate(size);
+      }
+    }
+    if (!ptr.ok()) {
+      int64_t pending = 0;
+      for (const Block* block : pending_) pending += static_cast<int64_t>(block->size);
       return absl::ResourceExhaustedError(absl::StrCat(
           "out of memory allocating ", size, " bytes of ", raw_->Name(), " for stream ",
-          stream.value(), ": ", ptr.status().message(), " (allocator: ", stats_.ToString(), ")",
-          wait_status.ok() ? "" : absl::StrCat("; a stream failed: ", wait_status.message())));
+          stream.value(), ": ", ptr.status().message(), "; in use: ", stats_.bytes_in_use,
+          " bytes, cached: ", stats_.bytes_cached - pending, " bytes, pending release: ", pending,
+          " bytes (allocator: ", stats_.ToString(), ")",
+          wait_status.ok() ? "" : absl::StrCat("; a stream failed: ", wait_status.message()),
+          reclaim_status.ok()
+              ? ""
+              : absl::StrCat("; queued frees not waited for: ", reclaim_status.message())));
     }
   }
   auto block = std::make_unique<Block>();
@@ -141,6 +146,66 @@ absl::StatusOr<void*> StreamOrderedCachingAllocator::AllocateRawLocked(size_t si
   ++stats_.num_allocations;
   ++stats_.num_raw_allocations;
   return *ptr;
+}
+
+void* StreamOrderedCachingAllocator::FreeUpLocked(size_t size, StreamId stream, bool retake,
+                                                  absl::Status* wait_status) {
+  // Stream order makes a block of the stream's own list reusable by it at once, whatever
+  // its size.
+  auto take_own = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    FreeList& own = FreeListOf(stream);
+    auto it = own.lower_bound(size);
+    return it == own.end() ? nullptr : TakeBlock(own, it, stream, /*cross=*/false);
+  };
+  if (retake) {
+    ApplyDeferredLocked();
+    PollPending();
+    if (void* block = take_own()) return block;
+  }
+  // Reuse what other streams have freed, once it is safe.
+  std::vector<std::shared_ptr<StreamFence>> to_wait;
+  if (void* stolen = TryStealLocked(size, stream, &to_wait)) return stolen;
+  CollectFencesLocked(&to_wait);
+  mu_.Unlock();
+  for (auto& fence : to_wait) wait_status->Update(fence->Wait());
+  mu_.Lock();
+  ApplyDeferredLocked();
+  PollPending();
+  // The wait may have returned blocks of this stream from pending.
+  if (void* block = take_own()) return block;
+  if (void* stolen = TryStealLocked(size, stream, &to_wait)) return stolen;
+  ReleaseFreeBlocksLocked();
+  return nullptr;
+}
+
+bool StreamOrderedCachingAllocator::RunReclaimers(StreamId stream, absl::Status* status) {
+  std::vector<MemoryReclaimer*> reclaimers;
+  {
+    absl::MutexLock lock(&reclaim_mu_);
+    if (reclaimers_.empty()) return false;
+    reclaimers = reclaimers_;
+    ++reclaims_running_;
+  }
+  for (MemoryReclaimer* reclaimer : reclaimers) status->Update(reclaimer->Reclaim(stream));
+  absl::MutexLock lock(&reclaim_mu_);
+  --reclaims_running_;
+  return true;
+}
+
+void StreamOrderedCachingAllocator::AddReclaimer(MemoryReclaimer* reclaimer) {
+  SLUICE_CHECK(reclaimer != nullptr);
+  absl::MutexLock lock(&reclaim_mu_);
+  SLUICE_CHECK(std::find(reclaimers_.begin(), reclaimers_.end(), reclaimer) == reclaimers_.end());
+  reclaimers_.push_back(reclaimer);
+}
+
+void StreamOrderedCachingAllocator::RemoveReclaimer(MemoryReclaimer* reclaimer) {
+  absl::MutexLock lock(&reclaim_mu_);
+  reclaimers_.erase(std::remove(reclaimers_.begin(), reclaimers_.end(), reclaimer),
+                    reclaimers_.end());
+  auto idle = [this]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(reclaim_mu_) { return reclaims_running_ == 0; };
+  reclaim_mu_.Await(absl::Condition(&idle));
 }
 
 void* StreamOrderedCachingAllocator::TryStealLocked(

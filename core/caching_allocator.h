@@ -11,7 +11,15 @@
 //    on the owner stream after the free is done. That fence is recorded lazily, the first
 //    time another stream needs memory it cannot get from the raw allocator.
 //  - When the raw allocator is exhausted the allocator waits for outstanding fences (without
-//    holding its lock), returns every free block to the raw allocator and retries once.
+//    holding its lock), returns every free block to the raw allocator and retries. If that
+//    fails too, it asks its reclaimers (MemoryReclaimer, core/allocator.h: the VMs over the
+//    device, which wait for their queued Release instructions and the work before them) to
+//    hand back what they are about to free, then does all of it once more. Only then is it
+//    ResourceExhausted, naming the bytes in use, cached and pending release (freed, still
+//    waiting for another stream's work), and why a reclaimer could not wait, if one could
+//    not. A reclaimer cannot wait on a thread that runs the queued work itself (a VM
+//    worker allocating a lazy blob's storage at launch): that allocation fails instead of
+//    deadlocking.
 //
 // A free never takes the allocator's lock: it drops the pointer into a small lock-free
 // mailbox that the lock's next holder empties first — every method that takes the lock
@@ -32,6 +40,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/synchronization/mutex.h"
 #include "core/allocator.h"
 #include "core/plain_mutex.h"
 
@@ -64,6 +73,14 @@ class StreamOrderedCachingAllocator final : public Allocator {
 
   // Waits for pending blocks and returns every free block to the raw allocator.
   absl::Status EmptyCache();
+
+  // Registers `reclaimer` (not null, not registered yet) for the out-of-memory path (see
+  // the header comment); it is called, without this allocator's lock, on the allocating
+  // thread. It must stay alive until RemoveReclaimer returns. Any thread.
+  void AddReclaimer(MemoryReclaimer* reclaimer);
+  // Unregisters `reclaimer` and returns once no Reclaim call (of any reclaimer) is running,
+  // so that none reaches it afterwards. Any thread but one inside a Reclaim call.
+  void RemoveReclaimer(MemoryReclaimer* reclaimer);
 
  private:
   struct Block;
@@ -103,6 +120,19 @@ class StreamOrderedCachingAllocator final : public Allocator {
   void ApplyDeferredLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<void*> AllocateRawLocked(size_t size, StreamId stream)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Out of raw memory: makes cached memory usable for `size` bytes on `stream`. Returns a
+  // cached block (taken) if one fits; otherwise null, with every free block that no stream
+  // still uses returned to the raw allocator. Waits for fences without the lock. `retake`:
+  // first look for any block of the stream's own list freed meanwhile (after a reclaim).
+  void* FreeUpLocked(size_t size, StreamId stream, bool retake, absl::Status* wait_status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls every reclaimer; false when there is none. Requires mu_ not held.
+  bool RunReclaimers(StreamId stream, absl::Status* status);
+
+  // The reclaimers; never taken while holding mu_.
+  absl::Mutex reclaim_mu_;
+  std::vector<MemoryReclaimer*> reclaimers_ ABSL_GUARDED_BY(reclaim_mu_);
+  int reclaims_running_ ABSL_GUARDED_BY(reclaim_mu_) = 0;
 
   RawAllocator* const raw_;
   FenceRecorder* const fences_;

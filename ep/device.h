@@ -67,6 +67,13 @@ class Device {
   // The stream-ordered caching allocator over device_memory() (core/caching_allocator.h).
   Allocator& allocator() { return *allocator_; }
   const StreamOrderedCachingAllocator& caching_allocator() const { return *allocator_; }
+  // An upper layer's hook for the allocator's out-of-memory path: `reclaimer` hands back
+  // memory whose free it has queued (a VM's pending Release instructions on this device's
+  // streams; see MemoryReclaimer, core/allocator.h, for what it may and may not wait for).
+  // It must stay registered no longer than it lives: Remove before destroying it (Remove
+  // returns once no call to it is running). Any thread.
+  void AddMemoryReclaimer(MemoryReclaimer* reclaimer) { allocator_->AddReclaimer(reclaimer); }
+  void RemoveMemoryReclaimer(MemoryReclaimer* reclaimer) { allocator_->RemoveReclaimer(reclaimer); }
 
   // This device's channel to the same device on every rank of its Runtime's world
   // (ep/ccl/): what collectives on its ccl stream run through. Set by Runtime::Create

@@ -81,6 +81,8 @@ class Engine {
   bool WantsWork() const {
     return !options_.dedicated_thread || wants_work_.load(std::memory_order_seq_cst);
   }
+  // True on the dedicated scheduler thread. Any thread, after Start.
+  bool OnSchedulerThread() const { return thread_.get_id() == std::this_thread::get_id(); }
   // Any thread: submitted instructions, in order (room reserved in the pool).
   void Submit(Chain<Instruction> chain);
   // ThreadCtx workers: completed instructions.

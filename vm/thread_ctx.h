@@ -54,6 +54,9 @@ class ThreadCtx {
   // when the batch ends (the instruction could not launch sooner anyway). Returns false
   // when the worker is idle: the caller must schedule itself. Any thread.
   bool DeferKickToWorker();
+  // True on this ThreadCtx's worker thread. Any thread, ordered after Start (the VM starts
+  // and reads it under its streams lock).
+  bool OnWorkerThread() const { return thread_.get_id() == std::this_thread::get_id(); }
 
  private:
   void Loop();

@@ -46,6 +46,16 @@ constexpr int64_t kMaxParkedBlobsLimit = int64_t{1} << 20;
 
 }  // namespace
 
+// What the device allocators call when they run out of memory (see ReclaimReleases).
+class VirtualMachine::ReleaseReclaimer final : public MemoryReclaimer {
+ public:
+  explicit ReleaseReclaimer(VirtualMachine* vm) : vm_(vm) {}
+  absl::Status Reclaim(StreamId /*stream*/) override { return vm_->ReclaimReleases(); }
+
+ private:
+  VirtualMachine* const vm_;
+};
+
 absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runtime* runtime,
                                                                        VmOptions options) {
   if (runtime == nullptr) return absl::InvalidArgumentError("VirtualMachine: null runtime");
@@ -77,6 +87,8 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runti
   vm->executor_.set_recorder(vm->recorder_.get());
   VirtualMachine* raw = vm.get();
   vm->engine_.Start([raw] { raw->HandOverBuffers(); });
+  vm->reclaimer_ = std::make_unique<ReleaseReclaimer>(raw);
+  for (ep::Device* device : runtime->devices()) device->AddMemoryReclaimer(vm->reclaimer_.get());
   return vm;
 }
 
@@ -525,12 +537,33 @@ absl::Status VirtualMachine::WaitBarrier(bool after_close) {
   return absl::OkStatus();
 }
 
+absl::Status VirtualMachine::ReclaimReleases() {
+  if (OnOwnThread()) {
+    return absl::FailedPreconditionError(
+        "the allocation runs on a VM worker or scheduler thread, which runs the queued "
+        "Release instructions itself");
+  }
+  // Fails only once the VM is shut down: its work is then finished or cancelled anyway.
+  return WaitBarrier(/*after_close=*/false);
+}
+
+bool VirtualMachine::OnOwnThread() const {
+  if (engine_.OnSchedulerThread()) return true;
+  absl::MutexLock lock(&streams_mu_);
+  for (const std::unique_ptr<ThreadCtx>& ctx : thread_ctxs_) {
+    if (ctx->OnWorkerThread()) return true;
+  }
+  return false;
+}
+
 absl::Status VirtualMachine::Shutdown(ShutdownMode mode) {
   {
     absl::MutexLock lock(&shutdown_mu_);
     if (shut_down_) return absl::OkStatus();
     shut_down_ = true;
   }
+  // No allocation reaches this VM's reclaimer from here on (a running one finishes first).
+  for (ep::Device* device : runtime_->devices()) device->RemoveMemoryReclaimer(reclaimer_.get());
   // New submissions fail from here on; those that already reserved room still land.
   pool_->Close();
   if (mode == ShutdownMode::kCancel) cancel_.store(true, std::memory_order_release);

@@ -265,9 +265,24 @@ class VirtualMachine {
   void Publish(Chain<Instruction> chain);
   // Submits a Barrier and waits for it.
   absl::Status WaitBarrier(bool after_close);
+  // The device allocators' out-of-memory hook (MemoryReclaimer, registered on every device
+  // of the runtime from Create until Shutdown): a barrier, which hands over every held-back
+  // instruction and waits until everything submitted before it is complete, so that the
+  // Release instructions queued so far have returned their storage and the work before
+  // them is done. On this VM's worker or scheduler thread (a lazy blob allocating at
+  // launch) it cannot wait for work queued behind the caller: FailedPrecondition at once.
+  // A whole-VM barrier rather than one per device: simpler, and only the rare
+  // out-of-memory path pays for it.
+  absl::Status ReclaimReleases();
+  // True on one of this VM's worker threads or its scheduler thread.
+  bool OnOwnThread() const;
+
+  class ReleaseReclaimer;
 
   ep::Runtime* const runtime_;
   const VmOptions options_;
+  // Registered with every device's allocator by Create, removed by Shutdown.
+  std::unique_ptr<ReleaseReclaimer> reclaimer_;
 
   VmCounters counters_;
   ErrorSink errors_;

@@ -8,8 +8,10 @@
 #include "core/caching_allocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -588,6 +590,116 @@ TEST_F(StreamOrderedCachingAllocatorTest, HugeRequestFailsInsteadOfWrapping) {
   EXPECT_EQ(ptr.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(raw_.num_allocations(), 0);
   if (ptr.ok()) allocator.Deallocate(*ptr);
+}
+
+// A reclaimer that runs `reclaim` (a stand-in for a VM running its queued Releases).
+class FakeReclaimer final : public MemoryReclaimer {
+ public:
+  explicit FakeReclaimer(std::function<absl::Status(StreamId)> reclaim)
+      : reclaim_(std::move(reclaim)) {}
+  absl::Status Reclaim(StreamId stream) override {
+    calls_.fetch_add(1);
+    return reclaim_(stream);
+  }
+  int calls() const { return calls_.load(); }
+
+ private:
+  std::function<absl::Status(StreamId)> reclaim_;
+  std::atomic<int> calls_{0};
+};
+
+// Out of memory with nothing cached, the allocator lets its reclaimer finish a queued free
+// (here: `a`'s) and takes the block it returned; memory that suffices never calls it.
+TEST_F(StreamOrderedCachingAllocatorTest, OutOfMemoryRunsReclaimersAndRetries) {
+  raw_.set_limit(2048);
+  StreamOrderedCachingAllocator allocator(&raw_, &fences_);
+  void* a = MustAllocate(allocator, 1024, kS0);
+  void* b = MustAllocate(allocator, 1024, kS0);
+  FakeReclaimer reclaimer([&](StreamId stream) {
+    EXPECT_EQ(stream, kS0);
+    allocator.Deallocate(a);  // without the allocator's lock held: a free may take it
+    return absl::OkStatus();
+  });
+  allocator.AddReclaimer(&reclaimer);
+  absl::StatusOr<void*> c = allocator.Allocate(1024, kS0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c, a);
+  EXPECT_EQ(reclaimer.calls(), 1);
+  EXPECT_EQ(raw_.num_allocations(), 2);
+  allocator.Deallocate(b);
+  EXPECT_EQ(MustAllocate(allocator, 1024, kS0), b);
+  EXPECT_EQ(reclaimer.calls(), 1);
+  allocator.RemoveReclaimer(&reclaimer);
+  allocator.Deallocate(a);
+  allocator.Deallocate(b);
+}
+
+// Cached memory that no stream uses any more (here: taken by another stream once its owner
+// is idle) serves the request before any reclaimer is asked.
+TEST_F(StreamOrderedCachingAllocatorTest, CachedMemoryIsUsedBeforeReclaimersRun) {
+  raw_.set_limit(2048);
+  StreamOrderedCachingAllocator allocator(&raw_, &fences_);
+  FakeReclaimer reclaimer([](StreamId) { return absl::OkStatus(); });
+  allocator.AddReclaimer(&reclaimer);
+  allocator.Deallocate(MustAllocate(allocator, 2048, kS0));
+  fences_.SetIdle(kS0);
+  void* big = MustAllocate(allocator, 2048, kS1);
+  EXPECT_EQ(reclaimer.calls(), 0);
+  allocator.Deallocate(big);
+  allocator.RemoveReclaimer(&reclaimer);
+}
+
+// When even the reclaim frees too little, the error names the bytes in use, cached (a block
+// whose owner cannot be fenced stays cached) and pending release, and the reclaimer's reason
+// for not waiting.
+TEST_F(StreamOrderedCachingAllocatorTest, OutOfMemoryAfterReclaimNamesInUseCachedAndPending) {
+  raw_.set_limit(3072);
+  StreamOrderedCachingAllocator allocator(&raw_, &fences_);
+  void* held = MustAllocate(allocator, 1024, kS0);
+  allocator.Deallocate(MustAllocate(allocator, 1024, kS2));
+  fences_.FailRecordsOn(kS2);
+  FakeReclaimer reclaimer(
+      [](StreamId) { return absl::FailedPreconditionError("called on a worker thread"); });
+  allocator.AddReclaimer(&reclaimer);
+  absl::StatusOr<void*> big = allocator.Allocate(2048, kS1);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(reclaimer.calls(), 1);
+  EXPECT_THAT(big.status().message(), HasSubstr("2048 bytes"));
+  EXPECT_THAT(big.status().message(),
+              HasSubstr("in use: 1024 bytes, cached: 1024 bytes, pending release: 0 bytes"));
+  EXPECT_THAT(big.status().message(),
+              HasSubstr("queued frees not waited for: called on a worker thread"));
+  allocator.RemoveReclaimer(&reclaimer);
+  allocator.Deallocate(held);
+}
+
+// RemoveReclaimer returns only once a running Reclaim has returned; none starts afterwards.
+TEST_F(StreamOrderedCachingAllocatorTest, RemoveReclaimerWaitsForARunningReclaim) {
+  raw_.set_limit(1024);
+  StreamOrderedCachingAllocator allocator(&raw_, &fences_);
+  void* held = MustAllocate(allocator, 1024, kS0);
+  absl::Notification entered, gate;
+  std::atomic<bool> finished{false};
+  FakeReclaimer reclaimer([&](StreamId) {
+    entered.Notify();
+    gate.WaitForNotification();
+    finished.store(true);
+    return absl::OkStatus();
+  });
+  allocator.AddReclaimer(&reclaimer);
+  AsyncAllocate request(allocator, 1024, kS1);
+  entered.WaitForNotification();
+  std::thread remover([&] {
+    allocator.RemoveReclaimer(&reclaimer);
+    EXPECT_TRUE(finished.load());
+  });
+  gate.Notify();
+  remover.join();
+  EXPECT_EQ(request.Get().status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(allocator.Allocate(1024, kS1).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(reclaimer.calls(), 1);
+  allocator.Deallocate(held);
 }
 
 using StreamOrderedCachingAllocatorDeathTest = StreamOrderedCachingAllocatorTest;
