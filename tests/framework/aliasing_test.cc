@@ -130,7 +130,11 @@ TEST(AliasingTest, CheckedModeNamesTheOpAndTheOperands) {
   ASSERT_TRUE(matmul.ok());
   vm::InstructionsBuilder builder(vm);
   // Y written over: output 0 is input 1, a pair matmul does not declare.
-  ASSERT_TRUE(builder.Call(**matmul, {*x, *y}, {*y}, vm::AttrMap(), *stream).ok());
+  ASSERT_TRUE(builder
+                  .Call(**matmul, {*x, *y}, {*y},
+                        vm::AttrMap().Set("transpose_x", int64_t{0}).Set("transpose_y", int64_t{0}),
+                        *stream)
+                  .ok());
   ASSERT_TRUE(vm->Sync().ok());
   const absl::Status status = vm->sync_checker()->status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);

@@ -43,13 +43,25 @@ TEST(HostKernelTest, SimPoisonsOutputsAliasingUndeclaredInputs) {
     for (size_t i = 0; i < 4; ++i) v[i] = OpsHarness::Load(DataType::kF32, bytes.data(), i);
     return v;
   };
+  const vm::OpKernel& transpose =
+      *registry.FindKernel("transpose", DeviceType::kSim, DataType::kF32).value();
   const vm::OpKernel& matmul =
       *registry.FindKernel("matmul", DeviceType::kSim, DataType::kF32).value();
   const vm::OpKernel& add = *registry.FindKernel("add", DeviceType::kSim, DataType::kF32).value();
+  // Kernels launched directly take normalized attributes (every one set).
+  const vm::AttrMap kNoTranspose =
+      vm::AttrMap().Set("transpose_x", int64_t{0}).Set("transpose_y", int64_t{0});
   vm::BlobRef x = upload({1, 2, 3, 4});
   vm::BlobRef y = upload({1, 0, 0, 1});
-  ASSERT_TRUE(builder.Call(matmul, {x, y}, {x}, vm::AttrMap(), stream).ok());
-  for (double v : download(x)) EXPECT_TRUE(std::isnan(v)) << v;
+  ASSERT_TRUE(builder.Call(matmul, {x, y}, {x}, kNoTranspose, stream).ok());
+  // The host matmul zeroes its output before it accumulates: X reads as zeros.
+  EXPECT_EQ(download(x), (std::vector<double>{0, 0, 0, 0}));
+  vm::BlobRef t = upload({1, 2, 3, 4});
+  ASSERT_TRUE(
+      builder
+          .Call(transpose, {t}, {t}, vm::AttrMap().Set("perm", std::vector<int64_t>{1, 0}), stream)
+          .ok());
+  for (double v : download(t)) EXPECT_TRUE(std::isnan(v)) << v;
   vm::BlobRef a = upload({1, 2, 3, 4});
   ASSERT_TRUE(builder.Call(add, {a, y}, {a}, vm::AttrMap(), stream).ok());
   EXPECT_EQ(download(a), (std::vector<double>{2, 2, 3, 5}));

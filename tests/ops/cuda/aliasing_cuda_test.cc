@@ -90,7 +90,8 @@ TEST_F(AliasingCudaTest, MatmulIntoItsOwnInputMatchesCpu) {
     x[i] = std::cos(0.37f * i);
     y[i] = std::sin(0.11f * i);
   }
-  const vm::AttrMap attrs = vm::AttrMap().Set("transpose_x", int64_t{1});
+  const vm::AttrMap attrs =
+      vm::AttrMap().Set("transpose_x", int64_t{1}).Set("transpose_y", int64_t{0});
   absl::StatusOr<SlotBlobs> reference =
       dispatcher_->Call("matmul", {{Upload(x, shape, kCpu)}, {Upload(y, shape, kCpu)}}, attrs);
   ASSERT_TRUE(reference.ok()) << reference.status();
