@@ -45,18 +45,19 @@ void FillPoison(const HostTensor& t) {
   }
 }
 
-// The sim's aliasing check (docs/design.md, "Aliasing"): the outputs of `args` that are
-// also inputs without a declared in-place pair are filled with poison in stream order before
-// `work` runs, so that a kernel reading an operand it also writes computes NaN on sim, as it
-// would compute garbage on a device whose threads overwrite what others still read. Returns
-// `work` itself when nothing is poisoned (the usual call: no alias).
-HostWork PoisonAliasedOutputs(const vm::InPlaceContract& contract, const HostArgs& args,
-                              HostWork work) {
+// The sim's aliasing check (docs/design.md, "Aliasing"): every output of `args` in no
+// declared in-place pair — and an output that is also an input of an undeclared pair — is
+// filled with poison in stream order before `work` runs, so that a kernel reading an operand
+// it also writes computes NaN on sim, as it would compute garbage on a device whose threads
+// overwrite what others still read (and a kernel reading its output before writing it shows
+// too). Outputs of declared pairs keep their bytes: they hold an input's value. Returns `work`
+// itself when nothing is poisoned (an elementwise op, an in-place update).
+HostWork PoisonOutputs(const vm::InPlaceContract& contract, const HostArgs& args, HostWork work) {
   const int n_in = static_cast<int>(args.inputs.size());
   const int n_out = static_cast<int>(args.outputs.size());
   absl::InlinedVector<HostTensor, 2> poisoned;
   for (int o = 0; o < n_out; ++o) {
-    bool poison = false;
+    bool poison = !contract.OutputMayAlias(o, n_in, n_out);
     for (int i = 0; i < n_in && !poison; ++i) {
       poison = args.inputs[i].data == args.outputs[o].data && !contract.Allows(i, o, n_in, n_out);
     }
@@ -111,7 +112,7 @@ absl::Status HostKernel::Launch(vm::KernelContext& ctx) const {
   SLUICE_ASSIGN_OR_RETURN(HostWork work, Prepare(args));
   if (work == nullptr) return absl::OkStatus();
   if (in_place().declared && ctx.stream()->device()->id().type() == DeviceType::kSim) {
-    work = PoisonAliasedOutputs(in_place(), args, std::move(work));
+    work = PoisonOutputs(in_place(), args, std::move(work));
   }
   return ctx.LaunchHostWork(std::move(work));
 }

@@ -1,6 +1,7 @@
-// HostKernel on sim poisons an output that is also an input of a pair its op does not
-// declare in place (NaN for floats) before the kernel runs, so a kernel launched on aliased
-// operands shows wrong values on sim as it would on a GPU; a declared pair runs in place.
+// HostKernel on sim poisons (NaN for floats) every output in no declared in-place pair, and
+// one that is also an input of an undeclared pair, before the kernel runs, so a kernel
+// launched on aliased operands shows wrong values on sim as it would on a GPU; a declared
+// pair runs in place.
 #include "ops/cpu/host_kernel.h"
 
 #include <cmath>
