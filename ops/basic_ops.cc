@@ -115,12 +115,14 @@ absl::Status RegisterBasicOps(OpRegistry* registry) {
                                                       .Input("X")
                                                       .Output("Out")
                                                       .Infer(SameAsInput())
+                                                      .InPlace("X", "Out")
                                                       .Flags(kOpElementwise)));
   SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(OpSchema("assign")
                                                       .Input("X")
                                                       .Output("Out")
                                                       .Infer(SameAsInput())
                                                       .Grad(AssignGrad)
+                                                      .InPlace("X", "Out")
                                                       .Flags(kOpElementwise)));
   SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
       OpSchema("cast")
@@ -136,6 +138,8 @@ absl::Status RegisterBasicOps(OpRegistry* registry) {
                 GradOp("cast_grad", {{"OutGrad", g.OutputGrad("Out")}, {"X", g.Input("X")}},
                        {{"XGrad", g.InputGrad("X")}})};
           })
+          // An alias is one variable, so of one dtype: only a cast to the same dtype, a copy.
+          .InPlace("X", "Out")
           .Flags(kOpElementwise)));
   SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
       OpSchema("cast_grad")
@@ -162,6 +166,7 @@ absl::Status RegisterBasicOps(OpRegistry* registry) {
             return std::vector<GradOpDesc>{
                 GradOp("scale", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}}, attrs)};
           })
+          .InPlace("X", "Out")
           .Flags(kOpElementwise)));
   SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
       OpSchema("sum")
@@ -176,6 +181,7 @@ absl::Status RegisterBasicOps(OpRegistry* registry) {
             }
             return ops;
           })
+          .InPlace("X", "Out")  // the first X (pairs match positions)
           .Flags(kOpElementwise)));
   SLUICE_RETURN_IF_ERROR(
       registry->RegisterSchema(OpSchema("memcpy_h2d")

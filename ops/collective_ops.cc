@@ -207,6 +207,8 @@ absl::Status RegisterCollectiveOps(OpRegistry* registry) {
                                    .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
                                    .Place(PlaceOnCcl)
                                    .Grad(AllReduceGrad)
+                                   // Data parallelism reduces gradients in place.
+                                   .InPlace("X", "Out")
                                    .Flags(kOpOrdered)));
   SLUICE_RETURN_IF_ERROR(
       registry->RegisterSchema(OpSchema("all_gather")
@@ -239,6 +241,7 @@ absl::Status RegisterCollectiveOps(OpRegistry* registry) {
           .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
           .Place(PlaceOnCcl)
           .Grad(BroadcastGrad)
+          .InPlace("X", "Out")  // the communicators take send == recv
           .Flags(kOpOrdered)));
   SLUICE_RETURN_IF_ERROR(
       registry->RegisterSchema(OpSchema("reduce")
@@ -253,6 +256,7 @@ absl::Status RegisterCollectiveOps(OpRegistry* registry) {
                                    .Attr("ranks", AttrType::kInts, std::vector<int64_t>{})
                                    .Place(PlaceOnCcl)
                                    .Grad(ReduceGrad)
+                                   .InPlace("X", "Out")
                                    .Flags(kOpOrdered)));
   SLUICE_RETURN_IF_ERROR(
       registry->RegisterSchema(OpSchema("send")

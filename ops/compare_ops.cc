@@ -98,6 +98,9 @@ absl::Status RegisterBoolOp(OpRegistry* registry, const std::string& op, int inp
   schema.Input("X");
   if (inputs == 2) schema.Input("Y");
   schema.Output("Out").Infer(std::move(infer)).Flags(kOpElementwise);
+  // Out is bool: an alias is possible only for bool inputs, read element by element.
+  schema.InPlace("X", "Out");
+  if (inputs == 2) schema.InPlace("Y", "Out");
   return registry->RegisterSchema(std::move(schema));
 }
 
@@ -145,6 +148,7 @@ absl::Status RegisterCompareOps(OpRegistry* registry) {
             return std::vector<GradOpDesc>{
                 GradOp("assign", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}})};
           })
+          .InPlace("X", "Out")
           .Flags(kOpElementwise));
 }
 

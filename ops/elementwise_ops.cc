@@ -140,6 +140,8 @@ absl::Status RegisterBinary(OpRegistry* registry, const std::string& op) {
                 grad, {{"X", g.Input("X")}, {"Y", g.Input("Y")}, {"OutGrad", g.OutputGrad("Out")}},
                 {{"XGrad", g.InputGrad("X")}, {"YGrad", g.InputGrad("Y")}})};
           })
+          .InPlace("X", "Out")
+          .InPlace("Y", "Out")
           .Flags(kOpElementwise)));
   return registry->RegisterSchema(
       OpSchema(grad).Input("X").Input("Y").Input("OutGrad").Output("XGrad").Output("YGrad").Infer(
@@ -162,12 +164,15 @@ absl::Status RegisterUnary(OpRegistry* registry, const std::string& op,
                 GradOp(grad, {{value_slot, value}, {"OutGrad", g.OutputGrad("Out")}},
                        {{"XGrad", g.InputGrad("X")}})};
           })
+          .InPlace("X", "Out")
           .Flags(kOpElementwise)));
   return registry->RegisterSchema(OpSchema(grad)
                                       .Input(value_slot)
                                       .Input("OutGrad")
                                       .Output("XGrad")
                                       .Infer(InferUnaryGrad(value_slot))
+                                      .InPlace(value_slot, "XGrad")
+                                      .InPlace("OutGrad", "XGrad")
                                       .Flags(kOpElementwise));
 }
 
@@ -220,6 +225,7 @@ absl::Status RegisterClip(OpRegistry* registry) {
                 GradOp("clip_grad", {{"X", g.Input("X")}, {"OutGrad", g.OutputGrad("Out")}},
                        {{"XGrad", g.InputGrad("X")}}, attrs)};
           })
+          .InPlace("X", "Out")
           .Flags(kOpElementwise)));
   return registry->RegisterSchema(OpSchema("clip_grad")
                                       .Input("X")
@@ -228,6 +234,8 @@ absl::Status RegisterClip(OpRegistry* registry) {
                                       .Attr("min", AttrType::kFloat, std::nullopt)
                                       .Attr("max", AttrType::kFloat, std::nullopt)
                                       .Infer(InferClipGrad)
+                                      .InPlace("X", "XGrad")
+                                      .InPlace("OutGrad", "XGrad")
                                       .Flags(kOpElementwise));
 }
 

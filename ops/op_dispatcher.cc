@@ -320,7 +320,39 @@ absl::Status OpDispatcher::CallInto(absl::string_view op, const SlotBlobs& input
   FlatBlobs flat_out;
   SlotSizes out_sizes;
   Flatten(outputs, &flat_out, &out_sizes);
-  return Launch(plan, flat_in, flat_out, /*fresh_outputs=*/false);
+  // The aliasing rule (docs/design.md, "Aliasing"): an output that is also an input of a
+  // pair the op does not declare in place is written to a fresh blob and copied back.
+  const vm::InPlaceContract& contract = plan.kernel->in_place();
+  const int n_in = static_cast<int>(flat_in.size());
+  const int n_out = static_cast<int>(flat_out.size());
+  absl::InlinedVector<std::pair<vm::BlobRef, vm::Blob*>, 2> copy_backs;  // fresh, caller's
+  for (int o = 0; o < n_out; ++o) {
+    bool separate = false;
+    for (int i = 0; i < n_in && !separate; ++i) {
+      separate = flat_in[i] == flat_out[o] && !contract.Allows(i, o, n_in, n_out);
+    }
+    if (!separate) continue;
+    SLUICE_ASSIGN_OR_RETURN(vm::Stream * alloc_stream, AllocationStream(plan));
+    SLUICE_ASSIGN_OR_RETURN(vm::BlobRef fresh,
+                            vm_->NewBlob(alloc_stream, flat_out[o]->dtype(), flat_out[o]->shape()));
+    copy_backs.emplace_back(std::move(fresh), flat_out[o]);
+    flat_out[o] = copy_backs.back().first.get();
+  }
+  if (copy_backs.empty()) return Launch(plan, flat_in, flat_out, /*fresh_outputs=*/false);
+  for (const auto& [fresh, target] : copy_backs) {
+    SLUICE_RETURN_IF_ERROR(
+        registry_->FindKernel("assign", target->device().type(), target->dtype()).status());
+  }
+  SLUICE_RETURN_IF_ERROR(Launch(plan, flat_in, flat_out, /*fresh_outputs=*/false));
+  for (const auto& [fresh, target] : copy_backs) {
+    const vm::OpKernel* assign =
+        *registry_->FindKernel("assign", target->device().type(), target->dtype());
+    vm::Blob* const from[] = {fresh.get()};
+    vm::Blob* const to[] = {target};
+    SLUICE_RETURN_IF_ERROR(builder_->CallPtrs(*assign, from, to, nullptr, plan.stream));
+    SLUICE_RETURN_IF_ERROR(builder_->Release(fresh, /*dying=*/true));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace sluice::ops

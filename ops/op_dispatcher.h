@@ -75,6 +75,10 @@ class OpDispatcher {
 
   // Runs `op` writing into `outputs` the caller allocated (in-place updates such as sgd,
   // whose output is its Param input). Their dtypes and shapes must be what inference says.
+  // An output that is also an input, in a pair the op's schema does not declare in place
+  // (OpSchema::InPlace), is written to a fresh blob by the kernel and copied back into the
+  // caller's by an `assign` right after (the aliasing rule, docs/design.md "Aliasing"): the
+  // caller's blob is the tensor others hold, so it is refilled rather than replaced.
   absl::Status CallInto(absl::string_view op, const SlotBlobs& inputs, const SlotBlobs& outputs,
                         const vm::AttrMap& attrs, const DispatchOptions& options = {});
 

@@ -44,6 +44,12 @@ absl::Status OpRegistry::RegisterKernel(absl::string_view op, std::vector<Device
                                                    " kernel"));
     }
   }
+  // The kernel carries its op's in-place contract (vm::InPlaceContract) for the sync
+  // checker and the sim's poisoning. Set here, before any lookup can hand the kernel out;
+  // the object was made mutable by whoever registered it (the const is the registry's
+  // promise to lookups), and a kernel serves one op, so a second registration sets the same.
+  const_cast<vm::OpKernel*>(kernel.get())
+      ->set_in_place(schemas_.find(op)->second->InPlaceContractOf());
   for (DeviceType device : devices) {
     kernels_.emplace(KernelKey(std::string(op), device, dtype), kernel);
   }

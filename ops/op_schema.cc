@@ -108,6 +108,31 @@ OpSchema& OpSchema::Flags(uint32_t flags) {
   return *this;
 }
 
+OpSchema& OpSchema::InPlace(std::string input, std::string output) {
+  in_place_.emplace_back(std::move(input), std::move(output));
+  return *this;
+}
+
+bool OpSchema::InPlaceSafe(int input_slot, int output_slot) const {
+  for (const auto& [input, output] : in_place_) {
+    if (InputSlot(input) == input_slot && OutputSlot(output) == output_slot) return true;
+  }
+  return false;
+}
+
+vm::InPlaceContract OpSchema::InPlaceContractOf() const {
+  vm::InPlaceContract contract;
+  contract.declared = true;
+  contract.input_slots = static_cast<int>(inputs_.size());
+  contract.output_slots = static_cast<int>(outputs_.size());
+  contract.input_variadic = !inputs_.empty() && inputs_.back().variadic;
+  contract.output_variadic = !outputs_.empty() && outputs_.back().variadic;
+  for (const auto& [input, output] : in_place_) {
+    contract.slot_pairs.emplace_back(InputSlot(input), OutputSlot(output));
+  }
+  return contract;
+}
+
 int OpSchema::InputSlot(absl::string_view name) const {
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (inputs_[i].name == name) return static_cast<int>(i);
@@ -218,6 +243,11 @@ absl::Status OpSchema::Validate() const {
   }
   for (size_t i = 0; i + 1 < outputs_.size(); ++i) {
     if (outputs_[i].variadic) return bad("only the last output slot may be variadic");
+  }
+  for (const auto& [input, output] : in_place_) {
+    if (InputSlot(input) < 0 || OutputSlot(output) < 0) {
+      return bad(absl::StrCat("in-place pair (", input, ", ", output, ") names an unknown slot"));
+    }
   }
   for (const AttrDef& def : attrs_) {
     if (def.default_value.has_value() && !AttrValueHasType(*def.default_value, def.type)) {

@@ -25,6 +25,7 @@
 #include "core/stream_id.h"
 #include "core/stream_type.h"
 #include "vm/attrs.h"
+#include "vm/kernel.h"
 
 namespace sluice::ops {
 
@@ -154,6 +155,16 @@ class OpSchema {
   OpSchema& Place(PlacementFn fn);
   OpSchema& Grad(GradMaker fn);
   OpSchema& Flags(uint32_t flags);
+  // Declares that output slot `output` may be the same tensor as input slot `input` (the
+  // k-th tensor of each, for variadic slots): every kernel of the op, on every device, reads
+  // each element of that input before it writes the same element of that output, and
+  // nothing else. Elementwise ops and the in-place updates (sgd, adam, write_row) declare
+  // theirs; an op that reads an input element after another thread or iteration may have
+  // written that place of the output (matmul, transpose, reductions, softmax, concat)
+  // declares none. Where a program or a caller names one of an op's inputs as an output of
+  // an undeclared pair, the engine gives the kernel a fresh output and copies it back
+  // (docs/design.md, "Aliasing"). Both slots must exist (Validate).
+  OpSchema& InPlace(std::string input, std::string output);
 
   const std::string& name() const { return name_; }
   const std::vector<ArgDef>& inputs() const { return inputs_; }
@@ -164,6 +175,10 @@ class OpSchema {
   const PlacementFn& placement() const { return place_; }
   const GradMaker& grad_maker() const { return grad_; }
   bool has_grad() const { return static_cast<bool>(grad_); }
+  // Are input slot `input_slot` and output slot `output_slot` declared in place (InPlace)?
+  bool InPlaceSafe(int input_slot, int output_slot) const;
+  // The declared pairs in the form the VM's kernels carry (vm::OpKernel::in_place).
+  vm::InPlaceContract InPlaceContractOf() const;
   int InputSlot(absl::string_view name) const;   // -1 when absent
   int OutputSlot(absl::string_view name) const;  // -1 when absent
 
@@ -191,6 +206,7 @@ class OpSchema {
   PlacementFn place_;
   GradMaker grad_;
   uint32_t flags_ = kOpNone;
+  std::vector<std::pair<std::string, std::string>> in_place_;  // (input slot, output slot)
 };
 
 // Is `value` of `type`?

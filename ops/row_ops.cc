@@ -75,7 +75,9 @@ absl::Status RegisterRowOps(OpRegistry* registry) {
                                                       .Input("Index")
                                                       .Input("X")
                                                       .Output("Out")
-                                                      .Infer(InferWriteRow)));
+                                                      .Infer(InferWriteRow)
+                                                      // A loop's buffer is updated in place.
+                                                      .InPlace("Buffer", "Out")));
   return registry->RegisterSchema(
       OpSchema("read_row").Input("Buffer").Input("Index").Output("Out").Infer(InferReadRow));
 }

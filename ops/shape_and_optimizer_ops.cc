@@ -388,6 +388,7 @@ absl::Status RegisterShapeAndOptimizerOps(OpRegistry* registry) {
                                                       .Input("LearningRate")
                                                       .Output("ParamOut")
                                                       .Infer(InferSgd)
+                                                      .InPlace("Param", "ParamOut")
                                                       .Flags(kOpSideEffects)));
   SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(OpSchema("adam")
                                                       .Input("Param")
@@ -406,6 +407,11 @@ absl::Status RegisterShapeAndOptimizerOps(OpRegistry* registry) {
                                                       .Attr("beta2", AttrType::kFloat, 0.999)
                                                       .Attr("epsilon", AttrType::kFloat, 1e-8)
                                                       .Infer(InferAdam)
+                                                      .InPlace("Param", "ParamOut")
+                                                      .InPlace("Moment1", "Moment1Out")
+                                                      .InPlace("Moment2", "Moment2Out")
+                                                      .InPlace("Beta1Pow", "Beta1PowOut")
+                                                      .InPlace("Beta2Pow", "Beta2PowOut")
                                                       .Flags(kOpSideEffects)));
   return absl::OkStatus();
 }

@@ -326,7 +326,11 @@ int RunMain(int argc, char** argv) {
   if (common.check_sync) {
     const int64_t violations = context->vm()->sync_checker()->violation_count();
     std::printf("sync check: %lld violations\n", static_cast<long long>(violations));
-    if (violations > 0) return kExitFailure;
+    if (violations > 0) {
+      // Names the first: an unordered access, or an undeclared alias (op and operands).
+      std::printf("%s\n", context->vm()->sync_checker()->status().ToString().c_str());
+      return kExitFailure;
+    }
   }
   return kExitOk;
 }

@@ -21,6 +21,49 @@ namespace sluice::vm {
 
 // --- KernelContext (declared in kernel.h; it needs the executor's rules). ---
 
+namespace {
+
+// Slot and position within it of flat operand `i` of `n`, over `slots` slots whose last is
+// variadic or not. False when the count does not fit the slots (an empty optional slot).
+bool LocateOperand(int i, int n, int slots, bool variadic, int* slot, int* position) {
+  if (i < 0 || i >= n || slots == 0) return false;
+  if (!variadic) {
+    if (n != slots) return false;
+    *slot = i;
+    *position = 0;
+    return true;
+  }
+  const int fixed = slots - 1;
+  if (n < fixed) return false;
+  *slot = i < fixed ? i : fixed;
+  *position = i < fixed ? 0 : i - fixed;
+  return true;
+}
+
+}  // namespace
+
+bool InPlaceContract::Allows(int input, int output, int num_inputs, int num_outputs) const {
+  if (!declared) return true;
+  int in_slot = 0, in_pos = 0, out_slot = 0, out_pos = 0;
+  if (!LocateOperand(input, num_inputs, input_slots, input_variadic, &in_slot, &in_pos) ||
+      !LocateOperand(output, num_outputs, output_slots, output_variadic, &out_slot, &out_pos)) {
+    return false;
+  }
+  if (in_pos != out_pos) return false;
+  for (const auto& [in, out] : slot_pairs) {
+    if (in == in_slot && out == out_slot) return true;
+  }
+  return false;
+}
+
+bool InPlaceContract::OutputMayAlias(int output, int num_inputs, int num_outputs) const {
+  if (!declared) return true;
+  for (int input = 0; input < num_inputs; ++input) {
+    if (Allows(input, output, num_inputs, num_outputs)) return true;
+  }
+  return false;
+}
+
 absl::Span<Blob* const> KernelContext::inputs() const { return instruction_->inputs; }
 absl::Span<Blob* const> KernelContext::outputs() const { return instruction_->outputs; }
 const AttrMap& KernelContext::attrs() const {

@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -101,6 +103,32 @@ class KernelContext {
   bool ran_host_work_ = false;
 };
 
+// Which of a kernel's (input, output) operand pairs may be one blob. Kernels written for
+// distinct operands (a cuda matmul's threads read operands other threads' outputs overwrite)
+// compute wrong values when an output is also an input; ops declare the pairs whose kernels
+// read each element before they write it (ops::OpSchema::InPlace), and the registry hands
+// the declaration to each kernel it registers. Pairs are by slot: (input slot, output slot),
+// the k-th tensor of one with the k-th tensor of the other. A kernel outside an op registry
+// declares nothing (`declared` false): the sync checker and the sim's output poisoning then
+// leave it alone. Value type.
+struct InPlaceContract {
+  bool declared = false;
+  // Slots per side; the last of a side may be variadic. An optional input slot that was
+  // left empty makes operand positions ambiguous: Allows then answers false.
+  int input_slots = 0;
+  int output_slots = 0;
+  bool input_variadic = false;                             // the last input slot
+  bool output_variadic = false;                            // the last output slot
+  absl::InlinedVector<std::pair<int, int>, 2> slot_pairs;  // (input slot, output slot)
+
+  // May flat input operand `input` (of `num_inputs`) share its blob with flat output operand
+  // `output` (of `num_outputs`)? True for an undeclared contract (nothing is known).
+  bool Allows(int input, int output, int num_inputs, int num_outputs) const;
+  // Is output operand `output` in a declared pair with some input (it may then be written in
+  // place, and holds an input's value when the kernel starts)?
+  bool OutputMayAlias(int output, int num_inputs, int num_outputs) const;
+};
+
 // Thread-safe: Launch may run on several workers at once; kernels keep no mutable state —
 // except a kernel that one instruction or step alone runs (a StepSequence, a control step),
 // which may keep per-launch state, since its launches follow one another.
@@ -123,6 +151,14 @@ class OpKernel {
   // logs them for the recorder (vm/step_log.h): a StepSequence logging its steps leaves
   // such a step out, since its own steps are logged.
   virtual bool logs_own_steps() const { return false; }
+
+  // The op's in-place contract (InPlaceContract). Set once by the op registry as it
+  // registers the kernel, before any lookup; read-only afterwards.
+  const InPlaceContract& in_place() const { return in_place_; }
+  void set_in_place(InPlaceContract contract) { in_place_ = std::move(contract); }
+
+ private:
+  InPlaceContract in_place_;
 };
 
 }  // namespace sluice::vm

@@ -29,6 +29,10 @@ uint32_t At(const std::vector<uint32_t>& clock, int index) {
 }  // namespace
 
 std::string SyncViolation::ToString() const {
+  if (alias) {
+    return absl::StrCat(second, " writes ", blob, " as its ", output, ", which is also its ", first,
+                        ": an alias its op does not declare in place");
+  }
   return absl::StrCat(blob, ": ", second, " is not ordered after ", first);
 }
 
@@ -101,7 +105,34 @@ void SyncChecker::Tick(Clock& clock, int s) {
   ++clock[s];
 }
 
+void SyncChecker::CheckAliases(const Instruction& instruction) {
+  const InPlaceContract& contract = instruction.kernel->in_place();
+  const int n_in = static_cast<int>(instruction.inputs.size());
+  const int n_out = static_cast<int>(instruction.outputs.size());
+  for (int o = 0; o < n_out; ++o) {
+    for (int i = 0; i < n_in; ++i) {
+      if (instruction.inputs[i] != instruction.outputs[o]) continue;
+      if (contract.Allows(i, o, n_in, n_out)) continue;
+      ++violation_count_;
+      ++alias_count_;
+      if (static_cast<int>(violations_.size()) < kMaxKeptViolations) {
+        SyncViolation violation;
+        violation.alias = true;
+        violation.blob = instruction.outputs[o]->DebugName();
+        violation.first = absl::StrCat("input ", i);
+        violation.output = absl::StrCat("output ", o);
+        violation.second = instruction.DebugString();
+        violations_.push_back(std::move(violation));
+      }
+    }
+  }
+}
+
 void SyncChecker::CheckOperands(const Instruction& instruction, int stream, const Clock& clock) {
+  if (instruction.kind == InstructionKind::kOpCall && instruction.kernel != nullptr &&
+      instruction.kernel->in_place().declared && !instruction.outputs.empty()) {
+    CheckAliases(instruction);
+  }
   for (Blob* blob : instruction.inputs) {
     Check(instruction, blob->id(), blob->DebugName(), /*write=*/false, stream, clock);
   }
@@ -271,6 +302,11 @@ void SyncChecker::Report(const std::string& blob, const Access& first, std::stri
   }
 }
 
+int64_t SyncChecker::alias_count() const {
+  absl::MutexLock lock(&mu_);
+  return alias_count_;
+}
+
 int64_t SyncChecker::violation_count() const {
   absl::MutexLock lock(&mu_);
   return violation_count_;
@@ -284,6 +320,11 @@ std::vector<SyncViolation> SyncChecker::violations() const {
 absl::Status SyncChecker::status() const {
   absl::MutexLock lock(&mu_);
   if (violation_count_ == 0) return absl::OkStatus();
+  if (alias_count_ > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(violation_count_, " violation(s), ", alias_count_,
+                     " of them undeclared alias(es); first: ", violations_.front().ToString()));
+  }
   return absl::FailedPreconditionError(absl::StrCat(
       violation_count_, " unordered access(es); first: ", violations_.front().ToString()));
 }

@@ -27,6 +27,12 @@
 //    write (the count's acq_rel order, like a wait for every dropper).
 // Accesses are checked when launched: a stream runs its work in launch order, so the clock
 // at launch is the clock at execution. The checker works the same on every provider.
+//
+// It also checks aliases: an op call (or a step) whose kernel declares an in-place contract
+// (vm::InPlaceContract, from its op's schema) and lists one blob as an input and as an
+// output of a pair the contract does not declare is reported as a violation naming the op
+// and both operands. Such a kernel would overwrite what its other threads still read on a
+// real device (docs/design.md, "Aliasing"). Kernels without a contract are not checked.
 #ifndef SLUICE_VM_SYNC_CHECKER_H_
 #define SLUICE_VM_SYNC_CHECKER_H_
 
@@ -51,6 +57,10 @@ struct SyncViolation {
   std::string blob;    // "blob #3 'w'"
   std::string first;   // the earlier access: "op 'add' #12 on sim:0/compute (write)"
   std::string second;  // the later, unordered access
+  // An undeclared alias instead: `second` is the op, `first` names the input operand and
+  // `output` the output operand that are both `blob`.
+  bool alias = false;
+  std::string output;
   std::string ToString() const;
 };
 
@@ -110,7 +120,9 @@ class SyncChecker {
   // A host thread waited for `instruction` to complete (a blocking blob read or write).
   void OnHostWaited(const Instruction& instruction);
 
+  // Every violation, unordered accesses and undeclared aliases alike.
   int64_t violation_count() const;
+  int64_t alias_count() const;
   std::vector<SyncViolation> violations() const;  // the first kMaxKeptViolations
   // OK, or FailedPrecondition with the count and the first violation.
   absl::Status status() const;
@@ -141,6 +153,9 @@ class SyncChecker {
              bool write, int stream, const Clock& clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Report(const std::string& blob, const Access& first, std::string second)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reports each blob `instruction` (an OpCall) lists as an input and as an output of a pair
+  // its kernel's contract does not declare in place.
+  void CheckAliases(const Instruction& instruction) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::vector<Clock> clocks_ ABSL_GUARDED_BY(mu_);  // per dense stream index
@@ -167,6 +182,7 @@ class SyncChecker {
   Clock unclaimed_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, History> history_ ABSL_GUARDED_BY(mu_);
   int64_t violation_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t alias_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<SyncViolation> violations_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,6 +1,7 @@
 #include "framework/interpreter/placement.h"
 
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -118,8 +119,59 @@ absl::Status PlaceOnDevice(const ResolvedOp& op, CopyInserter& copies, const Var
   return absl::OkStatus();
 }
 
-absl::Status PlaceOp(const ResolvedOp& op, const Device& device, CopyInserter& copies,
-                     VarTable& vars, std::vector<OpFunc>& funcs) {
+// The aliasing rule (docs/design.md, "Aliasing"): each output of `func` that is also one of
+// its inputs, in a pair its schema does not declare in place, is written to a fresh
+// temporary "<var>@alias<op>" instead, and an `assign` on the op's device and stream copies
+// it back into the variable right after. Returns the copy-backs to append after `func`.
+// A copy back rather than a rebinding of the variable: a slot is bound to one blob for every
+// run, a persistable's blob is the scope's (shared with other builds and runs), and
+// sub-blocks bind their parent's variables by name, so the variable must keep its blob.
+absl::StatusOr<std::vector<OpFunc>> SeparateAliasedOutputs(const ResolvedOp& op,
+                                                           const ops::OpRegistry& registry,
+                                                           VarTable& vars, OpFunc& func) {
+  std::vector<OpFunc> copy_backs;
+  if (op.schema == nullptr) return copy_backs;  // control flow: its sub-blocks' ops are placed
+  const int n_in = static_cast<int>(func.inputs.size());
+  const int n_out = static_cast<int>(func.outputs.size());
+  std::optional<vm::InPlaceContract> contract;
+  for (int o = 0; o < n_out; ++o) {
+    const int var = func.outputs[o];
+    bool separate = false;
+    for (int i = 0; i < n_in && !separate; ++i) {
+      if (func.inputs[i] != var) continue;
+      if (!contract.has_value()) contract = op.schema->InPlaceContractOf();
+      separate = !contract->Allows(i, o, n_in, n_out);
+    }
+    if (!separate) continue;
+    const VarSlot& source = vars.slots[var];
+    VarSlot slot;
+    slot.name = absl::StrCat(source.name, "@alias", op.source);
+    slot.kind = VarKind::kTemp;
+    slot.device = source.device;
+    slot.dtype = source.dtype;
+    slot.shape = source.shape;
+    const int fresh = vars.size();
+    OpFunc copy;
+    copy.type = "assign";
+    SLUICE_ASSIGN_OR_RETURN(copy.schema, registry.FindSchema(copy.type));
+    SLUICE_ASSIGN_OR_RETURN(vm::AttrMap attrs, copy.schema->NormalizeAttrs(vm::AttrMap()));
+    if (!attrs.empty()) copy.attrs = std::make_shared<const vm::AttrMap>(std::move(attrs));
+    copy.device = func.device;
+    copy.stream = func.stream;
+    SLUICE_ASSIGN_OR_RETURN(copy.kernel,
+                            registry.FindKernel(copy.type, func.device.type(), slot.dtype));
+    vars.slots.push_back(std::move(slot));
+    copy.inputs = {fresh};
+    copy.outputs = {var};
+    func.outputs[o] = fresh;
+    copy_backs.push_back(std::move(copy));
+  }
+  return copy_backs;
+}
+
+absl::Status PlaceOp(const ResolvedOp& op, const Device& device, const ops::OpRegistry& registry,
+                     CopyInserter& copies, VarTable& vars, PlacedBlock& placed) {
+  std::vector<OpFunc>& funcs = placed.funcs;
   OpFunc func;
   func.type = op.type;
   func.source = op.source;
@@ -134,8 +186,15 @@ absl::Status PlaceOp(const ResolvedOp& op, const Device& device, CopyInserter& c
     SLUICE_RETURN_IF_ERROR(PlaceOnDevice(op, copies, vars, func));
   }
   if (!op.attrs.empty()) func.attrs = std::make_shared<const vm::AttrMap>(op.attrs);
+  SLUICE_ASSIGN_OR_RETURN(std::vector<OpFunc> copy_backs,
+                          SeparateAliasedOutputs(op, registry, vars, func));
   for (int var : func.outputs) copies.Invalidate(var);
   funcs.push_back(std::move(func));
+  for (OpFunc& copy : copy_backs) {
+    copies.Invalidate(copy.outputs[0]);
+    funcs.push_back(std::move(copy));
+    ++placed.inserted_copies;
+  }
   return absl::OkStatus();
 }
 
@@ -177,7 +236,7 @@ PlacedBlock PlaceOps(const ResolvedBlock& resolved, const ops::OpRegistry& regis
   PlacedBlock placed;
   CopyInserter copies(registry, vars, placed);
   for (const ResolvedOp& op : resolved.ops) {
-    placed.error = PlaceOp(op, device, copies, vars, placed.funcs);
+    placed.error = PlaceOp(op, device, registry, copies, vars, placed);
     if (!placed.error.ok()) return placed;
   }
   const Device cpu(DeviceType::kCpu, 0);

@@ -11,6 +11,10 @@
 //    end of the run (its blob is the scope's and may be lazy).
 // A copy of a variable to a device is reused by later readers until an op writes the
 // variable again (then the copy is stale and the next reader gets a fresh one).
+//  - An op naming one of its inputs as an output, in a pair its schema does not declare in
+//    place (ops::OpSchema::InPlace), writes a fresh temporary "<var>@alias<op>" instead, and
+//    an inserted `assign` on its device and stream copies that back into the variable right
+//    after it (the aliasing rule, docs/design.md "Aliasing"): its kernel never sees the alias.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_PLACEMENT_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_PLACEMENT_H_
 

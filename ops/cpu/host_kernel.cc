@@ -1,8 +1,14 @@
 #include "ops/cpu/host_kernel.h"
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "core/tensor_storage.h"
+#include "ep/device.h"
+#include "ep/stream.h"
 
 namespace sluice::ops {
 namespace {
@@ -16,6 +22,52 @@ HostTensor ViewOf(const vm::Blob* blob) {
   t.size = blob->shape().NumElements();
   t.blob = blob;
   return t;
+}
+
+// Fills `t` with the poison pattern: quiet NaN for floats, bytes 0xA5 for integers, true for
+// bool (any other byte would not be a bool).
+void FillPoison(const HostTensor& t) {
+  const size_t n = static_cast<size_t>(t.size);
+  switch (t.dtype) {
+    case DataType::kF32:
+      std::fill_n(t.as<float>(), n, std::numeric_limits<float>::quiet_NaN());
+      break;
+    case DataType::kF64:
+      std::fill_n(t.as<double>(), n, std::numeric_limits<double>::quiet_NaN());
+      break;
+    case DataType::kBool:
+      std::fill_n(t.as<bool>(), n, true);
+      break;
+    case DataType::kI32:
+    case DataType::kI64:
+      std::memset(t.data, 0xA5, n * SizeOf(t.dtype));
+      break;
+  }
+}
+
+// The sim's aliasing check (docs/design.md, "Aliasing"): every output of `args` in no
+// declared in-place pair — and an output that is also an input of an undeclared pair — is
+// filled with poison in stream order before `work` runs, so that a kernel reading an operand
+// it also writes computes NaN on sim, as it would compute garbage on a device whose threads
+// overwrite what others still read (and a kernel reading its output before writing it shows
+// too). Outputs of declared pairs keep their bytes: they hold an input's value. Returns `work`
+// itself when nothing is poisoned (an elementwise op, an in-place update).
+HostWork PoisonOutputs(const vm::InPlaceContract& contract, const HostArgs& args, HostWork work) {
+  const int n_in = static_cast<int>(args.inputs.size());
+  const int n_out = static_cast<int>(args.outputs.size());
+  absl::InlinedVector<HostTensor, 2> poisoned;
+  for (int o = 0; o < n_out; ++o) {
+    bool poison = !contract.OutputMayAlias(o, n_in, n_out);
+    for (int i = 0; i < n_in && !poison; ++i) {
+      poison = args.inputs[i].data == args.outputs[o].data && !contract.Allows(i, o, n_in, n_out);
+    }
+    if (poison) poisoned.push_back(args.outputs[o]);
+  }
+  if (poisoned.empty()) return work;
+  return [poisoned = std::move(poisoned), work = std::move(work)]() mutable {
+    for (const HostTensor& t : poisoned) FillPoison(t);
+    return work();
+  };
 }
 
 }  // namespace
@@ -59,6 +111,9 @@ absl::Status HostKernel::Launch(vm::KernelContext& ctx) const {
   }
   SLUICE_ASSIGN_OR_RETURN(HostWork work, Prepare(args));
   if (work == nullptr) return absl::OkStatus();
+  if (in_place().declared && ctx.stream()->device()->id().type() == DeviceType::kSim) {
+    work = PoisonOutputs(in_place(), args, std::move(work));
+  }
   return ctx.LaunchHostWork(std::move(work));
 }
 

@@ -4,7 +4,10 @@
 // worker (Prepare) and returns the work; the base enqueues it with LaunchHostWork, which
 // re-checks poison when it runs and turns a returned error into the op's error. Where the
 // stream runs host work at once (cpu), the base calls RunNow instead (validate and work in
-// one call, under the same rules: KernelContext::RunHostWorkNow).
+// one call, under the same rules: KernelContext::RunHostWorkNow). On sim the work first fills
+// the outputs its op's in-place contract does not cover with poison (NaN for floats), so that
+// a kernel reading an output, or an input aliased to one, shows it (docs/design.md,
+// "Aliasing").
 #ifndef SLUICE_OPS_CPU_HOST_KERNEL_H_
 #define SLUICE_OPS_CPU_HOST_KERNEL_H_
 
