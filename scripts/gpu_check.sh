@@ -11,7 +11,7 @@
 #   (neither)    configure and build build-gpu/ here with -DCMAKE_CUDA_ARCHITECTURES=native
 #   --device     the device to check (default cuda:0)
 # Rows: every gpu-labelled test binary (ep, ops, ccl, framework: random programs with cuda
-# as one configuration); `sluice selfcheck`; the demo (static on 1 and 3 streams under the
+# as one configuration); the control-flow yield tests with cuda:0 among their devices; `sluice selfcheck`; the demo (static on 1 and 3 streams under the
 # sync checker, eager, graph) against cpu's losses; the control-flow examples against cpu;
 # a run recorded on cuda and replayed on cuda and on sim.
 set -uo pipefail
@@ -78,7 +78,7 @@ row() {
   fi
 }
 
-# gtest_gpu BINARY: runs a gpu test binary; fails when it fails, when nothing ran, or when
+# gtest_gpu BINARY [ARGS...]: runs a gpu test binary; fails when it fails, when nothing ran, or when
 # every test skipped (a GPU is present, so a skip means the device was not used).
 gtest_gpu() {
   local path
@@ -88,7 +88,7 @@ gtest_gpu() {
     return 1
   fi
   local out
-  out=$("$path" 2>&1)
+  out=$("$path" "${@:2}" 2>&1)
   local rc=$?
   echo "$out" | grep -E '^\[  (FAILED|SKIPPED) |^\[  PASSED|^\[==========\]' | tail -n 30
   ((rc == 0)) || return "$rc"
@@ -150,6 +150,8 @@ record_replay() {
 for t in ep_cuda_tests ops_cuda_tests ccl_cuda_tests framework_cuda_tests; do
   row "$t" gtest_gpu "$t"
 done
+# Control-flow yields (parallel assignment) on cpu, sim and cuda:0 against a host reference.
+row control_flow_yields gtest_gpu framework_tests --gtest_filter='ControlFlowYield*'
 row selfcheck "$sluice" selfcheck
 row demo_static_1_stream demo_streams_vs_cpu --sync-check
 row demo_static_3_streams demo_streams_vs_cpu --streams 3 --sync-check

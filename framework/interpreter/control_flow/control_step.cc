@@ -88,10 +88,14 @@ absl::StatusOr<std::optional<bool>> ControlStep::ReadInOrder(vm::KernelContext& 
     }));
   } else {
     // The host does not address the device's memory (cuda): the byte comes over by a copy
-    // in stream order into a host buffer, and the task reads that buffer. Poison settles
-    // in launch order on such a stream, so a producer that failed at launch shows now; a
-    // failure on the device after its launch still shows when the task runs.
-    if (pred->poisoned()) {
+    // in stream order into a host buffer, and the task reads that buffer. Where poison
+    // settles in launch order (cuda), a producer that failed at launch shows now; where it
+    // settles in stream order (sim) only the task sees it; a failure on the device after
+    // its launch shows when the task runs either way.
+    const bool stream_ordered_poison =
+        instruction != nullptr && instruction->stream != nullptr &&
+        instruction->stream->poison_in_stream_order();
+    if (!stream_ordered_poison && pred->poisoned()) {
       *poison = pred->poison();
       return std::optional<bool>();
     }
