@@ -122,7 +122,12 @@ demo_streams_vs_cpu() {
 }
 
 # fetched CMD...: the numbers `sluice run` prints for its fetches, one a line.
-fetched() { "$@" | grep -E '^(step|fetch|  )' | grep -oE '[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?' ; }
+# Lines read "step N  NAME=DTYPE[SHAPE] [v, ...]  ...": the step number, names, dtypes and
+# shapes are dropped, so runs that print extra lines or differ in them still line up.
+fetched() {
+  "$@" | grep -E '^step ' | sed -E 's/^step +[0-9]+//; s/[a-z]+[0-9]*\[[^]]*\]//g; s/[A-Za-z_][A-Za-z0-9_.]*=//g' |
+    grep -oE '[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?|nan|inf'
+}
 cf=examples/control_flow
 power_iteration() {
   local want got args=(run "$cf/power_iteration.program" --feed A="$cf/A.npy" --feed v0="$cf/v0.npy"
