@@ -92,9 +92,8 @@ absl::StatusOr<std::optional<bool>> ControlStep::ReadInOrder(vm::KernelContext& 
     // settles in launch order (cuda), a producer that failed at launch shows now; where it
     // settles in stream order (sim) only the task sees it; a failure on the device after
     // its launch shows when the task runs either way.
-    const bool stream_ordered_poison =
-        instruction != nullptr && instruction->stream != nullptr &&
-        instruction->stream->poison_in_stream_order();
+    const bool stream_ordered_poison = instruction != nullptr && instruction->stream != nullptr &&
+                                       instruction->stream->poison_in_stream_order();
     if (!stream_ordered_poison && pred->poisoned()) {
       *poison = pred->poison();
       return std::optional<bool>();
