@@ -12,6 +12,15 @@ import sluice
 from sluice import static
 
 
+@pytest.fixture(autouse=True)
+def _sigint_raises_keyboard_interrupt():
+    """Python's own SIGINT handler for each test: a process started in the background by a
+    non-interactive shell inherits SIGINT ignored, and then no interrupt would arrive."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _interrupt_main_thread_after(seconds):
     """A started timer that sends SIGINT to the main thread."""
     main = threading.main_thread().ident
