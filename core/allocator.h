@@ -64,6 +64,10 @@ class FenceRecorder {
 //    thread that itself runs the queued work (a VM worker or scheduler), it returns at once
 //    with a non-OK status saying why it could not wait, and the allocation fails.
 //  - It must not Allocate from the allocator that called it (no reentrancy).
+//  - For callers: an allocating thread must not hold a lock that the queued work takes (a
+//    callback's lock, say): the reclaim would wait for work that waits for that lock. Work
+//    running on an ep stream's own thread (a sim stream, a cuda host function) must not
+//    allocate from a device allocator for the same reason.
 class MemoryReclaimer {
  public:
   virtual ~MemoryReclaimer() = default;

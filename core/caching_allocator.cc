@@ -184,11 +184,20 @@ bool StreamOrderedCachingAllocator::RunReclaimers(StreamId stream, absl::Status*
     absl::MutexLock lock(&reclaim_mu_);
     if (reclaimers_.empty()) return false;
     reclaimers = reclaimers_;
-    ++reclaims_running_;
   }
-  for (MemoryReclaimer* reclaimer : reclaimers) status->Update(reclaimer->Reclaim(stream));
-  absl::MutexLock lock(&reclaim_mu_);
-  --reclaims_running_;
+  for (MemoryReclaimer* reclaimer : reclaimers) {
+    {
+      // Counted per reclaimer: RemoveReclaimer waits for calls into its own one only.
+      absl::MutexLock lock(&reclaim_mu_);
+      if (std::find(reclaimers_.begin(), reclaimers_.end(), reclaimer) == reclaimers_.end()) {
+        continue;  // removed meanwhile
+      }
+      ++reclaims_running_[reclaimer];
+    }
+    status->Update(reclaimer->Reclaim(stream));
+    absl::MutexLock lock(&reclaim_mu_);
+    if (--reclaims_running_[reclaimer] == 0) reclaims_running_.erase(reclaimer);
+  }
   return true;
 }
 
@@ -203,8 +212,9 @@ void StreamOrderedCachingAllocator::RemoveReclaimer(MemoryReclaimer* reclaimer) 
   absl::MutexLock lock(&reclaim_mu_);
   reclaimers_.erase(std::remove(reclaimers_.begin(), reclaimers_.end(), reclaimer),
                     reclaimers_.end());
-  auto idle = [this]()
-                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(reclaim_mu_) { return reclaims_running_ == 0; };
+  auto idle = [this, reclaimer]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reclaim_mu_) {
+    return !reclaims_running_.contains(reclaimer);
+  };
   reclaim_mu_.Await(absl::Condition(&idle));
 }
 

@@ -78,8 +78,9 @@ class StreamOrderedCachingAllocator final : public Allocator {
   // the header comment); it is called, without this allocator's lock, on the allocating
   // thread. It must stay alive until RemoveReclaimer returns. Any thread.
   void AddReclaimer(MemoryReclaimer* reclaimer);
-  // Unregisters `reclaimer` and returns once no Reclaim call (of any reclaimer) is running,
-  // so that none reaches it afterwards. Any thread but one inside a Reclaim call.
+  // Unregisters `reclaimer` and returns once no Reclaim call into it is running, so that
+  // none reaches it afterwards (calls into other reclaimers are not waited for). Any thread
+  // but one inside a Reclaim call of `reclaimer`.
   void RemoveReclaimer(MemoryReclaimer* reclaimer);
 
  private:
@@ -132,7 +133,8 @@ class StreamOrderedCachingAllocator final : public Allocator {
   // The reclaimers; never taken while holding mu_.
   absl::Mutex reclaim_mu_;
   std::vector<MemoryReclaimer*> reclaimers_ ABSL_GUARDED_BY(reclaim_mu_);
-  int reclaims_running_ ABSL_GUARDED_BY(reclaim_mu_) = 0;
+  // Reclaim calls in progress, per reclaimer (absent: none).
+  absl::flat_hash_map<MemoryReclaimer*, int> reclaims_running_ ABSL_GUARDED_BY(reclaim_mu_);
 
   RawAllocator* const raw_;
   FenceRecorder* const fences_;

@@ -476,7 +476,9 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
       }
     }
   }
-  auto task = [i, errors, recorder, write, blob, data, bytes]() -> absl::Status {
+  // The task holds the staging buffer too: should a later enqueue below fail, the queued
+  // copy and task still find it alive.
+  auto task = [i, errors, recorder, write, blob, data, bytes, staging]() -> absl::Status {
     if (!write) {
       absl::Status poison = InstructionExecutor::InputPoison(*i);
       if (!poison.ok()) {

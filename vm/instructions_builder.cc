@@ -241,13 +241,12 @@ absl::Status InstructionsBuilder::SubmitAccess(
   SLUICE_RETURN_IF_ERROR(CheckUsable(blob.get()));
   SLUICE_ASSIGN_OR_RETURN(Stream * stream, LastStream(*blob));
   Chain<Instruction> chain;
-  // Host memory last used by a device stream (the result of a device-to-host copy): the
-  // access runs on the blob's own host stream, after that stream waits for the copy alone
-  // (soft sync: an event recorded on the copy's stream). Device memory is accessed on its
-  // last stream, through a staging copy (InstructionExecutor::RunAccessBlob), or on its own
-  // device's compute stream when another device used it last.
-  if (!stream->policy()->host_accessible() &&
-      (blob->device().type() == DeviceType::kCpu || stream->key().device != blob->device())) {
+  // A blob another device used last — host memory last used by a device stream (the
+  // result of a device-to-host copy), or device memory last used by a cpu stream or another
+  // device — is accessed on its own device's stream, after a soft sync on that last use
+  // alone. Device memory is then accessed through a staging copy
+  // (InstructionExecutor::RunAccessBlob): the host never addresses it.
+  if (stream->key().device != blob->device()) {
     SLUICE_ASSIGN_OR_RETURN(stream, vm_->GetStream(StreamKey{blob->device()}));
     Blob* const operand = blob.get();
     const BlobPtrSpan operands(&operand, 1);

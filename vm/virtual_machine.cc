@@ -8,6 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "core/status.h"
+#include "ep/device.h"
+#include "ep/event.h"
+#include "ep/stream.h"
 #include "vm/instructions_builder.h"
 #include "vm/internal/blob_lifecycle.h"
 #include "vm/internal/blob_pool.h"
@@ -175,22 +178,18 @@ absl::Status VirtualMachine::CopyIdle(const Blob& blob, void* dst, const void* s
     std::memcpy(dst, src, bytes);
     return absl::OkStatus();
   }
-  // Memory the host cannot address: a copy on the device's copy stream, then a host task
-  // behind it that tells this thread the copy is done. The stream's other work and its
-  // pending errors are not touched.
+  // Memory the host cannot address: a copy on the device's copy stream (ep streams take
+  // work from any thread), then an event recorded behind it, synced here. The event's
+  // status is the stream's first error, so a failed copy is not taken for a good one.
   SLUICE_ASSIGN_OR_RETURN(
       Stream * stream, GetStream(StreamKey{blob.device(), to_device ? StreamType::kHost2Device
                                                                     : StreamType::kDevice2Host}));
   ep::Stream* ep_stream = stream->ep_stream();
   SLUICE_RETURN_IF_ERROR(ep_stream->Memcpy(
       dst, src, bytes, to_device ? ep::CopyKind::kHostToDevice : ep::CopyKind::kDeviceToHost));
-  auto done = std::make_shared<absl::Notification>();
-  SLUICE_RETURN_IF_ERROR(ep_stream->Launch([done]() {
-    done->Notify();
-    return absl::OkStatus();
-  }));
-  done->WaitForNotification();
-  return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ep::Event> done, ep_stream->device()->CreateEvent());
+  SLUICE_RETURN_IF_ERROR(ep_stream->RecordEvent(done.get()));
+  return done->Sync();
 }
 
 bool VirtualMachine::OwnsStorage(const Blob& blob) const {

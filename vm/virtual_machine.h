@@ -142,7 +142,8 @@ class VirtualMachine {
   // VmStats::host_to_device_copies (once: the recorded path counts its AccessBlob writes).
   // Device memory (sim, cuda) is written by a copy on the device's host-to-device stream,
   // waited for here. InvalidArgument naming the blob for a size mismatch or a blob without
-  // storage; nothing is written then. Any thread; not concurrently with work on these blobs.
+  // storage; nothing is written then. A failed device copy is returned; blobs before it in
+  // `writes` are written then. Any thread; not concurrently with work on these blobs.
   absl::Status WriteIdleHostBlobs(absl::Span<const HostBlobWrite> writes);
   // One host read for ReadIdleHostBlobs: `blob`'s bytes into `bytes`.
   struct HostBlobRead {
@@ -216,8 +217,9 @@ class VirtualMachine {
 
  private:
   // One idle blob's bytes to or from host memory: memcpy for cpu blobs; otherwise a copy on
-  // the device's copy stream that this thread waits for (never a host access of device
-  // memory). Any thread.
+  // the device's copy stream that this thread waits for through an event (never a host
+  // access of device memory); the copy's error, or an earlier one of that stream, is
+  // returned. Any thread.
   absl::Status CopyIdle(const Blob& blob, void* dst, const void* src, size_t bytes, bool to_device);
   friend class ProducerPort;  // the producers' side: see vm/producer_port.h
 

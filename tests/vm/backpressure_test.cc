@@ -56,7 +56,10 @@ class BackpressureStreamTest
 // The gated op and the ops behind it on its stream cannot retire until the gate opens, so
 // exactly kBound calls return and the next one blocks.
 TEST_P(BackpressureStreamTest, ProducerBlocksWhileFullAndCompletesAfterRelease) {
-  const auto [scheduling, stream] = GetParam();
+  // Not a structured binding: the lambda below captures `stream`, which clang 14 (the
+  // sanitizer build's compiler) does not allow for a binding.
+  const Scheduling scheduling = std::get<0>(GetParam());
+  const char* const stream = std::get<1>(GetParam());
   Gate gate;
   OrderLog log;
   GateKernel gated(&gate, &log);

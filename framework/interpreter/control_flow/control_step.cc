@@ -77,37 +77,27 @@ absl::StatusOr<std::optional<bool>> ControlStep::ReadInOrder(vm::KernelContext& 
   // still run after this returns. Two pointers fit the task's inline storage. The event's
   // Sync orders the task's write before the read below; the next task is enqueued after it.
   read_ran_ = false;
-  // Where the stream's policy is not known here, the copy (right on every device).
+  // No asynchronous device's memory is host-addressable (sim included): the byte comes over
+  // by a copy in stream order into a host buffer, and a task behind it reads that buffer.
+  // Where poison settles in launch order (cuda), a producer that failed at launch shows
+  // now; where it settles in stream order (sim) only the task sees it; a failure on the
+  // device after its launch shows when the task runs either way.
   const vm::Instruction* instruction = ctx.instruction();
-  if (instruction != nullptr && instruction->stream != nullptr &&
-      instruction->stream->policy()->host_accessible()) {
-    SLUICE_RETURN_IF_ERROR(stream->Launch([this, pred]() -> absl::Status {
-      read_value_ = ReadPredicate(pred);
-      read_ran_ = true;
-      return absl::OkStatus();
-    }));
-  } else {
-    // The host does not address the device's memory (cuda): the byte comes over by a copy
-    // in stream order into a host buffer, and the task reads that buffer. Where poison
-    // settles in launch order (cuda), a producer that failed at launch shows now; where it
-    // settles in stream order (sim) only the task sees it; a failure on the device after
-    // its launch shows when the task runs either way.
-    const bool stream_ordered_poison = instruction != nullptr && instruction->stream != nullptr &&
-                                       instruction->stream->poison_in_stream_order();
-    if (!stream_ordered_poison && pred->poisoned()) {
-      *poison = pred->poison();
-      return std::optional<bool>();
-    }
-    if (pred->raw_storage() == nullptr) return std::optional<bool>();  // never written
-    read_byte_ = 0;
-    SLUICE_RETURN_IF_ERROR(
-        stream->Memcpy(&read_byte_, pred->raw_storage()->data(), 1, ep::CopyKind::kDeviceToHost));
-    SLUICE_RETURN_IF_ERROR(stream->Launch([this, pred]() -> absl::Status {
-      read_value_ = pred->poisoned() ? std::nullopt : std::optional<bool>(read_byte_ != 0);
-      read_ran_ = true;
-      return absl::OkStatus();
-    }));
+  const bool stream_ordered_poison = instruction != nullptr && instruction->stream != nullptr &&
+                                     instruction->stream->poison_in_stream_order();
+  if (!stream_ordered_poison && pred->poisoned()) {
+    *poison = pred->poison();
+    return std::optional<bool>();
   }
+  if (pred->raw_storage() == nullptr) return std::optional<bool>();  // never written
+  read_byte_ = 0;
+  SLUICE_RETURN_IF_ERROR(
+      stream->Memcpy(&read_byte_, pred->raw_storage()->data(), 1, ep::CopyKind::kDeviceToHost));
+  SLUICE_RETURN_IF_ERROR(stream->Launch([this, pred]() -> absl::Status {
+    read_value_ = pred->poisoned() ? std::nullopt : std::optional<bool>(read_byte_ != 0);
+    read_ran_ = true;
+    return absl::OkStatus();
+  }));
   SLUICE_RETURN_IF_ERROR(stream->RecordEvent(read_event_.get()));
   // The event reports the stream's first error since it was last cleared, which may be
   // another op's (already reported as that op's): what counts is whether the read ran.

@@ -14,8 +14,8 @@
 //    control step's stream (a cross-stream wait there was enqueued after the work it waits
 //    for was), so it always ends. Everything the control step launched is on its stream
 //    before Launch returns: the instruction's own completion covers its frames.
-//  - On an asynchronous stream whose memory the host does not address (cuda: the stream
-//    policy's host_accessible() is false), the predicate's byte is copied device-to-host in
+//  - On an asynchronous stream (sim, cuda: no stream policy of theirs is
+//    host_accessible()), the predicate's byte is copied device-to-host in
 //    stream order into a host buffer of the step, and the task enqueued behind the copy
 //    reads that buffer; the wait is the same. The host never reads device memory.
 //
