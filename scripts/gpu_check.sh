@@ -156,7 +156,7 @@ for t in ep_cuda_tests ops_cuda_tests ccl_cuda_tests framework_cuda_tests; do
   row "$t" gtest_gpu "$t"
 done
 # Control-flow yields (parallel assignment) on cpu, sim and cuda:0 against a host reference.
-row control_flow_yields gtest_gpu framework_tests --gtest_filter='ControlFlowYield*'
+row control_flow_yields gtest_gpu framework_concurrency_tests --gtest_filter='ControlFlowYield*:Aliasing*'
 row selfcheck "$sluice" selfcheck
 row demo_static_1_stream demo_streams_vs_cpu --sync-check
 row demo_static_3_streams demo_streams_vs_cpu --streams 3 --sync-check
