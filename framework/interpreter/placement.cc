@@ -13,6 +13,21 @@ namespace sluice::framework {
 
 namespace {
 
+// An `assign` of `dtype` on `device`'s `stream`: the copies this file inserts (copy-backs of
+// undeclared aliases, device-resident fetches).
+absl::StatusOr<OpFunc> AssignFunc(const ops::OpRegistry& registry, const Device& device,
+                                  const std::optional<StreamKey>& stream, DataType dtype) {
+  OpFunc copy;
+  copy.type = "assign";
+  SLUICE_ASSIGN_OR_RETURN(copy.schema, registry.FindSchema(copy.type));
+  SLUICE_ASSIGN_OR_RETURN(vm::AttrMap attrs, copy.schema->NormalizeAttrs(vm::AttrMap()));
+  if (!attrs.empty()) copy.attrs = std::make_shared<const vm::AttrMap>(std::move(attrs));
+  copy.device = device;
+  copy.stream = stream;
+  SLUICE_ASSIGN_OR_RETURN(copy.kernel, registry.FindKernel(copy.type, device.type(), dtype));
+  return copy;
+}
+
 // Inserts copies and remembers them until their source is written again.
 class CopyInserter {
  public:
@@ -151,15 +166,8 @@ absl::StatusOr<std::vector<OpFunc>> SeparateAliasedOutputs(const ResolvedOp& op,
     slot.dtype = source.dtype;
     slot.shape = source.shape;
     const int fresh = vars.size();
-    OpFunc copy;
-    copy.type = "assign";
-    SLUICE_ASSIGN_OR_RETURN(copy.schema, registry.FindSchema(copy.type));
-    SLUICE_ASSIGN_OR_RETURN(vm::AttrMap attrs, copy.schema->NormalizeAttrs(vm::AttrMap()));
-    if (!attrs.empty()) copy.attrs = std::make_shared<const vm::AttrMap>(std::move(attrs));
-    copy.device = func.device;
-    copy.stream = func.stream;
-    SLUICE_ASSIGN_OR_RETURN(copy.kernel,
-                            registry.FindKernel(copy.type, func.device.type(), slot.dtype));
+    SLUICE_ASSIGN_OR_RETURN(OpFunc copy,
+                            AssignFunc(registry, func.device, func.stream, slot.dtype));
     vars.slots.push_back(std::move(slot));
     copy.inputs = {fresh};
     copy.outputs = {var};
@@ -204,15 +212,9 @@ absl::Status PlaceOp(const ResolvedOp& op, const Device& device, const ops::OpRe
 absl::StatusOr<int> InsertFetchAssign(const ops::OpRegistry& registry, int var, VarTable& vars,
                                       PlacedBlock& placed) {
   const VarSlot& source = vars.slots[var];
-  OpFunc copy;
-  copy.type = "assign";
-  SLUICE_ASSIGN_OR_RETURN(copy.schema, registry.FindSchema(copy.type));
-  SLUICE_ASSIGN_OR_RETURN(vm::AttrMap attrs, copy.schema->NormalizeAttrs(vm::AttrMap()));
-  if (!attrs.empty()) copy.attrs = std::make_shared<const vm::AttrMap>(std::move(attrs));
-  copy.device = source.device;
-  copy.stream = StreamKey{source.device, StreamType::kCompute, 0};
-  SLUICE_ASSIGN_OR_RETURN(copy.kernel,
-                          registry.FindKernel(copy.type, source.device.type(), source.dtype));
+  SLUICE_ASSIGN_OR_RETURN(
+      OpFunc copy, AssignFunc(registry, source.device,
+                              StreamKey{source.device, StreamType::kCompute, 0}, source.dtype));
   VarSlot slot;
   slot.name = absl::StrCat(source.name, "@fetch");
   slot.kind = VarKind::kTemp;
