@@ -151,6 +151,16 @@ record_replay() {
   "$sluice" replay "$log/demo.rec" --ops standard --check-sync || return 1
   "$sluice" replay "$log/demo.rec" --ops standard --device-map "$device=sim:0" --check-sync
 }
+# The eager and graph front ends' records, replayed on the GPU and on sim.
+record_replay_eager_graph() {
+  local mode
+  for mode in --eager --graph; do
+    "$sluice" demo --steps 3 --device "$device" "$mode" --record "$log/front.rec" || return 1
+    "$sluice" replay "$log/front.rec" --ops standard --check-sync || return 1
+    "$sluice" replay "$log/front.rec" --ops standard --device-map "$device=sim:0" --check-sync ||
+      return 1
+  done
+}
 
 for t in ep_cuda_tests ops_cuda_tests ccl_cuda_tests framework_cuda_tests; do
   row "$t" gtest_gpu "$t"
@@ -165,6 +175,7 @@ row demo_graph demo_vs_cpu --graph
 row control_flow_power_iteration power_iteration
 row control_flow_rnn rnn
 row record_cuda_replay_cuda_sim record_replay
+row record_eager_graph_replay record_replay_eager_graph
 
 echo
 echo "======== gpu_check summary ($device, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
-#include "vm/internal/blob_lifecycle.h"
 
 namespace sluice::vm {
 
@@ -45,28 +44,6 @@ absl::Status Blob::EnsureStorage(StreamId stream) {
   }
   return AllocateStorage(allocator_, stream);
 }
-
-namespace internal {
-
-void BlobLifecycle::Parking::Park(Blob* blob) {
-  blob->kept_.store(false, std::memory_order_relaxed);
-  blob->dead_ = false;
-  if (!blob->retired_clock_.empty()) blob->retired_clock_.clear();
-  blob->ClearPoison();
-}
-
-void BlobLifecycle::Parking::Recycle(Blob* blob, uint64_t id) {
-  // Only the producer's line: Park cleared the rest.
-  blob->id_ = id;
-  blob->private_holds_.store(0, std::memory_order_relaxed);
-  blob->released_ = false;
-  blob->released_dying_ = false;
-  blob->run_private_ = false;
-  blob->fuse_roles_ = 0;
-  blob->fuse_mark_ = 0;
-}
-
-}  // namespace internal
 
 std::string Blob::DebugName() const {
   if (name_.empty()) return absl::StrCat("blob #", id_);

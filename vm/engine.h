@@ -43,6 +43,7 @@
 #include "absl/functional/any_invocable.h"
 #include "core/intrusive_queue.h"
 #include "core/waker.h"
+#include "vm/completion_sink.h"
 #include "vm/instruction.h"
 
 namespace sluice::vm {
@@ -59,8 +60,8 @@ struct EngineOptions {
   std::chrono::nanoseconds spin{20000};
 };
 
-// Thread-safe as documented per method.
-class Engine {
+// Thread-safe as documented per method. Workers reach it only as their CompletionSink.
+class Engine final : public CompletionSink {
  public:
   // `checker` may be null; `pool` recycles retired instructions, `blobs` dead blobs' memory.
   Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool,
@@ -86,12 +87,12 @@ class Engine {
   // Any thread: submitted instructions, in order (room reserved in the pool).
   void Submit(Chain<Instruction> chain);
   // ThreadCtx workers: completed instructions.
-  void Complete(Chain<Instruction> chain);
+  void Complete(Chain<Instruction> chain) override;
   // Any thread, once every instruction retired: stops the scheduler thread.
   void Stop();
   // Any thread: wakes the scheduler thread, or (caller-thread mode) schedules now unless
   // another thread is already scheduling.
-  void Kick();
+  void Kick() override;
   // Any thread (a BlobRef's deleter): deletes `blob` once no unretired instruction uses it,
   // at the next scheduling pass. Never schedules inline. Every instruction using the blob
   // must have been accepted before (submitted, or held back by a producer: the pass hands

@@ -7,7 +7,11 @@
 //  - eager instructions (op, wait, record, release, access) are submitted as eager
 //    instructions: the engine derives their dependences from their blobs exactly as it did
 //    when they were recorded. The recorded StreamWait/RecordEvent instructions are replayed
-//    as they are (no soft sync is added, none is dropped);
+//    as they are (no soft sync is added, none is dropped), except a StreamWait that the
+//    device map put between streams that cannot wait on each other (two cpu streams of one
+//    worker, as sim:0=cpu makes of sim's compute and copy streams; two devices; one stream): it
+//    becomes a RecordEvent on its source, the soft sync the builder writes for such a pair
+//    (the engine then orders the blobs' users; on one worker they run in order anyway);
 //  - a batch is submitted as one precomputed chain with its recorded edges. Its StepSequences
 //    with cross-sequence waits (`waits=`, format version 2) are rebuilt as StepSequences with
 //    the same waits, one instruction each, when their streams can run lanes
@@ -43,11 +47,13 @@
 #include "vm/kernel.h"
 #include "vm/record_reader.h"
 #include "vm/release_count.h"
+#include "vm/replay_plan.h"
 
 namespace sluice::vm {
 
 class StepSequence;
 class Stream;
+class ThreadCtx;
 class VirtualMachine;
 
 // Finds the kernel for a recorded op name on the stream it will run on, for the dtype of
@@ -95,8 +101,8 @@ class Replayer {
  public:
   ~Replayer();
   // Resolves every stream (after the device map) and kernel up front. InvalidArgument /
-  // NotFound naming the record line for an unknown stream, device or op, or a StreamWait
-  // whose two streams the mapping put on different devices.
+  // NotFound naming the record line for an unknown stream, device or op, or a shared
+  // release the mapping moved off the host.
   static absl::StatusOr<std::unique_ptr<Replayer>> Create(VirtualMachine* vm,
                                                           const RecordedProgram* program,
                                                           const KernelLookup& kernels,
@@ -108,23 +114,22 @@ class Replayer {
   absl::StatusOr<ReplayResult> Run(bool verify = true);
 
  private:
-  struct Resolved {
-    Stream* stream = nullptr;
-    Stream* wait_target = nullptr;
-    const OpKernel* kernel = nullptr;
-  };
+  class Runner;  // one Run's state (replayer.cc)
   Replayer(VirtualMachine* vm, const RecordedProgram* program, ReplayOptions options);
   absl::StatusOr<Stream*> ResolveStream(absl::string_view recorded, int line) const;
   // The kernel of op line `r` on `stream`; errors name the line.
   absl::StatusOr<const OpKernel*> ResolveKernel(const RecordedInstruction& r, const Stream& stream,
                                                 const KernelLookup& kernels) const;
-  // How one batch's sequences with waits are rebuilt (empty `lane`: not rebuilt).
-  struct LanePlan {
-    std::vector<int> lane;                    // per batch position: its lane, or -1
-    std::vector<std::vector<int>> positions;  // per lane: its steps' positions, in order
-  };
-  // The plan for batch `b` (Create).
-  LanePlan PlanLanes(int b) const;
+  // Create's steps: each blob's stream, each line's stream, target and kernel (the
+  // topology the plan is made on), each expansion's kernels.
+  absl::Status ResolveBlobs();
+  absl::Status ResolveInstructions(const KernelLookup& kernels);
+  absl::Status ResolveExpansions(const KernelLookup& kernels);
+  // `stream`'s dense index in topology_, added with its facts on first sight.
+  int StreamIndex(Stream* stream);
+  Stream* StreamOf(int instruction) const {
+    return streams_[topology_.instruction_stream[instruction]];
+  }
   // The count shared by the drops of `r`'s blob (a release line with drops=K): one per
   // blob and K for the whole replay, as every batch drops it K times.
   ReleaseCount* ReleaseCountFor(const RecordedInstruction& r);
@@ -132,11 +137,13 @@ class Replayer {
   VirtualMachine* const vm_;
   const RecordedProgram* const program_;
   const ReplayOptions options_;
-  std::vector<Resolved> resolved_;     // per instruction
-  std::vector<Stream*> blob_streams_;  // per blob: where it is created
-  std::vector<int> last_use_;          // per blob: last instruction index; -1: keep
-  std::vector<bool> lazy_;             // per blob: used again after a release
-  std::vector<LanePlan> lanes_;        // per batch
+  std::vector<Stream*> streams_;  // by dense index
+  absl::flat_hash_map<Stream*, int> stream_index_;
+  absl::flat_hash_map<const ThreadCtx*, int> worker_index_;
+  ReplayTopology topology_;
+  ReplayPlan plan_;
+  std::vector<const OpKernel*> kernels_;  // per instruction (null: none, or an expansion)
+  std::vector<Stream*> blob_streams_;     // per blob: where it is created
   // Per expansion, per step: its kernel (null for a release).
   std::vector<std::vector<const OpKernel*>> expansion_kernels_;
   // Sequences rebuilt by the current Run; kept until the work that runs them is complete.

@@ -1,7 +1,6 @@
 #include "vm/stream_policy.h"
 
 #include "core/device.h"
-#include "vm/thread_ctx.h"
 
 namespace sluice::vm {
 
@@ -36,7 +35,7 @@ class HostStreamPolicy final : public StreamPolicy {
   void OnLaunched(Stream&, Instruction* instruction, Chain<Instruction>& done) override {
     done.PushBack(instruction);
   }
-  void Flush(Stream&, ThreadCtx&, Chain<Instruction>&) override {}
+  void Flush(Stream&, CompletionWatcher&, Chain<Instruction>&) override {}
   void Collect(Stream&, Chain<Instruction>&) override {}
   bool HasUnretired(const Stream&) const override { return false; }
 };
@@ -55,12 +54,12 @@ class AsyncStreamPolicy final : public StreamPolicy {
     ++stream.since_point;
   }
 
-  void Flush(Stream& stream, ThreadCtx& ctx, Chain<Instruction>& done) override {
+  void Flush(Stream& stream, CompletionWatcher& watcher, Chain<Instruction>& done) override {
     if (stream.since_point == 0) return;
     // Two pointers: fits the HostTask's inline storage, so a completion point never
     // allocates.
     Stream* s = &stream;
-    ThreadCtx* c = &ctx;
+    CompletionWatcher* c = &watcher;
     const absl::Status launched = stream.ep_stream()->Launch([s, c]() {
       s->points_reached.fetch_add(1, std::memory_order_release);
       c->Poke();

@@ -15,12 +15,11 @@
 #include "absl/status/status.h"
 #include "core/intrusive_queue.h"
 #include "ep/stream.h"
+#include "vm/completion_sink.h"
 #include "vm/instruction.h"
 #include "vm/stream.h"
 
 namespace sluice::vm {
-
-class ThreadCtx;
 
 // Stateless and immutable after construction: one instance may serve many streams; every
 // method is called by the worker of the stream's ThreadCtx.
@@ -42,8 +41,8 @@ class StreamPolicy {
   // or track it until it is.
   virtual void OnLaunched(Stream& stream, Instruction* instruction, Chain<Instruction>& done) = 0;
   // After a batch: arrange for everything launched on `stream` to be reported complete
-  // eventually (the ThreadCtx is poked when that may have happened).
-  virtual void Flush(Stream& stream, ThreadCtx& ctx, Chain<Instruction>& done) = 0;
+  // eventually (`watcher`, the stream's worker, is poked when that may have happened).
+  virtual void Flush(Stream& stream, CompletionWatcher& watcher, Chain<Instruction>& done) = 0;
   // Appends instructions of `stream` known complete since the last call.
   virtual void Collect(Stream& stream, Chain<Instruction>& done) = 0;
   // True when `stream` has launched instructions not yet reported complete.

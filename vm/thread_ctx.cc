@@ -5,18 +5,17 @@
 #include "core/spin_wait.h"
 #include "core/status.h"
 #include "core/thread_name.h"
-#include "vm/engine.h"
 #include "vm/instruction_executor.h"
 #include "vm/stream.h"
 #include "vm/stream_policy.h"
 
 namespace sluice::vm {
 
-ThreadCtx::ThreadCtx(std::string name, InstructionExecutor* executor, Engine* engine,
+ThreadCtx::ThreadCtx(std::string name, InstructionExecutor* executor, CompletionSink* sink,
                      std::chrono::nanoseconds spin, std::chrono::nanoseconds idle_spin)
     : name_(std::move(name)),
       executor_(executor),
-      engine_(engine),
+      sink_(sink),
       spin_(spin),
       idle_spin_(idle_spin) {}
 
@@ -109,9 +108,9 @@ void ThreadCtx::Loop() {
     busy_.store(false, std::memory_order_seq_cst);
     const bool kick = kick_requested_.exchange(false, std::memory_order_seq_cst);
     if (!done.empty()) {
-      engine_->Complete(done);
+      sink_->Complete(done);
     } else if (kick) {
-      engine_->Kick();
+      sink_->Kick();
     }
     if (batch.empty() && stop_.load(std::memory_order_seq_cst) && queue_.empty()) {
       // The VM stops a ThreadCtx only after every instruction retired.

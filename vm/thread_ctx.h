@@ -20,20 +20,22 @@
 
 #include "core/intrusive_queue.h"
 #include "core/waker.h"
+#include "vm/completion_sink.h"
 #include "vm/instruction.h"
 
 namespace sluice::vm {
 
-class Engine;
 class InstructionExecutor;
 class Stream;
 
-// Thread-safe as documented per method. Start once; Stop before destruction.
-class ThreadCtx {
+// Thread-safe as documented per method. Start once; Stop before destruction. Completed
+// work goes to its CompletionSink (the engine); streams' completion points poke it as their
+// CompletionWatcher.
+class ThreadCtx final : public CompletionWatcher {
  public:
   // `spin`: how long a host wait (AwaitRan) polls before parking; `idle_spin`: how long
   // the worker polls its empty queue before parking.
-  ThreadCtx(std::string name, InstructionExecutor* executor, Engine* engine,
+  ThreadCtx(std::string name, InstructionExecutor* executor, CompletionSink* sink,
             std::chrono::nanoseconds spin, std::chrono::nanoseconds idle_spin);
   ~ThreadCtx();
   ThreadCtx(const ThreadCtx&) = delete;
@@ -44,7 +46,7 @@ class ThreadCtx {
   // Scheduler: instructions to launch, in order.
   void Dispatch(Chain<Instruction> chain);
   // Any thread (an ep stream reaching a completion point): look for completed work.
-  void Poke();
+  void Poke() override;
   // Any thread, once no more work will be dispatched and all of it retired: ends the loop
   // and joins the thread.
   void Stop();
@@ -68,7 +70,7 @@ class ThreadCtx {
 
   const std::string name_;
   InstructionExecutor* const executor_;
-  Engine* const engine_;
+  CompletionSink* const sink_;
   const std::chrono::nanoseconds spin_;
   const std::chrono::nanoseconds idle_spin_;
 

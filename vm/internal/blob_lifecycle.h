@@ -3,7 +3,7 @@
 // marks, run-private holds, the engine's dependence state, kept storage, parking, the sync
 // checker's clock — is reached through the accessor groups below, one per owner thread.
 // Every accessor is an inline function over Blob's fields, so going through them costs
-// nothing; Park and Recycle, out of line, are defined in vm/blob.cc.
+// nothing; Park and Recycle, out of line, are defined in vm/internal/blob_lifecycle.cc.
 //
 // States and transitions (thread that makes each; accessor group in brackets):
 //
@@ -222,11 +222,12 @@ class BlobLifecycle {
     }
     // Parking a Parkable blob: clears the marks the engine and the worker left (death, kept
     // storage, checker clock, poison), so that the producer that recycles it writes only
-    // its own line. Defined in vm/blob.cc.
+    // its own line. Defined in vm/internal/blob_lifecycle.cc.
     static void Park(Blob* blob);
     // A producer, on a parked blob nobody references and no unretired instruction uses:
     // makes it blob `id` with the same metadata and the kept storage (no poison, no fusion,
-    // release or engine marks). Writes only the producer's line. Defined in vm/blob.cc.
+    // release or engine marks). Writes only the producer's line. Defined in
+    // vm/internal/blob_lifecycle.cc.
     static void Recycle(Blob* blob, uint64_t id);
     // A producer, ahead of taking this parked blob back: the line Recycle writes, for
     // writing; what BlobPool's match reads (dtype,
