@@ -17,6 +17,8 @@ echo "python_test: a fresh virtual environment in $venv"
 python3 -m venv --clear "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
 echo "python_test: pip install .[test] (builds the engine and the extension)"
+# The compilers scripts/test.sh names: the same ccache keys as build/ (see there).
+export CC=${CC:-gcc} CXX=${CXX:-g++}
 CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/python" -m pip install ".[test]"
 
 echo "python_test: pytest tests/python"

@@ -12,6 +12,10 @@ jobs=${SLUICE_JOBS:-2}
 
 bash scripts/install_deps.sh
 
+# The compilers by the names the Python build (scripts/python_test.sh: scikit-build-core,
+# which finds g++) uses too: ccache keys include the compiler's name, and with /usr/bin/c++
+# here the pip build missed the cache for every source it shares with this build.
+export CC=${CC:-gcc} CXX=${CXX:-g++}
 cmake -S . -B build -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$jobs"
 # --no-tests=error: a build that registers no tests must not look like a passing one.
