@@ -36,10 +36,6 @@ namespace {
 
 using Metas = std::vector<std::vector<TensorMeta>>;
 
-std::string MetaText(const TensorMeta& m) {
-  return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
-}
-
 bool IsNumeric(DataType dtype) { return dtype != DataType::kBool; }
 
 // InvalidArgument unless `meta` has a numeric dtype (f32, f64, i32, i64).

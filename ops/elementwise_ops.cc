@@ -61,10 +61,6 @@ namespace {
 
 using Metas = std::vector<std::vector<TensorMeta>>;
 
-std::string MetaText(const TensorMeta& m) {
-  return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
-}
-
 // The ops that also take integers: max and min are exact on integers, while the others
 // would need rules (overflow, division by zero) nobody has asked for.
 bool TakesIntegers(absl::string_view op) { return op == "max" || op == "min"; }

@@ -47,10 +47,6 @@ namespace {
 
 using Metas = std::vector<std::vector<TensorMeta>>;
 
-std::string MetaText(const TensorMeta& m) {
-  return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
-}
-
 std::string ListText(const std::vector<int64_t>& values) {
   return absl::StrCat("[", absl::StrJoin(values, ", "), "]");
 }

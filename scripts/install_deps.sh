@@ -9,7 +9,7 @@ packages=(
   build-essential cmake git
   libabsl-dev libtbb-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  clang-format ccache pkg-config
+  clang-format ccache pkg-config ninja-build lld
   clang libclang-rt-14-dev
   python3 python3-dev python3-venv
   openmpi-bin libopenmpi-dev

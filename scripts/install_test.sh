@@ -9,6 +9,12 @@
 # linear regression program files.
 #
 #   scripts/install_test.sh [-DSOME_SLUICE_OPTION=...]   extra args go to Sluice's configure
+#   scripts/install_test.sh --from-build DIR             install DIR, an existing build
+#
+# --from-build installs a tree that is already built (CI passes build/, the test stage's
+# Release build: `cmake --install DIR --prefix PREFIX`) instead of configuring and building
+# the libraries again; everything after the install is the same. The libraries-only
+# configuration is still built on every run of the test stage, by `pip install .`.
 #
 # SLUICE_JOBS sets the build parallelism (default: nproc). The work directory is removed on
 # success and kept (its path is printed) on failure.
@@ -28,14 +34,29 @@ on_exit() {
 }
 trap on_exit EXIT
 
-echo "install_test: building and installing Sluice into $prefix"
-cmake -S "$root" -B "$work/build" -G "Unix Makefiles" \
-  -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_INSTALL_PREFIX="$prefix" \
-  -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCHMARKS=OFF -DSLUICE_BUILD_TOOLS=OFF \
-  "$@"
-cmake --build "$work/build" -j"$jobs"
-cmake --install "$work/build"
+if [[ ${1:-} == --from-build ]]; then
+  from=${2:?--from-build needs a build directory}
+  if [[ ! -f $from/CMakeCache.txt ]]; then
+    echo "install_test: --from-build $from: no CMakeCache.txt there (not a configured build)" >&2
+    exit 2
+  fi
+  if ! grep -q '^SLUICE_BUILD_C_API:BOOL=ON$' "$from/CMakeCache.txt"; then
+    echo "install_test: --from-build $from: built without the C API (SLUICE_BUILD_C_API=OFF)" >&2
+    exit 2
+  fi
+  echo "install_test: installing the build in $from into $prefix"
+  cmake --build "$from" -j"$jobs" --target sluice_c  # up to date: nothing to do
+  cmake --install "$from" --prefix "$prefix" >/dev/null
+else
+  echo "install_test: building and installing Sluice into $prefix"
+  cmake -S "$root" -B "$work/build" -G "Unix Makefiles" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX="$prefix" \
+    -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCHMARKS=OFF -DSLUICE_BUILD_TOOLS=OFF \
+    "$@"
+  cmake --build "$work/build" -j"$jobs"
+  cmake --install "$work/build"
+fi
 
 echo "install_test: the installed headers are the public ones, and each compiles as installed"
 if internal=$(find "$prefix/include" -type d -name internal | head -1) && [[ -n "$internal" ]]; then

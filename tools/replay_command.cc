@@ -13,7 +13,7 @@
 namespace sluice::tools {
 namespace {
 
-struct Options {
+struct ReplayOptions {
   std::string path;
   vm::DeviceMap device_map;
   std::string scheduling = "dedicated";
@@ -23,7 +23,7 @@ struct Options {
   std::string ops = "stress";
 };
 
-void DeclareOptions(OptionParser& parser, Options* options) {
+void DeclareOptions(OptionParser& parser, ReplayOptions* options) {
   parser.AddPositional("FILE", "the instruction record to replay", &options->path);
   parser.AddRepeated("--device-map", "FROM=TO[,FROM=TO...]",
                      "run the instructions of device FROM on device TO, e.g. cuda:0=sim:0",
@@ -46,7 +46,7 @@ void DeclareOptions(OptionParser& parser, Options* options) {
 }  // namespace
 
 int ReplayMain(int argc, char** argv) {
-  Options options;
+  ReplayOptions options;
   OptionParser parser(
       "replay",
       "Re-executes an instruction record (written with VmOptions::record_path, e.g. by\n"

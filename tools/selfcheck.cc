@@ -20,7 +20,7 @@
 namespace sluice::tools {
 namespace {
 
-struct Options {
+struct SelfcheckOptions {
   int sim_devices = 2;
   int jitter_us = 0;
   uint64_t seed = 1;
@@ -38,7 +38,7 @@ struct DeviceReport {
   absl::Status status;
 };
 
-void DeclareOptions(OptionParser& parser, Options* o) {
+void DeclareOptions(OptionParser& parser, SelfcheckOptions* o) {
   parser.AddInteger("--sim-devices", "N", "number of sim devices", 0, ep::Runtime::kMaxSimDevices,
                     &o->sim_devices);
   parser.AddInteger("--jitter-us", "J", "random delay of up to J us before each sim work item", 0,
@@ -50,7 +50,8 @@ void DeclareOptions(OptionParser& parser, Options* o) {
 }
 
 // One device's round trips. Buffers are released before returning, whatever happens.
-absl::Status CheckDevice(ep::Device* device, const Options& options, DeviceReport* report) {
+absl::Status CheckDevice(ep::Device* device, const SelfcheckOptions& options,
+                         DeviceReport* report) {
   SLUICE_ASSIGN_OR_RETURN(ep::Stream * h2d, device->GetStream(StreamType::kHost2Device));
   SLUICE_ASSIGN_OR_RETURN(ep::Stream * compute, device->GetStream(StreamType::kCompute));
   SLUICE_ASSIGN_OR_RETURN(ep::Stream * d2h, device->GetStream(StreamType::kDevice2Host));
@@ -128,7 +129,7 @@ absl::Status CheckDevice(ep::Device* device, const Options& options, DeviceRepor
 }  // namespace
 
 int SelfCheckMain(int argc, char** argv) {
-  Options options;
+  SelfcheckOptions options;
   OptionParser parser(
       "selfcheck",
       "For every device of every provider: K times, copy E floats host-to-device on\n"

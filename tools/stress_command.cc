@@ -20,7 +20,7 @@
 namespace sluice::tools {
 namespace {
 
-struct Options {
+struct StressOptions {
   int programs = 100;
   int jitter_us = 0;
   uint64_t seed = 1;
@@ -60,7 +60,7 @@ void AddOptionalInteger(OptionParser& parser, std::string name, std::string valu
                   });
 }
 
-void DeclareOptions(OptionParser& parser, Options* o) {
+void DeclareOptions(OptionParser& parser, StressOptions* o) {
   parser.AddInteger("--programs", "N", "programs to run", 1, 100000000, &o->programs);
   parser.AddInteger("--streams", "K", "compute streams per sim device", 1, 64, &o->streams);
   AddOptionalInteger(parser, "--devices", "D", "sim devices (not with --control-flow: sim:0)", 1,
@@ -146,7 +146,7 @@ void DeclareOptions(OptionParser& parser, Options* o) {
 
 // Checks the options that belong to one mode only and fills in that mode's shape; a usage
 // error message, or "".
-std::string Resolve(Options* o) {
+std::string Resolve(StressOptions* o) {
   if (o->fail_rate == 0 && (o->fault_kinds != "all" || o->swallow_faults)) {
     return "options '--fault-kinds' and '--swallow-faults' need --fail-rate";
   }
@@ -178,7 +178,7 @@ std::string Resolve(Options* o) {
 }
 
 // --control-flow: runs the programs and prints the JSON line; the exit code.
-int ControlFlowMain(const Options& o) {
+int ControlFlowMain(const StressOptions& o) {
   stress::ControlFlowStressOptions options;
   options.programs = o.programs;
   options.seed = o.seed;
@@ -213,7 +213,7 @@ int ControlFlowMain(const Options& o) {
 }
 
 // The eager mode: runs the programs and prints the JSON line; the exit code.
-int EagerMain(const Options& o) {
+int EagerMain(const StressOptions& o) {
   stress::EagerStressOptions options;
   options.programs = o.programs;
   options.seed = o.seed;
@@ -277,7 +277,7 @@ int EagerMain(const Options& o) {
 }  // namespace
 
 int StressMain(int argc, char** argv) {
-  Options options;
+  StressOptions options;
   OptionParser parser(
       "stress",
       "Generates N random eager programs: T tensors of E floats placed on cpu and D sim\n"

@@ -81,10 +81,6 @@ class StaticSteps {
   int64_t& count_;
 };
 
-NdSbp AllBroadcast(const Placement& placement) {
-  return NdSbp(static_cast<size_t>(placement.ndim()), Sbp::Broadcast());
-}
-
 std::string OpWhere(int index, const framework::ir::OpDesc& op) {
   return absl::StrCat("global program: op #", index, " '", op.type, "'");
 }
@@ -129,7 +125,7 @@ absl::StatusOr<GlobalProgram> MakeGlobalProgram(const framework::ir::ProgramDesc
     auto it = layout.find(name);
     if (it != layout.end()) return it->second;
     auto given = options.layouts.find(name);
-    NdSbp sbp = given != options.layouts.end() ? given->second : AllBroadcast(placement);
+    NdSbp sbp = given != options.layouts.end() ? given->second : AllBroadcast(placement.ndim());
     layout[name] = sbp;
     return sbp;
   };
@@ -205,9 +201,9 @@ absl::StatusOr<GlobalProgram> MakeGlobalProgram(const framework::ir::ProgramDesc
     ops.push_back(std::move(op));
   }
   for (const std::string& name : options.whole) {
-    SLUICE_ASSIGN_OR_RETURN(
-        std::string converted,
-        internal::BoxSteps(steps, name, placement, *id, layout_of(name), AllBroadcast(placement)));
+    SLUICE_ASSIGN_OR_RETURN(std::string converted,
+                            internal::BoxSteps(steps, name, placement, *id, layout_of(name),
+                                               AllBroadcast(placement.ndim())));
     framework::ir::VarDesc var = *source.FindVar(name);
     var.name = name + "@whole";
     var.persistable = false;

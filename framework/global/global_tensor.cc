@@ -29,10 +29,6 @@ absl::Status CheckPlacementInWorld(const eager::Context& ctx, const Placement& p
   return absl::OkStatus();
 }
 
-NdSbp AllBroadcast(const Placement& placement) {
-  return NdSbp(static_cast<size_t>(placement.ndim()), Sbp::Broadcast());
-}
-
 }  // namespace
 
 absl::StatusOr<GlobalTensor> GlobalTensor::FromLocal(eager::Context& ctx,
@@ -107,7 +103,7 @@ absl::StatusOr<GlobalTensor> GlobalTensor::FromWhole(eager::Context& ctx,
   }
   // From broadcast, boxing only slices and zeros: nothing moves between ranks.
   SLUICE_ASSIGN_OR_RETURN(eager::Tensor local, Box(on_device, placement, *id, whole.shape(),
-                                                   AllBroadcast(placement), sbp));
+                                                   AllBroadcast(placement.ndim()), sbp));
   return GlobalTensor(ctx, placement, sbp, whole.shape(), whole.dtype(), id, std::move(local));
 }
 
@@ -126,7 +122,7 @@ absl::StatusOr<eager::Tensor> GlobalTensor::Whole() const {
     return absl::FailedPreconditionError(absl::StrCat("this rank is outside placement ",
                                                       placement_.ToString(), ": it holds no part"));
   }
-  SLUICE_ASSIGN_OR_RETURN(GlobalTensor whole, ToSbp(AllBroadcast(placement_)));
+  SLUICE_ASSIGN_OR_RETURN(GlobalTensor whole, ToSbp(AllBroadcast(placement_.ndim())));
   return whole.local();
 }
 

@@ -5,6 +5,7 @@
 #ifndef SLUICE_FRAMEWORK_GLOBAL_SBP_H_
 #define SLUICE_FRAMEWORK_GLOBAL_SBP_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ struct Sbp {
 };
 
 using NdSbp = std::vector<Sbp>;
+
+// Broadcast on each of `ndim` mesh axes: every rank holds the whole tensor.
+inline NdSbp AllBroadcast(int64_t ndim) {
+  return NdSbp(static_cast<size_t>(ndim), Sbp::Broadcast());
+}
 
 std::string NdSbpToString(const NdSbp& sbp);  // "(S(0), B)"
 // Comma-separated Sbp items, optionally in parentheses: "S(0), B" or "(P)".

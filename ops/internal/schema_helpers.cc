@@ -30,10 +30,13 @@ absl::StatusOr<DataType> DtypeAttr(const InferContext& ctx, absl::string_view na
   return dtype;
 }
 
+std::string MetaText(const TensorMeta& m) {
+  return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
+}
+
 absl::Status RequireFloat(const InferContext& ctx, const TensorMeta& meta, absl::string_view what) {
   if (IsFloating(meta.dtype)) return absl::OkStatus();
-  return ctx.Error(absl::StrCat(what, " is ", DataTypeName(meta.dtype), meta.shape.ToString(),
-                                "; it must be f32 or f64"));
+  return ctx.Error(absl::StrCat(what, " is ", MetaText(meta), "; it must be f32 or f64"));
 }
 
 GradOpDesc GradOp(std::string type,

@@ -22,6 +22,9 @@ InferFn SameAsInput(int slot = 0);
 absl::StatusOr<Shape> ShapeAttr(const InferContext& ctx, absl::string_view name = "shape");
 absl::StatusOr<DataType> DtypeAttr(const InferContext& ctx, absl::string_view name = "dtype");
 
+// "f32[2, 3]": a tensor's dtype and shape, as error messages name them.
+std::string MetaText(const TensorMeta& m);
+
 // InvalidArgument unless `meta` has a floating dtype (f32/f64).
 absl::Status RequireFloat(const InferContext& ctx, const TensorMeta& meta, absl::string_view what);
 

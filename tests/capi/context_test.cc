@@ -4,7 +4,7 @@
 #include "gtest/gtest.h"
 #include "tests/capi/capi_test_util.h"
 
-namespace sluice::capi_testing {
+namespace sluice::capi_testing::context_test {
 namespace {
 
 TEST(ContextTest, CreatesWithDefaultsAndOptions) {
@@ -95,4 +95,4 @@ TEST(ContextTest, UnwritableRecordPathFailsCreation) {
 }
 
 }  // namespace
-}  // namespace sluice::capi_testing
+}  // namespace sluice::capi_testing::context_test

@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/capi/capi_test_util.h"
 
-namespace sluice::capi_testing {
+namespace sluice::capi_testing::executor_test {
 namespace {
 
 const std::string kExample = std::string(SLUICE_SOURCE_DIR) + "/examples/linear_regression/";
@@ -287,4 +287,4 @@ TEST_F(ExecutorTest, NullHandlesAreInvalidArguments) {
 }
 
 }  // namespace
-}  // namespace sluice::capi_testing
+}  // namespace sluice::capi_testing::executor_test

@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "tests/capi/capi_test_util.h"
 
-namespace sluice::capi_testing {
+namespace sluice::capi_testing::op_call_test {
 namespace {
 
 class OpCallTest : public ::testing::Test {
@@ -157,4 +157,4 @@ TEST_F(OpCallTest, UnknownOpsBadAttributesAndFailingOps) {
 }
 
 }  // namespace
-}  // namespace sluice::capi_testing
+}  // namespace sluice::capi_testing::op_call_test

@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "tests/capi/capi_test_util.h"
 
-namespace sluice::capi_testing {
+namespace sluice::capi_testing::status_test {
 namespace {
 
 TEST(StatusTest, NullIsOk) {
@@ -35,4 +35,4 @@ TEST(StatusTest, DtypeSizes) {
 }
 
 }  // namespace
-}  // namespace sluice::capi_testing
+}  // namespace sluice::capi_testing::status_test

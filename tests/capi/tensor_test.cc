@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/capi/capi_test_util.h"
 
-namespace sluice::capi_testing {
+namespace sluice::capi_testing::tensor_test {
 namespace {
 
 class TensorTest : public ::testing::Test {
@@ -166,4 +166,4 @@ TEST_F(TensorTest, WrongDtypesSizesShapesAndDevices) {
 }
 
 }  // namespace
-}  // namespace sluice::capi_testing
+}  // namespace sluice::capi_testing::tensor_test

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "tests/capi/capi_test_util.h"
 
-namespace sluice::capi_testing {
+namespace sluice::capi_testing::vm_tools_test {
 namespace {
 
 TEST(VmToolsTest, RecordedOpsReplayWithMatchingChecksums) {
@@ -121,4 +121,4 @@ TEST(VmToolsTest, StressRunRejectsBadOptions) {
 }
 
 }  // namespace
-}  // namespace sluice::capi_testing
+}  // namespace sluice::capi_testing::vm_tools_test

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "tests/ccl/ccl_test_util.h"
 
-namespace sluice::ccltest {
+namespace sluice::ccltest::collective_errors_test {
 namespace {
 
 using eager::Tensor;
@@ -354,4 +354,4 @@ INSTANTIATE_TEST_SUITE_P(Devices, CollectiveErrorsTest, ::testing::Values("cpu",
                          });
 
 }  // namespace
-}  // namespace sluice::ccltest
+}  // namespace sluice::ccltest::collective_errors_test

@@ -21,7 +21,7 @@
 #include "tests/ccl/ccl_test_util.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::ccltest {
+namespace sluice::ccltest::collective_grad_test {
 namespace {
 
 using eager::Tensor;
@@ -374,4 +374,4 @@ TEST(CollectiveGradScopeTest, BackwardInsideAStreamScopeThroughAllReduce) {
 }
 
 }  // namespace
-}  // namespace sluice::ccltest
+}  // namespace sluice::ccltest::collective_grad_test

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/ccl/ccl_test_util.h"
 
-namespace sluice::ccltest {
+namespace sluice::ccltest::collective_ops_test {
 namespace {
 
 using eager::Tensor;
@@ -328,4 +328,4 @@ TEST(CollectiveOpsBoolTest, MeanOfBoolIsRefused) {
 }
 
 }  // namespace
-}  // namespace sluice::ccltest
+}  // namespace sluice::ccltest::collective_ops_test

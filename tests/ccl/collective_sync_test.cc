@@ -18,7 +18,7 @@
 #include "tests/ccl/ccl_test_util.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::ccltest {
+namespace sluice::ccltest::collective_sync_test {
 namespace {
 
 using eager::Tensor;
@@ -337,4 +337,4 @@ TEST(CollectiveSyncScopeTest, ACollectiveInsideAStreamScopeRunsOnTheCclStream) {
 }
 
 }  // namespace
-}  // namespace sluice::ccltest
+}  // namespace sluice::ccltest::collective_sync_test

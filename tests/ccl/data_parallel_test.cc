@@ -13,7 +13,7 @@
 #include "framework/models/linear_regression.h"
 #include "gtest/gtest.h"
 
-namespace sluice::framework {
+namespace sluice::framework::data_parallel_test {
 namespace {
 
 std::vector<float> Train(eager::Context& ctx, bool data_parallel, int steps,
@@ -70,4 +70,4 @@ TEST(DataParallelTest, LossesMatchTheWholeBatch) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::data_parallel_test

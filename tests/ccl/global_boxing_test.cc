@@ -34,7 +34,7 @@
 #include "gtest/gtest.h"
 #include "tests/ccl/ccl_test_util.h"
 
-namespace sluice::global {
+namespace sluice::global::global_boxing_test {
 namespace {
 
 using ccltest::Diff;
@@ -369,4 +369,4 @@ TEST_F(GlobalBoxingTest, OtherDtypes) {
 }
 
 }  // namespace
-}  // namespace sluice::global
+}  // namespace sluice::global::global_boxing_test

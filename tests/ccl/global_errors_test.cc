@@ -25,7 +25,7 @@
 #include "tests/ccl/ccl_test_util.h"
 #include "vm/attrs.h"
 
-namespace sluice::global {
+namespace sluice::global::global_errors_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -233,4 +233,4 @@ TEST_F(GlobalErrorsTest, InputsOfDifferentContexts) {
 }
 
 }  // namespace
-}  // namespace sluice::global
+}  // namespace sluice::global::global_errors_test

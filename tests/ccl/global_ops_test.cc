@@ -35,7 +35,7 @@
 #include "tests/ccl/ccl_test_util.h"
 #include "vm/attrs.h"
 
-namespace sluice::global {
+namespace sluice::global::global_ops_test {
 namespace {
 
 using ccltest::Diff;
@@ -621,4 +621,4 @@ TEST_F(GlobalOpsTest, CastOfPartialSumToAnInteger) {
 }
 
 }  // namespace
-}  // namespace sluice::global
+}  // namespace sluice::global::global_ops_test

@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::global {
+namespace sluice::global::global_placement_sbp_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -325,4 +325,4 @@ TEST(GlobalLocalShapeTest, NegativeSplitAxisIsAnError) {
 }
 
 }  // namespace
-}  // namespace sluice::global
+}  // namespace sluice::global::global_placement_sbp_test

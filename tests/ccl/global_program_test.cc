@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/ccl/ccl_test_util.h"
 
-namespace sluice::global {
+namespace sluice::global::global_program_test {
 namespace {
 
 using framework::Executor;
@@ -113,4 +113,4 @@ TEST(GlobalProgramTest, BadLayoutsAreNamed) {
 }
 
 }  // namespace
-}  // namespace sluice::global
+}  // namespace sluice::global::global_program_test

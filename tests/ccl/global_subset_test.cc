@@ -32,7 +32,7 @@
 #include "tests/ccl/ccl_test_util.h"
 #include "vm/counters.h"
 
-namespace sluice::global {
+namespace sluice::global::global_subset_test {
 namespace {
 
 using ccltest::Diff;
@@ -392,4 +392,4 @@ TEST_F(GlobalSubsetTest, FromLocalOutsideThePlacementKeepsTheDtype) {
 }
 
 }  // namespace
-}  // namespace sluice::global
+}  // namespace sluice::global::global_subset_test

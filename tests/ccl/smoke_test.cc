@@ -4,7 +4,7 @@
 #include "framework/eager/context.h"
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::smoke_test {
 namespace {
 
 TEST(CollectiveSmokeTest, AllReduceSum) {
@@ -33,4 +33,4 @@ TEST(CollectiveSmokeTest, AllReduceSum) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::smoke_test

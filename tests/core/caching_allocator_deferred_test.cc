@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/core/fake_memory.h"
 
-namespace sluice {
+namespace sluice::caching_allocator_deferred_test {
 namespace {
 
 using ::sluice::testing::FakeRawAllocator;
@@ -92,4 +92,4 @@ TEST(CachingAllocatorDeferredFreeTest, ConcurrentAllocateAndFreeBalance) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::caching_allocator_deferred_test

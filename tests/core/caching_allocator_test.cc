@@ -34,7 +34,7 @@
 #include "gtest/gtest.h"
 #include "tests/core/fake_memory.h"
 
-namespace sluice {
+namespace sluice::caching_allocator_test {
 namespace {
 
 using ::sluice::testing::FakeFenceRecorder;
@@ -1098,4 +1098,4 @@ TEST_F(StreamOrderedCachingAllocatorTest, ConcurrentThreadsOnTheirOwnStreamsWith
   RunConcurrently(nullptr);
 }
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::caching_allocator_test

@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::data_type_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -85,4 +85,4 @@ TEST(DataTypeTest, DataTypeOfMapsCppTypesAtCompileTime) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::data_type_test

@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::device_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -138,4 +138,4 @@ TEST(DeviceTest, EqualityAndHashUseTypeAndIndex) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::device_test

@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::fault_injector_test {
 namespace {
 
 TEST(FaultInjectorTest, DecidesBySeedAndKey) {
@@ -24,4 +24,4 @@ TEST(FaultInjectorTest, DecidesBySeedAndKey) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::fault_injector_test

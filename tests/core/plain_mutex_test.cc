@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::plain_mutex_test {
 namespace {
 
 TEST(PlainMutexTest, ExcludesConcurrentUpdates) {
@@ -32,4 +32,4 @@ TEST(PlainMutexTest, ExcludesConcurrentUpdates) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::plain_mutex_test

@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::shape_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -295,4 +295,4 @@ TEST(ShapeTest, BroadcastStridesRequireAValidTarget) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::shape_test

@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::stream_id_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -226,4 +226,4 @@ TEST(StreamIdTableTest, ConcurrentInterningIsDenseAndConsistent) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::stream_id_test

@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::stream_type_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -51,4 +51,4 @@ TEST(StreamTypeTest, ParseRejectsUnknownNamesAndListsTheKnownOnes) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::stream_type_test

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/core/fake_memory.h"
 
-namespace sluice {
+namespace sluice::tensor_storage_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -226,4 +226,4 @@ TEST(TensorStorageTest, ByteCountOverflowIsRejected) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::tensor_storage_test

@@ -12,7 +12,7 @@
 #include "core/fault_injector.h"
 #include "ep/runtime.h"
 
-namespace sluice::ep {
+namespace sluice::ep::sim_stream_test {
 namespace {
 
 std::unique_ptr<Runtime> MakeRuntime(int sims = 2, int jitter_us = 0, uint64_t seed = 1,
@@ -517,4 +517,4 @@ TEST(SimStreamTest, WithoutInjectorFallibleWorkAlwaysRuns) {
 }
 
 }  // namespace
-}  // namespace sluice::ep
+}  // namespace sluice::ep::sim_stream_test

@@ -25,7 +25,7 @@
 #include "vm/instructions_builder.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::aliasing_test {
 namespace {
 
 using program_test::kCpu;
@@ -197,4 +197,4 @@ TEST(AliasingTest, RandomAliasedNonSafeOpsMatchUnaliasedOnes) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::aliasing_test

@@ -16,7 +16,7 @@
 #include "ops/standard_ops.h"
 #include "tests/framework/program_reference_runner.h"
 
-namespace sluice::framework {
+namespace sluice::framework::autodiff_backward_test {
 namespace {
 
 using reference::Feed;
@@ -354,4 +354,4 @@ TEST_F(AutodiffTest, NothingToDifferentiateAppendsNothing) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::autodiff_backward_test

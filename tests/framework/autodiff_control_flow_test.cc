@@ -33,7 +33,7 @@
 #include "ops/standard_ops.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::autodiff_control_flow_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -566,4 +566,4 @@ TEST_F(AutodiffControlFlowTest, WhileWithoutMaxIterationsIsRefused) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::autodiff_control_flow_test

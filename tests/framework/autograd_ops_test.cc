@@ -42,7 +42,7 @@
 #include "vm/attrs.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::autograd {
+namespace sluice::autograd::autograd_ops_test {
 namespace {
 
 using eager::Tensor;
@@ -729,4 +729,4 @@ TEST(AutogradOpsCoverageTest, EveryOpWithAGradMakerHasCases) {
 }
 
 }  // namespace
-}  // namespace sluice::autograd
+}  // namespace sluice::autograd::autograd_ops_test

@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::autograd {
+namespace sluice::autograd::autograd_test {
 namespace {
 
 using eager::Tensor;
@@ -361,4 +361,4 @@ TEST_F(AutogradTest, ASeedThatRequiresAGradientLeavesNoCycle) {
 }
 
 }  // namespace
-}  // namespace sluice::autograd
+}  // namespace sluice::autograd::autograd_test

@@ -26,7 +26,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/program_test_util.h"
 
-namespace sluice::framework {
+namespace sluice::framework::batch_lowering_test {
 namespace {
 
 using program_test::AddVar;
@@ -266,4 +266,4 @@ TEST_F(BackEndTest, LaneSupportFollowsTheVm) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::batch_lowering_test

@@ -16,7 +16,7 @@
 #include "tests/framework/control_flow_programs.h"
 #include "tests/framework/program_reference_runner.h"
 
-namespace sluice::framework {
+namespace sluice::framework::builder_control_flow_test {
 namespace {
 
 using control_flow_programs::LoopWithCond;
@@ -455,4 +455,4 @@ TEST_F(BuilderControlFlowTest, SameNumbersEagerlyAndThroughAProgram) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::builder_control_flow_test

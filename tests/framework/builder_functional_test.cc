@@ -11,7 +11,7 @@
 #include "ops/standard_ops.h"
 #include "tests/framework/program_reference_runner.h"
 
-namespace sluice::framework {
+namespace sluice::framework::builder_functional_test {
 namespace {
 
 using reference::Feed;
@@ -199,4 +199,4 @@ TEST_F(BuilderFunctionalTest, UnseededStaticRandomIsReproducible) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::builder_functional_test

@@ -11,7 +11,7 @@
 #include "ops/standard_ops.h"
 #include "tests/framework/program_reference_runner.h"
 
-namespace sluice::framework {
+namespace sluice::framework::builder_layers_test {
 namespace {
 
 using reference::Feed;
@@ -217,4 +217,4 @@ TEST_F(BuilderLayersTest, LossesAreScalarsAndAgreeAcrossModes) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::builder_layers_test

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "ops/standard_ops.h"
 
-namespace sluice::framework {
+namespace sluice::framework::builder_program_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -262,4 +262,4 @@ TEST_F(BuilderProgramTest, AppendOpIntoChecksTheExistingOutputs) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::builder_program_test

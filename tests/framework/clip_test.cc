@@ -29,7 +29,7 @@
 #include "ops/op_schema.h"
 #include "tests/framework/program_test_util.h"
 
-namespace sluice::framework {
+namespace sluice::framework::clip_test {
 namespace {
 
 using program_test::Op;
@@ -234,4 +234,4 @@ TEST(ClipCompiledTest, SameValuesCompiledAndNotAndClipStaysUnfused) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::clip_test

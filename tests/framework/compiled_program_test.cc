@@ -26,7 +26,7 @@
 #include "tests/framework/program_test_util.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::compiled_program_test {
 namespace {
 
 using compiled_test::MakeRandomElementwiseProgram;
@@ -306,4 +306,4 @@ TEST(CompiledProgramTest, KernelsOfRandomProgramsCompileToPtx) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::compiled_program_test

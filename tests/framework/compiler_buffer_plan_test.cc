@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "framework/compiler/buffer_plan.h"
 
-namespace sluice::framework::compiler {
+namespace sluice::framework::compiler::compiler_buffer_plan_test {
 namespace {
 
 using Kind = BufferStep::Kind;
@@ -313,4 +313,4 @@ TEST(BufferPlanTest, RandomGraphsReachTheLivenessBound) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::compiler
+}  // namespace sluice::framework::compiler::compiler_buffer_plan_test

@@ -20,7 +20,7 @@
 #include "framework/compiler/compiler.h"
 #include "framework/compiler/cpu/tile_program.h"
 
-namespace sluice::framework::compiler {
+namespace sluice::framework::compiler::compiler_cache_test {
 namespace {
 
 // relu(x * scale + bias) over [4] (or `domain`), fused from "scale" and "relu".
@@ -439,4 +439,4 @@ TEST(CompilerTest, ParseRejectsMalformedTextNamingTheToken) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::compiler
+}  // namespace sluice::framework::compiler::compiler_cache_test

@@ -21,7 +21,7 @@
 #include "ep/cuda/ptx_compiler.h"
 #include "framework/compiler/cuda/cuda_source.h"
 
-namespace sluice::framework::compiler {
+namespace sluice::framework::compiler::compiler_cuda_source_test {
 namespace {
 
 Subgraph ParseOrDie(absl::string_view text) {
@@ -347,4 +347,4 @@ TEST(CudaSourceTest, RandomSubgraphsCompile) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::compiler
+}  // namespace sluice::framework::compiler::compiler_cuda_source_test

@@ -8,7 +8,7 @@
 
 #include "framework/compiler/domain_indexing.h"
 
-namespace sluice::framework::compiler {
+namespace sluice::framework::compiler::compiler_domain_indexing_test {
 namespace {
 
 using Access = DomainIndexing::Access;
@@ -114,4 +114,4 @@ TEST(DomainIndexingTest, RandomBroadcastsMatchNumpy) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::compiler
+}  // namespace sluice::framework::compiler::compiler_domain_indexing_test

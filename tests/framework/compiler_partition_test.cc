@@ -16,7 +16,7 @@
 #include "framework/compiler/op_lowering.h"
 #include "framework/compiler/partition.h"
 
-namespace sluice::framework::compiler {
+namespace sluice::framework::compiler::compiler_partition_test {
 namespace {
 
 // A block under construction: variables, then ops in program order. Preds are derived from
@@ -752,4 +752,4 @@ TEST(PartitionTest, RandomBlocksContractAcyclically) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::compiler
+}  // namespace sluice::framework::compiler::compiler_partition_test

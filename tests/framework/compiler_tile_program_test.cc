@@ -20,7 +20,7 @@
 #include "framework/compiler/cpu/tile_program.h"
 #include "ops/cpu/elementwise_functions.h"
 
-namespace sluice::framework::compiler::cpu {
+namespace sluice::framework::compiler::cpu::compiler_tile_program_test {
 namespace {
 
 namespace ew = ::sluice::ops::internal::elementwise;
@@ -646,4 +646,4 @@ TEST(TileProgramTest, RunIsRepeatableAndScratchMatchesThePlan) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::compiler::cpu
+}  // namespace sluice::framework::compiler::cpu::compiler_tile_program_test

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/program_test_util.h"
 
-namespace sluice::framework::ir {
+namespace sluice::framework::ir::control_flow_ir_test {
 namespace {
 
 namespace program_test = ::sluice::framework::program_test;
@@ -276,4 +276,4 @@ TEST(ControlFlowIrTest, OrphanSubBlocksAndOtherOpsWithBlockReferencesAreAllowed)
 }
 
 }  // namespace
-}  // namespace sluice::framework::ir
+}  // namespace sluice::framework::ir::control_flow_ir_test

@@ -27,7 +27,7 @@
 #include "ops/standard_ops.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::control_flow_yield_test {
 namespace {
 
 // Out i takes variable `var`'s value, through tanh when `tanh`.
@@ -274,4 +274,4 @@ TEST_F(ControlFlowYieldTest, RandomYieldListsMatchTheHostReference) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::control_flow_yield_test

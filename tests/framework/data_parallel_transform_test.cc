@@ -29,7 +29,7 @@
 #include "gtest/gtest.h"
 #include "ops/standard_ops.h"
 
-namespace sluice::framework {
+namespace sluice::framework::data_parallel_transform_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -754,4 +754,4 @@ TEST(DataParallelExecutorTest, OneRankTransformedStepsGiveThePlainLosses) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::data_parallel_transform_test

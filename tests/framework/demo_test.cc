@@ -7,7 +7,7 @@
 #include "tests/framework/demo_test_util.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::demo_test {
 namespace {
 
 struct Trained {
@@ -98,4 +98,4 @@ TEST(DemoTest, LossFallsAndMatchesAcrossDevicesAndStreams) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::demo_test

@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::framework {
+namespace sluice::framework::dependency_builder_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -352,4 +352,4 @@ TEST(DependencyBuilderTest, RandomProgramsWithABoundedWalkStayConservative) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::dependency_builder_test

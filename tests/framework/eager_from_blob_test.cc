@@ -12,7 +12,7 @@
 #include "vm/instructions_builder.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::eager {
+namespace sluice::eager::eager_from_blob_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -100,4 +100,4 @@ TEST(ContextFromBlobTest, RefusesNullLazyReleasedAndForeignBlobs) {
 }
 
 }  // namespace
-}  // namespace sluice::eager
+}  // namespace sluice::eager::eager_from_blob_test

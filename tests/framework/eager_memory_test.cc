@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::eager {
+namespace sluice::eager::eager_memory_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -65,4 +65,4 @@ TEST(EagerMemoryTest, TensorBeyondTheDeviceNamesInUseCachedAndPendingBytes) {
 }
 
 }  // namespace
-}  // namespace sluice::eager
+}  // namespace sluice::eager::eager_memory_test

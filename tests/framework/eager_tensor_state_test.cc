@@ -13,7 +13,7 @@
 #include "framework/eager/functional.h"
 #include "gtest/gtest.h"
 
-namespace sluice::eager {
+namespace sluice::eager::eager_tensor_state_test {
 namespace {
 
 const Device kCpu(DeviceType::kCpu, 0);
@@ -159,4 +159,4 @@ TEST(EagerTensorStateTest, TwoContextsOnTwoThreads) {
 }
 
 }  // namespace
-}  // namespace sluice::eager
+}  // namespace sluice::eager::eager_tensor_state_test

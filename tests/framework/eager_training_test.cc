@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::eager {
+namespace sluice::eager::eager_training_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -199,4 +199,4 @@ TEST_F(EagerTrainingTest, TwoSimStreamsGiveTheCpuLosses) {
 }
 
 }  // namespace
-}  // namespace sluice::eager
+}  // namespace sluice::eager::eager_training_test

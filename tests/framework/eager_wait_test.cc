@@ -8,7 +8,7 @@
 #include "framework/eager/functional.h"
 #include "gtest/gtest.h"
 
-namespace sluice::eager {
+namespace sluice::eager::eager_wait_test {
 namespace {
 
 // A context whose sim work items each wait up to `jitter_us` first.
@@ -65,4 +65,4 @@ TEST(EagerWaitTest, AProducersErrorComesBack) {
 }
 
 }  // namespace
-}  // namespace sluice::eager
+}  // namespace sluice::eager::eager_wait_test

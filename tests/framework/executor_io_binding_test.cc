@@ -27,7 +27,7 @@
 #include "vm/producer_port.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::executor_io_binding_test {
 namespace {
 
 using program_test::AddVar;
@@ -492,4 +492,4 @@ TEST(ExecutorIoBindingErrorTest, BadDeviceFeedsAreRefusedBeforeAnythingIsSubmitt
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::executor_io_binding_test

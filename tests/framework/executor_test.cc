@@ -35,7 +35,7 @@
 #include "vm/kernel.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::executor_test {
 namespace {
 
 using program_test::AddVar;
@@ -905,4 +905,4 @@ TEST_F(ExecutorTest, FailedRunDoesNotSilentlyStallAPersistableOnCpu) { PoisonSce
 TEST_F(ExecutorTest, FailedRunDoesNotSilentlyStallAPersistableOnSim) { PoisonScenario(kSim); }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::executor_test

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/lowered_graph_test_util.h"
 
-namespace sluice::framework {
+namespace sluice::framework::gc_plan_test {
 namespace {
 
 using graph_test::Func;
@@ -165,4 +165,4 @@ TEST_F(GcPlanTest, NoFuncsNoNodes) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::gc_plan_test

@@ -5,7 +5,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/graph_chain_test_util.h"
 
-namespace sluice::framework::graph::testing {
+namespace sluice::framework::graph::testing::graph_chain_test {
 namespace {
 
 TEST(GraphChainTest, ChainsMatchTheEagerOpsWithoutSyncErrors) {
@@ -17,4 +17,4 @@ TEST(GraphChainTest, ChainsMatchTheEagerOpsWithoutSyncErrors) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::graph::testing
+}  // namespace sluice::framework::graph::testing::graph_chain_test

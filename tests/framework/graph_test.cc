@@ -22,7 +22,7 @@
 #include "vm/sync_checker.h"
 #include "vm/tracer.h"
 
-namespace sluice::framework::graph {
+namespace sluice::framework::graph::graph_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -315,4 +315,4 @@ INSTANTIATE_TEST_SUITE_P(Devices, GraphTest, ::testing::Values("cpu", "sim:0"),
                          });
 
 }  // namespace
-}  // namespace sluice::framework::graph
+}  // namespace sluice::framework::graph::graph_test

@@ -24,7 +24,7 @@
 #include "tests/framework/demo_test_util.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::graph_training_test {
 namespace {
 
 constexpr int kSteps = 100;
@@ -222,4 +222,4 @@ INSTANTIATE_TEST_SUITE_P(Devices, GraphTrainingTest, ::testing::Values("cpu", "s
                          });
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::graph_training_test

@@ -34,7 +34,7 @@
 #include "tests/framework/program_reference_runner.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::interpreter_control_flow_test {
 namespace {
 
 using control_flow_programs::LoopWithCond;
@@ -636,4 +636,4 @@ TEST_F(InterpreterControlFlowTest, CancelStopsALoopAndTheNextRunWorks) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::interpreter_control_flow_test

@@ -14,7 +14,7 @@
 #include "tests/framework/program_test_util.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::interpreter_smoke_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -123,4 +123,4 @@ TEST(InterpreterSmokeTest, CheckerReportsMissingStreamWaits) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::interpreter_smoke_test

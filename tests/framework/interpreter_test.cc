@@ -26,7 +26,7 @@
 #include "tests/framework/program_test_util.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::interpreter_test {
 namespace {
 
 using program_test::AddVar;
@@ -872,4 +872,4 @@ TEST_F(InterpreterTest, StreamAttributeThatIsNotAString) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::interpreter_test

@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::framework {
+namespace sluice::framework::list_schedule_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -115,4 +115,4 @@ TEST(ListScheduleTest, RandomGraphsStartAfterTheirInputs) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::list_schedule_test

@@ -11,7 +11,7 @@
 
 #include "gtest/gtest.h"
 
-namespace sluice::framework::control_flow {
+namespace sluice::framework::control_flow::loop_stages_test {
 namespace {
 
 // Distinct, never dereferenced blob pointers.
@@ -139,4 +139,4 @@ TEST(LoopStagesTest, RefusesBodiesThatCannotOverlap) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::control_flow
+}  // namespace sluice::framework::control_flow::loop_stages_test

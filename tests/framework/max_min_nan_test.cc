@@ -27,7 +27,7 @@
 #include "ops/op_schema.h"
 #include "tests/framework/program_test_util.h"
 
-namespace sluice::framework {
+namespace sluice::framework::max_min_nan_test {
 namespace {
 
 using program_test::Op;
@@ -264,4 +264,4 @@ TEST(MaxMinCompiledTest, NanAndIntegersGiveTheSameValuesCompiledAndNot) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::max_min_nan_test

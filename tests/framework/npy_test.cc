@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::framework::io {
+namespace sluice::framework::io::npy_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -452,4 +452,4 @@ TEST(NpyFileTest, WriteErrorsNameThePath) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::io
+}  // namespace sluice::framework::io::npy_test

@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/demo_test_util.h"
 
-namespace sluice::framework {
+namespace sluice::framework::one_front_end_test {
 namespace {
 
 // The model, once: tanh(x w1 + b1) w2 + b2, mean squared error against y.
@@ -140,4 +140,4 @@ TEST(OneFrontEndTest, TheDemoModelTrainedEagerlyGivesTheDemosLosses) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::one_front_end_test

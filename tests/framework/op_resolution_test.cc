@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/program_test_util.h"
 
-namespace sluice::framework {
+namespace sluice::framework::op_resolution_test {
 namespace {
 
 using program_test::AddVar;
@@ -189,4 +189,4 @@ TEST_F(OpResolutionTest, TheFirstOpToFailAnyStepIsReported) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::op_resolution_test

@@ -14,7 +14,7 @@
 #include "ops/standard_ops.h"
 #include "tests/framework/program_reference_runner.h"
 
-namespace sluice::framework {
+namespace sluice::framework::optim_optimizer_test {
 namespace {
 
 using reference::Feed;
@@ -259,4 +259,4 @@ TEST_F(OptimTest, FailedMinimizeLeavesBothProgramsUnchanged) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::optim_optimizer_test

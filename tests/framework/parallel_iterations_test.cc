@@ -37,7 +37,7 @@
 #include "tests/framework/program_reference_runner.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::parallel_iterations_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -571,4 +571,4 @@ TEST_F(ParallelIterationsTest, CancelStopsAnOverlappedLoop) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::parallel_iterations_test

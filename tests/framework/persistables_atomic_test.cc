@@ -31,7 +31,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/program_test_util.h"
 
-namespace sluice::framework::io {
+namespace sluice::framework::io::persistables_atomic_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -364,4 +364,4 @@ TEST_F(PersistablesAtomicTest, PartialLoadErrorsLeaveTheScopeUnchanged) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::io
+}  // namespace sluice::framework::io::persistables_atomic_test

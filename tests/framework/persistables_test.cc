@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/program_test_util.h"
 
-namespace sluice::framework::io {
+namespace sluice::framework::io::persistables_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -281,4 +281,4 @@ TEST_F(PersistablesTest, NameThatIsNotAFileNameIsRefused) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::io
+}  // namespace sluice::framework::io::persistables_test

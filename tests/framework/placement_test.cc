@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/program_test_util.h"
 
-namespace sluice::framework {
+namespace sluice::framework::placement_test {
 namespace {
 
 using program_test::AddVar;
@@ -162,4 +162,4 @@ TEST_F(PlacementTest, ErrorsNameTheOpAndKeepThePrefix) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::placement_test

@@ -18,7 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::framework::ir {
+namespace sluice::framework::ir::program_desc_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -855,4 +855,4 @@ TEST(ProgramDescFileTest, ParseErrorsNamePathAndLine) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::ir
+}  // namespace sluice::framework::ir::program_desc_test

@@ -24,7 +24,7 @@
 #include "vm/record_reader.h"
 #include "vm/replayer.h"
 
-namespace sluice::framework {
+namespace sluice::framework::record_replay_control_flow_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -262,4 +262,4 @@ TEST(RecordReplayControlFlowTest, AnExpansionThatLostAnIterationIsCaught) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::record_replay_control_flow_test

@@ -17,7 +17,7 @@
 #include "vm/record_reader.h"
 #include "vm/replayer.h"
 
-namespace sluice::framework {
+namespace sluice::framework::record_replay_test {
 namespace {
 
 std::string RecordDemo(Device device, int streams, const std::string& name) {
@@ -159,4 +159,4 @@ TEST(RecordReplayTest, SharedReleaseReplaysWithItsDrops) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::record_replay_test

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/program_test_util.h"
 
-namespace sluice::framework::io {
+namespace sluice::framework::io::scope_variables_test {
 namespace {
 
 using program_test::AddVar;
@@ -86,4 +86,4 @@ TEST_F(ScopeVariablesTest, ErrorsNameTheVariable) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::io
+}  // namespace sluice::framework::io::scope_variables_test

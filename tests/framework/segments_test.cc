@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::framework {
+namespace sluice::framework::segments_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -47,4 +47,4 @@ TEST(SegmentsTest, CutAtEdgesBetweenStreams) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::segments_test

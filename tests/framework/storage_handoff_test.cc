@@ -19,7 +19,7 @@
 #include "tests/framework/lowered_graph_test_util.h"
 #include "vm/blob.h"
 
-namespace sluice::framework {
+namespace sluice::framework::storage_handoff_test {
 namespace {
 
 using graph_test::Func;
@@ -229,4 +229,4 @@ TEST(StorageHandoffTest, RandomGraphsKeepTheRule) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::storage_handoff_test

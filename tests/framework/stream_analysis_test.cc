@@ -16,7 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::framework {
+namespace sluice::framework::stream_analysis_test {
 namespace {
 
 using Kind = StreamItem::Kind;
@@ -290,4 +290,4 @@ TEST(StreamAnalysisTest, RandomGraphsHaveEveryCrossStreamDependenceCovered) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::stream_analysis_test

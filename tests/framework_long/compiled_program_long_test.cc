@@ -21,7 +21,7 @@
 #include "tests/framework/program_test_util.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::compiled_program_long_test {
 namespace {
 
 using compiled_test::MakeRandomElementwiseProgram;
@@ -126,4 +126,4 @@ TEST(CompiledProgramLongTest, EveryKernelOfTheThousandProgramsCompilesToPtx) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::compiled_program_long_test

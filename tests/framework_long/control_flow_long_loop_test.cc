@@ -21,7 +21,7 @@
 #include "tests/framework/control_flow_programs.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::control_flow_long_loop_test {
 namespace {
 
 TEST(ControlFlowLongLoop, MemoryStaysFlatOverTenToTheFiveIterationsOnSim) {
@@ -94,4 +94,4 @@ TEST(ControlFlowLongLoop, MemoryStaysFlatOverTenToTheFiveIterationsOnSim) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::control_flow_long_loop_test

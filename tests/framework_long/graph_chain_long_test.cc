@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "tests/framework/graph_chain_test_util.h"
 
-namespace sluice::framework::graph::testing {
+namespace sluice::framework::graph::testing::graph_chain_long_test {
 namespace {
 
 TEST(GraphChainLongTest, ThousandChainsMatchTheEagerOpsWithoutSyncErrors) {
@@ -24,4 +24,4 @@ TEST(GraphChainLongTest, WithoutSoftSyncTheCheckerReportsErrors) {
 }
 
 }  // namespace
-}  // namespace sluice::framework::graph::testing
+}  // namespace sluice::framework::graph::testing::graph_chain_long_test

@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "tests/ops/op_test_util.h"
 
-namespace sluice::ops {
+namespace sluice::ops::basic_ops_test {
 namespace {
 
 using testing::ExpectGradientsMatch;
@@ -230,4 +230,4 @@ TEST(BasicOpsCallIntoTest, InPlaceAndMismatchedOutputs) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::basic_ops_test

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/ops/op_test_util.h"
 
-namespace sluice::ops {
+namespace sluice::ops::clip_test {
 namespace {
 
 using testing::ExpectGradientsMatch;
@@ -259,4 +259,4 @@ TEST(ClipAttrTest, BadBoundsAndDtypesAreRefused) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::clip_test

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/ops/op_test_util.h"
 
-namespace sluice::ops {
+namespace sluice::ops::compare_ops_test {
 namespace {
 
 using testing::ExpectGradientsMatch;
@@ -568,4 +568,4 @@ TEST(IncrementOpSchemaTest, AcceptsIntegersInRangeAndAnyFloat) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::compare_ops_test

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "tests/ops/op_test_util.h"
 
-namespace sluice::ops {
+namespace sluice::ops::elementwise_ops_test {
 namespace {
 
 using testing::ExpectGradientsMatch;
@@ -642,4 +642,4 @@ TEST(ElementwiseOpsErrorTest, BadInputsAreRejectedBeforeEnqueue) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::elementwise_ops_test

@@ -15,7 +15,7 @@
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::ops {
+namespace sluice::ops::host_kernel_test {
 namespace {
 
 using testing::OpsHarness;
@@ -70,4 +70,4 @@ TEST(HostKernelTest, SimPoisonsOutputsAliasingUndeclaredInputs) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::host_kernel_test

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/ops/op_test_util.h"
 
-namespace sluice::ops {
+namespace sluice::ops::max_min_nan_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -279,4 +279,4 @@ TEST(MaxMinDtypeTest, SchemasTakeIntegersForMaxAndMinOnly) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::max_min_nan_test

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/ops/op_test_util.h"
 
-namespace sluice::ops {
+namespace sluice::ops::nn_ops_test {
 namespace {
 
 using testing::ExpectGradientsMatch;
@@ -534,4 +534,4 @@ TEST(NnOpsErrorTest, BadInputIsRejectedBeforeEnqueue) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::nn_ops_test

@@ -8,7 +8,7 @@
 #include "ops/standard_ops.h"
 #include "vm/kernel.h"
 
-namespace sluice::ops {
+namespace sluice::ops::op_schema_test {
 namespace {
 
 absl::StatusOr<std::vector<std::vector<TensorMeta>>> NoInfer(const InferContext&) {
@@ -70,4 +70,4 @@ TEST(OpSchemaTest, EmptyOptionalSlotMakesPositionsAmbiguous) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::op_schema_test

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/ops/op_test_util.h"
 
-namespace sluice::ops {
+namespace sluice::ops::row_ops_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -119,4 +119,4 @@ TEST(RowOpsSchemaTest, BadOperandsAreRejectedByInference) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::row_ops_test

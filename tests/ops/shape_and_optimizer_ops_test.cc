@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/ops/op_test_util.h"
 
-namespace sluice::ops {
+namespace sluice::ops::shape_and_optimizer_ops_test {
 namespace {
 
 using testing::ExpectGradientsMatch;
@@ -628,4 +628,4 @@ TEST(ShapeAndOptimizerErrorTest, BadShapesAndAttrsAreRejectedBeforeEnqueue) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::shape_and_optimizer_ops_test

@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::stress {
+namespace sluice::stress::eager_stress_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -60,4 +60,4 @@ TEST(EagerStressTest, BadSetupIsAnError) {
 }
 
 }  // namespace
-}  // namespace sluice::stress
+}  // namespace sluice::stress::eager_stress_test

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "stress/eager_stress.h"
 
-namespace sluice::stress {
+namespace sluice::stress::fault_injection_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -155,4 +155,4 @@ TEST(FaultInjectionTest, TaintFollowsReadsAndCleanOverwritesClearIt) {
 }
 
 }  // namespace
-}  // namespace sluice::stress
+}  // namespace sluice::stress::fault_injection_test

@@ -21,7 +21,7 @@
 #include "stress/stress_control_flow_runner.h"
 #include "stress/stress_reference.h"
 
-namespace sluice::stress {
+namespace sluice::stress::stress_control_flow_test {
 namespace {
 
 using framework::HostTensor;
@@ -232,4 +232,4 @@ TEST_F(StressControlFlowTest, ARunPastTheTimeoutIsAHangAndIsCancelled) {
 }
 
 }  // namespace
-}  // namespace sluice::stress
+}  // namespace sluice::stress::stress_control_flow_test

@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::tools {
+namespace sluice::tools::options_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -228,4 +228,4 @@ TEST(OptionParserTest, HelpWrapsLongTextWithinEightyColumns) {
 }
 
 }  // namespace
-}  // namespace sluice::tools
+}  // namespace sluice::tools::options_test

@@ -12,7 +12,7 @@
 #include "vm/blob_access_waiter.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::access_then_release_test {
 namespace {
 
 using testing::VmHarness;
@@ -53,4 +53,4 @@ TEST(AccessThenReleaseTest, AnAccessDispatchedBeforeTheReleaseSeesTheBytes) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::access_then_release_test

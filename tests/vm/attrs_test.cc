@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 
-namespace sluice::vm {
+namespace sluice::vm::attrs_test {
 namespace {
 
 TEST(AttrMapTest, EveryTypeRoundTrips) {
@@ -92,4 +92,4 @@ TEST(AttrMapTest, MalformedTextNamesTheAttribute) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::attrs_test

@@ -19,7 +19,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::backpressure_test {
 namespace {
 
 using testing::Gate;
@@ -302,4 +302,4 @@ TEST_P(BackpressureTest, RefusedCallLeavesSoftSyncStateUntouched) {
 SLUICE_INSTANTIATE_FOR_SCHEDULING(BackpressureTest);
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::backpressure_test

@@ -14,7 +14,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::vm {
+namespace sluice::vm::batch_parts_test {
 namespace {
 
 using testing::VmHarness;
@@ -118,4 +118,4 @@ TEST_P(BatchPartsTest, LargeBatchOverTwoCpuWorkersMatchesSequential) {
 INSTANTIATE_TEST_SUITE_P(Seeds, BatchPartsTest, ::testing::Values(1, 2, 3, 4));
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::batch_parts_test

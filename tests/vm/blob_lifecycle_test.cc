@@ -14,7 +14,7 @@
 #include "vm/blob.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::blob_lifecycle_test {
 namespace {
 
 using internal::BlobLifecycle;
@@ -161,4 +161,4 @@ TEST(BlobLifecycleTest, DeadBlobIsDeletedByItsLastUse) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::blob_lifecycle_test

@@ -17,7 +17,7 @@
 #include "vm/blob_access_waiter.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::copy_counters_test {
 namespace {
 
 using testing::VmHarness;
@@ -222,4 +222,4 @@ TEST_F(CopyCountersTest, ToStringShowsBoth) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::copy_counters_test

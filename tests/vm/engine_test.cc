@@ -26,7 +26,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::engine_test {
 namespace {
 
 using testing::Gate;
@@ -610,4 +610,4 @@ TEST_P(EngineTest, ProducersOnSeveralThreadsWithDisjointBlobs) {
 SLUICE_INSTANTIATE_FOR_SCHEDULING(EngineTest);
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::engine_test

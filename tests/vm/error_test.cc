@@ -19,7 +19,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::error_test {
 namespace {
 
 using testing::FailKernel;
@@ -411,4 +411,4 @@ TEST(VmCreateTest, BadOptions) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::error_test

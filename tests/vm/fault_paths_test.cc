@@ -17,7 +17,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::fault_paths_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -139,4 +139,4 @@ TEST(FaultPathsTest, SyncHandsOverEveryError) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::fault_paths_test

@@ -19,7 +19,7 @@
 #include "vm/sync_checker.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm::testing {
+namespace sluice::vm::testing::fusion_test {
 namespace {
 
 AttrMap PlusOne() { return AttrMap().Set("alpha", 1.0).Set("beta", 1.0); }
@@ -300,4 +300,4 @@ TEST(FusionTest, InFlightBoundCountsRuns) {
 }
 
 }  // namespace
-}  // namespace sluice::vm::testing
+}  // namespace sluice::vm::testing::fusion_test

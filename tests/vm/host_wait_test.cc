@@ -15,7 +15,7 @@
 #include "vm/sync_checker.h"
 #include "vm/thread_ctx.h"
 
-namespace sluice::vm {
+namespace sluice::vm::host_wait_test {
 namespace {
 
 using testing::Gate;
@@ -202,4 +202,4 @@ TEST_P(HostWaitTest, StreamWaitBetweenStreamsOfOneWorkerIsRefused) {
 SLUICE_INSTANTIATE_FOR_SCHEDULING(HostWaitTest);
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::host_wait_test

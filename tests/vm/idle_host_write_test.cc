@@ -11,7 +11,7 @@
 #include "tests/vm/vm_test_util.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::idle_host_write_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -73,4 +73,4 @@ TEST(IdleHostWriteTest, ARecordedWriteIsAnInstruction) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::idle_host_write_test

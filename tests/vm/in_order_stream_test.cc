@@ -19,7 +19,7 @@
 #include "vm/sync_checker.h"
 #include "vm/thread_ctx.h"
 
-namespace sluice::vm {
+namespace sluice::vm::in_order_stream_test {
 namespace {
 
 using testing::Gate;
@@ -344,4 +344,4 @@ INSTANTIATE_TEST_SUITE_P(InOrder, InOrderCpuCclWorkerTest,
                          });
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::in_order_stream_test

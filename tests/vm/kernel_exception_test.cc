@@ -13,7 +13,7 @@
 #include "tests/vm/vm_test_util.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::kernel_exception_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -87,4 +87,4 @@ TEST(BlobCallbackExceptionTest, FailsTheAccess) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::kernel_exception_test

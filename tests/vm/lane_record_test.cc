@@ -24,7 +24,7 @@
 #include "vm/replayer.h"
 #include "vm/step_sequence.h"
 
-namespace sluice::vm {
+namespace sluice::vm::lane_record_test {
 namespace {
 
 using ::sluice::testing::ReadFile;
@@ -255,4 +255,4 @@ TEST(LaneRecordTest, MalformedWaitsNameTheLine) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::lane_record_test

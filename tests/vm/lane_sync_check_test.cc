@@ -29,7 +29,7 @@
 #include "vm/step_sequence.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::vm {
+namespace sluice::vm::lane_sync_check_test {
 namespace {
 
 using testing::Gate;
@@ -389,4 +389,4 @@ TEST(VmCapabilityTest, WorkersHostStreamsAndObservers) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::lane_sync_check_test

@@ -11,7 +11,7 @@
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
 
-namespace sluice::vm {
+namespace sluice::vm::memory_reclaim_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -96,4 +96,4 @@ TEST_P(MemoryReclaimTest, WorkerAllocationFailsWithoutWaitingForItself) {
 SLUICE_INSTANTIATE_FOR_SCHEDULING(MemoryReclaimTest);
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::memory_reclaim_test

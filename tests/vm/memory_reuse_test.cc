@@ -7,7 +7,7 @@
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
 
-namespace sluice::vm {
+namespace sluice::vm::memory_reuse_test {
 namespace {
 
 using testing::Gate;
@@ -46,4 +46,4 @@ TEST(MemoryReuseTest, CpuBlockReadBySimStreamIsNotReusedBeforeTheStreamPassesThe
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::memory_reuse_test

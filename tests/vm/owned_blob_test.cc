@@ -17,7 +17,7 @@
 #include "vm/recorder.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm::testing {
+namespace sluice::vm::testing::owned_blob_test {
 namespace {
 
 OwnedBlob NewOwnedF32(VmHarness& h, int64_t n) {
@@ -158,4 +158,4 @@ TEST(OwnedBlobTest, RecordingVmStillSeesTheBlob) {
 }
 
 }  // namespace
-}  // namespace sluice::vm::testing
+}  // namespace sluice::vm::testing::owned_blob_test

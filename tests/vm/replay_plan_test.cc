@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace sluice::vm {
+namespace sluice::vm::replay_plan_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -194,4 +194,4 @@ TEST(ReplayPlanTest, RandomRecordsDropEachBlobAfterItsLastUse) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::replay_plan_test

@@ -18,7 +18,7 @@
 #include "vm/record_reader.h"
 #include "vm/recorder.h"
 
-namespace sluice::vm {
+namespace sluice::vm::replayer_test {
 namespace {
 
 using ::sluice::testing::ReadFile;
@@ -370,4 +370,4 @@ TEST(RecordReaderTest, MissingFileIsNotFound) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::replayer_test

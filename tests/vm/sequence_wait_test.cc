@@ -21,7 +21,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/step_sequence.h"
 
-namespace sluice::vm {
+namespace sluice::vm::sequence_wait_test {
 namespace {
 
 using testing::Gate;
@@ -237,4 +237,4 @@ TEST_P(SequenceWaitTest, AGiveUpIsNotPassedOn) {
 SLUICE_INSTANTIATE_FOR_SCHEDULING(SequenceWaitTest);
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::sequence_wait_test

@@ -19,7 +19,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::shutdown_test {
 namespace {
 
 using testing::FailKernel;
@@ -408,4 +408,4 @@ TEST_P(ShutdownTest, CreateSubmitShutdownLoop) {
 SLUICE_INSTANTIATE_FOR_SCHEDULING(ShutdownTest);
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::shutdown_test

@@ -23,7 +23,7 @@
 #include "tests/vm/vm_test_util.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::shutdown_under_load_test {
 namespace {
 
 using testing::Gate;
@@ -200,4 +200,4 @@ TEST_P(ShutdownUnderLoadTest, CancellingSkipsWhatHasNotLaunchedAndLeavesNothingB
 SLUICE_INSTANTIATE_FOR_SCHEDULING(ShutdownUnderLoadTest);
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::shutdown_under_load_test

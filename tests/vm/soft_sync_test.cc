@@ -17,7 +17,7 @@
 #include "tests/vm/vm_test_util.h"
 #include "vm/instructions_builder.h"
 
-namespace sluice::vm {
+namespace sluice::vm::soft_sync_test {
 namespace {
 
 using testing::VmHarness;
@@ -418,4 +418,4 @@ TEST_F(SoftSyncTest, SoftSyncOffEmitsNoSyncs) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::soft_sync_test

@@ -27,7 +27,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/release_count.h"
 
-namespace sluice::vm {
+namespace sluice::vm::step_sequence_test {
 namespace {
 
 using testing::VmHarness;
@@ -300,4 +300,4 @@ TEST(ReleaseCountTest, TheCheckerReportsATouchAfterTheLanesOwnDrop) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::step_sequence_test

@@ -21,7 +21,7 @@
 #include "vm/producer_port.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::submit_buffer_test {
 namespace {
 
 using testing::Gate;
@@ -205,4 +205,4 @@ TEST(SubmitBufferCallerThreadTest, HoldsNothingBack) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::submit_buffer_test

@@ -28,7 +28,7 @@
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
 
-namespace sluice::vm {
+namespace sluice::vm::sync_checker_test {
 namespace {
 
 using ::testing::AllOf;
@@ -596,4 +596,4 @@ TEST_F(SyncCheckerTest, BarrierDoesNotCertifyWorkSubmittedAfterIt) {
 }
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::sync_checker_test

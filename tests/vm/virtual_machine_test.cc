@@ -3,7 +3,7 @@
 #include "gtest/gtest.h"
 #include "tests/vm/vm_test_util.h"
 
-namespace sluice::vm {
+namespace sluice::vm::virtual_machine_test {
 namespace {
 
 using testing::VmHarness;
@@ -53,4 +53,4 @@ INSTANTIATE_TEST_SUITE_P(Scheduling, VirtualMachineTest,
                                            VmOptions::Scheduling::kCallerThread));
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::virtual_machine_test

@@ -11,7 +11,7 @@
 #include "framework/eager/context.h"
 #include "gtest/gtest.h"
 
-namespace sluice {
+namespace sluice::nccl_collectives_test {
 namespace {
 
 class NcclCollectivesTest : public ::testing::Test {
@@ -67,4 +67,4 @@ TEST_F(NcclCollectivesTest, AllReduceAllGatherBroadcast) {
 }
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::nccl_collectives_test

@@ -8,7 +8,7 @@
 
 #include "ep/runtime.h"
 
-namespace sluice::ep {
+namespace sluice::ep::cuda_device_test {
 namespace {
 
 TEST(CudaDeviceTest, MissingDeviceIsNotFound) {
@@ -57,4 +57,4 @@ TEST(CudaDeviceTest, AbsurdAllocationIsResourceExhausted) {
 }
 
 }  // namespace
-}  // namespace sluice::ep
+}  // namespace sluice::ep::cuda_device_test

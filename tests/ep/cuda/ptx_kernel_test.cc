@@ -11,7 +11,7 @@
 #include "ep/cuda/ptx_compiler.h"
 #include "ep/runtime.h"
 
-namespace sluice::ep {
+namespace sluice::ep::ptx_kernel_test {
 namespace {
 
 constexpr char kSaxpy[] =
@@ -82,4 +82,4 @@ TEST(PtxKernelTest, MissingEntryAndBadPtx) {
 }
 
 }  // namespace
-}  // namespace sluice::ep
+}  // namespace sluice::ep::ptx_kernel_test

@@ -18,7 +18,7 @@
 #include "tests/framework/program_test_util.h"
 #include "vm/sync_checker.h"
 
-namespace sluice::framework {
+namespace sluice::framework::device_programs_test {
 namespace {
 
 using program_test::AddVar;
@@ -200,4 +200,4 @@ TEST(DeviceProgramTest, RandomProgramsWithOverwritesMatchCpu) {
 }
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::device_programs_test

@@ -20,7 +20,7 @@
 #include "vm/sync_checker.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::ops {
+namespace sluice::ops::aliasing_cuda_test {
 namespace {
 
 const Device kCpu(DeviceType::kCpu, 0);
@@ -127,4 +127,4 @@ TEST_F(AliasingCudaTest, MatmulIntoItsOwnInputMatchesCpu) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::aliasing_cuda_test

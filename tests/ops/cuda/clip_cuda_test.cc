@@ -19,7 +19,7 @@
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::ops {
+namespace sluice::ops::clip_cuda_test {
 namespace {
 
 using testing::OpsHarness;
@@ -162,4 +162,4 @@ TEST_F(ClipCudaTest, SameAsTheHostOnRandomInputs) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::clip_cuda_test

@@ -28,7 +28,7 @@
 #include "vm/sync_checker.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::ops {
+namespace sluice::ops::cuda_kernels_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -826,4 +826,4 @@ TEST_F(CudaKernelsTest, Increment) {
 }
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::cuda_kernels_test
