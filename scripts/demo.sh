@@ -9,6 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs=${SLUICE_JOBS:-2}
 
 bash scripts/install_deps.sh
-cmake -S . -B build -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release >/dev/null
+source scripts/configure_build.sh
+configure_build build >/dev/null
 cmake --build build -j"$jobs" --target sluice
 build/tools/sluice demo "$@"

@@ -18,7 +18,8 @@ bash scripts/install_deps.sh
 export CC=${CC:-gcc} CXX=${CXX:-g++}
 # The test binaries as unity builds (tests/CMakeLists.txt): the suite's cold build in less
 # time; the libraries compile source by source, as the Python package's build does.
-cmake -S . -B build -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DSLUICE_UNITY_TESTS=ON
+source scripts/configure_build.sh
+configure_build build -DSLUICE_UNITY_TESTS=ON
 cmake --build build -j"$jobs"
 # --no-tests=error: a build that registers no tests must not look like a passing one.
 ctest --test-dir build --output-on-failure -j"$jobs" --no-tests=error "$@"

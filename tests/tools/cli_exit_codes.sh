@@ -132,10 +132,12 @@ expect 0 selfcheck --iterations 2 --elements 16
 expect 0 stress --programs 3 --streams 2 --devices 1
 expect 0 stress --control-flow --programs 3 --streams 2 --jitter-us 10
 contains out '"mismatches":0,"sync_errors":0,"programs_with_sync_errors":0,"hangs":0,"run_errors":0'
-expect 0 stress --control-flow --programs 3 --streams 3 --no-soft-sync --expect-errors
+# Without soft sync a while loop may read a racy predicate and run on (a 'hang' found by the
+# timeout): a short --timeout-s keeps such a run to seconds.
+expect 0 stress --control-flow --programs 3 --streams 3 --no-soft-sync --expect-errors --timeout-s 5
 expect 0 stress --control-flow --programs 3 --streams 2 --device cpu
 expect 0 stress --control-flow --programs 3 --streams 2 --keep-temporaries --jitter-us 10
-expect 1 stress --control-flow --programs 3 --streams 3 --no-soft-sync
+expect 1 stress --control-flow --programs 3 --streams 3 --no-soft-sync --timeout-s 5
 expect 0 stress --programs 20 --streams 2 --fail-rate 0.05 --jitter-us 10
 contains out '"faults_unnamed":0,"wrong_independent_results":0,"dependents_not_skipped":0}'
 expect 1 stress --programs 20 --fail-rate 0.1 --fault-kinds kernel --swallow-faults
