@@ -80,7 +80,9 @@ if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cc
 echo "build_tsan_absl: building $(basename "$dsc" .dsc) with -fsanitize=thread into $prefix"
 # C++17 and static libraries as Debian builds it; the options in absl/base/options.h are
 # fixed, so the ABI is the same for the C++20 code that uses it.
-cmake -S "$work/absl" -B "$work/build" -G "Unix Makefiles" -Wno-dev \
+generator="Unix Makefiles"
+if command -v ninja >/dev/null; then generator=Ninja; fi  # many small libraries: no idle core between them
+cmake -S "$work/absl" -B "$work/build" -G "$generator" -Wno-dev \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   ${launcher[@]+"${launcher[@]}"} \
   -DCMAKE_CXX_STANDARD=17 -DABSL_PROPAGATE_CXX_STD=ON \
