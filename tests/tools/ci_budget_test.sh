@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's time budget, checked from .ci/run itself: every stage run with run_stage has a budget
+# CI's time budget, checked from .ci/run itself: every stage in its STAGES list has a budget
 # in STAGE_BUDGET, and the budgets sum to at most CI_TOTAL_BUDGET, itself at most 2,700 s
 # (45 minutes on the 2-core CI machine).
 #   tests/tools/ci_budget_test.sh [CI_SCRIPT]   check a script (default .ci/run)
@@ -18,7 +18,12 @@ check() {
     return 1
   fi
   while read -r _ seconds; do sum=$((sum + seconds)); done <<<"$budgets"
-  stages=$(sed -n 's/^run_stage \([a-z_]*\) .*/\1/p' "$script")
+  # The stages .ci/run runs: its STAGES=(...) list.
+  stages=$(sed -n 's/^STAGES=(\(.*\))$/\1/p' "$script")
+  if [[ -z $stages ]]; then
+    echo "ci_budget: no STAGES=(...) list in $script" >&2
+    return 1
+  fi
   local stage
   for stage in $stages; do
     grep -qx "$stage [0-9]*" <<<"$budgets" || missing+=("$stage")
@@ -42,9 +47,9 @@ check() {
 if [[ ${1:-} == --self-test ]]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  printf 'CI_TOTAL_BUDGET=2700\ndeclare -A STAGE_BUDGET=(\n  [a]=2000\n  [b]=701\n)\nrun_stage a x\nrun_stage b y\n' >"$tmp/over"
-  printf 'CI_TOTAL_BUDGET=2700\ndeclare -A STAGE_BUDGET=(\n  [a]=20\n)\nrun_stage a x\nrun_stage b y\n' >"$tmp/missing"
-  printf 'CI_TOTAL_BUDGET=2700\ndeclare -A STAGE_BUDGET=(\n  [a]=2000\n  [b]=700\n)\nrun_stage a x\nrun_stage b y\n' >"$tmp/fits"
+  printf 'CI_TOTAL_BUDGET=2700\ndeclare -A STAGE_BUDGET=(\n  [a]=2000\n  [b]=701\n)\nSTAGES=(a b)\n' >"$tmp/over"
+  printf 'CI_TOTAL_BUDGET=2700\ndeclare -A STAGE_BUDGET=(\n  [a]=20\n)\nSTAGES=(a b)\n' >"$tmp/missing"
+  printf 'CI_TOTAL_BUDGET=2700\ndeclare -A STAGE_BUDGET=(\n  [a]=2000\n  [b]=700\n)\nSTAGES=(a b)\n' >"$tmp/fits"
   for bad in over missing; do
     if check "$tmp/$bad" >/dev/null 2>&1; then
       echo "ci_budget self-test: the '$bad' script passed the check" >&2
