@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of tests/fuzz/ for a time budget each.
 #
-#   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--configured] [--merge] [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--parallel P] [--build-dir DIR] [--configured] [--merge]
+#                   [TARGET...]
 #
 # Configures and builds a clang fuzzing build (SLUICE_SANITIZE=fuzzer: AddressSanitizer,
 # UBSan and libFuzzer's coverage, -O1 -g1) in DIR (default build-fuzz), then runs each TARGET
@@ -14,7 +15,8 @@
 # exits 1 after the remaining targets ran. One summary line per target: executions,
 # executions per second, coverage (edges) and corpus size. --configured: DIR is already
 # configured as a fuzzing build (CI's sanitizer stage builds its tests there too); only the
-# targets are built.
+# targets are built. --parallel P: up to P targets fuzz at once (default SLUICE_JOBS, or 2;
+# a libFuzzer process uses one core), each for its N seconds; the summary keeps target order.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,12 +25,14 @@ build=build-fuzz
 merge=0
 configured=0
 targets=()
+parallel=${SLUICE_JOBS:-2}
 all_targets=(fuzz_program_text fuzz_npy fuzz_record fuzz_attrs fuzz_strings)
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
   case $1 in
     --seconds) seconds=${2:?--seconds needs a number}; shift 2 ;;
+    --parallel) parallel=${2:?--parallel needs a number}; shift 2 ;;
     --build-dir) build=${2:?--build-dir needs a directory}; shift 2 ;;
     --merge) merge=1; shift ;;
     --configured) configured=1; shift ;;
@@ -46,6 +50,10 @@ for t in "${targets[@]}"; do
 done
 if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: --seconds wants a positive whole number, not '$seconds'" >&2
+  exit 2
+fi
+if ! [[ $parallel =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: --parallel wants a positive whole number, not '$parallel'" >&2
   exit 2
 fi
 if ! command -v clang++ >/dev/null; then
@@ -74,18 +82,18 @@ cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 # readers must refuse before allocating, so a failed allocation is a finding too.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-failed=()
-summary=()
-for t in "${targets[@]}"; do
-  corpus=$build/corpus/$t
-  artifacts=$build/artifacts/$t
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+# fuzz_one TARGET: runs it; its summary line goes to $results/TARGET.line, and
+# $results/TARGET.failed exists when it found something.
+fuzz_one() {
+  local t=$1 corpus=$build/corpus/$1 artifacts=$build/artifacts/$1 log=$build/$1.log rc=0
   mkdir -p "$corpus" "$artifacts"
   cp -n tests/fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null || true
-  log=$build/$t.log
   echo "fuzz.sh: $t for ${seconds}s (log: $log)"
-  rc=0
   "$build/tests/fuzz/$t" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1 || rc=$?
+  local execs rate cov files line
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
@@ -94,16 +102,36 @@ for t in "${targets[@]}"; do
     "${cov:-?}" "$files")
   if ((rc != 0)); then
     line+="  FAILED (exit $rc): $(ls "$artifacts" | head -3 | tr '\n' ' ')"
-    failed+=("$t")
+    : >"$results/$t.failed"
     grep -m1 -E 'ERROR: |fuzz check failed|SUMMARY' "$log" >&2 || tail -n 20 "$log" >&2
   elif ((merge)); then
     "$build/tests/fuzz/$t" -merge=1 tests/fuzz/corpus/"$t" "$corpus" >>"$log" 2>&1
   fi
-  summary+=("$line")
+  echo "$line" >"$results/$t.line"
   echo "fuzz.sh: $line"
+}
+
+running=0
+for t in "${targets[@]}"; do
+  if ((running >= parallel)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
 done
+wait
+failed=()
 echo "fuzz.sh: summary"
-printf '  %s\n' "${summary[@]}"
+for t in "${targets[@]}"; do
+  if [[ -f "$results/$t.line" ]]; then
+    echo "  $(<"$results/$t.line")"
+  else
+    echo "  $t: no result (the run was interrupted)"
+    failed+=("$t")
+  fi
+  if [[ -f "$results/$t.failed" ]]; then failed+=("$t"); fi
+done
 if ((${#failed[@]})); then
   echo "fuzz.sh: findings in ${failed[*]}; inputs under $build/artifacts/" >&2
   exit 1

@@ -3,7 +3,7 @@
 # virtual environment (build/venv) — then runs the pytest suite (tests/python) against the
 # installed package, with the installed `sluice` command on PATH. Extra arguments go to
 # pytest (`scripts/python_test.sh -k interrupt`). SLUICE_JOBS sets the build parallelism
-# (default 2). The package's CMake build keeps its tree in build/python-<tag>/, so a
+# (default 2). The package's CMake build keeps its tree in build-python-<tag>/, so a
 # second run rebuilds only what changed.
 set -euo pipefail
 

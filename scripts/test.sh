@@ -16,10 +16,9 @@ bash scripts/install_deps.sh
 # which finds g++) uses too: ccache keys include the compiler's name, and with /usr/bin/c++
 # here the pip build missed the cache for every source it shares with this build.
 export CC=${CC:-gcc} CXX=${CXX:-g++}
-# The test binaries as unity builds (tests/CMakeLists.txt): the suite's cold build in less
-# time; the libraries compile source by source, as the Python package's build does.
+# A new build/ is a Ninja unity build, as the Python package's is (configure_build.sh).
 source scripts/configure_build.sh
-configure_build build -DSLUICE_UNITY_TESTS=ON
+configure_build build
 cmake --build build -j"$jobs"
 # --no-tests=error: a build that registers no tests must not look like a passing one.
 ctest --test-dir build --output-on-failure -j"$jobs" --no-tests=error "$@"

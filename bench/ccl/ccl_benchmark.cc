@@ -31,7 +31,7 @@
 #include "framework/executor/executor.h"
 #include "framework/models/gated_mlp.h"
 
-namespace sluice {
+namespace sluice::ccl_benchmark {
 namespace {
 
 // --no-check-calls (before the benchmark flags): the world skips the agreement check, a
@@ -161,10 +161,10 @@ class QuietReporter : public benchmark::BenchmarkReporter {
 };
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::ccl_benchmark
 
 int main(int argc, char** argv) {
-  using namespace sluice;  // NOLINT
+  using namespace sluice::ccl_benchmark;  // NOLINT
   if (argc > 1 && std::string(argv[1]) == "--no-check-calls") {
     check_calls = false;
     argv[1] = argv[0];

@@ -30,7 +30,7 @@
 
 #include "benchmark/benchmark.h"
 
-namespace sluice {
+namespace sluice::async_floor_benchmark {
 namespace {
 
 constexpr int kOps = 100000;
@@ -221,4 +221,4 @@ BENCHMARK(BM_Machine_AsyncAddFloor)
     ->UseRealTime();
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::async_floor_benchmark

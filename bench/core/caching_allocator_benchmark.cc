@@ -16,7 +16,7 @@
 #include "benchmark/benchmark.h"
 #include "core/caching_allocator.h"
 
-namespace sluice {
+namespace sluice::caching_allocator_benchmark {
 namespace {
 
 constexpr size_t kKiB = 1024;
@@ -114,4 +114,4 @@ void BM_Malloc_SameSizes(benchmark::State& state) {
 BENCHMARK(BM_Malloc_SameSizes)->ArgName("large")->Arg(0)->Arg(1);
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::caching_allocator_benchmark

@@ -11,7 +11,7 @@
 
 #include "benchmark/benchmark.h"
 
-namespace sluice {
+namespace sluice::line_transfer_benchmark {
 namespace {
 
 void BM_Machine_LineRoundTrip(benchmark::State& state) {
@@ -39,4 +39,4 @@ void BM_Machine_LineRoundTrip(benchmark::State& state) {
 BENCHMARK(BM_Machine_LineRoundTrip)->UseRealTime();
 
 }  // namespace
-}  // namespace sluice
+}  // namespace sluice::line_transfer_benchmark

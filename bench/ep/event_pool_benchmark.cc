@@ -6,7 +6,7 @@
 #include "core/status.h"
 #include "ep/runtime.h"
 
-namespace sluice::ep {
+namespace sluice::ep::event_pool_benchmark {
 namespace {
 
 void BM_EventPool_BorrowReturn(benchmark::State& state) {
@@ -47,4 +47,4 @@ void BM_EventPool_BorrowRecordReturn(benchmark::State& state) {
 BENCHMARK(BM_EventPool_BorrowRecordReturn);
 
 }  // namespace
-}  // namespace sluice::ep
+}  // namespace sluice::ep::event_pool_benchmark

@@ -6,7 +6,7 @@
 #include "core/status.h"
 #include "ep/runtime.h"
 
-namespace sluice::ep {
+namespace sluice::ep::sim_stream_benchmark {
 namespace {
 
 // One empty work item, from enqueue until the caller knows it is done (Sync).
@@ -54,4 +54,4 @@ void BM_SimStream_CrossStreamWait(benchmark::State& state) {
 BENCHMARK(BM_SimStream_CrossStreamWait)->UseRealTime();
 
 }  // namespace
-}  // namespace sluice::ep
+}  // namespace sluice::ep::sim_stream_benchmark

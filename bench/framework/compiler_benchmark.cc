@@ -29,7 +29,7 @@
 #include "ops/standard_ops.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::framework {
+namespace sluice::framework::compiler_benchmark {
 namespace {
 
 constexpr int64_t kChainElements = int64_t{1} << 24;
@@ -239,4 +239,4 @@ void BM_Compiled_GatedMlpStep(benchmark::State& state) {
 BENCHMARK(BM_Compiled_GatedMlpStep)->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::compiler_benchmark

@@ -30,7 +30,7 @@
 #include "framework/interpreter/scope.h"
 #include "ops/standard_ops.h"
 
-namespace sluice::framework {
+namespace sluice::framework::control_flow_benchmark {
 namespace {
 
 void RunWhileLoop(benchmark::State& state, DeviceType device) {
@@ -151,4 +151,4 @@ BENCHMARK(BM_Interpreter_WhileLoop)->Arg(10000)->Unit(benchmark::kMicrosecond)->
 BENCHMARK(BM_Interpreter_WhileLoop_Sim)->Arg(10000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::control_flow_benchmark

@@ -22,7 +22,7 @@
 #include "framework/eager/functional.h"
 #include "framework/training/eager_optimizers.h"
 
-namespace sluice::eager {
+namespace sluice::eager::eager_autograd_benchmark {
 namespace {
 
 // `caller`: the VM's caller-thread scheduling instead of its default dedicated thread.
@@ -94,4 +94,4 @@ BENCHMARK(BM_Eager_TinyAddGrad)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
-}  // namespace sluice::eager
+}  // namespace sluice::eager::eager_autograd_benchmark

@@ -17,7 +17,7 @@
 #include "framework/eager/context.h"
 #include "framework/eager/functional.h"
 
-namespace sluice::eager {
+namespace sluice::eager::eager_benchmark {
 namespace {
 
 constexpr int kOps = 100000;
@@ -117,4 +117,4 @@ BENCHMARK(BM_Eager_MlpStep)
     ->UseRealTime();
 
 }  // namespace
-}  // namespace sluice::eager
+}  // namespace sluice::eager::eager_benchmark

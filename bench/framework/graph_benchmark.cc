@@ -31,7 +31,7 @@
 #include "framework/training/eager_layers.h"
 #include "framework/training/eager_optimizers.h"
 
-namespace sluice::framework::graph {
+namespace sluice::framework::graph::graph_benchmark {
 namespace {
 
 constexpr int kCalls = 1000;
@@ -201,4 +201,4 @@ BENCHMARK(BM_Graph_ExecutorStep)
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
-}  // namespace sluice::framework::graph
+}  // namespace sluice::framework::graph::graph_benchmark

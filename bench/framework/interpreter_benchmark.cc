@@ -62,7 +62,7 @@
 #include "vm/kernel.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::framework {
+namespace sluice::framework::interpreter_benchmark {
 namespace {
 
 constexpr int64_t kSpinNs = 5000;
@@ -482,4 +482,4 @@ BENCHMARK(BM_Executor_DeviceResidentStep)
     ->UseRealTime();
 
 }  // namespace
-}  // namespace sluice::framework
+}  // namespace sluice::framework::interpreter_benchmark

@@ -16,7 +16,7 @@
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::ops {
+namespace sluice::ops::kernel_benchmark {
 namespace {
 
 void BM_Kernel_AddLarge(benchmark::State& state) {
@@ -58,4 +58,4 @@ void BM_Memcpy_Large(benchmark::State& state) {
 BENCHMARK(BM_Memcpy_Large)->Arg(1 << 16)->Arg(1 << 20)->Arg(1 << 24)->UseRealTime();
 
 }  // namespace
-}  // namespace sluice::ops
+}  // namespace sluice::ops::kernel_benchmark

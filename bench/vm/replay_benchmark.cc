@@ -22,7 +22,7 @@
 #include "vm/replayer.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::replay_benchmark {
 namespace {
 
 constexpr int kRecordedOps = 4096;
@@ -110,4 +110,4 @@ void BM_Replay_Noop_Parse(benchmark::State& state) {
 BENCHMARK(BM_Replay_Noop_Parse);
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::replay_benchmark

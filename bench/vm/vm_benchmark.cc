@@ -24,7 +24,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/virtual_machine.h"
 
-namespace sluice::vm {
+namespace sluice::vm::vm_benchmark {
 namespace {
 
 constexpr int kOpsPerIteration = 4096;
@@ -133,4 +133,4 @@ void BM_Vm_CrossDevicePingPong(benchmark::State& state) {
 BENCHMARK(BM_Vm_CrossDevicePingPong)->Arg(0)->Arg(1)->UseRealTime();
 
 }  // namespace
-}  // namespace sluice::vm
+}  // namespace sluice::vm::vm_benchmark

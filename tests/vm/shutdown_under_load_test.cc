@@ -5,8 +5,8 @@
 // poisoned with Cancelled — on sim, ops are launched into the device's queue at once and
 // finish, as on a GPU, so each sim result is exact or Cancelled; the cpu chain behind its
 // gate never launched — and nothing hangs), and leaves no memory behind. Each scenario repeats 100
-// times in the default scheduling (10 in caller-thread scheduling): CI runs this binary under
-// ThreadSanitizer, where a lost wake-up or a race in the shutdown path shows up as a hang or
+// times in the default scheduling (10 in caller-thread scheduling), in parts: CI runs this binary
+// under ThreadSanitizer, where a lost wake-up or a race in the shutdown path shows up as a hang or
 // a report.
 #include <atomic>
 #include <memory>
@@ -42,8 +42,22 @@ constexpr int kCpuOps = 1000;        // behind the gate on the cpu stream
 constexpr int kCrossEvery = 100;     // every 100th op on a stream reads the next stream's x
 constexpr int64_t kN = 8;
 
+// The repetitions of a scenario are split into parts, one test each, so that CI's gtest
+// shards (two at once under ThreadSanitizer) share them evenly: 4 x 25 in the default
+// scheduling, 2 x 5 in caller-thread scheduling.
+struct Part {
+  Scheduling scheduling;
+  int index;
+};
+constexpr int kParts = 4;
 int Repetitions(Scheduling scheduling) {
-  return scheduling == Scheduling::kDedicatedThread ? 100 : 10;
+  return scheduling == Scheduling::kDedicatedThread ? 100 / kParts : 10 / 2;
+}
+std::vector<Part> AllParts() {
+  std::vector<Part> parts;
+  for (int i = 0; i < kParts; ++i) parts.push_back({Scheduling::kDedicatedThread, i});
+  for (int i = 0; i < 2; ++i) parts.push_back({Scheduling::kCallerThread, i});
+  return parts;
 }
 
 std::string StreamName(int s) { return absl::StrCat("sim:", s / 4, "/compute:", s % 4); }
@@ -111,15 +125,18 @@ VmOptions Options(Scheduling scheduling) {
   return options;
 }
 
-class ShutdownUnderLoadTest : public ::testing::TestWithParam<Scheduling> {};
+class ShutdownUnderLoadTest : public ::testing::TestWithParam<Part> {
+ protected:
+  Scheduling scheduling() const { return GetParam().scheduling; }
+};
 
 TEST_P(ShutdownUnderLoadTest, DestroyingTheVmRunsTenThousandInFlightInstructions) {
-  for (int rep = 0; rep < Repetitions(GetParam()); ++rep) {
+  for (int rep = 0; rep < Repetitions(scheduling()); ++rep) {
     SCOPED_TRACE(absl::StrCat("repetition ", rep));
     Gate gate;
     GateKernel gated(&gate);
     absl::Cleanup open_gate = [&gate] { gate.Open(); };
-    VmHarness h(Options(GetParam()), Jittery());
+    VmHarness h(Options(scheduling()), Jittery());
     Load load = SubmitLoad(h, gated);
     ASSERT_GE(h.vm->stats().max_in_flight, kStreams * kOpsPerStream) << h.vm->stats().ToString();
 
@@ -151,13 +168,13 @@ TEST_P(ShutdownUnderLoadTest, DestroyingTheVmRunsTenThousandInFlightInstructions
 }
 
 TEST_P(ShutdownUnderLoadTest, CancellingSkipsWhatHasNotLaunchedAndLeavesNothingBehind) {
-  for (int rep = 0; rep < Repetitions(GetParam()); ++rep) {
+  for (int rep = 0; rep < Repetitions(scheduling()); ++rep) {
     SCOPED_TRACE(absl::StrCat("repetition ", rep));
     Gate gate;
     OrderLog log;
     GateKernel gated(&gate, &log);
     absl::Cleanup open_gate = [&gate] { gate.Open(); };
-    VmHarness h(Options(GetParam()), Jittery());
+    VmHarness h(Options(scheduling()), Jittery());
     Load load = SubmitLoad(h, gated);
     // Every gated op holds its stream; on cpu, nothing behind it can launch before the cancel.
     for (int s = 0; s < kStreams; ++s) ASSERT_TRUE(log.WaitFor(absl::StrCat("G", s, ":start")));
@@ -197,7 +214,11 @@ TEST_P(ShutdownUnderLoadTest, CancellingSkipsWhatHasNotLaunchedAndLeavesNothingB
   }
 }
 
-SLUICE_INSTANTIATE_FOR_SCHEDULING(ShutdownUnderLoadTest);
+INSTANTIATE_TEST_SUITE_P(SchedulingPart, ShutdownUnderLoadTest, ::testing::ValuesIn(AllParts()),
+                         [](const ::testing::TestParamInfo<Part>& info) {
+                           return absl::StrCat(testing::SchedulingName(info.param.scheduling),
+                                               "_part", info.param.index);
+                         });
 
 }  // namespace
 }  // namespace sluice::vm::shutdown_under_load_test

@@ -17,7 +17,7 @@ namespace {
 constexpr int kDataTag = 0;
 constexpr int kSignatureTag = 1;
 
-MPI_Datatype TypeOf(DataType dtype) {
+MPI_Datatype MpiTypeOf(DataType dtype) {
   switch (dtype) {
     case DataType::kF32:
       return MPI_FLOAT;
@@ -34,7 +34,7 @@ MPI_Datatype TypeOf(DataType dtype) {
 }
 
 // Mean is a sum divided afterwards; on bool (bytes 0 and 1) sum and max are a logical or.
-MPI_Op OpOf(ReduceOp op, DataType dtype) {
+MPI_Op MpiOpOf(ReduceOp op, DataType dtype) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kMean:
@@ -192,8 +192,8 @@ absl::Status MpiCommunicator::Agree(const CollectiveCall& call) {
 }
 
 absl::Status MpiCommunicator::Transfer(const CollectiveCall& call) {
-  const MPI_Datatype type = TypeOf(call.dtype);
-  const MPI_Op op = OpOf(call.reduce, call.dtype);
+  const MPI_Datatype type = MpiTypeOf(call.dtype);
+  const MPI_Op op = MpiOpOf(call.reduce, call.dtype);
   const int count = static_cast<int>(call.count);
   const bool aliased = call.send == call.recv;
   const bool root = call.peer == rank();

@@ -12,7 +12,7 @@ namespace sluice::ep::ccl::internal {
 
 namespace {
 
-ncclDataType_t TypeOf(DataType dtype) {
+ncclDataType_t NcclTypeOf(DataType dtype) {
   switch (dtype) {
     case DataType::kF32:
       return ncclFloat32;
@@ -28,7 +28,7 @@ ncclDataType_t TypeOf(DataType dtype) {
   return ncclUint8;
 }
 
-ncclRedOp_t OpOf(ReduceOp op, DataType dtype) {
+ncclRedOp_t NcclOpOf(ReduceOp op, DataType dtype) {
   switch (op) {
     case ReduceOp::kSum:
       return dtype == DataType::kBool ? ncclMax : ncclSum;
@@ -63,8 +63,8 @@ class NcclCommunicator final : public Communicator {
     SLUICE_RETURN_IF_ERROR(ValidateCall(call, rank(), size()));
     if (bootstrap_.agree) SLUICE_RETURN_IF_ERROR(bootstrap_.agree(call));
     auto* cuda_stream = static_cast<cudaStream_t>(stream->native_handle());
-    const ncclDataType_t type = TypeOf(call.dtype);
-    const ncclRedOp_t op = OpOf(call.reduce, call.dtype);
+    const ncclDataType_t type = NcclTypeOf(call.dtype);
+    const ncclRedOp_t op = NcclOpOf(call.reduce, call.dtype);
     const size_t count = static_cast<size_t>(call.count);
     cudaSetDevice(ordinal_);
     switch (call.kind) {

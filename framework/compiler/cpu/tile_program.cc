@@ -17,12 +17,18 @@
 #endif
 
 namespace sluice::framework::compiler::cpu {
-namespace {
-
+// Outside the anonymous namespace: TileProgram::ScratchPool, a member of a class with
+// linkage, holds them (gcc's -Wsubobject-linkage in a unity build).
+namespace tile_program_internal {
 struct AlignedDelete {
   void operator()(char* p) const { ::operator delete[](p, std::align_val_t{64}); }
 };
 using Scratch = std::unique_ptr<char[], AlignedDelete>;
+}  // namespace tile_program_internal
+using tile_program_internal::Scratch;
+
+namespace {
+
 // memcpy with non-temporal stores where `to` is 16-byte aligned: a large output is written
 // once and not read again by this kernel, so bypassing the cache saves reading each line
 // before it is written (a third of the memory traffic of x -> y). Callers fence (StoreFence)
