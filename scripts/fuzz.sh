@@ -25,7 +25,8 @@ build=build-fuzz
 merge=0
 configured=0
 targets=()
-parallel=${SLUICE_JOBS:-2}
+jobs=${SLUICE_JOBS:-2}
+parallel=$jobs
 all_targets=(fuzz_program_text fuzz_npy fuzz_record fuzz_attrs fuzz_strings)
 
 usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -61,7 +62,6 @@ if ! command -v clang++ >/dev/null; then
   exit 2
 fi
 
-jobs=${SLUICE_JOBS:-2}
 if ((configured)); then
   if ! grep -q '^SLUICE_SANITIZE:STRING=fuzzer$' "$build/CMakeCache.txt" 2>/dev/null; then
     echo "fuzz.sh: --configured, but $build is not configured with SLUICE_SANITIZE=fuzzer" >&2

@@ -48,15 +48,22 @@ constexpr int64_t kN = 8;
 struct Part {
   Scheduling scheduling;
   int index;
+  int repetitions;
 };
-constexpr int kParts = 4;
-int Repetitions(Scheduling scheduling) {
-  return scheduling == Scheduling::kDedicatedThread ? 100 / kParts : 10 / 2;
-}
 std::vector<Part> AllParts() {
+  struct Split {
+    Scheduling scheduling;
+    int parts;
+    int repetitions_each;
+  };
+  constexpr Split kSplits[] = {{Scheduling::kDedicatedThread, 4, 25},
+                               {Scheduling::kCallerThread, 2, 5}};
   std::vector<Part> parts;
-  for (int i = 0; i < kParts; ++i) parts.push_back({Scheduling::kDedicatedThread, i});
-  for (int i = 0; i < 2; ++i) parts.push_back({Scheduling::kCallerThread, i});
+  for (const Split& split : kSplits) {
+    for (int i = 0; i < split.parts; ++i) {
+      parts.push_back({split.scheduling, i, split.repetitions_each});
+    }
+  }
   return parts;
 }
 
@@ -131,7 +138,7 @@ class ShutdownUnderLoadTest : public ::testing::TestWithParam<Part> {
 };
 
 TEST_P(ShutdownUnderLoadTest, DestroyingTheVmRunsTenThousandInFlightInstructions) {
-  for (int rep = 0; rep < Repetitions(scheduling()); ++rep) {
+  for (int rep = 0; rep < GetParam().repetitions; ++rep) {
     SCOPED_TRACE(absl::StrCat("repetition ", rep));
     Gate gate;
     GateKernel gated(&gate);
@@ -168,7 +175,7 @@ TEST_P(ShutdownUnderLoadTest, DestroyingTheVmRunsTenThousandInFlightInstructions
 }
 
 TEST_P(ShutdownUnderLoadTest, CancellingSkipsWhatHasNotLaunchedAndLeavesNothingBehind) {
-  for (int rep = 0; rep < Repetitions(scheduling()); ++rep) {
+  for (int rep = 0; rep < GetParam().repetitions; ++rep) {
     SCOPED_TRACE(absl::StrCat("repetition ", rep));
     Gate gate;
     OrderLog log;
