@@ -25,6 +25,10 @@
 //   log      X -> Out   natural log                 grad: log_grad(X, Out@GRAD)
 //   sqrt     X -> Out                               grad: sqrt_grad(Out, Out@GRAD)
 //   square   X -> Out   X * X                       grad: square_grad(X, Out@GRAD)
+//   abs      X -> Out   |X| (NaN stays NaN)         grad: abs_grad(X, Out@GRAD)
+//   neg      X -> Out   -X                          grad: neg(Out@GRAD)
+//   pow      X -> Out   attr factor (default 1): X^factor as std::pow (NaN where X < 0 and
+//                       factor is not whole; Paddle's pow)   grad: pow_grad(X, Out@GRAD)
 //   relu_grad     Out, OutGrad -> XGrad   OutGrad where Out > 0, else 0 (0 at X = 0)
 //   sigmoid_grad  Out, OutGrad -> XGrad   OutGrad * Out * (1 - Out)
 //   tanh_grad     Out, OutGrad -> XGrad   OutGrad * (1 - Out^2)
@@ -32,6 +36,8 @@
 //   log_grad      X, OutGrad -> XGrad     OutGrad / X
 //   sqrt_grad     Out, OutGrad -> XGrad   OutGrad / (2 Out)
 //   square_grad   X, OutGrad -> XGrad     2 X OutGrad
+//   abs_grad      X, OutGrad -> XGrad     sign(X) OutGrad: 0 at X = 0, NaN where X is NaN
+//   pow_grad      X, OutGrad -> XGrad     attr factor: factor X^(factor - 1) OutGrad
 //   clip     X -> Out   attrs min, max (required): min(max(X, min), max) with max and
 //                       min's NaN rule, so NaN stays NaN and +-inf go to the bounds (NumPy
 //                       clip, ONNX Clip). min > max or a NaN bound is refused (NumPy would
@@ -235,6 +241,48 @@ absl::Status RegisterClip(OpRegistry* registry) {
                                       .Flags(kOpElementwise));
 }
 
+// neg's gradient is neg of the output's: no grad op of its own.
+absl::Status RegisterNeg(OpRegistry* registry) {
+  return registry->RegisterSchema(
+      OpSchema("neg")
+          .Input("X")
+          .Output("Out")
+          .Infer(InferUnary)
+          .Grad([](const GradContext& g) {
+            return std::vector<GradOpDesc>{
+                GradOp("neg", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}})};
+          })
+          .InPlace("X", "Out")
+          .Flags(kOpElementwise));
+}
+
+absl::Status RegisterPow(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
+      OpSchema("pow")
+          .Input("X")
+          .Output("Out")
+          .Attr("factor", AttrType::kFloat, 1.0)
+          .Infer(InferUnary)
+          .Grad([](const GradContext& g) {
+            vm::AttrMap attrs;
+            attrs.Set("factor", g.attrs().GetFloat("factor").value_or(1.0));
+            return std::vector<GradOpDesc>{
+                GradOp("pow_grad", {{"X", g.Input("X")}, {"OutGrad", g.OutputGrad("Out")}},
+                       {{"XGrad", g.InputGrad("X")}}, attrs)};
+          })
+          .InPlace("X", "Out")
+          .Flags(kOpElementwise)));
+  return registry->RegisterSchema(OpSchema("pow_grad")
+                                      .Input("X")
+                                      .Input("OutGrad")
+                                      .Output("XGrad")
+                                      .Attr("factor", AttrType::kFloat, 1.0)
+                                      .Infer(InferUnaryGrad("X"))
+                                      .InPlace("X", "XGrad")
+                                      .InPlace("OutGrad", "XGrad")
+                                      .Flags(kOpElementwise));
+}
+
 }  // namespace
 
 absl::Status RegisterElementwiseOps(OpRegistry* registry) {
@@ -243,11 +291,13 @@ absl::Status RegisterElementwiseOps(OpRegistry* registry) {
   }
   const std::pair<const char*, const char*> unary[] = {
       {"relu", "Out"}, {"sigmoid", "Out"}, {"tanh", "Out"}, {"exp", "Out"},
-      {"log", "X"},    {"sqrt", "Out"},    {"square", "X"},
+      {"log", "X"},    {"sqrt", "Out"},    {"square", "X"}, {"abs", "X"},
   };
   for (const auto& [op, value_slot] : unary) {
     SLUICE_RETURN_IF_ERROR(RegisterUnary(registry, op, value_slot));
   }
+  SLUICE_RETURN_IF_ERROR(RegisterNeg(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterPow(registry));
   return RegisterClip(registry);
 }
 

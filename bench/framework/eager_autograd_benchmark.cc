@@ -18,8 +18,8 @@
 #include "benchmark/benchmark.h"
 #include "core/status.h"
 #include "framework/autograd/autograd.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/training/eager_optimizers.h"
 
 namespace sluice::eager::eager_autograd_benchmark {
@@ -40,22 +40,24 @@ void BM_Eager_MlpTrainStep(benchmark::State& state) {
   std::vector<Tensor> weights;
   for (int l = 0; l < 3; ++l) {
     weights.push_back(
-        UniformRandom(ctx, Shape({16, 16}), -0.25, 0.25, 7 + l, DataType::kF32, device).value());
+        fn::UniformRandom(ctx, Shape({16, 16}), -0.25, 0.25, 7 + l, DataType::kF32, device)
+            .value());
     SLUICE_CHECK(autograd::SetRequiresGrad(weights.back()).ok());
   }
-  const Tensor x = UniformRandom(ctx, Shape({16, 16}), -1, 1, 3, DataType::kF32, device).value();
+  const Tensor x =
+      fn::UniformRandom(ctx, Shape({16, 16}), -1, 1, 3, DataType::kF32, device).value();
   const Tensor target =
-      UniformRandom(ctx, Shape({16, 16}), -1, 1, 4, DataType::kF32, device).value();
+      fn::UniformRandom(ctx, Shape({16, 16}), -1, 1, 4, DataType::kF32, device).value();
   Sgd sgd = Sgd::Create(weights, 0.01).value();
   float loss_value = 0;
   for (auto _ : state) {
     Tensor h = x;
     for (const Tensor& w : weights) {
-      h = Matmul(h, w).value();
-      h = Relu(h).value();
-      h = Scale(h, 0.5).value();
+      h = fn::Matmul(h, w).value();
+      h = fn::Relu(h).value();
+      h = fn::Scale(h, 0.5).value();
     }
-    const Tensor loss = ReduceMean(Square(Sub(h, target).value()).value()).value();
+    const Tensor loss = fn::ReduceMean(fn::Square(fn::Sub(h, target).value()).value()).value();
     SLUICE_CHECK(autograd::Backward(loss).ok());
     SLUICE_CHECK(sgd.Step().ok());
     sgd.ZeroGrad();
@@ -78,7 +80,7 @@ void BM_Eager_TinyAddGrad(benchmark::State& state) {
     Tensor x = ctx.FromVector(std::vector<float>{0.0f}, Shape({1})).value();
     if (state.range(0) == 1) SLUICE_CHECK(autograd::SetRequiresGrad(x).ok());
     Tensor acc = x;
-    for (int i = 0; i < kOps; ++i) acc = Add(acc, one).value();
+    for (int i = 0; i < kOps; ++i) acc = fn::Add(acc, one).value();
     SLUICE_CHECK(ctx.Sync().ok());
   }
   state.SetItemsProcessed(state.iterations() * kOps);

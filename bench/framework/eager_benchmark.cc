@@ -14,8 +14,8 @@
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "core/status.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 
 namespace sluice::eager::eager_benchmark {
 namespace {
@@ -58,7 +58,7 @@ void BM_Eager_TinyAdd(benchmark::State& state) {
   for (auto _ : state) {
     Tensor acc = one;
     const auto begin = std::chrono::steady_clock::now();
-    for (int i = 0; i < kOps; ++i) acc = Add(acc, one).value();
+    for (int i = 0; i < kOps; ++i) acc = fn::Add(acc, one).value();
     const auto issued = std::chrono::steady_clock::now();
     SLUICE_CHECK(ctx.Sync().ok());
     issue_seconds += std::chrono::duration<double>(issued - begin).count();
@@ -96,15 +96,16 @@ void BM_Eager_MlpStep(benchmark::State& state) {
   std::vector<Tensor> weights;
   for (int l = 0; l < 3; ++l) {
     weights.push_back(
-        UniformRandom(ctx, Shape({16, 16}), -0.25, 0.25, 7 + l, DataType::kF32, device).value());
+        fn::UniformRandom(ctx, Shape({16, 16}), -0.25, 0.25, 7 + l, DataType::kF32, device)
+            .value());
   }
-  Tensor x = UniformRandom(ctx, Shape({16, 16}), -1, 1, 3, DataType::kF32, device).value();
+  Tensor x = fn::UniformRandom(ctx, Shape({16, 16}), -1, 1, 3, DataType::kF32, device).value();
   for (auto _ : state) {
     Tensor h = x;
     for (const Tensor& w : weights) {
-      h = Matmul(h, w).value();
-      h = Relu(h).value();
-      h = Scale(h, 0.5).value();
+      h = fn::Matmul(h, w).value();
+      h = fn::Relu(h).value();
+      h = fn::Scale(h, 0.5).value();
     }
     benchmark::DoNotOptimize(h.ToVector<float>().value());
   }

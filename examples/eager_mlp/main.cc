@@ -20,8 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/autograd/autograd.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/training/eager_layers.h"
 #include "framework/training/eager_optimizers.h"
 
@@ -73,12 +73,11 @@ absl::Status Train(Device device, int steps) {
     for (size_t l = 0; l < layers.size(); ++l) {
       SLUICE_ASSIGN_OR_RETURN(h, layers[l](h));
       if (l + 1 < layers.size()) {
-        SLUICE_ASSIGN_OR_RETURN(h, sluice::eager::Tanh(h));
+        SLUICE_ASSIGN_OR_RETURN(h, sluice::fn::Tanh(h));
       }
     }
-    SLUICE_ASSIGN_OR_RETURN(Tensor diff, sluice::eager::Sub(h, y));
-    SLUICE_ASSIGN_OR_RETURN(Tensor loss,
-                            sluice::eager::ReduceMean(sluice::eager::Square(diff).value()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor diff, sluice::fn::Sub(h, y));
+    SLUICE_ASSIGN_OR_RETURN(Tensor loss, sluice::fn::ReduceMean(sluice::fn::Square(diff).value()));
     SLUICE_RETURN_IF_ERROR(sluice::autograd::Backward(loss));
     SLUICE_RETURN_IF_ERROR(sgd.Step());
     sgd.ZeroGrad();

@@ -9,8 +9,8 @@
 #include "framework/autograd/internal/grad_mode.h"
 #include "framework/autograd/internal/node.h"
 #include "framework/autograd/internal/recorder.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/eager/internal/context_state.h"
 #include "framework/eager/internal/tensor_access.h"
 
@@ -65,7 +65,7 @@ absl::StatusOr<std::vector<Tensor>> Seeds(const std::vector<Tensor>& roots,
         // carrying its own graph would tie that graph to them (a cycle: it would never be
         // freed). A detached alias would still hold the seed's state, and so its graph.
         NoGradGuard no_grad;
-        SLUICE_ASSIGN_OR_RETURN(Tensor copy, eager::Assign(given));
+        SLUICE_ASSIGN_OR_RETURN(Tensor copy, fn::Assign(given));
         seeds.push_back(std::move(copy));
       } else {
         seeds.push_back(given);
@@ -79,7 +79,7 @@ absl::StatusOr<std::vector<Tensor>> Seeds(const std::vector<Tensor>& roots,
     }
     eager::Context context = root.context();
     SLUICE_ASSIGN_OR_RETURN(
-        Tensor ones, eager::FillConstant(context, root.shape(), 1.0, root.dtype(), root.device()));
+        Tensor ones, fn::FillConstant(context, root.shape(), 1.0, root.dtype(), root.device()));
     seeds.push_back(std::move(ones));
   }
   return seeds;

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/global/internal/box_steps.h"
 
 namespace sluice::global {
@@ -26,13 +26,13 @@ struct EagerSteps {
     return ctx.CallSingle(op, {x}, internal::BoxingCollectiveAttrs(op, group));
   }
   absl::StatusOr<Tensor> Transpose(const Tensor& x, std::vector<int64_t> perm) const {
-    return eager::Transpose(x, std::move(perm));
+    return fn::Transpose(x, std::move(perm));
   }
   absl::StatusOr<Tensor> Slice(const Tensor& x, int axis, int64_t parts, int64_t index) const {
-    SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> pieces, eager::Split(x, parts, axis));
+    SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> pieces, fn::Split(x, parts, axis));
     return pieces[static_cast<size_t>(index)];
   }
-  absl::StatusOr<Tensor> ZerosLike(const Tensor& x) const { return eager::FillZerosLike(x); }
+  absl::StatusOr<Tensor> ZerosLike(const Tensor& x) const { return fn::FillZerosLike(x); }
 };
 
 }  // namespace

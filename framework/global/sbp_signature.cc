@@ -21,13 +21,14 @@ bool Binary(absl::string_view op) {
 }
 bool Unary(absl::string_view op) {
   static const auto* const ops = new absl::flat_hash_set<std::string>{
-      "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "square", "cast", "assign", "scale"};
+      "relu", "sigmoid", "tanh", "exp",  "log",    "sqrt", "square",
+      "abs",  "neg",     "pow",  "cast", "assign", "scale"};
   return ops->contains(op);
 }
 // Ops that commute with a sum of parts. Not cast: rounding to an integer or to bool does
 // not (0.5 + 0.5 casts to 1, each part to 0).
 bool Linear(absl::string_view op, const vm::AttrMap& attrs) {
-  if (op == "assign") return true;
+  if (op == "assign" || op == "neg") return true;
   if (op != "scale") return false;
   absl::StatusOr<double> bias = attrs.GetFloat("bias");
   return !bias.ok() || *bias == 0.0;

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/autograd/autograd.h"
-#include "framework/eager/functional.h"
+#include "framework/builder/functional.h"
 
 namespace sluice::eager::nn {
 
@@ -22,12 +22,12 @@ absl::StatusOr<Linear> Linear::Create(Context& ctx, int64_t in_features, int64_t
   }
   const double limit = std::sqrt(6.0 / static_cast<double>(in_features + out_features));
   SLUICE_ASSIGN_OR_RETURN(Tensor weight,
-                          UniformRandom(ctx, Shape({in_features, out_features}), -limit, limit,
-                                        options.seed, options.dtype, options.device));
+                          fn::UniformRandom(ctx, Shape({in_features, out_features}), -limit, limit,
+                                            options.seed, options.dtype, options.device));
   Tensor bias;
   if (options.bias) {
     SLUICE_ASSIGN_OR_RETURN(
-        bias, FillConstant(ctx, Shape({out_features}), 0.0, options.dtype, options.device));
+        bias, fn::FillConstant(ctx, Shape({out_features}), 0.0, options.dtype, options.device));
   }
   return FromParameters(std::move(weight), std::move(bias));
 }
@@ -51,9 +51,9 @@ absl::StatusOr<Linear> Linear::FromParameters(Tensor weight, Tensor bias) {
 }
 
 absl::StatusOr<Tensor> Linear::operator()(const Tensor& x) const {
-  SLUICE_ASSIGN_OR_RETURN(Tensor y, Matmul(x, weight_));
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, fn::Matmul(x, weight_));
   if (!bias_.valid()) return y;
-  return Add(y, bias_);
+  return fn::Add(y, bias_);
 }
 
 std::vector<Tensor> Linear::parameters() const {

@@ -28,10 +28,33 @@ absl::Status CheckParams(const std::vector<Tensor>& params, absl::string_view wh
 // A one-element tensor of `like`'s dtype on its device holding `value`.
 absl::StatusOr<Tensor> ScalarLike(const Tensor& like, double value) {
   Context ctx = like.context();
-  return FillConstant(ctx, Shape({1}), value, like.dtype(), like.device());
+  return fn::FillConstant(ctx, Shape({1}), value, like.dtype(), like.device());
 }
 
 }  // namespace
+
+absl::Status SgdStep(const Tensor& param, const Tensor& grad, const Tensor& lr) {
+  if (!param.valid()) return absl::InvalidArgumentError("op 'sgd': empty Tensor");
+  Context ctx = param.context();
+  return ctx.CallInto("sgd", {{param}, {grad}, {lr}}, {{param}});
+}
+
+absl::Status AdamStep(const Tensor& param, const Tensor& grad, const Tensor& lr,
+                      const AdamState& state, double beta1, double beta2, double epsilon) {
+  if (!param.valid()) return absl::InvalidArgumentError("op 'adam': empty Tensor");
+  Context ctx = param.context();
+  return ctx.CallInto(
+      "adam",
+      {{param},
+       {grad},
+       {lr},
+       {state.moment1},
+       {state.moment2},
+       {state.beta1_pow},
+       {state.beta2_pow}},
+      {{param}, {state.moment1}, {state.moment2}, {state.beta1_pow}, {state.beta2_pow}},
+      vm::AttrMap().Set("beta1", beta1).Set("beta2", beta2).Set("epsilon", epsilon));
+}
 
 absl::StatusOr<Sgd> Sgd::Create(std::vector<Tensor> params, double learning_rate) {
   SLUICE_RETURN_IF_ERROR(CheckParams(params, "Sgd"));
@@ -67,9 +90,9 @@ absl::StatusOr<Adam> Adam::Create(std::vector<Tensor> params, AdamOptions option
     Context ctx = p.context();
     AdamState state;
     SLUICE_ASSIGN_OR_RETURN(state.moment1,
-                            FillConstant(ctx, p.shape(), 0.0, p.dtype(), p.device()));
+                            fn::FillConstant(ctx, p.shape(), 0.0, p.dtype(), p.device()));
     SLUICE_ASSIGN_OR_RETURN(state.moment2,
-                            FillConstant(ctx, p.shape(), 0.0, p.dtype(), p.device()));
+                            fn::FillConstant(ctx, p.shape(), 0.0, p.dtype(), p.device()));
     SLUICE_ASSIGN_OR_RETURN(state.beta1_pow, ScalarLike(p, options.beta1));
     SLUICE_ASSIGN_OR_RETURN(state.beta2_pow, ScalarLike(p, options.beta2));
     adam.state_.push_back(std::move(state));

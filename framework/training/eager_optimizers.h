@@ -17,10 +17,23 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "framework/eager/functional.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/tensor.h"
 
 namespace sluice::eager {
+
+// One in-place update of `param` by the `sgd` op (param -= lr * grad), `lr` a one-element
+// tensor of the param's dtype. Errors as Context::CallInto's, naming the op.
+absl::Status SgdStep(const Tensor& param, const Tensor& grad, const Tensor& lr);
+
+// Adam's per-parameter state, updated in place with the parameter.
+struct AdamState {
+  Tensor moment1, moment2, beta1_pow, beta2_pow;
+};
+// One in-place update of `param` and `state` by the `adam` op.
+absl::Status AdamStep(const Tensor& param, const Tensor& grad, const Tensor& lr,
+                      const AdamState& state, double beta1 = 0.9, double beta2 = 0.999,
+                      double epsilon = 1e-8);
 
 class Sgd {
  public:

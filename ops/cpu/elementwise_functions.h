@@ -5,6 +5,7 @@
 #ifndef SLUICE_OPS_CPU_ELEMENTWISE_FUNCTIONS_H_
 #define SLUICE_OPS_CPU_ELEMENTWISE_FUNCTIONS_H_
 
+#include <cmath>
 #include <type_traits>
 
 #include "ops/cpu/elementwise_loops.h"
@@ -196,6 +197,24 @@ struct SquareFn {
     return x * x;
   }
 };
+struct AbsFn {  // NaN stays NaN; |-0| = +0
+  template <typename T>
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const {
+    return std::abs(x);
+  }
+};
+struct NegFn {
+  template <typename T>
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const {
+    return -x;
+  }
+};
+// pow's factor is an attribute: the functor carries it.
+template <typename T>
+struct PowFn {
+  T factor;
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x) const { return std::pow(x, factor); }
+};
 
 // Unary gradients fn(v, g), v being Out or X as the grad op's schema says.
 struct ReluGradFn {  // v = Out
@@ -238,6 +257,19 @@ struct SquareGradFn {  // v = X
   template <typename T>
   SLUICE_ELEMENTWISE_INLINE T operator()(T x, T g) const {
     return T(2) * x * g;
+  }
+};
+struct AbsGradFn {  // v = X: sign(X) g, 0 at X = 0, NaN where X is NaN
+  template <typename T>
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T g) const {
+    return x > T(0) ? g : (x < T(0) ? -g : (x == T(0) ? T(0) : x));
+  }
+};
+template <typename T>
+struct PowGradFn {  // v = X
+  T factor;
+  SLUICE_ELEMENTWISE_INLINE T operator()(T x, T g) const {
+    return factor * std::pow(x, factor - T(1)) * g;
   }
 };
 

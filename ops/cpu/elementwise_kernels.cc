@@ -282,6 +282,46 @@ absl::Status RegisterFor(OpRegistry* registry, const char* op, TypeList<Ts...>) 
   });
 }
 
+// pow and pow_grad: X -> Out, X, OutGrad -> XGrad, with the attribute factor.
+template <typename T, bool kGrad>
+class PowKernel final : public ElementwiseKernel<T> {
+ public:
+  using ElementwiseKernel<T>::ElementwiseKernel;
+
+ protected:
+  absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
+    SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, kGrad ? 2 : 1, 1));
+    if constexpr (kGrad) {
+      SLUICE_RETURN_IF_ERROR(
+          this->CheckSameShape(a.inputs[1], "input", 1, a.inputs[0], "input", 0));
+    }
+    SLUICE_RETURN_IF_ERROR(
+        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_ASSIGN_OR_RETURN(const double factor, a.attrs->GetFloat("factor"));
+    const int64_t n = a.outputs[0].size;
+    if (n == 0) return HostWork(nullptr);
+    const T* x = a.inputs[0].template as<const T>();
+    T* out = a.outputs[0].template as<T>();
+    const T f = static_cast<T>(factor);
+    if constexpr (kGrad) {
+      const T* g = a.inputs[1].template as<const T>();
+      return HostWork([x, g, out, n, f] {
+        elementwise::RunUnaryGrad(x, g, out, n, PowGradFn<T>{f});
+        return absl::OkStatus();
+      });
+    } else {
+      return HostWork([x, out, n, f] {
+        elementwise::RunUnary(x, out, n, PowFn<T>{f});
+        return absl::OkStatus();
+      });
+    }
+  }
+};
+template <typename T>
+using PowForwardKernel = PowKernel<T, false>;
+template <typename T>
+using PowBackwardKernel = PowKernel<T, true>;
+
 // f32 and f64: every op of the family.
 template <template <typename, typename...> class Kernel, typename... Args>
 absl::Status Register(OpRegistry* registry, const char* op) {
@@ -313,6 +353,10 @@ absl::Status RegisterElementwiseHostKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, LogFn>(registry, "log")));
   SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, SqrtFn>(registry, "sqrt")));
   SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, SquareFn>(registry, "square")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, AbsFn>(registry, "abs")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryKernel, NegFn>(registry, "neg")));
+  SLUICE_RETURN_IF_ERROR((Register<PowForwardKernel>(registry, "pow")));
+  SLUICE_RETURN_IF_ERROR((Register<PowBackwardKernel>(registry, "pow_grad")));
   SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, ReluGradFn>(registry, "relu_grad")));
   SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, SigmoidGradFn>(registry, "sigmoid_grad")));
   SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, TanhGradFn>(registry, "tanh_grad")));
@@ -320,6 +364,7 @@ absl::Status RegisterElementwiseHostKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, LogGradFn>(registry, "log_grad")));
   SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, SqrtGradFn>(registry, "sqrt_grad")));
   SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, SquareGradFn>(registry, "square_grad")));
+  SLUICE_RETURN_IF_ERROR((Register<UnaryGradKernel, AbsGradFn>(registry, "abs_grad")));
   // clip takes i32 and i64 as max and min do; its gradient is f32 and f64 only.
   SLUICE_RETURN_IF_ERROR((RegisterFor<ClipKernel>(registry, "clip", MaxMinTypes{})));
   SLUICE_RETURN_IF_ERROR((Register<ClipGradKernel>(registry, "clip_grad")));

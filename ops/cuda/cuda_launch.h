@@ -80,7 +80,7 @@ enum class BinaryGradOp : int {
   kMinX,
   kMinY,
 };
-enum class UnaryOp : int { kRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kSquare };
+enum class UnaryOp : int { kRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kSquare, kAbs, kNeg };
 
 // out[j] = op(x[...], y[...]) over a map plan (operands 0: x, 1: y). `out` may be x or y
 // when that input has the output's layout. Also instantiated for int32_t and int64_t, for
@@ -110,6 +110,12 @@ cudaError_t LaunchClip(const T* x, T* out, int64_t n, T lo, T hi, cudaStream_t s
 template <typename T>
 cudaError_t LaunchClipGrad(const T* x, const T* g, T* dx, int64_t n, T lo, T hi,
                            cudaStream_t stream);
+// pow: out[i] = x[i]^factor (as std::pow); pow_grad: dx[i] = factor x[i]^(factor - 1) g[i].
+// out may be x; dx may be x or g. f32 and f64.
+template <typename T>
+cudaError_t LaunchPow(const T* x, T* out, int64_t n, T factor, cudaStream_t stream);
+template <typename T>
+cudaError_t LaunchPowGrad(const T* x, const T* g, T* dx, int64_t n, T factor, cudaStream_t stream);
 
 // ---- Nn family (ops/cuda/nn_kernels.cu) ----
 

@@ -121,13 +121,18 @@ struct UnaryFn {
       return Log(x);
     } else if constexpr (kOp == UnaryOp::kSqrt) {
       return Sqrt(x);
+    } else if constexpr (kOp == UnaryOp::kAbs) {  // NaN stays NaN
+      return Abs(x);
+    } else if constexpr (kOp == UnaryOp::kNeg) {
+      return -x;
     } else {
       return x * x;
     }
   }
 };
 
-// f'(v, g), v being Out (relu, sigmoid, tanh, exp, sqrt) or X (log, square).
+// f'(v, g), v being Out (relu, sigmoid, tanh, exp, sqrt) or X (log, square, abs). neg has no
+// grad op (its gradient is neg of the output's): its case is never launched.
 template <UnaryOp kOp>
 struct UnaryGradFn {
   template <typename T>
@@ -144,6 +149,10 @@ struct UnaryGradFn {
       return g / v;
     } else if constexpr (kOp == UnaryOp::kSqrt) {
       return T(0.5) * g / v;
+    } else if constexpr (kOp == UnaryOp::kAbs) {  // 0 at X = 0, NaN where X is NaN
+      return v > T(0) ? g : (v < T(0) ? -g : (v == T(0) ? T(0) : v));
+    } else if constexpr (kOp == UnaryOp::kNeg) {
+      return -g;
     } else {
       return T(2) * v * g;
     }
@@ -240,6 +249,10 @@ cudaError_t LaunchUnary(UnaryOp op, const T* x, T* out, int64_t n, cudaStream_t 
       return RunUnary<T, UnaryOp::kSqrt>(x, out, n, stream);
     case UnaryOp::kSquare:
       return RunUnary<T, UnaryOp::kSquare>(x, out, n, stream);
+    case UnaryOp::kAbs:
+      return RunUnary<T, UnaryOp::kAbs>(x, out, n, stream);
+    case UnaryOp::kNeg:
+      return RunUnary<T, UnaryOp::kNeg>(x, out, n, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -263,6 +276,10 @@ cudaError_t LaunchUnaryGrad(UnaryOp op, const T* v, const T* g, T* dx, int64_t n
       return RunUnaryGrad<T, UnaryOp::kSqrt>(v, g, dx, n, stream);
     case UnaryOp::kSquare:
       return RunUnaryGrad<T, UnaryOp::kSquare>(v, g, dx, n, stream);
+    case UnaryOp::kAbs:
+      return RunUnaryGrad<T, UnaryOp::kAbs>(v, g, dx, n, stream);
+    case UnaryOp::kNeg:
+      return RunUnaryGrad<T, UnaryOp::kNeg>(v, g, dx, n, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -302,6 +319,33 @@ cudaError_t LaunchClipGrad(const T* x, const T* g, T* dx, int64_t n, T lo, T hi,
   return cudaGetLastError();
 }
 
+template <typename T>
+struct PowFn {
+  T factor;
+  __device__ __forceinline__ T operator()(T x) const { return pow(x, factor); }
+};
+template <typename T>
+struct PowGradFn {
+  T factor;
+  __device__ __forceinline__ T operator()(T x, T g) const {
+    return factor * pow(x, factor - T(1)) * g;
+  }
+};
+
+template <typename T>
+cudaError_t LaunchPow(const T* x, T* out, int64_t n, T factor, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  UnaryKernel<T><<<GridFor(n), kBlock, 0, stream>>>(x, out, n, PowFn<T>{factor});
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchPowGrad(const T* x, const T* g, T* dx, int64_t n, T factor, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  UnaryGradKernel<T><<<GridFor(n), kBlock, 0, stream>>>(x, g, dx, n, PowGradFn<T>{factor});
+  return cudaGetLastError();
+}
+
 #define SLUICE_INSTANTIATE_ELEMENTWISE(T)                                                          \
   template cudaError_t LaunchBinary<T>(BinaryOp, const IndexPlan&, const T*, const T*, T*,         \
                                        cudaStream_t);                                              \
@@ -309,7 +353,9 @@ cudaError_t LaunchClipGrad(const T* x, const T* g, T* dx, int64_t n, T lo, T hi,
                                            const T*, T*, cudaStream_t);                            \
   template cudaError_t LaunchUnary<T>(UnaryOp, const T*, T*, int64_t, cudaStream_t);               \
   template cudaError_t LaunchUnaryGrad<T>(UnaryOp, const T*, const T*, T*, int64_t, cudaStream_t); \
-  template cudaError_t LaunchClipGrad<T>(const T*, const T*, T*, int64_t, T, T, cudaStream_t);
+  template cudaError_t LaunchClipGrad<T>(const T*, const T*, T*, int64_t, T, T, cudaStream_t);     \
+  template cudaError_t LaunchPow<T>(const T*, T*, int64_t, T, cudaStream_t);                       \
+  template cudaError_t LaunchPowGrad<T>(const T*, const T*, T*, int64_t, T, cudaStream_t);
 SLUICE_INSTANTIATE_ELEMENTWISE(float)
 SLUICE_INSTANTIATE_ELEMENTWISE(double)
 // max and min of i32 and i64 (the only integer ops of the family; see cuda_launch.h).

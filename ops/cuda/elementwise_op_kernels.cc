@@ -222,6 +222,26 @@ absl::Status RunClip(absl::string_view op, const CudaArgs& a, bool grad) {
                                            b.hi, a.cuda_stream));
 }
 
+// pow and pow_grad (attribute factor), f32 and f64.
+template <typename T>
+absl::Status RunPow(absl::string_view op, const CudaArgs& a, bool grad) {
+  SLUICE_RETURN_IF_ERROR(CheckOperands(op, a, grad ? 2 : 1, 1, DataTypeOf<T>()));
+  if (grad) {
+    SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.inputs[1], "input", 1, a.inputs[0], "input", 0));
+  }
+  SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+  SLUICE_ASSIGN_OR_RETURN(const double factor, a.attrs->GetFloat("factor"));
+  const int64_t n = a.outputs[0].size;
+  const T f = static_cast<T>(factor);
+  if (grad) {
+    return CudaStatus(op,
+                      gpu::LaunchPowGrad<T>(a.inputs[0].as<const T>(), a.inputs[1].as<const T>(),
+                                            a.outputs[0].as<T>(), n, f, a.cuda_stream));
+  }
+  return CudaStatus(
+      op, gpu::LaunchPow<T>(a.inputs[0].as<const T>(), a.outputs[0].as<T>(), n, f, a.cuda_stream));
+}
+
 // Registers make(op, dtype) for f32 and f64, and also for i32 and i64 when `integers`.
 template <typename Make>
 absl::Status RegisterFor(OpRegistry* registry, const std::string& op, Make make,
@@ -268,15 +288,26 @@ absl::Status RegisterElementwiseCudaKernels(OpRegistry* registry) {
       {"relu", gpu::UnaryOp::kRelu},     {"sigmoid", gpu::UnaryOp::kSigmoid},
       {"tanh", gpu::UnaryOp::kTanh},     {"exp", gpu::UnaryOp::kExp},
       {"log", gpu::UnaryOp::kLog},       {"sqrt", gpu::UnaryOp::kSqrt},
-      {"square", gpu::UnaryOp::kSquare},
+      {"square", gpu::UnaryOp::kSquare}, {"abs", gpu::UnaryOp::kAbs},
+      {"neg", gpu::UnaryOp::kNeg},
   };
   for (const auto& [op, fn] : unary) {
     for (const bool grad : {false, true}) {
+      if (grad && fn == gpu::UnaryOp::kNeg) continue;  // neg's gradient is a neg
       const std::string name = grad ? absl::StrCat(op, "_grad") : std::string(op);
       SLUICE_RETURN_IF_ERROR(RegisterFor(registry, name, [&](DataType dtype) {
         return std::make_shared<UnaryKernel>(name, dtype, fn, grad);
       }));
     }
+  }
+  for (const bool grad : {false, true}) {
+    const char* name = grad ? "pow_grad" : "pow";
+    const auto make = [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return MakeCudaKernel(name,
+                            [name, grad](const CudaArgs& a) { return RunPow<T>(name, a, grad); });
+    };
+    SLUICE_RETURN_IF_ERROR((RegisterCudaKernelsFor<float, double>(registry, name, make)));
   }
   // clip takes i32 and i64 as max and min do; clip_grad is f32 and f64 only.
   SLUICE_RETURN_IF_ERROR(

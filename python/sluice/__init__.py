@@ -22,12 +22,9 @@ from .errors import Error
 from . import errors
 
 # Functional ops: each takes Tensors (runs at once) or static Variables (appends to their
-# program).
+# program). The table's ops (docs/ops.md) come from _ops, generated with their bindings.
+from ._ops import *  # noqa: F401,F403
 from ._sluice import (  # noqa: F401
-    relu, sigmoid, tanh, exp, log, sqrt, square, logical_not,
-    add, subtract, multiply, divide, less_than, less_equal, greater_than, greater_equal,
-    equal, not_equal, logical_and, logical_or, logical_xor,
-    scale, increment, matmul, sum, mean, softmax, reshape, transpose, concat, add_n,
     softmax_with_cross_entropy, mse_loss, cond, while_loop,
 )
 from ._sluice import call as _call

@@ -132,6 +132,10 @@ void ForgetOwner(const framework::Program* program);
 // A Tensor or a Variable as a Value. Inside a Graph's trace an eager tensor becomes the
 // trace's parameter bound to it (graph::Trace::Param). TypeError for anything else.
 framework::Value ToValue(nb::handle object);
+// Each item of a sequence of Tensors or Variables, as ToValue.
+std::vector<framework::Value> ToValues(nb::handle sequence);
+// A reduction's axes: None (all), an int, or a sequence of ints.
+std::vector<int64_t> Axes(nb::handle axis);
 nb::object FromValue(framework::Value value);
 
 // Python attributes (bool, int, float, str, sequences of ints) as an AttrMap. TypeError
@@ -200,6 +204,8 @@ void CheckUsable(const PyVariable& variable);
 void BindErrors(nb::module_& m);
 void BindTensors(nb::module_& m);
 void BindFunctional(nb::module_& m);
+// The op table's functions (generated: functional_ops_bindings.cc); BindFunctional calls it.
+void BindFunctionalOps(nb::module_& m);
 void BindStatic(nb::module_& m);
 void BindExecutor(nb::module_& m);
 void BindGraph(nb::module_& m);

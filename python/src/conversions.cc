@@ -1,6 +1,7 @@
 // Conversions between Python objects and the C++ front end's types (bindings.h).
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstring>
 #include <string>
@@ -115,6 +116,18 @@ vm::AttrMap ToAttrs(const nb::dict& attrs) {
     }
   }
   return map;
+}
+
+std::vector<framework::Value> ToValues(nb::handle sequence) {
+  std::vector<framework::Value> values;
+  for (nb::handle item : sequence) values.push_back(ToValue(item));
+  return values;
+}
+
+std::vector<int64_t> Axes(nb::handle axis) {
+  if (axis.is_none()) return {};
+  if (PyLong_Check(axis.ptr())) return {nb::cast<int64_t>(axis)};
+  return nb::cast<std::vector<int64_t>>(axis);
 }
 
 DataType ParseDtype(const std::string& name) { return Unwrap(ParseDataType(name)); }

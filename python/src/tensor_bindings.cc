@@ -18,7 +18,7 @@
 #include "absl/time/time.h"
 #include "core/stream_id.h"
 #include "framework/autograd/autograd.h"
-#include "framework/eager/functional.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/stream_scope.h"
 #include "python/src/bindings.h"
 
@@ -110,8 +110,7 @@ framework::Value ConstantLike(const framework::Value& like, double value) {
   }
   const eager::Tensor& t = like.tensor();
   eager::Context ctx = t.context();
-  return Unwrap(
-      eager::FillConstant(ctx, Shape(std::vector<int64_t>{}), value, t.dtype(), t.device()));
+  return Unwrap(fn::FillConstant(ctx, Shape(std::vector<int64_t>{}), value, t.dtype(), t.device()));
 }
 
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMatmul, kLt, kLe, kGt, kGe };
@@ -366,7 +365,7 @@ void BindTensors(nb::module_& m) {
           nb::arg("device"), "A copy on `device` (asynchronous).")
       .def("astype",
            [](const eager::Tensor& t, const std::string& dtype) {
-             return Unwrap(eager::Cast(t, ParseDtype(dtype)));
+             return Unwrap(fn::Cast(t, ParseDtype(dtype)));
            })
       // Autograd.
       .def_prop_rw(
@@ -397,16 +396,16 @@ void BindTensors(nb::module_& m) {
       .def("detach", [](const eager::Tensor& t) { return autograd::Detach(t); })
       // Operators: Tensor op Tensor first (the hot path), then numbers and Variables.
       .def("__add__",
-           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(eager::Add(a, b)); })
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Add(a, b)); })
       .def("__sub__",
-           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(eager::Sub(a, b)); })
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Sub(a, b)); })
       .def("__mul__",
-           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(eager::Mul(a, b)); })
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Mul(a, b)); })
       .def("__truediv__",
-           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(eager::Div(a, b)); })
-      .def("__matmul__", [](const eager::Tensor& a,
-                            const eager::Tensor& b) { return Unwrap(eager::Matmul(a, b)); })
-      .def("__neg__", [](const eager::Tensor& a) { return Unwrap(eager::Scale(a, -1.0)); });
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Div(a, b)); })
+      .def("__matmul__",
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Matmul(a, b)); })
+      .def("__neg__", [](const eager::Tensor& a) { return Unwrap(fn::Scale(a, -1.0)); });
 
   // The generic operators, shared by Tensor and Variable (static_bindings.cc adds them
   // there).
@@ -438,7 +437,7 @@ void BindTensors(nb::module_& m) {
         std::optional<Device> d;
         if (device) d = ParseDevice(*device);
         return nb::cast(
-            Unwrap(eager::FillConstant(*ctx, ToShape(shape), value, ParseDtype(dtype), d)));
+            Unwrap(fn::FillConstant(*ctx, ToShape(shape), value, ParseDtype(dtype), d)));
       },
       nb::arg("context").none(), nb::arg("shape"), nb::arg("value"), nb::arg("dtype"),
       nb::arg("device") = nb::none(),
@@ -458,9 +457,9 @@ void BindTensors(nb::module_& m) {
         std::optional<Device> d;
         if (device) d = ParseDevice(*device);
         if (kind == "uniform") {
-          return nb::cast(Unwrap(eager::UniformRandom(*ctx, ToShape(shape), a, b, seed, dt, d)));
+          return nb::cast(Unwrap(fn::UniformRandom(*ctx, ToShape(shape), a, b, seed, dt, d)));
         }
-        return nb::cast(Unwrap(eager::GaussianRandom(*ctx, ToShape(shape), a, b, seed, dt, d)));
+        return nb::cast(Unwrap(fn::GaussianRandom(*ctx, ToShape(shape), a, b, seed, dt, d)));
       },
       nb::arg("context").none(), nb::arg("kind"), nb::arg("shape"), nb::arg("a"), nb::arg("b"),
       nb::arg("seed").none(), nb::arg("dtype"), nb::arg("device") = nb::none());

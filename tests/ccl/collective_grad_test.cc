@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/autograd/autograd.h"
-#include "framework/eager/functional.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/stream_scope.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -56,7 +56,7 @@ class CollectiveGradTest : public ::testing::TestWithParam<const char*> {
     absl::StatusOr<Tensor> y = c.forward(Put(x));
     EXPECT_TRUE(y.ok()) << y.status();
     if (!y.ok()) return NAN;
-    Tensor local = eager::ReduceSum(eager::Mul(g, *y).value()).value();
+    Tensor local = fn::ReduceSum(fn::Mul(g, *y).value()).value();
     absl::StatusOr<std::vector<float>> total = eager::AllReduce(local).value().ToVector<float>();
     EXPECT_TRUE(total.ok()) << total.status();
     return total.ok() ? (*total)[0] : NAN;
@@ -215,10 +215,10 @@ TEST_P(CollectiveGradTest, ThroughMatmulAndAllReduce) {
   {
     std::optional<eager::StreamScope> side;
     if (device.IsAsync()) side.emplace(StreamKey{device, StreamType::kCompute, 1});
-    xw = eager::Matmul(x, w).value();
+    xw = fn::Matmul(x, w).value();
   }
   Tensor y = eager::AllReduce(xw).value();
-  Tensor loss = eager::ReduceSum(eager::Mul(y, y).value()).value();
+  Tensor loss = fn::ReduceSum(fn::Mul(y, y).value()).value();
   ASSERT_TRUE(autograd::Backward(loss).ok());
   // Host: y = sum_q x_q w, dw = x_r^T (2 n y).
   Vec y_host(6, 0.0f);
@@ -261,9 +261,9 @@ TEST_P(CollectiveGradTest, BucketAllReduce) {
   std::vector<Tensor> ys = eager::AllReduce(std::vector<Tensor>{a, b, c}).value();
   // loss_r = sum(ys[0]) + sum(k_r * ys[1]); ys[2] unused. k_r = Values(r, 5, 103).
   Tensor k = Put(Values<float>(r, 5, 103));
-  Tensor loss = eager::Add(eager::ReduceSum(ys[0]).value(),
-                           eager::ReduceSum(eager::Mul(k, ys[1]).value()).value())
-                    .value();
+  Tensor loss =
+      fn::Add(fn::ReduceSum(ys[0]).value(), fn::ReduceSum(fn::Mul(k, ys[1]).value()).value())
+          .value();
   ASSERT_TRUE(autograd::Backward(loss).ok());
   EXPECT_EQ(Diff(autograd::GradOf(a).ToVector<float>().value(), Vec(3, static_cast<float>(n))), "");
   std::vector<Vec> ks;
@@ -281,7 +281,7 @@ TEST_P(CollectiveGradTest, GradWithoutAccumulation) {
   const int r = rank(), n = size();
   Tensor x = Put(Values<float>(r, 4, 110));
   ASSERT_TRUE(autograd::SetRequiresGrad(x).ok());
-  Tensor y = eager::ReduceSum(eager::AllGather(eager::AllReduce(x).value()).value()).value();
+  Tensor y = fn::ReduceSum(eager::AllGather(eager::AllReduce(x).value()).value()).value();
   absl::StatusOr<std::vector<Tensor>> dx = autograd::Grad({y}, {x});
   ASSERT_TRUE(dx.ok()) << dx.status();
   // y_r = sum over the gathered n copies of s = sum_q x_q: n * sum(s); L = sum_r y_r, so
@@ -341,7 +341,7 @@ TEST_P(CollectiveGradTest, GradOfSeveralRootsIssuesCollectivesInOneOrderOnEveryR
 TEST_P(CollectiveGradTest, BackwardThroughAllReduceMaxIsAnError) {
   Tensor x = Put(Values<float>(rank(), 4, 200));
   ASSERT_TRUE(autograd::SetRequiresGrad(x).ok());
-  Tensor loss = eager::ReduceSum(eager::AllReduce(x, ReduceOp::kMax).value()).value();
+  Tensor loss = fn::ReduceSum(eager::AllReduce(x, ReduceOp::kMax).value()).value();
   const absl::Status status = autograd::Backward(loss);
   EXPECT_FALSE(status.ok()) << "x gets a gradient: " << autograd::GradOf(x).valid();
   EXPECT_THAT(std::string(status.message()), HasSubstr("all_reduce"));
@@ -362,7 +362,7 @@ TEST(CollectiveGradScopeTest, BackwardInsideAStreamScopeThroughAllReduce) {
   const Device sim0 = Dev("sim:0");
   Tensor x = ctx.FromVector<float>(Values<float>(rank, 4, 210), Shape({4}), sim0).value();
   ASSERT_TRUE(autograd::SetRequiresGrad(x).ok());
-  Tensor loss = eager::ReduceSum(eager::AllReduce(x).value()).value();
+  Tensor loss = fn::ReduceSum(eager::AllReduce(x).value()).value();
   {
     eager::StreamScope side(StreamKey{sim0, StreamType::kCompute, 1});
     ASSERT_TRUE(autograd::Backward(loss).ok());

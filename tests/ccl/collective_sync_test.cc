@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "framework/eager/functional.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/stream_scope.h"
 #include "gtest/gtest.h"
 #include "tests/ccl/ccl_test_util.h"
@@ -116,7 +116,7 @@ class Program {
       case 0: {  // matmul by the device's matrix
         std::optional<eager::StreamScope> scope;
         EnterComputeScope(scope, device);
-        absl::StatusOr<Tensor> y = eager::Matmul(a.t, matrices_[d].t);
+        absl::StatusOr<Tensor> y = fn::Matmul(a.t, matrices_[d].t);
         ASSERT_TRUE(y.ok()) << y.status();
         const std::vector<float>& m = matrices_[d].v[0];
         for (int r = 0; r < size_; ++r) {
@@ -134,7 +134,7 @@ class Program {
       case 1: {  // add
         std::optional<eager::StreamScope> scope;
         EnterComputeScope(scope, device);
-        absl::StatusOr<Tensor> y = eager::Add(a.t, b.t);
+        absl::StatusOr<Tensor> y = fn::Add(a.t, b.t);
         ASSERT_TRUE(y.ok()) << y.status();
         for (int r = 0; r < size_; ++r) {
           for (int64_t i = 0; i < kElems; ++i) model[r][i] += b.v[r][i];
@@ -145,7 +145,7 @@ class Program {
       case 2: {  // negate
         std::optional<eager::StreamScope> scope;
         EnterComputeScope(scope, device);
-        absl::StatusOr<Tensor> y = eager::Scale(a.t, -1.0);
+        absl::StatusOr<Tensor> y = fn::Scale(a.t, -1.0);
         ASSERT_TRUE(y.ok()) << y.status();
         for (auto& per_rank : model) {
           for (float& x : per_rank) x = -x;
@@ -213,7 +213,7 @@ class Program {
         if (Pick(2) == 0) {  // sometimes touch the gathered tensor on a compute stream
           std::optional<eager::StreamScope> scope;
           EnterComputeScope(scope, device);
-          between = eager::Scale(*gathered, 1.0).value();
+          between = fn::Scale(*gathered, 1.0).value();
         }
         absl::StatusOr<Tensor> y = eager::ReduceScatter(between ? *between : *gathered);
         ASSERT_TRUE(y.ok()) << y.status();
@@ -298,11 +298,11 @@ TEST(CollectiveSyncPatternTest, ProducerCollectiveConsumerOnEachSimDevice) {
       Tensor produced;
       {
         eager::StreamScope side(StreamKey{device, StreamType::kCompute, 1});
-        produced = eager::Add(x, x).value();  // 2x
+        produced = fn::Add(x, x).value();  // 2x
       }
       Tensor reduced = eager::AllReduce(produced).value();
-      produced = eager::Scale(x, 3.0).value();  // the old 2x is released behind the reduce
-      outs.push_back(eager::Add(reduced, produced).value());
+      produced = fn::Scale(x, 3.0).value();  // the old 2x is released behind the reduce
+      outs.push_back(fn::Add(reduced, produced).value());
     }
     const std::vector<float> sum = Reduction<float>(ReduceOp::kSum, size, kElems, round);
     std::vector<float> want = Values<float>(rank, kElems, round);
@@ -323,8 +323,8 @@ TEST(CollectiveSyncScopeTest, ACollectiveInsideAStreamScopeRunsOnTheCclStream) {
   absl::StatusOr<Tensor> y;
   {
     eager::StreamScope side(StreamKey{sim0, StreamType::kCompute, 1});
-    Tensor doubled = eager::Add(x, x).value();  // on compute:1, as the scope says
-    y = eager::AllReduce(doubled);              // on sim:0/ccl regardless
+    Tensor doubled = fn::Add(x, x).value();  // on compute:1, as the scope says
+    y = eager::AllReduce(doubled);           // on sim:0/ccl regardless
   }
   ASSERT_TRUE(y.ok()) << y.status();
   absl::StatusOr<std::vector<float>> got = y->ToVector<float>();

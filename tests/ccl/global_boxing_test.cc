@@ -23,9 +23,9 @@
 #include "core/data_type.h"
 #include "core/device.h"
 #include "core/shape.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/collectives.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/eager/tensor.h"
 #include "framework/global/boxing.h"
 #include "framework/global/global_tensor.h"
@@ -346,7 +346,7 @@ TEST_F(GlobalBoxingTest, OtherDtypes) {
   for (DataType dtype : {DataType::kF64, DataType::kI32, DataType::kI64}) {
     absl::StatusOr<eager::Tensor> f = ctx().FromVector(whole.data, Shape(dims), placement.device());
     ASSERT_TRUE(f.ok()) << f.status();
-    absl::StatusOr<eager::Tensor> t = eager::Cast(*f, dtype);
+    absl::StatusOr<eager::Tensor> t = fn::Cast(*f, dtype);
     ASSERT_TRUE(t.ok()) << t.status();
     for (const auto& [from, to] : pairs) {
       SCOPED_TRACE(
@@ -359,7 +359,7 @@ TEST_F(GlobalBoxingTest, OtherDtypes) {
       EXPECT_EQ(c->local().dtype(), dtype);
       absl::StatusOr<eager::Tensor> back = c->Whole();
       ASSERT_TRUE(back.ok()) << back.status();
-      absl::StatusOr<eager::Tensor> as_float = eager::Cast(*back, DataType::kF32);
+      absl::StatusOr<eager::Tensor> as_float = fn::Cast(*back, DataType::kF32);
       ASSERT_TRUE(as_float.ok()) << as_float.status();
       absl::StatusOr<std::vector<float>> got = Read<float>(*as_float);
       ASSERT_TRUE(got.ok()) << got.status();

@@ -30,9 +30,9 @@
 #include "core/shape.h"
 #include "framework/autodiff/backward.h"
 #include "framework/autograd/autograd.h"
+#include "framework/builder/functional.h"
 #include "framework/builder/program.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/executor/executor.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/interpreter/scope.h"
@@ -457,14 +457,14 @@ class AutogradOpsTest : public ::testing::TestWithParam<std::string> {
       const Tensor& out = (*outputs)[static_cast<size_t>(k)];
       ASSERT_TRUE(RequiresGrad(out)) << "output " << k;
       const Tensor r = Upload(out.dtype(), out.shape(), Weights(k, out.num_elements()));
-      absl::StatusOr<Tensor> product = eager::Mul(out, r);
+      absl::StatusOr<Tensor> product = fn::Mul(out, r);
       ASSERT_TRUE(product.ok()) << product.status();
-      absl::StatusOr<Tensor> term = eager::ReduceSum(*product);
+      absl::StatusOr<Tensor> term = fn::ReduceSum(*product);
       ASSERT_TRUE(term.ok()) << term.status();
       if (!loss.valid()) {
         loss = *term;
       } else {
-        absl::StatusOr<Tensor> sum = eager::Add(loss, *term);
+        absl::StatusOr<Tensor> sum = fn::Add(loss, *term);
         ASSERT_TRUE(sum.ok()) << sum.status();
         loss = *sum;
       }

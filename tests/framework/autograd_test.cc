@@ -14,9 +14,10 @@
 
 #include "absl/status/status.h"
 #include "core/status.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/eager/stream_scope.h"
+#include "framework/training/eager_optimizers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "vm/sync_checker.h"
@@ -59,7 +60,7 @@ class AutogradTest : public ::testing::Test {
 TEST_F(AutogradTest, TanhOfAProductHasTheClosedFormGradient) {
   const std::vector<float> xv = {0.5f, -1.0f, 2.0f}, wv = {1.5f, 0.25f, -0.5f};
   Tensor x = Leaf(xv), w = Leaf(wv);
-  Tensor loss = eager::ReduceSum(eager::Tanh(eager::Mul(x, w).value()).value()).value();
+  Tensor loss = fn::ReduceSum(fn::Tanh(fn::Mul(x, w).value()).value()).value();
   EXPECT_TRUE(RequiresGrad(loss));
   EXPECT_FALSE(IsLeaf(loss));
   ASSERT_TRUE(Backward(loss).ok());
@@ -76,8 +77,8 @@ TEST_F(AutogradTest, TanhOfAProductHasTheClosedFormGradient) {
 TEST_F(AutogradTest, ATensorUsedTwiceGetsTheSumOfItsGradients) {
   Tensor x = Leaf({1.0f, -2.0f, 3.0f});
   // loss = sum(x * x + 3 x): dloss/dx = 2x + 3.
-  Tensor square = eager::Mul(x, x).value();
-  Tensor loss = eager::ReduceSum(eager::Add(square, eager::Scale(x, 3.0).value()).value()).value();
+  Tensor square = fn::Mul(x, x).value();
+  Tensor loss = fn::ReduceSum(fn::Add(square, fn::Scale(x, 3.0).value()).value()).value();
   ASSERT_TRUE(Backward(loss).ok());
   EXPECT_THAT(Values(GradOf(x)), ElementsAre(5.0f, -1.0f, 9.0f));
 }
@@ -86,9 +87,9 @@ TEST_F(AutogradTest, ATensorUsedTwiceGetsTheSumOfItsGradients) {
 TEST_F(AutogradTest, ADiamondSumsBothPaths) {
   const std::vector<float> xv = {0.3f, -0.7f};
   Tensor x = Leaf(xv);
-  Tensor a = eager::Scale(x, 2.0).value();
-  Tensor b = eager::Tanh(x).value();
-  Tensor loss = eager::ReduceSum(eager::Mul(a, b).value()).value();
+  Tensor a = fn::Scale(x, 2.0).value();
+  Tensor b = fn::Tanh(x).value();
+  Tensor loss = fn::ReduceSum(fn::Mul(a, b).value()).value();
   ASSERT_TRUE(Backward(loss).ok());
   const std::vector<float> dx = Values(GradOf(x));
   for (size_t k = 0; k < xv.size(); ++k) {
@@ -101,7 +102,7 @@ TEST_F(AutogradTest, ADiamondSumsBothPaths) {
 // it frees the graph, and the next one is an error naming the op.
 TEST_F(AutogradTest, RetainGraphTwiceDoublesTheGradientAndAFreedGraphIsAnError) {
   Tensor x = Leaf({1.0f, 2.0f});
-  Tensor loss = eager::ReduceSum(eager::Tanh(x).value()).value();
+  Tensor loss = fn::ReduceSum(fn::Tanh(x).value()).value();
   ASSERT_TRUE(Backward(loss, Tensor(), {.retain_graph = true}).ok());
   const std::vector<float> once = Values(GradOf(x));
   ASSERT_TRUE(Backward(loss, Tensor(), {.retain_graph = true}).ok());
@@ -122,13 +123,13 @@ TEST_F(AutogradTest, NoGradGuardRecordsNothing) {
   Tensor y;
   {
     NoGradGuard guard;
-    y = eager::Tanh(x).value();
+    y = fn::Tanh(x).value();
     { NoGradGuard nested; }
-    EXPECT_FALSE(RequiresGrad(eager::Scale(x, 2.0).value()));  // still off after the nested one
+    EXPECT_FALSE(RequiresGrad(fn::Scale(x, 2.0).value()));  // still off after the nested one
   }
   EXPECT_FALSE(RequiresGrad(y));
-  EXPECT_TRUE(RequiresGrad(eager::Tanh(x).value()));  // on again
-  const absl::Status status = Backward(eager::ReduceSum(y).value());
+  EXPECT_TRUE(RequiresGrad(fn::Tanh(x).value()));  // on again
+  const absl::Status status = Backward(fn::ReduceSum(y).value());
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("does not require a gradient"));
 }
@@ -137,11 +138,11 @@ TEST_F(AutogradTest, NoGradGuardRecordsNothing) {
 // storage shows through both handles.
 TEST_F(AutogradTest, DetachSharesStorageWithoutHistory) {
   Tensor x = Leaf({1.0f, 2.0f});
-  Tensor y = eager::Tanh(x).value();
+  Tensor y = fn::Tanh(x).value();
   Tensor d = Detach(y);
   EXPECT_FALSE(RequiresGrad(d));
   EXPECT_TRUE(IsLeaf(d));
-  EXPECT_FALSE(RequiresGrad(eager::Scale(d, 2.0).value()));
+  EXPECT_FALSE(RequiresGrad(fn::Scale(d, 2.0).value()));
   EXPECT_EQ(Values(d), Values(y));
   {
     NoGradGuard guard;
@@ -150,7 +151,7 @@ TEST_F(AutogradTest, DetachSharesStorageWithoutHistory) {
   }
   EXPECT_FLOAT_EQ(Values(y)[0], std::tanh(1.0f) - 1.0f);
   // y's node saved y (tanh's gradient reads its output): the write shows as a modification.
-  const absl::Status status = Backward(eager::ReduceSum(y).value());
+  const absl::Status status = Backward(fn::ReduceSum(y).value());
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("backward through op 'tanh': its output 0 was modified in place"));
@@ -161,7 +162,7 @@ TEST_F(AutogradTest, DetachSharesStorageWithoutHistory) {
 TEST_F(AutogradTest, AModifiedSavedInputIsAnErrorNamingTheOp) {
   Tensor x = Leaf({1.0f, 2.0f});
   Tensor w = Leaf({3.0f, 4.0f});
-  Tensor loss = eager::ReduceSum(eager::Mul(x, w).value()).value();
+  Tensor loss = fn::ReduceSum(fn::Mul(x, w).value()).value();
   const absl::Status refused = eager::SgdStep(w, Vec({1.0f, 1.0f}), Vec({0.5f}));
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
   EXPECT_THAT(std::string(refused.message()), HasSubstr("NoGradGuard"));
@@ -177,7 +178,7 @@ TEST_F(AutogradTest, AModifiedSavedInputIsAnErrorNamingTheOp) {
 
 TEST_F(AutogradTest, NonScalarRootsNeedAGradient) {
   Tensor x = Leaf({1.0f, 2.0f});
-  Tensor y = eager::Scale(x, 3.0).value();
+  Tensor y = fn::Scale(x, 3.0).value();
   const absl::Status status = Backward(y);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("needs its gradient"));
@@ -195,15 +196,15 @@ TEST_F(AutogradTest, IntegerTensorsHaveNoGradients) {
   EXPECT_FALSE(RequiresGrad(i));
   // A float leaf through a cast to an integer: the integer output carries no gradient.
   Tensor x = Leaf({1.5f, 2.5f});
-  Tensor as_int = eager::Cast(x, DataType::kI64).value();
+  Tensor as_int = fn::Cast(x, DataType::kI64).value();
   EXPECT_FALSE(RequiresGrad(as_int));
 }
 
 // An op with no grad maker on the way from the root is an error naming it, at backward.
 TEST_F(AutogradTest, AnOpWithoutAGradientIsAnErrorAtBackward) {
   Tensor x = Leaf({1.0f, 2.0f});
-  Tensor zeros = eager::FillZerosLike(x).value();
-  Tensor loss = eager::ReduceSum(eager::Add(zeros, x).value()).value();
+  Tensor zeros = fn::FillZerosLike(x).value();
+  Tensor loss = fn::ReduceSum(fn::Add(zeros, x).value()).value();
   const absl::Status status = Backward(loss);
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("backward through op 'fill_zeros_like': op 'fill_zeros_like' has no "
@@ -214,10 +215,10 @@ TEST_F(AutogradTest, AnOpWithoutAGradientIsAnErrorAtBackward) {
 // RetainGrad keeps a non-leaf's gradient; others are not kept.
 TEST_F(AutogradTest, RetainGradKeepsANonLeafsGradient) {
   Tensor x = Leaf({0.5f, -1.0f});
-  Tensor h = eager::Tanh(x).value();
-  Tensor h2 = eager::Mul(h, h).value();
+  Tensor h = fn::Tanh(x).value();
+  Tensor h2 = fn::Mul(h, h).value();
   ASSERT_TRUE(RetainGrad(h).ok());
-  ASSERT_TRUE(Backward(eager::ReduceSum(h2).value()).ok());
+  ASSERT_TRUE(Backward(fn::ReduceSum(h2).value()).ok());
   const std::vector<float> hv = Values(h), dh = Values(GradOf(h));
   for (size_t k = 0; k < hv.size(); ++k) EXPECT_FLOAT_EQ(dh[k], 2 * hv[k]);
   EXPECT_FALSE(GradOf(h2).valid());
@@ -230,8 +231,8 @@ TEST_F(AutogradTest, GradReturnsWithoutAccumulating) {
   Tensor x = Leaf({0.5f, -1.0f});
   Tensor w = Leaf({2.0f, 3.0f});
   Tensor unrelated = Leaf({1.0f});
-  Tensor h = eager::Mul(x, w).value();
-  Tensor loss = eager::ReduceSum(eager::Tanh(h).value()).value();
+  Tensor h = fn::Mul(x, w).value();
+  Tensor loss = fn::ReduceSum(fn::Tanh(h).value()).value();
   absl::StatusOr<std::vector<Tensor>> grads = Grad({loss}, {x, h}, {}, {.retain_graph = true});
   ASSERT_TRUE(grads.ok()) << grads.status();
   EXPECT_FALSE(GradOf(x).valid());
@@ -255,14 +256,14 @@ TEST_F(AutogradTest, GradientsMeetingFromTwoStreamsAreOrdered) {
   const std::vector<float> xv = {0.25f, -0.5f, 1.0f, 2.0f}, wv = {1.0f, -1.0f, 0.5f, 0.25f};
   auto run = [&](Device device, bool two_streams) {
     Tensor x = Leaf(xv, device), w = Leaf(wv, device);
-    Tensor a = eager::Mul(x, w).value();
+    Tensor a = fn::Mul(x, w).value();
     Tensor b;
     {
       std::optional<eager::StreamScope> side;
       if (two_streams) side.emplace(StreamKey{device, StreamType::kCompute, 1});
-      b = eager::Tanh(eager::Scale(x, 0.5).value()).value();
+      b = fn::Tanh(fn::Scale(x, 0.5).value()).value();
     }
-    Tensor loss = eager::ReduceSum(eager::Mul(a, b).value()).value();
+    Tensor loss = fn::ReduceSum(fn::Mul(a, b).value()).value();
     EXPECT_TRUE(Backward(loss).ok());
     return std::make_pair(Values(GradOf(x)), Values(GradOf(w)));
   };
@@ -286,8 +287,8 @@ TEST_F(AutogradTest, SavedTensorsAreGoneAfterBackward) {
   std::vector<int64_t> live;
   for (int step = 0; step < 5; ++step) {
     {
-      Tensor h = eager::Tanh(eager::Mul(x, w).value()).value();
-      Tensor loss = eager::ReduceSum(eager::Mul(h, h).value()).value();
+      Tensor h = fn::Tanh(fn::Mul(x, w).value()).value();
+      Tensor loss = fn::ReduceSum(fn::Mul(h, h).value()).value();
       ASSERT_TRUE(Backward(loss).ok());
     }
     ZeroGrad(w);
@@ -298,8 +299,8 @@ TEST_F(AutogradTest, SavedTensorsAreGoneAfterBackward) {
   EXPECT_THAT(live, ElementsAre(2, 2, 2, 2, 2));
   // A forward pass whose backward never runs is freed with its tensors too (no cycles).
   {
-    Tensor h = eager::Tanh(eager::Mul(x, w).value()).value();
-    Tensor loss = eager::ReduceSum(eager::Mul(h, h).value()).value();
+    Tensor h = fn::Tanh(fn::Mul(x, w).value()).value();
+    Tensor loss = fn::ReduceSum(fn::Mul(h, h).value()).value();
   }
   EXPECT_EQ(context_->LiveTensors(), 2);
 }
@@ -327,11 +328,11 @@ TEST_F(AutogradTest, AVeryLongChainIsFreedAndDifferentiated) {
   Tensor one = Vec({1.0f});
   {
     Tensor acc = x;
-    for (int i = 0; i < kLongChain; ++i) acc = eager::Add(acc, one).value();
+    for (int i = 0; i < kLongChain; ++i) acc = fn::Add(acc, one).value();
   }  // dropped unused
   EXPECT_EQ(context_->LiveTensors(), 2);
   Tensor acc = x;
-  for (int i = 0; i < 1000; ++i) acc = eager::Mul(acc, one).value();
+  for (int i = 0; i < 1000; ++i) acc = fn::Mul(acc, one).value();
   ASSERT_TRUE(Backward(acc).ok());
   EXPECT_THAT(Values(GradOf(x)), ElementsAre(1.0f));
 }
@@ -341,9 +342,9 @@ TEST_F(AutogradTest, AVeryLongChainIsFreedAndDifferentiated) {
 // Backward through the rest of the graph works.
 TEST_F(AutogradTest, GradStopsAtItsInputs) {
   Tensor w = Leaf({1.0f, 2.0f});
-  Tensor h = eager::Mul(w, w).value();
-  Tensor l1 = eager::ReduceSum(h).value();
-  Tensor l2 = eager::ReduceSum(eager::Scale(h, 3.0).value()).value();
+  Tensor h = fn::Mul(w, w).value();
+  Tensor l1 = fn::ReduceSum(h).value();
+  Tensor l2 = fn::ReduceSum(fn::Scale(h, 3.0).value()).value();
   absl::StatusOr<std::vector<Tensor>> dh = Grad({l1}, {h});
   ASSERT_TRUE(dh.ok()) << dh.status();
   EXPECT_THAT(Values((*dh)[0]), ElementsAre(1.0f, 1.0f));
@@ -351,8 +352,8 @@ TEST_F(AutogradTest, GradStopsAtItsInputs) {
   EXPECT_THAT(Values(GradOf(w)), ElementsAre(6.0f, 12.0f));
 
   Tensor x = Leaf({1.0f, 2.0f});
-  Tensor sum = eager::Add(eager::FillZerosLike(x).value(), x).value();
-  absl::StatusOr<std::vector<Tensor>> dsum = Grad({eager::ReduceSum(sum).value()}, {sum});
+  Tensor sum = fn::Add(fn::FillZerosLike(x).value(), x).value();
+  absl::StatusOr<std::vector<Tensor>> dsum = Grad({fn::ReduceSum(sum).value()}, {sum});
   ASSERT_TRUE(dsum.ok()) << dsum.status();  // fill_zeros_like's missing gradient is not needed
   EXPECT_THAT(Values((*dsum)[0]), ElementsAre(1.0f, 1.0f));
 }
@@ -363,13 +364,13 @@ TEST_F(AutogradTest, ASeedThatRequiresAGradientLeavesNoCycle) {
   const int64_t before = context_->LiveTensors();
   {
     Tensor w = Leaf({1.0f, 2.0f});
-    Tensor g = eager::Scale(w, 2.0).value();
+    Tensor g = fn::Scale(w, 2.0).value();
     ASSERT_TRUE(Backward(w, g).ok());
     EXPECT_FALSE(RequiresGrad(GradOf(w)));
     EXPECT_THAT(Values(GradOf(w)), ElementsAre(2.0f, 4.0f));
-    Tensor y = eager::Scale(w, 1.0).value();
+    Tensor y = fn::Scale(w, 1.0).value();
     ASSERT_TRUE(RetainGrad(y).ok());
-    ASSERT_TRUE(Backward(y, eager::Scale(y, 1.0).value()).ok());
+    ASSERT_TRUE(Backward(y, fn::Scale(y, 1.0).value()).ok());
     EXPECT_FALSE(RequiresGrad(GradOf(y)));
   }
   EXPECT_EQ(context_->LiveTensors(), before);

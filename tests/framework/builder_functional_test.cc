@@ -125,7 +125,7 @@ TEST_F(BuilderFunctionalTest, MixingModesFailsNamingTheOp) {
   absl::StatusOr<Value> cat = fn::Concat({t, x});
   EXPECT_EQ(cat.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(cat.status().message(), HasSubstr("'concat'"));
-  EXPECT_EQ(fn::Sum({}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fn::Sum(std::vector<Value>{}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(main.desc().global_block().ops().empty());
 }
 

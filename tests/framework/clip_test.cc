@@ -21,7 +21,6 @@
 #include "framework/builder/functional.h"
 #include "framework/builder/program.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/executor/executor.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/interpreter/scope.h"
@@ -97,21 +96,21 @@ TEST_P(ClipFrameworkTest, EagerAutogradFollowsTheRule) {
   absl::StatusOr<eager::Tensor> w = context_->FromVector(kW, shape, GetParam());
   ASSERT_TRUE(x.ok() && w.ok());
   ASSERT_TRUE(autograd::SetRequiresGrad(*x).ok());
-  absl::StatusOr<eager::Tensor> out = eager::Clip(*x, kLo, kHi);
+  absl::StatusOr<eager::Tensor> out = fn::Clip(*x, kLo, kHi);
   ASSERT_TRUE(out.ok()) << out.status();
   std::vector<float> want(kX.size());
   for (size_t i = 0; i < kX.size(); ++i) want[i] = ReferenceClip(kX[i], kLo, kHi);
   ExpectSameFloats(ToFloats(*out), want, "forward");
-  absl::StatusOr<eager::Tensor> product = eager::Mul(*out, *w);
+  absl::StatusOr<eager::Tensor> product = fn::Mul(*out, *w);
   ASSERT_TRUE(product.ok()) << product.status();
-  absl::StatusOr<eager::Tensor> loss = eager::ReduceSum(*product);
+  absl::StatusOr<eager::Tensor> loss = fn::ReduceSum(*product);
   ASSERT_TRUE(loss.ok()) << loss.status();
   const absl::Status backward = autograd::Backward(*loss);
   ASSERT_TRUE(backward.ok()) << backward;
   EXPECT_EQ(ToFloats(autograd::GradOf(*x)), ReferenceGrad());
 
   // Reversed bounds are refused, naming both.
-  absl::StatusOr<eager::Tensor> reversed = eager::Clip(*x, 3, 1);
+  absl::StatusOr<eager::Tensor> reversed = fn::Clip(*x, 3, 1);
   ASSERT_FALSE(reversed.ok());
   EXPECT_EQ(reversed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(reversed.status().message().find("'min' (3)"), absl::string_view::npos)

@@ -4,8 +4,8 @@
 // does not fit fails with the bytes in use, cached and pending release.
 #include <vector>
 
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -35,10 +35,10 @@ TEST(EagerMemoryTest, LoopDroppingResultsFitsInSmallDevice) {
   const Tensor other =
       ctx.FromVector(std::vector<float>(kElements, 0.0f), Shape({kElements}), kSim0).value();
   for (int i = 0; i < 50; ++i) {
-    absl::StatusOr<Tensor> sum = Add(a, b);
+    absl::StatusOr<Tensor> sum = fn::Add(a, b);
     ASSERT_TRUE(sum.ok()) << "iteration " << i << ": " << sum.status();
   }
-  absl::StatusOr<Tensor> sum = Add(a, b);
+  absl::StatusOr<Tensor> sum = fn::Add(a, b);
   ASSERT_TRUE(sum.ok()) << sum.status();
   absl::StatusOr<std::vector<float>> values = sum->ToVector<float>();
   ASSERT_TRUE(values.ok()) << values.status();
@@ -56,7 +56,7 @@ TEST(EagerMemoryTest, TensorBeyondTheDeviceNamesInUseCachedAndPendingBytes) {
       ctx.FromVector(std::vector<float>(kElements, 3.0f), Shape({kElements}), kSim0).value();
   const Tensor d =
       ctx.FromVector(std::vector<float>(kElements, 4.0f), Shape({kElements}), kSim0).value();
-  absl::StatusOr<Tensor> sum = Add(a, b);
+  absl::StatusOr<Tensor> sum = fn::Add(a, b);
   ASSERT_FALSE(sum.ok());
   EXPECT_EQ(sum.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(sum.status().message(), HasSubstr("in use: 67108864 bytes"));

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "gtest/gtest.h"
 
 namespace sluice::eager::eager_tensor_state_test {
@@ -37,7 +37,7 @@ TEST(EagerTensorStateTest, CopiesDroppedOnManyThreadsReleaseOnce) {
     constexpr int kTensors = 200;
     constexpr int kThreads = 4;
     for (int i = 0; i < kTensors; ++i) {
-      Tensor t = Add(one, one).value();
+      Tensor t = fn::Add(one, one).value();
       std::atomic<int> ready{0};
       std::vector<std::thread> threads;
       for (int k = 0; k < kThreads; ++k) {
@@ -86,17 +86,17 @@ TEST(EagerTensorStateTest, AssignmentKeepsCountsRight) {
 TEST(EagerTensorStateTest, ContextLivesAsLongAsItsLastHandleOrTensor) {
   Context ctx = NewContext();
   for (int i = 0; i < 100; ++i) {
-    Tensor t = FillConstant(ctx, Shape({2}), i, DataType::kF32, kCpu).value();
+    Tensor t = fn::FillConstant(ctx, Shape({2}), i, DataType::kF32, kCpu).value();
     EXPECT_EQ(t.ToVector<float>().value(), std::vector<float>(2, static_cast<float>(i)));
   }
-  Tensor survivor = FillConstant(ctx, Shape({2}), 1.0, DataType::kF32, kSim0).value();
+  Tensor survivor = fn::FillConstant(ctx, Shape({2}), 1.0, DataType::kF32, kSim0).value();
   vm::VirtualMachine* const machine = ctx.vm();
   ctx = Context::Create().value();  // the only handle to the first context is gone
-  for (int i = 0; i < 100; ++i) survivor = Scale(survivor, 1.0, 1.0).value();
+  for (int i = 0; i < 100; ++i) survivor = fn::Scale(survivor, 1.0, 1.0).value();
   EXPECT_EQ(survivor.ToVector<float>().value(), std::vector<float>(2, 101.0f));
   Context again = survivor.context();
   EXPECT_EQ(again.vm(), machine);
-  Tensor more = Add(survivor, survivor).value();
+  Tensor more = fn::Add(survivor, survivor).value();
   survivor = Tensor();
   EXPECT_EQ(more.ToVector<float>().value(), std::vector<float>(2, 202.0f));
   EXPECT_TRUE(again.Sync().ok());
@@ -115,8 +115,8 @@ TEST(EagerTensorStateTest, LastTensorsDyingOnTwoThreadsEndTheContextOnce) {
     {
       Context ctx = NewContext();
       for (int i = 0; i < 50; ++i) {
-        mine.push_back(FillConstant(ctx, Shape({4}), i, DataType::kF32, kCpu).value());
-        theirs.push_back(FillConstant(ctx, Shape({4}), i, DataType::kF32, kSim0).value());
+        mine.push_back(fn::FillConstant(ctx, Shape({4}), i, DataType::kF32, kCpu).value());
+        theirs.push_back(fn::FillConstant(ctx, Shape({4}), i, DataType::kF32, kSim0).value());
       }
       ASSERT_TRUE(ctx.Sync().ok());
     }
@@ -141,15 +141,15 @@ TEST(EagerTensorStateTest, TwoContextsOnTwoThreads) {
   Context b = NewContext();
   std::vector<float> ra, rb;
   std::thread ta([&] {
-    Tensor x = FillConstant(a, Shape({4}), 0.0, DataType::kF32, kCpu).value();
-    Tensor one = FillConstant(a, Shape({4}), 1.0, DataType::kF32, kCpu).value();
-    for (int i = 0; i < 5000; ++i) x = Add(x, one).value();
+    Tensor x = fn::FillConstant(a, Shape({4}), 0.0, DataType::kF32, kCpu).value();
+    Tensor one = fn::FillConstant(a, Shape({4}), 1.0, DataType::kF32, kCpu).value();
+    for (int i = 0; i < 5000; ++i) x = fn::Add(x, one).value();
     ra = x.ToVector<float>().value();
   });
   std::thread tb([&] {
-    Tensor x = FillConstant(b, Shape({4}), 0.0, DataType::kF32, kSim0).value();
-    Tensor two = FillConstant(b, Shape({4}), 2.0, DataType::kF32, kSim0).value();
-    for (int i = 0; i < 5000; ++i) x = Add(x, two).value();
+    Tensor x = fn::FillConstant(b, Shape({4}), 0.0, DataType::kF32, kSim0).value();
+    Tensor two = fn::FillConstant(b, Shape({4}), 2.0, DataType::kF32, kSim0).value();
+    for (int i = 0; i < 5000; ++i) x = fn::Add(x, two).value();
     rb = x.ToVector<float>().value();
   });
   ta.join();

@@ -7,8 +7,9 @@
 #include <thread>
 
 #include "core/status.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
+#include "framework/training/eager_optimizers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "vm/sync_checker.h"
@@ -52,13 +53,13 @@ absl::StatusOr<std::vector<float>> RunMlp(Context& ctx, MlpDevices where) {
     return absl::InternalError("upload failed");
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor x1, x->To(where.layer1));
-  SLUICE_ASSIGN_OR_RETURN(Tensor h0, Matmul(x1, *w1));
-  SLUICE_ASSIGN_OR_RETURN(Tensor h1, Add(h0, *b1));
-  SLUICE_ASSIGN_OR_RETURN(Tensor h, Relu(h1));
+  SLUICE_ASSIGN_OR_RETURN(Tensor h0, fn::Matmul(x1, *w1));
+  SLUICE_ASSIGN_OR_RETURN(Tensor h1, fn::Add(h0, *b1));
+  SLUICE_ASSIGN_OR_RETURN(Tensor h, fn::Relu(h1));
   SLUICE_ASSIGN_OR_RETURN(Tensor h2, h.To(where.layer2));
-  SLUICE_ASSIGN_OR_RETURN(Tensor logits, Matmul(h2, *w2));
-  SLUICE_ASSIGN_OR_RETURN(auto xent, SoftmaxWithCrossEntropy(logits, *label));
-  SLUICE_ASSIGN_OR_RETURN(Tensor loss, ReduceMean(xent.second));
+  SLUICE_ASSIGN_OR_RETURN(Tensor logits, fn::Matmul(h2, *w2));
+  SLUICE_ASSIGN_OR_RETURN(auto xent, fn::SoftmaxWithCrossEntropy(logits, *label));
+  SLUICE_ASSIGN_OR_RETURN(Tensor loss, fn::ReduceMean(xent.second));
   SLUICE_ASSIGN_OR_RETURN(Tensor probs, xent.first.To(kCpu));
   SLUICE_ASSIGN_OR_RETURN(std::vector<float> out, probs.ToVector<float>());
   SLUICE_ASSIGN_OR_RETURN(std::vector<float> l, loss.ToVector<float>());
@@ -88,12 +89,12 @@ TEST(EagerTest, ScriptedSequenceEmitsExactlyTheRequiredSyncs) {
   Context ctx = NewContext();
   // Uploads to sim:0 are copies on its h2d stream (the host cannot address its memory);
   // a first op on the compute stream makes a and b compute-stream tensors.
-  Tensor a = Scale(ctx.FromVector(Values(6, 1.0f), Shape({6}), kSim0).value(), 1.0).value();
-  Tensor b = Scale(ctx.FromVector(Values(6, 2.0f), Shape({6}), kSim0).value(), 1.0).value();
+  Tensor a = fn::Scale(ctx.FromVector(Values(6, 1.0f), Shape({6}), kSim0).value(), 1.0).value();
+  Tensor b = fn::Scale(ctx.FromVector(Values(6, 2.0f), Shape({6}), kSim0).value(), 1.0).value();
   const vm::VmStats s0 = ctx.vm()->stats();
 
   // 1. Same stream: no sync.
-  Tensor c = Add(a, b).value();
+  Tensor c = fn::Add(a, b).value();
   // 2. Copy to cpu on sim:0's d2h stream: c was last used on sim:0/compute -> StreamWait.
   //    The output is a fresh cpu tensor last used on the cpu stream -> RecordEvent (cpu).
   Tensor c_host = c.To(kCpu).value();
@@ -103,9 +104,9 @@ TEST(EagerTest, ScriptedSequenceEmitsExactlyTheRequiredSyncs) {
   EXPECT_EQ(s1.record_events - s0.record_events, 1);
 
   // 3. Using c again on sim:0/compute: c's last use is sim:0/d2h -> one StreamWait.
-  Tensor d = Mul(c, a).value();
+  Tensor d = fn::Mul(c, a).value();
   // 4. Another op on the same stream over the same tensors: nothing.
-  Tensor e = Sub(d, c).value();
+  Tensor e = fn::Sub(d, c).value();
   const vm::VmStats s2 = ctx.vm()->stats();
   EXPECT_EQ(s2.op_calls - s1.op_calls, 2);
   EXPECT_EQ(s2.stream_waits - s1.stream_waits, 1);
@@ -113,7 +114,7 @@ TEST(EagerTest, ScriptedSequenceEmitsExactlyTheRequiredSyncs) {
 
   // 5. A cpu op reading the copied tensor: its last use (sim:0/d2h) is another device ->
   //    one RecordEvent.
-  Tensor f = Scale(c_host, 2.0).value();
+  Tensor f = fn::Scale(c_host, 2.0).value();
   const vm::VmStats s3 = ctx.vm()->stats();
   EXPECT_EQ(s3.record_events - s2.record_events, 1);
   EXPECT_EQ(s3.stream_waits - s2.stream_waits, 0);
@@ -135,7 +136,7 @@ TEST(EagerTest, DroppingTheLastHandleReleasesStorage) {
   Tensor x = ctx.FromVector(Values(1024, 1.0f), Shape({1024}), kSim0).value();
   const int64_t releases = ctx.vm()->stats().releases;
   {
-    Tensor y = Scale(x, 3.0).value();
+    Tensor y = fn::Scale(x, 3.0).value();
     Tensor y2 = y;  // a second handle to the same tensor
     (void)y2;
   }
@@ -149,10 +150,10 @@ TEST(EagerTest, TensorsOutliveTheirContextHandle) {
   Tensor t;
   {
     Context ctx = NewContext();
-    t = FillConstant(ctx, Shape({3}), 1.5, DataType::kF32, kSim1).value();
+    t = fn::FillConstant(ctx, Shape({3}), 1.5, DataType::kF32, kSim1).value();
   }
   EXPECT_EQ(t.ToVector<float>().value(), std::vector<float>({1.5f, 1.5f, 1.5f}));
-  Tensor u = Scale(t, 2.0).value();
+  Tensor u = fn::Scale(t, 2.0).value();
   EXPECT_EQ(u.ToVector<float>().value(), std::vector<float>({3.0f, 3.0f, 3.0f}));
 }
 
@@ -164,22 +165,22 @@ TEST(EagerTest, BadInputNamesTheOpAndEnqueuesNothing) {
   Tensor i = ctx.FromVector(std::vector<int32_t>(6, 1), Shape({2, 3}), kCpu).value();
   const int64_t before = ctx.vm()->stats().instructions;
 
-  EXPECT_THAT(Add(a, b).status().message(), HasSubstr("add"));
-  EXPECT_THAT(Add(a, s).status().message(), HasSubstr("sim:0"));
-  EXPECT_THAT(Add(a, i).status().message(), HasSubstr("i32"));
-  EXPECT_THAT(Matmul(a, a).status().message(), HasSubstr("matmul"));
+  EXPECT_THAT(fn::Add(a, b).status().message(), HasSubstr("add"));
+  EXPECT_THAT(fn::Add(a, s).status().message(), HasSubstr("sim:0"));
+  EXPECT_THAT(fn::Add(a, i).status().message(), HasSubstr("i32"));
+  EXPECT_THAT(fn::Matmul(a, a).status().message(), HasSubstr("matmul"));
   EXPECT_THAT(ctx.Call("frobnicate", {{a}}).status().message(), HasSubstr("frobnicate"));
   EXPECT_THAT(
       ctx.Call("scale", {{a}}, vm::AttrMap().Set("scale", std::string("x"))).status().message(),
       HasSubstr("'scale' must be float"));
-  EXPECT_THAT(Add(a, Tensor()).status().message(), HasSubstr("empty Tensor"));
+  EXPECT_THAT(fn::Add(a, Tensor()).status().message(), HasSubstr("empty Tensor"));
   EXPECT_THAT(a.To(Device(DeviceType::kSim, 7)).status().message(), HasSubstr("sim:7"));
   EXPECT_THAT(ctx.FromVector(Values(5, 1.0f), Shape({2, 3}), kCpu).status().message(),
               HasSubstr("got 20"));
   EXPECT_EQ(ctx.vm()->stats().instructions, before);
 
   // Still usable.
-  EXPECT_EQ(Add(a, a).value().ToVector<float>().value().size(), 6u);
+  EXPECT_EQ(fn::Add(a, a).value().ToVector<float>().value().size(), 6u);
   ASSERT_TRUE(ctx.Sync().ok());
 }
 
@@ -208,27 +209,27 @@ TEST(EagerTest, KernelErrorSurfacesAtTheReadAndTheContextRecovers) {
   Context ctx = NewContext();
   Tensor logits = ctx.FromVector(Values(6, 1.0f), Shape({2, 3}), kSim0).value();
   Tensor bad_label = ctx.FromVector(std::vector<int64_t>{0, 9}, Shape({2, 1}), kSim0).value();
-  auto xent = SoftmaxWithCrossEntropy(logits, bad_label);
+  auto xent = fn::SoftmaxWithCrossEntropy(logits, bad_label);
   ASSERT_TRUE(xent.ok()) << xent.status();  // the label is checked when the kernel runs
   absl::StatusOr<std::vector<float>> loss = xent->second.ToVector<float>();
   EXPECT_FALSE(loss.ok());
   EXPECT_FALSE(ctx.Sync().ok());
   EXPECT_TRUE(ctx.Sync().ok());
-  Tensor fine = Scale(logits, 1.0).value();
+  Tensor fine = fn::Scale(logits, 1.0).value();
   EXPECT_EQ(fine.ToVector<float>().value(), Values(6, 1.0f));
 }
 
 TEST(EagerTest, RandomOpsUseTheContextSeedSequence) {
   Context ctx = NewContext();
-  Tensor a = UniformRandom(ctx, Shape({64})).value();
-  Tensor b = UniformRandom(ctx, Shape({64})).value();
+  Tensor a = fn::UniformRandom(ctx, Shape({64})).value();
+  Tensor b = fn::UniformRandom(ctx, Shape({64})).value();
   EXPECT_NE(a.ToVector<float>().value(), b.ToVector<float>().value());
-  Tensor c = GaussianRandom(ctx, Shape({64}), 0, 1, /*seed=*/42, DataType::kF32, kSim1).value();
-  Tensor d = GaussianRandom(ctx, Shape({64}), 0, 1, /*seed=*/42, DataType::kF32, kCpu).value();
+  Tensor c = fn::GaussianRandom(ctx, Shape({64}), 0, 1, /*seed=*/42, DataType::kF32, kSim1).value();
+  Tensor d = fn::GaussianRandom(ctx, Shape({64}), 0, 1, /*seed=*/42, DataType::kF32, kCpu).value();
   EXPECT_EQ(c.ToVector<float>().value(), d.ToVector<float>().value());
   // Two contexts with the same seed draw the same sequence.
   Context other = NewContext();
-  Tensor a2 = UniformRandom(other, Shape({64})).value();
+  Tensor a2 = fn::UniformRandom(other, Shape({64})).value();
   EXPECT_EQ(a.ToVector<float>().value(), a2.ToVector<float>().value());
 }
 
@@ -239,8 +240,8 @@ TEST(EagerTest, OpsFromSeveralThreads) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       const Device device = t % 2 == 0 ? kSim0 : kCpu;
-      Tensor x = FillConstant(ctx, Shape({8}), t, DataType::kF32, device).value();
-      for (int i = 0; i < 50; ++i) x = Scale(x, 1.0, 1.0).value();
+      Tensor x = fn::FillConstant(ctx, Shape({8}), t, DataType::kF32, device).value();
+      for (int i = 0; i < 50; ++i) x = fn::Scale(x, 1.0, 1.0).value();
       results[t] = x.ToVector<float>().value();
     });
   }
@@ -276,7 +277,7 @@ TEST(EagerTest, BlobReferenceKeepsTheTensorsStorage) {
   Tensor one = ctx.FromVector(std::vector<float>{1.0f}, Shape({1}), Device()).value();
   vm::BlobRef ref;
   {
-    Tensor t = Add(one, one).value();
+    Tensor t = fn::Add(one, one).value();
     ref = t.blob();
   }
   ASSERT_TRUE(ctx.Sync().ok());

@@ -14,8 +14,8 @@
 #include "core/allocator.h"
 #include "core/status.h"
 #include "framework/autograd/autograd.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/eager/stream_scope.h"
 #include "framework/training/eager_layers.h"
 #include "framework/training/eager_optimizers.h"
@@ -76,9 +76,9 @@ class EagerTrainingTest : public ::testing::Test {
         std::optional<StreamScope> side;
         if (two_streams && l == 1) side.emplace(StreamKey{device, StreamType::kCompute, 1});
         h = layers[l](h).value();
-        if (l + 1 < layers.size()) h = Tanh(h).value();
+        if (l + 1 < layers.size()) h = fn::Tanh(h).value();
       }
-      Tensor loss = ReduceMean(Square(Sub(h, y).value()).value()).value();
+      Tensor loss = fn::ReduceMean(fn::Square(fn::Sub(h, y).value()).value()).value();
       EXPECT_TRUE(autograd::Backward(loss).ok());
       EXPECT_TRUE(sgd.Step().ok());
       sgd.ZeroGrad();
@@ -95,7 +95,7 @@ TEST_F(EagerTrainingTest, SgdStepsByTheLearningRateTimesTheGradient) {
   ASSERT_TRUE(autograd::SetRequiresGrad(w).ok());
   Sgd sgd = Sgd::Create({w}, 0.5).value();
   // loss = sum(w * w): grad 2w.
-  ASSERT_TRUE(autograd::Backward(ReduceSum(Mul(w, w).value()).value()).ok());
+  ASSERT_TRUE(autograd::Backward(fn::ReduceSum(fn::Mul(w, w).value()).value()).ok());
   ASSERT_TRUE(sgd.Step().ok());
   EXPECT_THAT(Values(w), ::testing::ElementsAre(0.0f, 0.0f));  // w - 0.5 * 2w
   sgd.ZeroGrad();
@@ -110,7 +110,7 @@ TEST_F(EagerTrainingTest, AdamTakesItsFirstStepOfSizeLearningRate) {
   AdamOptions options;
   options.learning_rate = 0.1;
   Adam adam = Adam::Create({w}, options).value();
-  ASSERT_TRUE(autograd::Backward(ReduceSum(Mul(w, w).value()).value()).ok());
+  ASSERT_TRUE(autograd::Backward(fn::ReduceSum(fn::Mul(w, w).value()).value()).ok());
   ASSERT_TRUE(adam.Step().ok());
   // With bias correction, Adam's first step is lr * sign(grad) (up to epsilon).
   const std::vector<float> after = Values(w);
@@ -127,7 +127,7 @@ TEST_F(EagerTrainingTest, OptimizersRefuseParametersThatCannotTrain) {
   EXPECT_EQ(Adam::Create({}).status().code(), absl::StatusCode::kInvalidArgument);
   Tensor w = Vec({1.0f});
   ASSERT_TRUE(autograd::SetRequiresGrad(w).ok());
-  Tensor derived = Scale(w, 2.0).value();
+  Tensor derived = fn::Scale(w, 2.0).value();
   EXPECT_EQ(Sgd::Create({w, derived}, 0.1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -147,7 +147,7 @@ TEST_F(EagerTrainingTest, NothingAccumulatesOverAHundredSteps) {
   std::vector<int64_t> live, peak, in_use;
   for (int step = 0; step < 100; ++step) {
     allocator.ResetPeakBytes();
-    Tensor loss = ReduceMean(Square(Tanh(layer(x).value()).value()).value()).value();
+    Tensor loss = fn::ReduceMean(fn::Square(fn::Tanh(layer(x).value()).value()).value()).value();
     ASSERT_TRUE(autograd::Backward(loss).ok());
     ASSERT_TRUE(sgd.Step().ok());
     sgd.ZeroGrad();

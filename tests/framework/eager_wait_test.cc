@@ -4,8 +4,8 @@
 #include <atomic>
 #include <vector>
 
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "gtest/gtest.h"
 
 namespace sluice::eager::eager_wait_test {
@@ -27,7 +27,7 @@ TEST(EagerWaitTest, ReturnsOnceReadyWithoutInterrupting) {
   Context ctx = SlowSimContext(0);
   const Device sim0(DeviceType::kSim, 0);
   Tensor x = *ctx.FromVector(std::vector<float>{1, 2}, Shape({2}), sim0);
-  Tensor y = *Scale(x, 3.0);
+  Tensor y = *fn::Scale(x, 3.0);
   int calls = 0;
   ASSERT_TRUE(y.WaitUntilReady([&] {
                  ++calls;
@@ -40,7 +40,7 @@ TEST(EagerWaitTest, AnInterruptAbandonsTheWaitAndTheWorkGoesOn) {
   Context ctx = SlowSimContext(40000);  // up to 40 ms per work item
   const Device sim0(DeviceType::kSim, 0);
   Tensor y = *ctx.FromVector(std::vector<float>{1}, Shape({1}), sim0);
-  for (int i = 0; i < 20; ++i) y = *Scale(y, 2.0);  // a chain of about 0.4 s
+  for (int i = 0; i < 20; ++i) y = *fn::Scale(y, 2.0);  // a chain of about 0.4 s
   int calls = 0;
   const absl::Status waited = y.WaitUntilReady(
       [&] {
@@ -61,7 +61,7 @@ TEST(EagerWaitTest, AProducersErrorComesBack) {
   // matmul [2,1] x [3,1] fails before anything is enqueued; poison a tensor instead by
   // reading one that was never valid.
   EXPECT_FALSE(Tensor().WaitUntilReady([] { return absl::OkStatus(); }).ok());
-  EXPECT_FALSE(Matmul(a, b).ok());
+  EXPECT_FALSE(fn::Matmul(a, b).ok());
 }
 
 }  // namespace

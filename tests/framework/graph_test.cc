@@ -15,7 +15,6 @@
 #include "framework/autograd/autograd.h"
 #include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/optim/optimizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -71,7 +70,7 @@ TEST_P(GraphTest, TrivialCallReturnsEagerTensorsAtOnce) {
   EXPECT_EQ(out[0].device(), device());
   EXPECT_EQ(out[0].shape(), Shape({4}));
   // The output feeds eager ops and another call, all ordered by the engine.
-  eager::Tensor twice = eager::Add(out[0], out[0]).value();
+  eager::Tensor twice = fn::Add(out[0], out[0]).value();
   std::vector<eager::Tensor> again = g({twice}).value();
   EXPECT_EQ(Values(out[0]), (std::vector<float>{2, 3, 4, 5}));
   EXPECT_EQ(Values(again[0]), (std::vector<float>{5, 7, 9, 11}));
@@ -146,7 +145,7 @@ TEST_P(GraphTest, ParametersAreSharedAndUpdatedInPlace) {
   eager::Tensor x = ctx_.FromVector<float>({1, 1, 2, 2}, Shape({4}), device()).value();
   std::vector<eager::Tensor> loss = g({x}).value();
   // The eager op after the call reads the updated storage: no copy of w was made.
-  eager::Tensor w_plus = eager::Add(w, w).value();
+  eager::Tensor w_plus = fn::Add(w, w).value();
   EXPECT_EQ(Values(loss[0]), (std::vector<float>{1 + 2 + 6 + 8}));
   EXPECT_EQ(Values(w), (std::vector<float>{0.5f, 1.5f, 2, 3}));
   EXPECT_EQ(Values(w_plus), (std::vector<float>{1, 3, 4, 6}));
@@ -171,7 +170,7 @@ TEST_P(GraphTest, AnUpdateBumpsTheParametersVersionSoBackwardSeesAStaleSave) {
           })
           .value();
   // mul saves w for its gradient; the graph then halves w in place.
-  eager::Tensor y = eager::ReduceSum(eager::Mul(w, w).value()).value();
+  eager::Tensor y = fn::ReduceSum(fn::Mul(w, w).value()).value();
   eager::Tensor x = ctx_.FromVector<float>({0}, Shape({1}), device()).value();
   ASSERT_TRUE(halve({x}).ok());
   EXPECT_EQ(Values(w), (std::vector<float>{0.5f, 1}));
@@ -196,7 +195,7 @@ TEST_P(GraphTest, FailingOpPoisonsTheOutputsAndTheContextStaysUsable) {
       ctx_.FromVector<float>({1, 2, 3, 4, 5, 6}, Shape({2, 3}), device()).value();
   eager::Tensor bad = ctx_.FromVector<int64_t>({0, 7}, Shape({2, 1}), device()).value();
   std::vector<eager::Tensor> out = g({logits, bad}).value();  // submitted: no error yet
-  eager::Tensor after = eager::Add(out[0], out[0]).value();
+  eager::Tensor after = fn::Add(out[0], out[0]).value();
   absl::StatusOr<std::vector<float>> read = after.ToVector<float>();
   ASSERT_FALSE(read.ok());
   EXPECT_THAT(read.status().message(), HasSubstr("softmax_with_cross_entropy"));
@@ -209,7 +208,7 @@ TEST_P(GraphTest, FailingOpPoisonsTheOutputsAndTheContextStaysUsable) {
   const float expected = 0.5f * (std::log(std::exp(1.f) + std::exp(2.f) + std::exp(3.f)) - 1.f +
                                  std::log(std::exp(4.f) + std::exp(5.f) + std::exp(6.f)) - 6.f);
   EXPECT_NEAR(Values(out[0])[0], expected, 1e-5);
-  EXPECT_EQ(Values(eager::Add(logits, logits).value())[5], 12.0f);
+  EXPECT_EQ(Values(fn::Add(logits, logits).value())[5], 12.0f);
   EXPECT_EQ(ctx_.vm()->sync_checker()->violation_count(), 0);
 }
 
@@ -280,9 +279,9 @@ TEST_P(GraphTest, TimelineShowsTheLaunchAndItsStepsAmongEagerOps) {
                     {.name = "timeline"})
           .value();
   eager::Tensor x = ctx_.FromVector<float>({0.5f, 1}, Shape({2}), device()).value();
-  eager::Tensor before = eager::Add(x, x).value();
+  eager::Tensor before = fn::Add(x, x).value();
   eager::Tensor out = g({before}).value()[0];
-  eager::Tensor after = eager::Sub(out, x).value();
+  eager::Tensor after = fn::Sub(out, x).value();
   ASSERT_TRUE(after.ToVector<float>().ok());
   ASSERT_OK(ctx_.Sync());
   ctx_.vm()->SetTracer(nullptr);

@@ -11,9 +11,9 @@
 
 #include "core/status.h"
 #include "framework/autograd/autograd.h"
+#include "framework/builder/functional.h"
 #include "framework/builder/losses.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/graph/graph.h"
 #include "framework/models/linear_regression.h"
 #include "framework/models/linear_regression_graph.h"
@@ -151,8 +151,8 @@ TEST_P(GraphTrainingTest, SpecializationsShareTheOptimizerState) {
   std::vector<float> pick(8 * 16, 0.0f);
   for (int r = 0; r < 8; ++r) pick[static_cast<size_t>(r * 16 + r)] = 1.0f;
   eager::Tensor selector = setup_.context.FromVector(pick, Shape({8, 16}), device()).value();
-  eager::Tensor x_half = eager::Matmul(selector, x).value();
-  eager::Tensor y_half = eager::Matmul(selector, y).value();
+  eager::Tensor x_half = fn::Matmul(selector, x).value();
+  eager::Tensor y_half = fn::Matmul(selector, y).value();
   auto batch = [&](int step) {
     return step % 2 == 0 ? std::make_pair(x, y) : std::make_pair(x_half, y_half);
   };

@@ -17,9 +17,9 @@
 #include "core/shape.h"
 #include "framework/autodiff/backward.h"
 #include "framework/autograd/autograd.h"
+#include "framework/builder/functional.h"
 #include "framework/builder/program.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/executor/executor.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/interpreter/scope.h"
@@ -111,14 +111,14 @@ TEST_P(MaxMinNanGradTest, EagerAutogradFollowsTheRule) {
     ASSERT_TRUE(x.ok() && y.ok() && w.ok());
     ASSERT_TRUE(autograd::SetRequiresGrad(*x).ok());
     ASSERT_TRUE(autograd::SetRequiresGrad(*y).ok());
-    absl::StatusOr<eager::Tensor> out = IsMax(op) ? eager::Maximum(*x, *y) : eager::Minimum(*x, *y);
+    absl::StatusOr<eager::Tensor> out = IsMax(op) ? fn::Maximum(*x, *y) : fn::Minimum(*x, *y);
     ASSERT_TRUE(out.ok()) << out.status();
     std::vector<float> want(kX.size());
     for (size_t i = 0; i < kX.size(); ++i) want[i] = Reference(op, kX[i], kY[i]);
     ExpectSameFloats(ToFloats(*out), want, "forward");
-    absl::StatusOr<eager::Tensor> product = eager::Mul(*out, *w);
+    absl::StatusOr<eager::Tensor> product = fn::Mul(*out, *w);
     ASSERT_TRUE(product.ok()) << product.status();
-    absl::StatusOr<eager::Tensor> loss = eager::ReduceSum(*product);
+    absl::StatusOr<eager::Tensor> loss = fn::ReduceSum(*product);
     ASSERT_TRUE(loss.ok()) << loss.status();
     const absl::Status backward = autograd::Backward(*loss);
     ASSERT_TRUE(backward.ok()) << backward;

@@ -13,7 +13,6 @@
 #include "framework/builder/losses.h"
 #include "framework/builder/program.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/executor/executor.h"
 #include "framework/interpreter/scope.h"
 #include "framework/training/eager_layers.h"

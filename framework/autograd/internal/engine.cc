@@ -8,8 +8,8 @@
 #include "core/status.h"
 #include "framework/autograd/internal/grad_mode.h"
 #include "framework/autograd/internal/recorder.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/eager/internal/tensor_access.h"
 #include "framework/eager/stream_scope.h"
 
@@ -24,7 +24,7 @@ absl::Status AddInto(Tensor& sum, const Tensor& more) {
     sum = more;
     return absl::OkStatus();
   }
-  SLUICE_ASSIGN_OR_RETURN(sum, eager::Add(sum, more));
+  SLUICE_ASSIGN_OR_RETURN(sum, fn::Add(sum, more));
   return absl::OkStatus();
 }
 
@@ -249,8 +249,8 @@ class Pass {
                 inputs[slot].push_back(output_grads[k]);
               } else if (!step.optional[slot]) {
                 const OutputInfo& out = node.outputs[k];
-                SLUICE_ASSIGN_OR_RETURN(Tensor zeros, eager::FillConstant(context_, out.shape, 0.0,
-                                                                          out.dtype, out.device));
+                SLUICE_ASSIGN_OR_RETURN(Tensor zeros, fn::FillConstant(context_, out.shape, 0.0,
+                                                                       out.dtype, out.device));
                 inputs[slot].push_back(std::move(zeros));
               }
               break;

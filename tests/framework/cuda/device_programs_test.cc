@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "ep/cuda/cuda_device.h"
+#include "framework/builder/functional.h"
 #include "framework/eager/context.h"
-#include "framework/eager/functional.h"
 #include "framework/executor/executor.h"
 #include "framework/interpreter/scope.h"
 #include "framework/ir/program_desc.h"
@@ -72,7 +72,7 @@ TEST(DeviceEagerTest, ResultsReadBackFromEveryDevice) {
     absl::StatusOr<eager::Tensor> ta = context->FromVector(a, Shape({2, 3}), device);
     absl::StatusOr<eager::Tensor> tb = context->FromVector(b, Shape({2, 3}), device);
     ASSERT_TRUE(ta.ok() && tb.ok()) << ta.status() << tb.status();
-    absl::StatusOr<eager::Tensor> sum = eager::Add(*ta, *tb);
+    absl::StatusOr<eager::Tensor> sum = fn::Add(*ta, *tb);
     ASSERT_TRUE(sum.ok()) << sum.status();
     EXPECT_EQ(sum->device(), device);
     absl::StatusOr<std::vector<float>> values = sum->ToVector<float>();
@@ -84,7 +84,7 @@ TEST(DeviceEagerTest, ResultsReadBackFromEveryDevice) {
     absl::StatusOr<eager::Tensor> host = sum->To(Device());
     ASSERT_TRUE(host.ok()) << host.status();
     EXPECT_EQ(host->device().type(), DeviceType::kCpu);
-    absl::StatusOr<eager::Tensor> twice = eager::Add(*host, *host);
+    absl::StatusOr<eager::Tensor> twice = fn::Add(*host, *host);
     ASSERT_TRUE(twice.ok()) << twice.status();
     absl::StatusOr<std::vector<float>> doubled = twice->ToVector<float>();
     ASSERT_TRUE(doubled.ok()) << doubled.status();
