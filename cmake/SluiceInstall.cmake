@@ -3,7 +3,8 @@
 # (Sluice::c, libsluice_c.so, with capi/sluice_c_api.h and a pkg-config file sluice.pc).
 include(CMakePackageConfigHelpers)
 
-set(_sluice_targets sluice_core sluice_ep_api sluice_ep_cuda sluice_ep_ccl sluice_ep sluice_vm sluice_ops sluice_framework)
+set(_sluice_targets sluice_core sluice_ep_api sluice_ep_cuda sluice_ep_ccl sluice_ep sluice_vm sluice_ops
+  ${SLUICE_FRAMEWORK_LIBRARIES} sluice_framework)
 if(TARGET sluice_ops_cuda)  # the device code of the cuda kernels, linked into sluice_ops
   list(APPEND _sluice_targets sluice_ops_cuda)
 endif()

@@ -6,6 +6,10 @@
 # Private headers stay private: no file includes another layer's internal/ header, and no
 # public header (one outside every internal/ folder) includes an internal/ header at all —
 # the install ships no internal/, so such a header would not compile for an embedder.
+# Inside framework/, each folder is a sub-library: framework/layers.txt lists them, each
+# with the folders it may include, each after the ones it names (so no cycle); an include of
+# another framework folder not on the includer's line, a folder missing from the file, or a
+# name used before its line is rejected.
 #
 #   scripts/check_layering.sh [ROOT]     check ROOT (default: the repository); exit 1 and
 #                                        list file:line for every upward include
@@ -47,6 +51,57 @@ check_tree() {
     fi
   done
   check_private "$root" || found=1
+  check_framework_layers "$root" || found=1
+  return "$found"
+}
+
+# framework/'s sub-libraries against framework/layers.txt (see the header); under $1 (the
+# current directory). Prints one line per violation; returns 1 if there is any.
+check_framework_layers() {
+  local file=framework/layers.txt found=0
+  [[ -d framework ]] || return 0
+  if [[ ! -f $file ]]; then
+    echo "$file: missing (framework's sub-libraries and their arrows)"
+    return 1
+  fi
+  declare -A allowed=()
+  local line name arrows arrow n=0
+  while IFS= read -r line; do
+    n=$((n + 1))
+    [[ $line =~ ^([a-z_]+):(.*)$ ]] || continue
+    name=${BASH_REMATCH[1]}
+    arrows=${BASH_REMATCH[2]}
+    for arrow in $arrows; do
+      if [[ -z ${allowed[$arrow]+set} ]]; then
+        found=1
+        echo "$file:$n: $name names $arrow before its line (a cycle, or a missing library)"
+      fi
+    done
+    allowed[$name]=" $arrows "
+  done <"$file"
+  local dir sub hits hit
+  for dir in framework/*/; do
+    sub=$(basename "$dir")
+    if [[ -z ${allowed[$sub]+set} ]]; then
+      found=1
+      echo "$file: framework/$sub/ is not listed"
+      continue
+    fi
+    hits=$(grep -rnE --include='*.h' --include='*.cc' --include='*.cu' \
+      '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]framework/[a-z_]+/' "$dir") || {
+      (( $? == 1 )) || return 2
+    }
+    [[ -n "$hits" ]] || continue
+    while IFS= read -r hit; do
+      local where=${hit%:*} text=${hit#*:}
+      text=${text#*:}
+      local target=${text#*framework/}
+      target=${target%%/*}
+      [[ $target == "$sub" || ${allowed[$sub]} == *" $target "* ]] && continue
+      found=1
+      echo "${where}: framework/$sub/ may not include framework/$target/ (framework/layers.txt): ${text}"
+    done <<<"$hits"
+  done
   return "$found"
 }
 
@@ -99,6 +154,10 @@ self_test() {
   printf '#include "ops/internal/families.h"\n' >"$tmp/ops/cpu/kernels.cc"
   printf '#include "ops/internal/families.h"\n' >"$tmp/ops/internal/helpers.h"
   printf '#include "ep/sim/internal/sim_stream.h"\n' >"$tmp/ep/sim/internal/ok.h"
+  mkdir -p "$tmp"/framework/{ir,builder,graph}
+  printf 'ir:\nbuilder: ir\ngraph: builder\n' >"$tmp/framework/layers.txt"
+  printf '#include "framework/ir/desc.h"\n#include "framework/builder/x.h"\n' \
+    >"$tmp/framework/builder/ok.cc"
 
   echo "check_layering self-test: a clean tree must pass"
   if ! out=$(bash "$script" "$tmp" 2>&1); then
@@ -116,8 +175,14 @@ self_test() {
   # Private headers: another layer's internal/, and a public header including its own.
   printf '#include "vm/z.h"\n#include "ep/internal/spin.h"\n' >"$tmp/vm/private.cc"
   printf '#include "ops/internal/families.h"\n' >"$tmp/ops/public.h"
+  # framework's sub-libraries: an arrow not on the line (graph may include builder, not ir;
+  # ir nothing).
+  printf '#include "framework/builder/x.h"\n#include "framework/ir/desc.h"\n' \
+    >"$tmp/framework/graph/bad.cc"
+  printf '#include "framework/graph/g.h"\n' >"$tmp/framework/ir/bad.h"
   local expected=(core/bad.cc:2 ep/sim/internal/bad.h:3 ops/bad.cu:1 framework/bad.h:1
-                  stress/bad.cc:2 vm/private.cc:2 ops/public.h:1)
+                  stress/bad.cc:2 vm/private.cc:2 ops/public.h:1 framework/graph/bad.cc:2
+                  framework/ir/bad.h:1)
 
   echo "check_layering self-test: a tree with ${#expected[@]} upward includes must fail"
   rc=0

@@ -18,6 +18,7 @@
 #include "framework/builder/functional.h"
 #include "framework/builder/losses.h"
 #include "framework/compiler/compiler.h"
+#include "framework/distributed/data_parallel.h"
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
 #include "framework/graph/graph.h"
@@ -170,9 +171,10 @@ void AddCommonOptions(OptionParser& parser, const char* steps_help, CommonOption
                     std::numeric_limits<int64_t>::max(), &o->bucket_bytes);
 }
 
-// The executor options both commands use.
-framework::ExecutorOptions MakeExecutorOptions(const CommonOptions& common,
-                                               std::vector<std::string> averaged) {
+// The executor options both commands use, for executors of `context`.
+absl::StatusOr<framework::ExecutorOptions> MakeExecutorOptions(const CommonOptions& common,
+                                                               std::vector<std::string> averaged,
+                                                               eager::Context& context) {
   framework::ExecutorOptions options;
   options.interpreter.device = common.device;
   options.interpreter.compute_streams = common.streams;
@@ -181,7 +183,10 @@ framework::ExecutorOptions MakeExecutorOptions(const CommonOptions& common,
     framework::DataParallelOptions data_parallel;
     data_parallel.bucket_bytes = common.bucket_bytes;
     data_parallel.averaged = std::move(averaged);
-    options.data_parallel = data_parallel;
+    const ep::ccl::World& world = context.runtime()->world();
+    SLUICE_ASSIGN_OR_RETURN(options.transform,
+                            framework::MakeDataParallelTransform(&context.registry(), world.rank(),
+                                                                 world.size(), data_parallel));
   }
   return options;
 }
@@ -271,8 +276,10 @@ int RunMain(int argc, char** argv) {
     }
     return ReportFailure("run", status);
   };
-  framework::Executor executor(&context->registry(), context->vm(),
-                               MakeExecutorOptions(common, fetches));
+  absl::StatusOr<framework::ExecutorOptions> executor_options =
+      MakeExecutorOptions(common, fetches, *context);
+  if (!executor_options.ok()) return fail(executor_options.status());
+  framework::Executor executor(&context->registry(), context->vm(), *executor_options);
   framework::Scope scope;
   if (!startup_path.empty()) {
     absl::StatusOr<framework::ir::ProgramDesc> startup =
@@ -467,8 +474,10 @@ int DemoMain(int argc, char** argv) {
     std::printf("wrote %s/{main.program,startup.program,x.npy,y.npy}; loss variable: %s\n",
                 write_dir.c_str(), model->loss.c_str());
   }
-  framework::Executor executor(&context->registry(), context->vm(),
-                               MakeExecutorOptions(common, {model->loss}));
+  absl::StatusOr<framework::ExecutorOptions> executor_options =
+      MakeExecutorOptions(common, {model->loss}, *context);
+  if (!executor_options.ok()) return ReportFailure("demo", executor_options.status());
+  framework::Executor executor(&context->registry(), context->vm(), *executor_options);
   framework::Scope scope;
   absl::StatusOr<framework::RunResult> init = executor.Run(model->startup->desc(), {}, {}, &scope);
   if (!init.ok()) return ReportFailure("demo", init.status());

@@ -26,6 +26,7 @@
 #include "benchmark/benchmark.h"
 #include "core/status.h"
 #include "ep/ccl/world.h"
+#include "framework/distributed/data_parallel.h"
 #include "framework/eager/collectives.h"
 #include "framework/eager/context.h"
 #include "framework/executor/executor.h"
@@ -133,7 +134,13 @@ void BM_DataParallel_GatedMlpStep(benchmark::State& state) {
       framework::BuildGatedMlp(&ctx.registry(), model_options);
   SLUICE_CHECK(model.ok());
   framework::ExecutorOptions options;
-  if (data_parallel) options.data_parallel = framework::DataParallelOptions();
+  if (data_parallel) {
+    const ep::ccl::World& world = ctx.runtime()->world();
+    auto transform =
+        framework::MakeDataParallelTransform(&ctx.registry(), world.rank(), world.size(), {});
+    SLUICE_CHECK(transform.ok());
+    options.transform = *std::move(transform);
+  }
   framework::Executor executor(&ctx.registry(), ctx.vm(), options);
   framework::Scope scope;
   SLUICE_CHECK(executor.Run(model->startup->desc(), {}, {}, &scope).ok());

@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -259,6 +260,58 @@ absl::StatusOr<ir::ProgramDesc> MakeDataParallel(const ir::ProgramDesc& program,
   block.mutable_ops() = std::move(rewritten);
   if (stats != nullptr) *stats = local;
   return out;
+}
+
+namespace {
+
+class DataParallelTransform final : public ProgramTransform {
+ public:
+  DataParallelTransform(const ops::OpRegistry* registry, int rank, int size,
+                        DataParallelOptions options)
+      : registry_(registry), rank_(rank), size_(size), options_(std::move(options)) {}
+
+  absl::StatusOr<ir::ProgramDesc> Rewrite(const ir::ProgramDesc& program,
+                                          absl::Span<const std::string> host_feeds) const override {
+    // MakeDataParallel leaves options.replicated_feeds whole.
+    return MakeDataParallel(program, *registry_, host_feeds, size_, options_);
+  }
+
+  absl::StatusOr<Feeds> MapFeeds(const Feeds& feeds, const BlobFeeds& device_feeds) const override {
+    if (!device_feeds.empty()) {
+      return absl::UnimplementedError(
+          "data parallel: device-resident feeds are not split across ranks; feed host tensors");
+    }
+    Feeds shards;
+    shards.reserve(feeds.size());
+    for (const auto& [name, value] : feeds) {
+      if (absl::c_linear_search(options_.replicated_feeds, name)) {
+        shards.emplace_back(name, value);
+        continue;
+      }
+      SLUICE_ASSIGN_OR_RETURN(HostTensor shard, ShardFeed(name, value, rank_, size_));
+      shards.emplace_back(name, std::move(shard));
+    }
+    return shards;
+  }
+
+ private:
+  const ops::OpRegistry* const registry_;
+  const int rank_;
+  const int size_;
+  const DataParallelOptions options_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const ProgramTransform>> MakeDataParallelTransform(
+    const ops::OpRegistry* registry, int rank, int size, DataParallelOptions options) {
+  if (registry == nullptr) return absl::InvalidArgumentError("data parallel: no op registry");
+  if (size < 1 || rank < 0 || rank >= size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data parallel: rank ", rank, " is not one of ", size, " ranks"));
+  }
+  return std::shared_ptr<const ProgramTransform>(
+      std::make_shared<DataParallelTransform>(registry, rank, size, std::move(options)));
 }
 
 }  // namespace sluice::framework

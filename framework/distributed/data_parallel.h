@@ -17,11 +17,13 @@
 #define SLUICE_FRAMEWORK_DISTRIBUTED_DATA_PARALLEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "framework/executor/program_transform.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/ir/program_desc.h"
 #include "ops/op_registry.h"
@@ -59,6 +61,15 @@ absl::StatusOr<ir::ProgramDesc> MakeDataParallel(const ir::ProgramDesc& program,
 // InvalidArgument naming `name` for a scalar or a first dimension `size` does not divide.
 absl::StatusOr<HostTensor> ShardFeed(const std::string& name, const HostTensor& feed, int rank,
                                      int size);
+
+// Data-parallel training as the program transform an Executor is handed
+// (ExecutorOptions::transform): every program runs as MakeDataParallel makes it for `size`
+// ranks, its host feeds split along their first dimension with this rank (`rank`) taking
+// its rows (ShardFeed), except options.replicated_feeds; device-resident feeds are refused
+// (Unimplemented). Every rank must run the same programs in the same order. `registry`
+// must outlive the transform. InvalidArgument for a rank outside [0, size).
+absl::StatusOr<std::shared_ptr<const ProgramTransform>> MakeDataParallelTransform(
+    const ops::OpRegistry* registry, int rank, int size, DataParallelOptions options);
 
 }  // namespace sluice::framework
 

@@ -131,14 +131,12 @@ absl::StatusOr<std::shared_ptr<Interpreter>> Executor::FindOrBuild(
   *hit = false;
   const ir::ProgramDesc* to_build = &program;
   ir::ProgramDesc replica;
-  if (options_.data_parallel.has_value()) {
-    std::vector<std::string> split;
+  if (options_.transform != nullptr) {
+    std::vector<std::string> host_feeds;
     for (const std::string& name : feed_names) {
-      if (!absl::c_linear_search(io.device_feeds, name)) split.push_back(name);
+      if (!absl::c_linear_search(io.device_feeds, name)) host_feeds.push_back(name);
     }
-    SLUICE_ASSIGN_OR_RETURN(
-        replica, MakeDataParallel(program, *registry_, split, vm_->runtime()->world().size(),
-                                  *options_.data_parallel));
+    SLUICE_ASSIGN_OR_RETURN(replica, options_.transform->Rewrite(program, host_feeds));
     to_build = &replica;
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interpreter,
@@ -280,23 +278,9 @@ absl::StatusOr<std::shared_ptr<RunHandle>> Executor::Launch(
   SLUICE_RETURN_IF_ERROR(interpreter->CheckInitialized());
   // Without mu_ (statistics stay readable): with device feeds this submits their copies, and
   // Submit below may wait on the host for them.
-  if (options_.data_parallel.has_value()) {
-    if (!device_feeds.empty()) {
-      return absl::UnimplementedError(
-          "data parallel: device-resident feeds are not split across ranks; feed host tensors");
-    }
-    const ep::ccl::World& world = vm_->runtime()->world();
-    Feeds shards;
-    shards.reserve(feeds.size());
-    for (const auto& [name, value] : feeds) {
-      if (absl::c_linear_search(options_.data_parallel->replicated_feeds, name)) {
-        shards.emplace_back(name, value);
-        continue;
-      }
-      SLUICE_ASSIGN_OR_RETURN(HostTensor shard, ShardFeed(name, value, world.rank(), world.size()));
-      shards.emplace_back(name, std::move(shard));
-    }
-    SLUICE_RETURN_IF_ERROR(interpreter->StageFeeds(shards, device_feeds));
+  if (options_.transform != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(const Feeds mapped, options_.transform->MapFeeds(feeds, device_feeds));
+    SLUICE_RETURN_IF_ERROR(interpreter->StageFeeds(mapped, device_feeds));
   } else {
     SLUICE_RETURN_IF_ERROR(interpreter->StageFeeds(feeds, device_feeds));
   }

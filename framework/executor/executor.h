@@ -35,7 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "framework/distributed/data_parallel.h"
+#include "framework/executor/program_transform.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/interpreter/interpreter.h"
 #include "framework/interpreter/scope.h"
@@ -45,8 +45,6 @@
 #include "vm/virtual_machine.h"
 
 namespace sluice::framework {
-
-using Feeds = std::vector<std::pair<std::string, HostTensor>>;
 
 // A run's device-resident inputs and outputs (I/O binding). Value type.
 struct DeviceIo {
@@ -70,12 +68,10 @@ struct ExecutorOptions {
   std::shared_ptr<compiler::Compiler> compiler;
   // Built interpreters kept; the least recently used one is dropped beyond this.
   int max_cached_interpreters = 64;
-  // Data-parallel training across the ranks of the VM's world (ep::Runtime::world()): every
-  // program runs as MakeDataParallel makes it (framework/distributed/data_parallel.h), and
-  // each run's host feeds are split along their first dimension, this rank taking its rows
-  // (ShardFeed), except DataParallelOptions::replicated_feeds. Every rank must run the same
-  // programs in the same order. Device-resident feeds are refused (Unimplemented).
-  std::optional<DataParallelOptions> data_parallel;
+  // A rewrite of every program this executor builds, with each run's host feeds mapped to
+  // match (program_transform.h); null: programs run as given. Data-parallel training is
+  // one: framework::MakeDataParallelTransform (framework/distributed/data_parallel.h).
+  std::shared_ptr<const ProgramTransform> transform;
 };
 
 struct RunOptions {

@@ -24,41 +24,12 @@
 #include "ops/cpu/nn_shape_rules.h"
 #include "ops/cuda/cuda_kernel.h"
 #include "ops/cuda/cuda_launch.h"
+#include "ops/internal/operand_checks.h"
 
 namespace sluice::ops::internal {
 namespace {
 
 using nn::Describe;
-
-template <typename V>
-absl::StatusOr<V> InOp(absl::string_view op, absl::StatusOr<V> value) {
-  if (!value.ok()) return OpError(op, value.status().message());
-  return value;
-}
-
-TensorMeta MetaOf(const HostTensor& t) { return {t.dtype, *t.shape}; }
-
-// Operand counts (inputs within [min_in, max_in]), the attributes, and the key dtype T.
-template <typename T>
-absl::Status CheckOperands(absl::string_view op, const CudaArgs& a, int min_in, int max_in,
-                           int outputs) {
-  const int n_in = static_cast<int>(a.inputs.size());
-  const int n_out = static_cast<int>(a.outputs.size());
-  if (n_in < min_in || n_in > max_in || n_out != outputs) {
-    return OpError(
-        op, absl::StrCat("takes ", min_in, max_in > min_in ? absl::StrCat("-", max_in) : "",
-                         " input(s) and ", outputs, " output(s), got ", n_in, " and ", n_out));
-  }
-  if (a.attrs == nullptr) return OpError(op, "has no attributes (they carry the defaults)");
-  return CheckDtype(op, a.inputs[0], DataTypeOf<T>(), "input", 0);
-}
-
-absl::Status CheckMeta(absl::string_view op, const HostTensor& t, absl::string_view role, int index,
-                       const TensorMeta& want) {
-  if (MetaOf(t) == want) return absl::OkStatus();
-  return OpError(op, absl::StrCat(t.Describe(role, index), " must be ", DataTypeName(want.dtype),
-                                  want.shape.ToString()));
-}
 
 // ---------------------------------------------------------------------------------------
 // matmul

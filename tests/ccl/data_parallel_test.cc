@@ -24,7 +24,10 @@ std::vector<float> Train(eager::Context& ctx, bool data_parallel, int steps,
   if (data_parallel) {
     DataParallelOptions dp;
     dp.averaged = {model->loss};
-    options.data_parallel = dp;
+    absl::StatusOr<std::shared_ptr<const ProgramTransform>> transform = MakeDataParallelTransform(
+        &ctx.registry(), ctx.runtime()->world().rank(), ctx.runtime()->world().size(), dp);
+    EXPECT_TRUE(transform.ok()) << transform.status();
+    if (transform.ok()) options.transform = *transform;
     if (stats != nullptr) {
       auto replica = MakeDataParallel(model->main->desc(), ctx.registry(), {model->x, model->y},
                                       ctx.runtime()->world().size(), dp, stats);

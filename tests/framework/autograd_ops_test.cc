@@ -162,13 +162,13 @@ std::vector<OpCase> MakeCases() {
   }
 
   // Unary elementwise ops, inside their domains and away from kinks.
-  for (const char* op : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "square"}) {
+  for (const char* op : {"relu", "sigmoid", "tanh", "exp", "log", "sqrt", "square", "abs", "neg"}) {
     const std::string name = op;
     const Shape shape({2, 3});
     std::vector<double> x;
     if (name == "log" || name == "sqrt") {
       x = Uniform(6, seed++, 0.5, 2.0);
-    } else if (name == "relu") {
+    } else if (name == "relu" || name == "abs") {
       x = AwayFromZero(6, seed++);
     } else {
       x = Uniform(6, seed++, -1.5, 1.5);
@@ -179,6 +179,13 @@ std::vector<OpCase> MakeCases() {
   // clipped on each side and none lies within a finite-difference step of a bound.
   add("clip", "[2, 3], bounds -0.4 and 0.4", {{In(Shape({2, 3}), Separated(6, seed++, true))}},
       vm::AttrMap().Set("min", -0.4).Set("max", 0.4));
+  // pow: a fractional and a negative factor on positive bases, a whole one on any.
+  add("pow", "[2, 3], factor 1.5", {{In(Shape({2, 3}), Uniform(6, seed++, 0.5, 2.0))}},
+      vm::AttrMap().Set("factor", 1.5));
+  add("pow", "[2, 3], factor -2", {{In(Shape({2, 3}), Uniform(6, seed++, 0.5, 2.0))}},
+      vm::AttrMap().Set("factor", -2.0));
+  add("pow", "[2, 3], factor 3", {{In(Shape({2, 3}), Uniform(6, seed++, -1.5, 1.5))}},
+      vm::AttrMap().Set("factor", 3.0));
 
   // The basic family.
   add("assign", "[2, 3]", {{Random(Shape({2, 3}), seed++)}});

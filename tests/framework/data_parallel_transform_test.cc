@@ -714,7 +714,10 @@ Trained TrainLinearRegression(eager::Context& ctx, bool data_parallel, int steps
   if (data_parallel) {
     DataParallelOptions dp;
     dp.averaged = {model->loss};
-    options.data_parallel = dp;
+    absl::StatusOr<std::shared_ptr<const ProgramTransform>> transform = MakeDataParallelTransform(
+        &ctx.registry(), ctx.runtime()->world().rank(), ctx.runtime()->world().size(), dp);
+    EXPECT_TRUE(transform.ok()) << transform.status();
+    if (transform.ok()) options.transform = *transform;
   }
   Executor executor(&ctx.registry(), ctx.vm(), options);
   Scope scope;
@@ -751,6 +754,45 @@ TEST(DataParallelExecutorTest, OneRankTransformedStepsGiveThePlainLosses) {
   // loss's all_reduce in each step.
   EXPECT_EQ(parallel.startup_ops, plain.startup_ops + 11);
   EXPECT_EQ(parallel.step_ops, plain.step_ops + 2);
+}
+
+// The transform the executor is handed: its rank is checked; MapFeeds gives this rank's rows
+// of a split feed and a replicated feed whole, and refuses device-resident feeds; Rewrite is
+// MakeDataParallel of the host feeds.
+TEST(DataParallelExecutorTest, TheTransformMapsFeedsForItsRank) {
+  ops::OpRegistry registry;
+  ASSERT_TRUE(ops::RegisterStandardOps(&registry).ok());
+  EXPECT_EQ(MakeDataParallelTransform(&registry, 2, 2, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeDataParallelTransform(&registry, -1, 2, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeDataParallelTransform(nullptr, 0, 1, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  DataParallelOptions options;
+  options.replicated_feeds = {"lr"};
+  absl::StatusOr<std::shared_ptr<const ProgramTransform>> transform =
+      MakeDataParallelTransform(&registry, 1, 2, options);
+  ASSERT_TRUE(transform.ok()) << transform.status();
+  const Feeds feeds = {{"x", HostTensor::FromVector(std::vector<float>{1, 2, 3, 4}, Shape({4}))},
+                       {"lr", HostTensor::FromVector(std::vector<float>{0.5f}, Shape({1}))}};
+  absl::StatusOr<Feeds> mapped = (*transform)->MapFeeds(feeds, {});
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  ASSERT_EQ(mapped->size(), 2u);
+  EXPECT_EQ((*mapped)[0].second.ToVector<float>(), (std::vector<float>{3, 4}));  // rank 1's rows
+  EXPECT_EQ((*mapped)[1].second.ToVector<float>(), (std::vector<float>{0.5f}));
+  const BlobFeeds device_feeds = {{"x", vm::BlobRef()}};
+  EXPECT_EQ((*transform)->MapFeeds({}, device_feeds).status().code(),
+            absl::StatusCode::kUnimplemented);
+
+  absl::StatusOr<LinearRegression> model = BuildLinearRegression(&registry);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<std::string> host_feeds = {model->x, model->y};
+  absl::StatusOr<ir::ProgramDesc> rewritten =
+      (*transform)->Rewrite(model->main->desc(), host_feeds);
+  absl::StatusOr<ir::ProgramDesc> direct =
+      MakeDataParallel(model->main->desc(), registry, host_feeds, 2, options);
+  ASSERT_TRUE(rewritten.ok() && direct.ok());
+  EXPECT_EQ(rewritten->ToText(), direct->ToText());
 }
 
 }  // namespace

@@ -49,6 +49,13 @@ EXPRESSIONS = [
      lambda x, w: np.sum(2 - 3 * x + 1 / (x * x + 1))),
     ("mse", lambda x, w: sluice.mse_loss(x @ w, _const(np.ones((3, 2)), x)),
      lambda x, w: np.mean((x @ w - 1) ** 2)),
+    ("abs_neg", lambda x, w: sluice.sum(sluice.abs(x) * sluice.neg(x @ w @ _const(np.ones((2, 4)), x))),
+     lambda x, w: np.sum(np.abs(x) * -(x @ w @ np.ones((2, 4))))),
+    ("pow", lambda x, w: sluice.sum(sluice.pow(sluice.square(x) + 1.0, 1.5) + sluice.pow(x, 3.0)),
+     lambda x, w: np.sum((x * x + 1) ** 1.5 + x ** 3)),
+    ("maximum_minimum_clip", lambda x, w: sluice.sum(sluice.maximum(x, x * 0.5) * sluice.minimum(
+        x, _const(np.full((3, 4), 0.25), x)) + sluice.clip(x, -0.5, 0.5)),
+     lambda x, w: np.sum(np.maximum(x, 0.5 * x) * np.minimum(x, 0.25) + np.clip(x, -0.5, 0.5))),
     ("concat_mean", lambda x, w: sluice.sum(sluice.mean(sluice.square(
         sluice.concat([x, x * 2.0], axis=1)), axis=[1]) * _const(np.arange(3.0), x)),
      lambda x, w: np.sum(np.mean(np.square(np.concatenate([x, 2 * x], axis=1)), axis=1)

@@ -272,7 +272,7 @@ TEST(CudaKernelRegistrationTest, EveryHostKernelHasACudaKernelWhenTheProviderIsB
       "add sub mul div max min add_grad sub_grad mul_grad div_grad max_grad min_grad "
       "relu sigmoid tanh exp log sqrt square "
       "relu_grad sigmoid_grad tanh_grad exp_grad log_grad sqrt_grad square_grad "
-      "clip clip_grad "
+      "abs abs_grad neg pow pow_grad clip clip_grad "
       "matmul matmul_grad reduce_sum reduce_mean reduce_sum_grad reduce_mean_grad "
       "softmax log_softmax softmax_grad log_softmax_grad "
       "softmax_with_cross_entropy softmax_with_cross_entropy_grad "

@@ -1,0 +1,59 @@
+// Operand checks the cpu and cuda kernels of one op family share (ops/cpu/nn_kernels.cc,
+// ops/cuda/nn_op_kernels.cc): the same counts, attributes, dtypes and metas are refused with
+// the same message on every device, naming the op and the operand. `Args` is HostArgs or
+// CudaArgs: anything with `inputs` and `outputs` of HostTensor and an `attrs` pointer.
+// Stateless; any thread.
+#ifndef SLUICE_OPS_INTERNAL_OPERAND_CHECKS_H_
+#define SLUICE_OPS_INTERNAL_OPERAND_CHECKS_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/data_type.h"
+#include "ops/cpu/host_kernel.h"
+#include "ops/internal/op_families.h"
+#include "ops/op_schema.h"
+
+namespace sluice::ops::internal {
+
+// `value`, or its error as the op's (OpError).
+template <typename V>
+absl::StatusOr<V> InOp(absl::string_view op, absl::StatusOr<V> value) {
+  if (!value.ok()) return OpError(op, value.status().message());
+  return value;
+}
+
+inline TensorMeta MetaOf(const HostTensor& t) { return {t.dtype, *t.shape}; }
+
+// Operand counts (inputs within [min_in, max_in], `outputs` outputs), the attributes, and
+// input 0 of the kernel's dtype T.
+template <typename T, typename Args>
+absl::Status CheckOperands(absl::string_view op, const Args& a, int min_in, int max_in,
+                           int outputs) {
+  const int n_in = static_cast<int>(a.inputs.size());
+  const int n_out = static_cast<int>(a.outputs.size());
+  if (n_in < min_in || n_in > max_in || n_out != outputs) {
+    return OpError(
+        op, absl::StrCat("takes ", min_in, max_in > min_in ? absl::StrCat("-", max_in) : "",
+                         " input(s) and ", outputs, " output(s), got ", n_in, " and ", n_out));
+  }
+  if (a.attrs == nullptr) return OpError(op, "has no attributes (they carry the defaults)");
+  if (a.inputs[0].dtype != DataTypeOf<T>()) {
+    return OpError(op, absl::StrCat(a.inputs[0].Describe("input", 0), " must be ",
+                                    DataTypeName(DataTypeOf<T>())));
+  }
+  return absl::OkStatus();
+}
+
+// `t` (the `index`-th `role`, "input" or "output") has dtype and shape `want`.
+inline absl::Status CheckMeta(absl::string_view op, const HostTensor& t, absl::string_view role,
+                              int index, const TensorMeta& want) {
+  if (MetaOf(t) == want) return absl::OkStatus();
+  return OpError(op, absl::StrCat(t.Describe(role, index), " must be ", DataTypeName(want.dtype),
+                                  want.shape.ToString()));
+}
+
+}  // namespace sluice::ops::internal
+
+#endif  // SLUICE_OPS_INTERNAL_OPERAND_CHECKS_H_

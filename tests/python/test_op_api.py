@@ -1,0 +1,72 @@
+"""The functional ops generated from the op table (framework/builder/op_api.toml): every name
+the table gives is a function of the package and of its stub, and the ops Python gained from
+the table (abs, neg, pow, clip, maximum, minimum, log_softmax, split, assign, zeros_like)
+compute what NumPy does, eagerly and in a static program."""
+
+import numpy as np
+import pytest
+
+import sluice
+from sluice import _ops
+
+from conftest import DEVICES
+
+
+def test_every_table_name_is_exported():
+    assert len(_ops.__all__) >= 40
+    for name in _ops.__all__:
+        assert callable(getattr(sluice, name)), name
+    for name in ("abs", "neg", "pow", "clip", "maximum", "minimum", "relu", "matmul", "add_n"):
+        assert name in _ops.__all__, name
+
+
+def test_docstrings_come_from_the_table():
+    assert "NumPy broadcasting" in sluice.add.__doc__
+    assert "factor" in sluice.pow.__doc__
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_new_ops_match_numpy(ctx, rng, device):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((3, 4)).astype(np.float32)
+    x = sluice.tensor(a, device=device)
+    y = sluice.tensor(b, device=device)
+    cases = [
+        (sluice.abs(x), np.abs(a)),
+        (sluice.neg(x), -a),
+        (sluice.pow(sluice.abs(x), 2.5), np.abs(a) ** 2.5),
+        (sluice.pow(x, 2.0), a ** 2),
+        (sluice.clip(x, -0.5, 0.25), np.clip(a, -0.5, 0.25)),
+        (sluice.maximum(x, y), np.maximum(a, b)),
+        (sluice.minimum(x, y), np.minimum(a, b)),
+        (sluice.assign(x), a),
+        (sluice.zeros_like(x), np.zeros_like(a)),
+        (sluice.log_softmax(x, axis=1),
+         a - a.max(1, keepdims=True) - np.log(np.exp(a - a.max(1, keepdims=True)).sum(1, keepdims=True))),
+    ]
+    for got, want in cases:
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
+    pieces = sluice.split(x, 2, axis=1)
+    assert len(pieces) == 2
+    np.testing.assert_array_equal(np.asarray(pieces[1]), a[:, 2:])
+
+
+def test_pow_in_a_static_program(rng):
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    main, startup = sluice.static.Program(), sluice.static.Program()
+    with sluice.static.program_guard(main, startup):
+        x = sluice.static.data("x", [2, 3])
+        out = sluice.neg(sluice.pow(sluice.abs(x), 3.0))
+    exe = sluice.static.Executor(sluice.CPUPlace())
+    scope = sluice.static.Scope()
+    exe.run(startup, scope=scope)
+    (got,) = exe.run(main, feed={"x": a}, fetch_list=[out], scope=scope)
+    np.testing.assert_allclose(got, -np.abs(a) ** 3, rtol=1e-5)
+
+
+def test_bad_operands_raise_naming_the_op(ctx):
+    x = sluice.tensor(np.array([1, -2], np.int32))
+    with pytest.raises(sluice.errors.InvalidArgumentError, match="'abs'"):
+        sluice.abs(x)
+    with pytest.raises(TypeError):
+        sluice.pow(x)  # factor is required
