@@ -61,13 +61,17 @@ def fail(row, message):
 
 class Attr:
     def __init__(self, row, spec):
-        unknown = set(spec) - {"name", "attr", "type", "default"}
+        unknown = set(spec) - {"name", "attr", "type", "default", "python"}
         if unknown:
-            fail(row, f"attribute keys {sorted(unknown)} are not known (name, attr, type, default)")
+            fail(row, f"attribute keys {sorted(unknown)} are not known "
+                      "(name, attr, type, default, python)")
         self.name = spec.get("name", "")
         if not IDENT.match(self.name):
             fail(row, f"attribute name '{self.name}' is not an identifier")
         self.attr = spec.get("attr", self.name)
+        self.py_name = spec.get("python", self.name)
+        if not IDENT.match(self.py_name):
+            fail(row, f"attribute '{self.name}': Python name '{self.py_name}' is not an identifier")
         self.type = spec.get("type", "")
         if self.type not in TYPES:
             fail(row, f"attribute '{self.name}': type '{self.type}' is not one of {sorted(TYPES)}")
@@ -127,16 +131,21 @@ class Attr:
 
     def py_arg(self):
         if t := TYPES[self.type][2]:
-            return f"{t} {self.name}"
+            return f"{t} {self.py_name}"
         return None
 
     def py_convert(self):
-        return {"axes": f"Axes({self.name})", "dtype": f"ParseDtype({self.name})",
-                "ints": f"std::move({self.name})"}.get(self.type, self.name)
+        n = self.py_name
+        return {"axes": f"Axes({n})", "dtype": f"ParseDtype({n})",
+                "ints": f"std::move({n})"}.get(self.type, n)
 
-    def text_default(self):
+    def text_default(self, python=False):
         if self.type == "seed":
-            return "none"
+            return "None" if python else "none"
+        if python and self.type == "bool":
+            return "True" if self.default else "False"
+        if python and self.type == "dtype":
+            return repr(DTYPES[self.default][1])
         if self.type == "dtype":
             return self.default
         if self.type in ("ints", "axes"):
@@ -148,8 +157,8 @@ class Attr:
 
 class Op:
     def __init__(self, row):
-        unknown = set(row) - {"op", "cpp", "python", "python_note", "inputs", "attrs",
-                              "outputs", "doc"}
+        unknown = set(row) - {"op", "cpp", "python", "python_note", "python_inputs", "inputs",
+                              "attrs", "outputs", "doc"}
         if unknown:
             fail(row, f"keys {sorted(unknown)} are not known")
         for key in ("op", "cpp", "doc"):
@@ -173,6 +182,9 @@ class Op:
             if not IDENT.match(name):
                 fail(row, f"operand name '{name}' is not an identifier")
             self.inputs.append(name)
+        self.py_inputs = row.get("python_inputs", list(self.inputs))
+        if len(self.py_inputs) != len(self.inputs) or not all(map(IDENT.match, self.py_inputs)):
+            fail(row, "python_inputs must name each operand once, as identifiers")
         self.attrs = [Attr(row, a) for a in row.get("attrs", [])]
         seen_default = False
         for a in self.attrs:
@@ -375,10 +387,10 @@ def gen_bindings(ops):
            '#include "framework/builder/functional_ops.h"', '#include "python/src/bindings.h"', "",
            "namespace sluice::python {", "", "void BindFunctionalOps(nb::module_& m) {"]
     for op in (o for o in ops if o.python):
-        params = ([f"nb::handle {op.inputs[0]}"] if op.variadic else
-                  [f"nb::handle {n}" for n in op.inputs]) + [a.py_arg() for a in op.attrs]
-        args = ([f"ToValues({op.inputs[0]})"] if op.variadic else
-                [f"ToValue({n})" for n in op.inputs]) + [a.py_convert() for a in op.attrs]
+        params = ([f"nb::handle {op.py_inputs[0]}"] if op.variadic else
+                  [f"nb::handle {n}" for n in op.py_inputs]) + [a.py_arg() for a in op.attrs]
+        args = ([f"ToValues({op.py_inputs[0]})"] if op.variadic else
+                [f"ToValue({n})" for n in op.py_inputs]) + [a.py_convert() for a in op.attrs]
         call = f"Unwrap(fn::{op.cpp}({', '.join(args)}))"
         if op.outputs == 1:
             ret = f"return FromValue({call});"
@@ -389,8 +401,8 @@ def gen_bindings(ops):
             ret = f"auto [a, b] = {call}; return nb::make_tuple(FromValue(a), FromValue(b));"
         ret_type = {1: "nb::object", "list": "nb::list"}.get(
             op.outputs if op.outputs in (1, "list") else 0, "nb::tuple")
-        nb_args = [f'nb::arg("{n}")' for n in op.inputs] + [
-            f'nb::arg("{a.name}")' + (f" = {a.py_default()}" if a.has_default else "")
+        nb_args = [f'nb::arg("{n}")' for n in op.py_inputs] + [
+            f'nb::arg("{a.py_name}")' + (f" = {a.py_default()}" if a.has_default else "")
             for a in op.attrs]
         doc = op.doc.replace("\\", "\\\\").replace('"', '\\"')
         out.append("  m.def(")
@@ -418,9 +430,12 @@ def gen_py_names(ops):
 
 
 def py_signature(op):
-    parts = list(op.inputs) if not op.variadic else [f"{op.inputs[0]}: list"]
+    parts = list(op.py_inputs) if not op.variadic else [f"{op.py_inputs[0]}: list"]
     for a in op.attrs:
-        parts.append(a.name + (f"={a.text_default()}" if a.has_default else ""))
+        if not a.has_default:
+            parts.append(a.py_name)
+        else:
+            parts.append(f"{a.py_name}={'None' if a.type == 'axes' else a.text_default(True)}")
     return f"sluice.{op.python}({', '.join(parts)})"
 
 

@@ -195,17 +195,17 @@ void BindFunctionalOps(nb::module_& m) {
       "dimensions.");
   m.def(
       "sum",
-      [](nb::handle x, nb::handle axes, bool keepdim) -> nb::object {
-        return FromValue(Unwrap(fn::ReduceSum(ToValue(x), Axes(axes), keepdim)));
+      [](nb::handle x, nb::handle axis, bool keepdim) -> nb::object {
+        return FromValue(Unwrap(fn::ReduceSum(ToValue(x), Axes(axis), keepdim)));
       },
-      nb::arg("x"), nb::arg("axes") = nb::none(), nb::arg("keepdim") = false,
+      nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdim") = false,
       "The sum over axes (every axis when empty; None or an int in Python).");
   m.def(
       "mean",
-      [](nb::handle x, nb::handle axes, bool keepdim) -> nb::object {
-        return FromValue(Unwrap(fn::ReduceMean(ToValue(x), Axes(axes), keepdim)));
+      [](nb::handle x, nb::handle axis, bool keepdim) -> nb::object {
+        return FromValue(Unwrap(fn::ReduceMean(ToValue(x), Axes(axis), keepdim)));
       },
-      nb::arg("x"), nb::arg("axes") = nb::none(), nb::arg("keepdim") = false,
+      nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdim") = false,
       "The mean over axes (every axis when empty; None or an int in Python).");
   m.def(
       "softmax",
@@ -235,10 +235,10 @@ void BindFunctionalOps(nb::module_& m) {
       nb::arg("x"), nb::arg("perm"), "x with its axes permuted.");
   m.def(
       "concat",
-      [](nb::handle xs, int64_t axis) -> nb::object {
-        return FromValue(Unwrap(fn::Concat(ToValues(xs), axis)));
+      [](nb::handle x, int64_t axis) -> nb::object {
+        return FromValue(Unwrap(fn::Concat(ToValues(x), axis)));
       },
-      nb::arg("xs"), nb::arg("axis") = 0, "The operands joined along axis (one or more operands).");
+      nb::arg("x"), nb::arg("axis") = 0, "The operands joined along axis (one or more operands).");
   m.def(
       "split",
       [](nb::handle x, int64_t num, int64_t axis) -> nb::list {
@@ -249,8 +249,9 @@ void BindFunctionalOps(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("num"), nb::arg("axis") = 0, "num equal pieces of x along axis.");
   m.def(
-      "add_n", [](nb::handle xs) -> nb::object { return FromValue(Unwrap(fn::Sum(ToValues(xs)))); },
-      nb::arg("xs"), "The elementwise sum of the operands (one or more, one shape).");
+      "add_n",
+      [](nb::handle inputs) -> nb::object { return FromValue(Unwrap(fn::Sum(ToValues(inputs)))); },
+      nb::arg("inputs"), "The elementwise sum of the operands (one or more, one shape).");
 }
 
 }  // namespace sluice::python
