@@ -364,18 +364,57 @@ def gen_source(ops):
         out += body_value(op) + ["}", ""]
         out.append(signature(op.result("eager::Tensor"), op.cpp, op.tensor_params(False)) + " {")
         out += body_tensor(op) + ["}", ""]
-    out.append("const std::vector<OpApiRow>& OpApiRows() {")
-    out.append("  static const auto* const rows = new std::vector<OpApiRow>{")
-    for op in ops:
-        inputs = "{" + ", ".join(f'"{n}"' for n in op.inputs) + "}"
-        attrs = "{" + ", ".join(
-            f'{{"{a.name}", "{a.attr}", "{a.type}", {"true" if a.has_default else "false"}}}'
-            for a in op.attrs) + "}"
-        outputs = {1: 1, "list": -1}.get(op.outputs if op.outputs in (1, "list") else 0, 2)
-        out.append(f'      {{"{op.op}", "{op.cpp}", "{op.python}", {inputs}, '
-                   f'{"true" if op.variadic else "false"}, {attrs}, {outputs}}},')
-    out += ["  };", "  return *rows;", "}", "", "}  // namespace sluice::fn", ""]
+    out.append("namespace {")
+    out.append("")
+    chunks = [ops[i:i + 16] for i in range(0, len(ops), 16)]
+    for k, chunk in enumerate(chunks):
+        out.append(f"// Rows {k * 16 + 1}-{k * 16 + len(chunk)} of the table, as data.")
+        out.append(f"void AddRows{k}(std::vector<OpApiRow>& rows) {{")
+        out.append("  rows.insert(rows.end(), {")
+        for op in chunk:
+            inputs = "{" + ", ".join(f'"{n}"' for n in op.inputs) + "}"
+            attrs = "{" + ", ".join(
+                f'{{"{a.name}", "{a.attr}", "{a.type}", {"true" if a.has_default else "false"}}}'
+                for a in op.attrs) + "}"
+            outputs = {1: 1, "list": -1}.get(op.outputs if op.outputs in (1, "list") else 0, 2)
+            out.append(f'      {{"{op.op}", "{op.cpp}", "{op.python}", {inputs}, '
+                       f'{"true" if op.variadic else "false"}, {attrs}, {outputs}}},')
+        out += ["  });", "}", ""]
+    out.append("const std::vector<OpApiRow>* MakeRows() {")
+    out.append("  auto* rows = new std::vector<OpApiRow>();")
+    out += [f"  AddRows{k}(*rows);" for k in range(len(chunks))]
+    out += ["  return rows;", "}", "", "}  // namespace", "",
+            "const std::vector<OpApiRow>& OpApiRows() {",
+            "  static const std::vector<OpApiRow>* const rows = MakeRows();",
+            "  return *rows;", "}", "", "}  // namespace sluice::fn", ""]
     return "\n".join(out)
+
+
+def bind_one(op):
+    out = []
+    params = ([f"nb::handle {op.py_inputs[0]}"] if op.variadic else
+              [f"nb::handle {n}" for n in op.py_inputs]) + [a.py_arg() for a in op.attrs]
+    args = ([f"ToValues({op.py_inputs[0]})"] if op.variadic else
+            [f"ToValue({n})" for n in op.py_inputs]) + [a.py_convert() for a in op.attrs]
+    call = f"Unwrap(fn::{op.cpp}({', '.join(args)}))"
+    if op.outputs == 1:
+        ret = f"return FromValue({call});"
+    elif op.outputs == "list":
+        ret = (f"nb::list out; for (framework::Value& v : {call}) "
+               "out.append(FromValue(std::move(v))); return out;")
+    else:
+        ret = f"auto [a, b] = {call}; return nb::make_tuple(FromValue(a), FromValue(b));"
+    ret_type = {1: "nb::object", "list": "nb::list"}.get(
+        op.outputs if op.outputs in (1, "list") else 0, "nb::tuple")
+    nb_args = [f'nb::arg("{n}")' for n in op.py_inputs] + [
+        f'nb::arg("{a.py_name}")' + (f" = {a.py_default()}" if a.has_default else "")
+        for a in op.attrs]
+    doc = op.doc.replace("\\", "\\\\").replace('"', '\\"')
+    out.append("  m.def(")
+    out.append(f'      "{op.python}",')
+    out.append(f"      []({', '.join(params)}) -> {ret_type} {{ {ret} }},")
+    out.append(f'      {", ".join(nb_args)}, "{doc}");')
+    return out
 
 
 def gen_bindings(ops):
@@ -385,30 +424,17 @@ def gen_bindings(ops):
            "#include <nanobind/stl/vector.h>", "", "#include <cstdint>", "#include <optional>",
            "#include <string>", "#include <vector>", "",
            '#include "framework/builder/functional_ops.h"', '#include "python/src/bindings.h"', "",
-           "namespace sluice::python {", "", "void BindFunctionalOps(nb::module_& m) {"]
-    for op in (o for o in ops if o.python):
-        params = ([f"nb::handle {op.py_inputs[0]}"] if op.variadic else
-                  [f"nb::handle {n}" for n in op.py_inputs]) + [a.py_arg() for a in op.attrs]
-        args = ([f"ToValues({op.py_inputs[0]})"] if op.variadic else
-                [f"ToValue({n})" for n in op.py_inputs]) + [a.py_convert() for a in op.attrs]
-        call = f"Unwrap(fn::{op.cpp}({', '.join(args)}))"
-        if op.outputs == 1:
-            ret = f"return FromValue({call});"
-        elif op.outputs == "list":
-            ret = (f"nb::list out; for (framework::Value& v : {call}) "
-                   "out.append(FromValue(std::move(v))); return out;")
-        else:
-            ret = f"auto [a, b] = {call}; return nb::make_tuple(FromValue(a), FromValue(b));"
-        ret_type = {1: "nb::object", "list": "nb::list"}.get(
-            op.outputs if op.outputs in (1, "list") else 0, "nb::tuple")
-        nb_args = [f'nb::arg("{n}")' for n in op.py_inputs] + [
-            f'nb::arg("{a.py_name}")' + (f" = {a.py_default()}" if a.has_default else "")
-            for a in op.attrs]
-        doc = op.doc.replace("\\", "\\\\").replace('"', '\\"')
-        out.append("  m.def(")
-        out.append(f'      "{op.python}",')
-        out.append(f"      []({', '.join(params)}) -> {ret_type} {{ {ret} }},")
-        out.append(f'      {", ".join(nb_args)}, "{doc}");')
+           "namespace sluice::python {", "", "namespace {", ""]
+    bound = [o for o in ops if o.python]
+    chunks = [bound[i:i + 8] for i in range(0, len(bound), 8)]
+    for k, chunk in enumerate(chunks):
+        out.append(f"// Rows {k * 8 + 1}-{k * 8 + len(chunk)} of the table's Python functions.")
+        out.append(f"void BindOps{k}(nb::module_& m) {{")
+        for op in chunk:
+            out += bind_one(op)
+        out += ["}", ""]
+    out += ["}  // namespace", "", "void BindFunctionalOps(nb::module_& m) {"]
+    out += [f"  BindOps{k}(m);" for k in range(len(chunks))]
     out += ["}", "", "}  // namespace sluice::python", ""]
     return "\n".join(out)
 

@@ -7,15 +7,6 @@
 
 namespace sluice::vm {
 
-bool WaitsOnHost(const ReplayStreamFacts& from, const ReplayStreamFacts& to) {
-  return from.synchronous && to.synchronous && from.worker != to.worker;
-}
-
-bool CanStreamWait(const ReplayStreamFacts& from, const ReplayStreamFacts& to, bool same_stream) {
-  if (same_stream || from.device != to.device) return false;
-  return from.device.IsAsync() || WaitsOnHost(from, to);
-}
-
 namespace {
 
 bool IsStep(const RecordedInstruction& r) {

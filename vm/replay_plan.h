@@ -26,15 +26,13 @@
 
 #include "core/device.h"
 #include "vm/record_reader.h"
+#include "vm/stream_wait_rule.h"
 
 namespace sluice::vm {
 
-// What the plan needs to know of a stream. Value type.
-struct ReplayStreamFacts {
-  Device device;
-  bool synchronous = false;  // its work runs on its worker as launched (cpu)
-  int worker = 0;            // its worker (ThreadCtx); streams of one worker run in order
-};
+// What the plan needs to know of a stream: what the stream-wait rule needs
+// (vm/stream_wait_rule.h, whose CanStreamWait and WaitsOnHost the plan applies). Value type.
+using ReplayStreamFacts = StreamWaitFacts;
 
 // Where the record's lines run, after the device map: dense indices into `streams`. Value
 // type.
@@ -62,10 +60,6 @@ struct ReplayPlan {
   // lane (entries of steps in lanes are unused).
   std::vector<std::vector<ReplayWaitOrder>> wait_orders;
 };
-
-// The rules of CanStreamWait / WaitsOnHost (vm/stream.h) on facts.
-bool CanStreamWait(const ReplayStreamFacts& from, const ReplayStreamFacts& to, bool same_stream);
-bool WaitsOnHost(const ReplayStreamFacts& from, const ReplayStreamFacts& to);
 
 // Plans `program` on `topology` (sized as the program; every instruction but barriers has a
 // stream, and each StreamWait a target). `rebuild_lanes` false: no lanes (ReplayOptions).

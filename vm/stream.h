@@ -85,7 +85,8 @@ class Stream {
 
 // Whether a StreamWait from `from` to `to` means something: two different streams of one
 // device that is asynchronous (a device-side wait), or cpu streams run by two different
-// ThreadCtxs (the consumer's worker waits on the host). Defined in stream_policy.cc.
+// ThreadCtxs (the consumer's worker waits on the host). The rule of vm/stream_wait_rule.h
+// on the streams' facts; defined in stream_policy.cc.
 bool CanStreamWait(const Stream& from, const Stream& to);
 // Synchronous streams of two different ThreadCtxs: a StreamWait between them is honoured on
 // the host, by the consumer's worker (Instruction::HostWait), not by a device.

@@ -1,6 +1,7 @@
 #include "vm/stream_policy.h"
 
 #include "core/device.h"
+#include "vm/stream_wait_rule.h"
 
 namespace sluice::vm {
 
@@ -16,14 +17,21 @@ Stream::Stream(ep::Stream* ep_stream, StreamPolicy* policy, ThreadCtx* thread_ct
 const char kStreamWaitRule[] =
     "two different streams of one asynchronous device, or cpu streams of two workers";
 
+namespace {
+
+StreamWaitFacts FactsOf(const Stream& stream) {
+  return StreamWaitFacts{stream.key().device, stream.policy()->synchronous(),
+                         static_cast<int64_t>(reinterpret_cast<intptr_t>(stream.thread_ctx()))};
+}
+
+}  // namespace
+
 bool WaitsOnHost(const Stream& from, const Stream& to) {
-  return from.policy()->synchronous() && to.policy()->synchronous() &&
-         from.thread_ctx() != to.thread_ctx();
+  return WaitsOnHost(FactsOf(from), FactsOf(to));
 }
 
 bool CanStreamWait(const Stream& from, const Stream& to) {
-  if (&from == &to || from.key().device != to.key().device) return false;
-  return from.key().device.IsAsync() || WaitsOnHost(from, to);
+  return CanStreamWait(FactsOf(from), FactsOf(to), &from == &to);
 }
 
 namespace {

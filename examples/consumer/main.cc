@@ -30,13 +30,14 @@ absl::Status RunEager() {
                           ctx.FromVector(std::vector<float>{1, -2, 3, -4}, Shape({2, 2}), sim0));
   SLUICE_ASSIGN_OR_RETURN(eager::Tensor w,
                           ctx.FromVector(std::vector<float>{1, 0, 0, 1}, Shape({2, 2}), sim0));
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor xw, fn::Matmul(x, w));
-  SLUICE_ASSIGN_OR_RETURN(eager::Tensor y, fn::Relu(xw));
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor xw, sluice::fn::Matmul(x, w));
+  SLUICE_ASSIGN_OR_RETURN(eager::Tensor y, sluice::fn::Relu(xw));
   SLUICE_ASSIGN_OR_RETURN(std::vector<float> out, y.ToVector<float>());
   if (out != std::vector<float>{1, 0, 3, 0}) return absl::InternalError("relu(x @ I) != relu(x)");
   // Bad input is a Status naming the op, not a crash.
   SLUICE_ASSIGN_OR_RETURN(eager::Tensor v, ctx.FromVector(std::vector<float>{1, 2, 3}, Shape({3})));
-  if (fn::Add(x, v).ok()) return absl::InternalError("adding [2, 2] and [3] on two devices");
+  if (sluice::fn::Add(x, v).ok())
+    return absl::InternalError("adding [2, 2] and [3] on two devices");
   std::fprintf(stderr, "eager: relu(x @ w) = [%g %g %g %g]\n", out[0], out[1], out[2], out[3]);
   return ctx.Sync();
 }

@@ -155,40 +155,6 @@ absl::StatusOr<std::shared_ptr<Interpreter>> Executor::FindOrBuild(
   return shared;
 }
 
-namespace {
-
-// Feeds against the program's declarations, before anything is built: host feeds, and
-// device feeds on `device` of `vm`.
-absl::Status CheckFeeds(const ir::ProgramDesc& program, const Feeds& feeds,
-                        const BlobFeeds& device_feeds, const vm::VirtualMachine& vm,
-                        const Device& device) {
-  for (const auto& [name, value] : feeds) {
-    const ir::VarDesc* var = program.global_block().FindVar(name);
-    if (var == nullptr) {
-      return absl::NotFoundError(
-          absl::StrCat("feed '", name, "' is not a variable of the program"));
-    }
-    SLUICE_RETURN_IF_ERROR(CheckFeed(name, value, var->dtype, var->shape));
-  }
-  for (const auto& [name, blob] : device_feeds) {
-    const ir::VarDesc* var = program.global_block().FindVar(name);
-    if (var == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("feed '", name, "' is not a variable of the program"));
-    }
-    for (const auto& [host_name, value] : feeds) {
-      if (host_name == name) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("feed '", name, "' is given both as a host tensor and as a blob"));
-      }
-    }
-    SLUICE_RETURN_IF_ERROR(CheckDeviceFeed(name, blob, vm, device, var->dtype, var->shape));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(
     const ir::ProgramDesc& program, const Feeds& feeds, const std::vector<std::string>& fetch_list,
     Scope* scope, RunCallback callback, const RunOptions& options) {
@@ -201,7 +167,7 @@ absl::StatusOr<std::shared_ptr<RunHandle>> Executor::RunAsync(
     const RunOptions& options) {
   if (scope == nullptr) return absl::InvalidArgumentError("Run: null scope");
   SLUICE_RETURN_IF_ERROR(
-      CheckFeeds(program, feeds, device_io.feeds, *vm_, options_.interpreter.device));
+      CheckFeedsAgainstProgram(program, feeds, device_io.feeds, *vm_, options_.interpreter.device));
   std::vector<std::string> feed_names;
   IoBinding io;
   for (const auto& [name, value] : feeds) feed_names.push_back(name);

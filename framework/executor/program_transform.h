@@ -19,8 +19,6 @@
 
 namespace sluice::framework {
 
-using Feeds = std::vector<std::pair<std::string, HostTensor>>;
-
 class ProgramTransform {
  public:
   virtual ~ProgramTransform() = default;

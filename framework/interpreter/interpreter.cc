@@ -59,13 +59,16 @@ struct Interpreter::Builder {
                      const std::vector<Node>& nodes, const std::vector<Segment>& segments,
                      const StreamPlan& plan, const std::vector<vm::Stream*>& streams);
   void Commit(const VarTable& vars, const PlacedBlock& placed, const BoundBlobs& bound,
-              const std::vector<int>& must_check);
+              const std::vector<int>& must_check, std::vector<BoundIo::DeviceCopy> feed_copies,
+              std::vector<BoundIo::DeviceCopy> fetch_copies);
   // The kernel of every control-flow func (a ControlStep over its lowered sub-blocks).
   absl::Status BuildControlSteps(const VarTable& vars, const StreamTable& streams,
                                  std::vector<OpFunc>& funcs);
-  // The `assign` kernel and stream of each device-resident feed and fetch, and the builder
-  // that submits them.
-  absl::Status PrepareDeviceCopies(const VarTable& vars, const PlacedBlock& placed);
+  // The `assign` kernel and stream of each device-resident feed and fetch (none for host
+  // ones), in feed and fetch order.
+  absl::Status PrepareDeviceCopies(const VarTable& vars, const PlacedBlock& placed,
+                                   std::vector<BoundIo::DeviceCopy>& feed_copies,
+                                   std::vector<BoundIo::DeviceCopy>& fetch_copies);
   // With a pipelined loop, every compute stream of its device the options allow joins the
   // table (appended: no func runs there), so that lane lowering gives each a lane whose
   // helper runs iterations. True when a stream was added.
@@ -179,13 +182,16 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   stats.stream_waits = plan.stream_waits;
   stats.record_events = plan.record_events;
   SLUICE_RETURN_IF_ERROR(Lower(vars, funcs, nodes, segments, plan, streams.streams));
-  SLUICE_RETURN_IF_ERROR(PrepareDeviceCopies(vars, placed));
-  Commit(vars, placed, bound, must_check);
+  std::vector<BoundIo::DeviceCopy> feed_copies, fetch_copies;
+  SLUICE_RETURN_IF_ERROR(PrepareDeviceCopies(vars, placed, feed_copies, fetch_copies));
+  Commit(vars, placed, bound, must_check, std::move(feed_copies), std::move(fetch_copies));
   return absl::OkStatus();
 }
 
-absl::Status Interpreter::Builder::PrepareDeviceCopies(const VarTable& vars,
-                                                       const PlacedBlock& placed) {
+absl::Status Interpreter::Builder::PrepareDeviceCopies(
+    const VarTable& vars, const PlacedBlock& placed, std::vector<BoundIo::DeviceCopy>& feed_copies,
+    std::vector<BoundIo::DeviceCopy>& fetch_copies) {
+  using DeviceCopy = BoundIo::DeviceCopy;
   auto copy_of = [&](const VarSlot& slot, bool on_device) -> absl::StatusOr<DeviceCopy> {
     DeviceCopy copy;
     if (!on_device) return copy;
@@ -202,15 +208,12 @@ absl::Status Interpreter::Builder::PrepareDeviceCopies(const VarTable& vars,
   for (const std::string& name : out.feed_names_) {
     SLUICE_ASSIGN_OR_RETURN(DeviceCopy copy, copy_of(vars.slots[vars.index_of.at(name)],
                                                      listed(io.device_feeds, name)));
-    out.feed_copies_.push_back(copy);
+    feed_copies.push_back(copy);
   }
   for (size_t i = 0; i < out.fetch_names_.size(); ++i) {
     const VarSlot& slot = vars.slots[static_cast<size_t>(placed.fetch_slots[i])];
     SLUICE_ASSIGN_OR_RETURN(DeviceCopy copy, copy_of(slot, slot.device_fetch));
-    out.fetch_copies_.push_back(copy);
-  }
-  if (!io.device_feeds.empty() || !io.device_fetches.empty()) {
-    out.io_builder_ = std::make_unique<vm::InstructionsBuilder>(&vm);
+    fetch_copies.push_back(copy);
   }
   return absl::OkStatus();
 }
@@ -234,14 +237,22 @@ absl::Status Interpreter::Builder::Lower(const VarTable& vars, const std::vector
 
 // Everything checked: only now does the scope change.
 void Interpreter::Builder::Commit(const VarTable& vars, const PlacedBlock& placed,
-                                  const BoundBlobs& bound, const std::vector<int>& must_check) {
+                                  const BoundBlobs& bound, const std::vector<int>& must_check,
+                                  std::vector<BoundIo::DeviceCopy> feed_copies,
+                                  std::vector<BoundIo::DeviceCopy> fetch_copies) {
   Scope* root = &scope;
   while (root->parent() != nullptr) root = root->parent();
   for (const auto& [name, blob] : bound.new_persistables) root->Set(name, blob);
-  for (const std::string& name : out.feed_names_) {
-    out.feed_blobs_.push_back(vars.slots[vars.index_of.at(name)].blob);
+  std::vector<BoundIo::Port> feeds, fetches;
+  for (size_t i = 0; i < out.feed_names_.size(); ++i) {
+    const std::string& name = out.feed_names_[i];
+    feeds.push_back({name, vars.slots[vars.index_of.at(name)].blob, feed_copies[i]});
   }
-  for (int v : placed.fetch_slots) out.fetch_blobs_.push_back(vars.slots[v].blob);
+  for (size_t i = 0; i < placed.fetch_slots.size(); ++i) {
+    fetches.push_back(
+        {out.fetch_names_[i], vars.slots[placed.fetch_slots[i]].blob, fetch_copies[i]});
+  }
+  out.io_stage_ = BoundIo(&vm, std::move(feeds), std::move(fetches));
   for (int v : must_check) {
     out.must_be_initialized_.emplace_back(vars.slots[v].name, vars.slots[v].blob);
   }
@@ -270,129 +281,6 @@ absl::StatusOr<std::unique_ptr<Interpreter>> Interpreter::Build(
 }
 
 Interpreter::~Interpreter() = default;
-
-absl::Status CheckFeed(absl::string_view name, const HostTensor& value, DataType dtype,
-                       const Shape& shape) {
-  if (value.dtype != dtype || value.shape != shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "feed '", name, "' is ", DataTypeName(value.dtype), " ", value.shape.ToString(),
-        "; the program declares ", DataTypeName(dtype), " ", shape.ToString()));
-  }
-  const size_t expected = static_cast<size_t>(shape.NumElements()) * SizeOf(dtype);
-  if (value.bytes.size() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' holds ", value.bytes.size(),
-                                                   " bytes; ", shape.ToString(), " ",
-                                                   DataTypeName(dtype), " needs ", expected));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckDeviceFeed(absl::string_view name, const vm::BlobRef& blob,
-                             const vm::VirtualMachine& vm, const Device& device, DataType dtype,
-                             const Shape& shape) {
-  if (blob == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' is a null blob"));
-  }
-  if (blob->lazy()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("feed '", name, "' is ", blob->DebugName(),
-                     ", a precomputed graph's lazy blob; give an eager tensor's or a NewBlob's"));
-  }
-  if (blob->storage() == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("feed '", name, "' is ", blob->DebugName(), ", which was released"));
-  }
-  if (!vm.OwnsStorage(*blob)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("feed '", name, "' is ", blob->DebugName(), ", a blob of another VM"));
-  }
-  if (blob->device() != device) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "feed '", name, "' is a blob on ", blob->device().ToString(),
-        "; a device-resident feed must be on the program's device, ", device.ToString()));
-  }
-  if (blob->dtype() != dtype || blob->shape() != shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "feed '", name, "' is ", DataTypeName(blob->dtype()), " ", blob->shape().ToString(),
-        "; the program declares ", DataTypeName(dtype), " ", shape.ToString()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Interpreter::StageFeeds(const std::vector<std::pair<std::string, HostTensor>>& feeds,
-                                     const BlobFeeds& device_feeds) {
-  std::vector<const HostTensor*> by_slot(feed_names_.size(), nullptr);
-  std::vector<const vm::BlobRef*> blob_by_slot(feed_names_.size(), nullptr);
-  auto slot_of = [&](const std::string& name, bool on_device) -> absl::StatusOr<size_t> {
-    auto it = std::find(feed_names_.begin(), feed_names_.end(), name);
-    if (it == feed_names_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("feed '", name, "' is not a feed of this run"));
-    }
-    const size_t slot = static_cast<size_t>(it - feed_names_.begin());
-    if (by_slot[slot] != nullptr || blob_by_slot[slot] != nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' is given twice"));
-    }
-    const bool bound_on_device = feed_copies_[slot].assign != nullptr;
-    if (on_device != bound_on_device) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feed '", name, "' is given ", on_device ? "as a blob" : "as a host tensor",
-          " but this run binds it ",
-          bound_on_device ? "device-resident (give a blob)" : "on the host (give a HostTensor)"));
-    }
-    return slot;
-  };
-  for (const auto& [name, value] : feeds) {
-    SLUICE_ASSIGN_OR_RETURN(const size_t slot, slot_of(name, /*on_device=*/false));
-    const vm::Blob& blob = *feed_blobs_[slot];
-    SLUICE_RETURN_IF_ERROR(CheckFeed(name, value, blob.dtype(), blob.shape()));
-    by_slot[slot] = &value;
-  }
-  for (const auto& [name, value] : device_feeds) {
-    SLUICE_ASSIGN_OR_RETURN(const size_t slot, slot_of(name, /*on_device=*/true));
-    const vm::Blob& blob = *feed_blobs_[slot];
-    SLUICE_RETURN_IF_ERROR(
-        CheckDeviceFeed(name, value, *vm_, blob.device(), blob.dtype(), blob.shape()));
-    blob_by_slot[slot] = &value;
-  }
-  for (size_t i = 0; i < feed_names_.size(); ++i) {
-    if (by_slot[i] == nullptr && blob_by_slot[i] == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("feed '", feed_names_[i], "' is missing"));
-    }
-  }
-  // No run of this graph is in flight (the caller's contract), so the feed blobs are idle.
-  absl::InlinedVector<vm::VirtualMachine::HostBlobWrite, 8> writes;
-  for (size_t i = 0; i < feed_names_.size(); ++i) {
-    if (by_slot[i] != nullptr) writes.push_back({&feed_blobs_[i], by_slot[i]->bytes});
-  }
-  if (!writes.empty()) SLUICE_RETURN_IF_ERROR(vm_->WriteIdleHostBlobs(writes));
-  if (device_feeds.empty()) return absl::OkStatus();
-  // The callers' producers may be held back by other builders: hand them to the engine
-  // first, so that it orders each copy after its blob's producer.
-  io_builder_->Flush();
-  for (size_t i = 0; i < feed_names_.size(); ++i) {
-    if (blob_by_slot[i] == nullptr) continue;
-    const DeviceCopy& copy = feed_copies_[i];
-    const absl::Status submitted =
-        io_builder_->Call(*copy.assign, {*blob_by_slot[i]}, {feed_blobs_[i]}, nullptr, copy.stream);
-    // Later feeds' copies are not submitted; those already are fill feed blobs only.
-    if (!submitted.ok()) {
-      return absl::Status(submitted.code(),
-                          absl::StrCat("feed '", feed_names_[i], "': ", submitted.message()));
-    }
-    device_copies_pending_ = true;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Interpreter::WaitForDeviceCopies() {
-  // Shared with the callback, which may still be returning from Notify when Wait returns.
-  auto done = std::make_shared<absl::Notification>();
-  SLUICE_RETURN_IF_ERROR(io_builder_->Barrier([done] { done->Notify(); }));
-  done->WaitForNotification();
-  device_copies_pending_ = false;
-  return absl::OkStatus();
-}
 
 absl::Status Interpreter::CheckInitialized() const {
   for (const auto& [name, blob] : must_be_initialized_) {
@@ -423,66 +311,10 @@ bool Interpreter::BindingsMatch(const Scope& scope) const {
 absl::Status Interpreter::Submit() {
   cancel_.store(false, std::memory_order_relaxed);
   // Before the batch: it does not order itself after the copies (a Cancel meanwhile holds).
-  if (device_copies_pending_) SLUICE_RETURN_IF_ERROR(WaitForDeviceCopies());
+  SLUICE_RETURN_IF_ERROR(io_stage_.WaitForPendingCopies());
   // Lane sequences tell this run's progress from the previous run's by this number.
   run_number_.fetch_add(1, std::memory_order_relaxed);
   return batch_.Submit(vm_);
-}
-
-namespace {
-
-// A fetch blob after the run: its error when the run poisoned it, FailedPrecondition when the
-// run did not produce it.
-absl::Status CheckFetched(const vm::Blob& blob, absl::string_view name) {
-  if (blob.poisoned()) return blob.poison();
-  if (blob.storage() == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("fetch '", name, "' has no value (the run did not produce it)"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<HostTensor>> Interpreter::ReadFetches() const {
-  std::vector<HostTensor> values;
-  values.reserve(fetch_blobs_.size());
-  absl::InlinedVector<vm::VirtualMachine::HostBlobRead, 4> reads;
-  for (size_t i = 0; i < fetch_blobs_.size(); ++i) {
-    const vm::Blob& blob = *fetch_blobs_[i];
-    values.push_back(HostTensor{blob.dtype(), blob.shape(), {}});
-    if (fetch_copies_[i].assign != nullptr) continue;  // device-resident: no bytes here
-    SLUICE_RETURN_IF_ERROR(CheckFetched(blob, fetch_names_[i]));
-    values.back().bytes.resize(blob.bytes());
-    reads.push_back({&fetch_blobs_[i], absl::MakeSpan(values.back().bytes)});
-  }
-  // The run is complete (the caller's contract): nothing writes the fetch blobs now.
-  if (!reads.empty()) SLUICE_RETURN_IF_ERROR(vm_->ReadIdleHostBlobs(reads));
-  return values;
-}
-
-absl::StatusOr<std::vector<vm::BlobRef>> Interpreter::CopyOutDeviceFetches() {
-  std::vector<vm::BlobRef> out;
-  if (io_.device_fetches.empty()) return out;
-  for (size_t i = 0; i < fetch_blobs_.size(); ++i) {
-    if (fetch_copies_[i].assign == nullptr) continue;
-    SLUICE_RETURN_IF_ERROR(CheckFetched(*fetch_blobs_[i], fetch_names_[i]));
-  }
-  out.resize(fetch_blobs_.size());
-  for (size_t i = 0; i < fetch_blobs_.size(); ++i) {
-    const DeviceCopy& copy = fetch_copies_[i];
-    if (copy.assign == nullptr) continue;
-    const vm::Blob& source = *fetch_blobs_[i];
-    SLUICE_ASSIGN_OR_RETURN(out[i], vm_->NewBlob(copy.stream, source.dtype(), source.shape()));
-    // The run is complete and certified by its barrier: the copy needs no order against it.
-    // The next run waits for it before its graph writes the fetch blob (Submit).
-    device_copies_pending_ = true;
-    SLUICE_RETURN_IF_ERROR(
-        io_builder_->Call(*copy.assign, {fetch_blobs_[i]}, {out[i]}, nullptr, copy.stream));
-  }
-  // To the engine now: the caller's next use of a copy, through any builder, comes after it.
-  io_builder_->Flush();
-  return out;
 }
 
 }  // namespace sluice::framework

@@ -64,6 +64,7 @@
 #include "framework/interpreter/dependency_builder.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/interpreter/interpreter_options.h"
+#include "framework/interpreter/io_binding.h"
 #include "framework/interpreter/scope.h"
 #include "framework/ir/program_desc.h"
 #include "ops/op_registry.h"
@@ -77,20 +78,6 @@
 namespace sluice::framework {
 
 class ReleaseCounts;  // sequence_lowering.h
-
-// Checks a feed value against its declaration: dtype, shape and byte count. InvalidArgument
-// naming the feed. (The executor checks feeds before it builds; StageFeeds on every run.)
-absl::Status CheckFeed(absl::string_view name, const HostTensor& value, DataType dtype,
-                       const Shape& shape);
-// Checks a device-resident feed (I/O binding): a blob of `vm` (VirtualMachine::OwnsStorage:
-// not null, not a precomputed graph's lazy blob, not released, not another VM's) on
-// `device`, with the declared dtype and shape. InvalidArgument naming the feed.
-absl::Status CheckDeviceFeed(absl::string_view name, const vm::BlobRef& blob,
-                             const vm::VirtualMachine& vm, const Device& device, DataType dtype,
-                             const Shape& shape);
-
-// Feeds given as blobs (I/O binding): (name, blob) pairs.
-using BlobFeeds = std::vector<std::pair<std::string, vm::BlobRef>>;
 
 // Thread-compatible: the Executor serializes runs of one interpreter (a run's StageFeeds
 // and Submit, on the submitting thread, happen before its ReadFetches and
@@ -108,17 +95,11 @@ class Interpreter {
   ~Interpreter();
 
   // --- One run, in this order; no other run of this interpreter may be in flight. ---
-  // Checks every feed — a known feed name, given the way the build binds it (a host feed
-  // as a HostTensor, a device-resident one as a blob: CheckDeviceFeed), dtype and shape as
-  // declared, every feed given — then copies host bytes into the host feed blobs and
-  // submits, for each device-resident feed, an `assign` from the caller's blob into the feed
-  // blob on the program's device: through an InstructionsBuilder of this interpreter's, so
-  // soft sync and the engine order it after the blob's producer, which must have been
-  // submitted before this call (work another builder holds back is handed over first). No
-  // copy passes through the host. InvalidArgument naming the feed, before anything is
-  // written. The caller must not use a fed blob from another builder until this returns.
-  absl::Status StageFeeds(const std::vector<std::pair<std::string, HostTensor>>& feeds,
-                          const BlobFeeds& device_feeds = {});
+  // The run's feeds, checked and staged (BoundIo::StageFeeds, io_binding.h). The caller
+  // must not use a fed blob from another builder until this returns.
+  absl::Status StageFeeds(const Feeds& feeds, const BlobFeeds& device_feeds = {}) {
+    return io_stage_.StageFeeds(feeds, device_feeds);
+  }
   // FailedPrecondition naming the first persistable the program reads before writing (or
   // fetches without writing) that has no value yet (the startup program has not run,
   // nothing was loaded), or whose value an earlier failed run left poisoned (the message
@@ -128,23 +109,14 @@ class Interpreter {
   // (or its ancestors) holds under that name: the graph binds blobs, so a variable replaced
   // or erased since — or another scope at a reused address — needs a new build.
   bool BindingsMatch(const Scope& scope) const;
-  // Hands the lowered graph to the VM (clearing the cancel flag). The batch orders only its
-  // own instructions, so when StageFeeds submitted device copies, or the previous run's
-  // CopyOutDeviceFetches left copies that read this graph's blobs, it first waits on the
-  // host for a barrier behind them (everything submitted before it completes; no bytes
-  // move through the host).
+  // Hands the lowered graph to the VM (clearing the cancel flag), after waiting for the
+  // device copies of feeds and fetches still pending (BoundIo::WaitForPendingCopies).
   absl::Status Submit();
-  // After the run completed: the fetched values, in fetch order, read from the host
-  // fetch blobs (VirtualMachine::ReadIdleHostBlobs). A device-resident fetch's entry has its
-  // dtype and shape and no bytes (CopyOutDeviceFetches hands it out).
-  absl::StatusOr<std::vector<HostTensor>> ReadFetches() const;
-  // After the run completed, and before the next StageFeeds: for each device-resident
-  // fetch, a new blob on the device where the fetched variable lives, filled by an `assign`
-  // from the fetch blob that is submitted (and handed to the engine) here, so that work
-  // submitted afterwards through any builder is ordered after it. In fetch order; null for
-  // host fetches; empty without device-resident fetches. The run's error for a poisoned
-  // fetch, FailedPrecondition for one the run did not produce.
-  absl::StatusOr<std::vector<vm::BlobRef>> CopyOutDeviceFetches();
+  // After the run completed: BoundIo::ReadFetches and CopyOutDeviceFetches.
+  absl::StatusOr<std::vector<HostTensor>> ReadFetches() const { return io_stage_.ReadFetches(); }
+  absl::StatusOr<std::vector<vm::BlobRef>> CopyOutDeviceFetches() {
+    return io_stage_.CopyOutDeviceFetches();
+  }
 
   // Request that the submitted run stop early (ops not yet started are skipped).
   void Cancel() { cancel_.store(true, std::memory_order_relaxed); }
@@ -164,26 +136,12 @@ class Interpreter {
   struct Builder;
   friend struct Builder;
 
-  // How a device-resident feed or fetch is copied: an `assign` kernel on a stream.
-  struct DeviceCopy {
-    const vm::OpKernel* assign = nullptr;  // null: a host feed or fetch
-    vm::Stream* stream = nullptr;          // the feed's or fetch's device, compute stream 0
-  };
-  // Waits on the host for a barrier behind the device copies submitted so far.
-  absl::Status WaitForDeviceCopies();
-
   vm::VirtualMachine* vm_ = nullptr;
   std::vector<std::string> feed_names_;
   std::vector<std::string> fetch_names_;
   IoBinding io_;
-  std::vector<vm::BlobRef> feed_blobs_;   // parallel to feed_names_, on cpu or the device
-  std::vector<vm::BlobRef> fetch_blobs_;  // parallel to fetch_names_, on cpu or the device
-  std::vector<DeviceCopy> feed_copies_;   // parallel to feed_names_
-  std::vector<DeviceCopy> fetch_copies_;  // parallel to fetch_names_
-  // Submits the device copies; created by Build only with a device-resident feed or fetch.
-  std::unique_ptr<vm::InstructionsBuilder> io_builder_;
-  // Device copies were submitted since the last wait for them (see Submit).
-  bool device_copies_pending_ = false;
+  // The graph's feed and fetch blobs and their staging (made by the build's Commit).
+  BoundIo io_stage_;
   std::vector<std::pair<std::string, vm::BlobRef>> must_be_initialized_;
   std::vector<std::pair<std::string, vm::BlobRef>> persistables_;  // every one bound
   std::vector<vm::BlobRef> blobs_;  // every blob the graph uses: keeps them alive

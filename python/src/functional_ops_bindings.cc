@@ -17,7 +17,10 @@
 
 namespace sluice::python {
 
-void BindFunctionalOps(nb::module_& m) {
+namespace {
+
+// Rows 1-8 of the table's Python functions.
+void BindOps0(nb::module_& m) {
   m.def(
       "add",
       [](nb::handle x, nb::handle y) -> nb::object {
@@ -66,6 +69,10 @@ void BindFunctionalOps(nb::module_& m) {
   m.def(
       "relu", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Relu(ToValue(x)))); },
       nb::arg("x"), "max(x, 0); NaN stays NaN.");
+}
+
+// Rows 9-16 of the table's Python functions.
+void BindOps1(nb::module_& m) {
   m.def(
       "sigmoid",
       [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Sigmoid(ToValue(x)))); },
@@ -92,6 +99,10 @@ void BindFunctionalOps(nb::module_& m) {
   m.def(
       "neg", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Neg(ToValue(x)))); },
       nb::arg("x"), "-x.");
+}
+
+// Rows 17-24 of the table's Python functions.
+void BindOps2(nb::module_& m) {
   m.def(
       "scale",
       [](nb::handle x, double scale, double bias) -> nb::object {
@@ -142,6 +153,10 @@ void BindFunctionalOps(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("y"),
       "x >= y: bool, numeric operands of one dtype, NumPy broadcasting.");
+}
+
+// Rows 25-32 of the table's Python functions.
+void BindOps3(nb::module_& m) {
   m.def(
       "equal",
       [](nb::handle x, nb::handle y) -> nb::object {
@@ -193,6 +208,10 @@ void BindFunctionalOps(nb::module_& m) {
       nb::arg("x"), nb::arg("y"), nb::arg("transpose_x") = false, nb::arg("transpose_y") = false,
       "The matrix product of x and y (each transposed first when asked), batched over leading "
       "dimensions.");
+}
+
+// Rows 33-40 of the table's Python functions.
+void BindOps4(nb::module_& m) {
   m.def(
       "sum",
       [](nb::handle x, nb::handle axis, bool keepdim) -> nb::object {
@@ -248,10 +267,25 @@ void BindFunctionalOps(nb::module_& m) {
         return out;
       },
       nb::arg("x"), nb::arg("num"), nb::arg("axis") = 0, "num equal pieces of x along axis.");
+}
+
+// Rows 41-41 of the table's Python functions.
+void BindOps5(nb::module_& m) {
   m.def(
       "add_n",
       [](nb::handle inputs) -> nb::object { return FromValue(Unwrap(fn::Sum(ToValues(inputs)))); },
       nb::arg("inputs"), "The elementwise sum of the operands (one or more, one shape).");
+}
+
+}  // namespace
+
+void BindFunctionalOps(nb::module_& m) {
+  BindOps0(m);
+  BindOps1(m);
+  BindOps2(m);
+  BindOps3(m);
+  BindOps4(m);
+  BindOps5(m);
 }
 
 }  // namespace sluice::python

@@ -500,8 +500,8 @@ TEST_F(CudaKernelsTest, InPlaceElementwise) {
 
 TEST_F(CudaKernelsTest, UnaryOpsAndGrads) {
   const std::pair<const char*, bool> unary[] = {
-      {"relu", false}, {"sigmoid", false}, {"tanh", false},   {"exp", false},
-      {"log", true},   {"sqrt", true},     {"square", false},
+      {"relu", false}, {"sigmoid", false}, {"tanh", false}, {"exp", false}, {"log", true},
+      {"sqrt", true},  {"square", false},  {"abs", false},  {"neg", false},
   };
   for (DataType dtype : kFloatDtypes) {
     uint64_t seed = 200;
@@ -511,14 +511,28 @@ TEST_F(CudaKernelsTest, UnaryOpsAndGrads) {
         const In x =
             positive ? Random(dtype, shape, seed++, 0.1, 4) : Random(dtype, shape, seed++, -6, 6);
         ExpectSame(op, {{x}});
-        // The grad ops read Out (relu, sigmoid, tanh, exp, sqrt) or X (log, square): any
-        // positive values serve both.
+        if (std::string(op) == "neg") continue;  // its gradient is a neg: no grad op
+        // The grad ops read Out (relu, sigmoid, tanh, exp, sqrt) or X (log, square, abs):
+        // any positive values serve both.
         ExpectSame(absl::StrCat(op, "_grad"),
                    {{Random(dtype, shape, seed++, 0.1, 2)}, {Random(dtype, shape, seed++)}});
       }
     }
-    // relu keeps NaN and maps -0 and 0 to themselves or 0 as the host does.
+    // relu keeps NaN and maps -0 and 0 to themselves or 0 as the host does; so does abs.
     ExpectSame("relu", {{In{dtype, {4}, {std::nan(""), -0.0, 0.0, -1.0}}}}, {}, Tolerance{});
+    ExpectSame("abs", {{In{dtype, {4}, {std::nan(""), -0.0, 0.0, -1.0}}}}, {}, Tolerance{});
+    // pow and pow_grad: a whole factor on any base, fractional and negative ones on positive
+    // bases.
+    for (const double factor : {3.0, 0.5, -1.5}) {
+      SCOPED_TRACE(absl::StrCat("pow factor ", factor));
+      vm::AttrMap attrs;
+      attrs.Set("factor", factor);
+      const bool whole = factor == 3.0;
+      const In x = whole ? Random(dtype, Shape{1000}, seed++, -3, 3)
+                         : Random(dtype, Shape{1000}, seed++, 0.1, 4);
+      ExpectSame("pow", {{x}}, attrs);
+      ExpectSame("pow_grad", {{x}, {Random(dtype, Shape{1000}, seed++)}}, attrs);
+    }
   }
 }
 
