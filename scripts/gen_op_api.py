@@ -16,6 +16,7 @@ docs/ops.md, "The table".
 """
 
 import argparse
+import math
 import pathlib
 import re
 import shutil
@@ -48,6 +49,8 @@ TYPES = {
     "seed": ("std::optional<int64_t>", "kInt", "std::optional<int64_t>"),
 }
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Names the written code declares itself: a parameter of one of these names would clash.
+RESERVED = {"inputs", "ctx", "device", "a", "b", "m", "out", "v", "rows", "attrs"}
 
 
 class TableError(Exception):
@@ -68,6 +71,8 @@ class Attr:
         self.name = spec.get("name", "")
         if not IDENT.match(self.name):
             fail(row, f"attribute name '{self.name}' is not an identifier")
+        if self.name in RESERVED:
+            fail(row, f"attribute name '{self.name}' is used by the written code; rename it")
         self.attr = spec.get("attr", self.name)
         self.py_name = spec.get("python", self.name)
         if not IDENT.match(self.py_name):
@@ -84,6 +89,8 @@ class Attr:
         d, t = self.default, self.type
         number = isinstance(d, (int, float)) and not isinstance(d, bool)
         ints = isinstance(d, list) and all(isinstance(v, int) for v in d)
+        if number and not math.isfinite(d):
+            fail(row, f"attribute '{self.name}': default {d!r} is not finite")
         ok = {"f64": lambda: number,
               "i64": lambda: isinstance(d, int) and not isinstance(d, bool),
               "bool": lambda: isinstance(d, bool),
@@ -165,6 +172,8 @@ class Op:
             if not isinstance(row.get(key), str) or not row[key]:
                 fail(row, f"'{key}' must be a non-empty string")
         self.op, self.cpp, self.doc = row["op"], row["cpp"], row["doc"]
+        if "\n" in self.doc or '"' in self.doc or "\\" in self.doc:
+            fail(row, "doc must be one line without double quotes or backslashes")
         if not re.match(r"^[A-Z][A-Za-z0-9]*$", self.cpp):
             fail(row, f"cpp name '{self.cpp}' is not a PascalCase identifier")
         self.python = row.get("python", "")
@@ -179,8 +188,9 @@ class Op:
                 if len(row["inputs"]) != 1:
                     fail(row, "a variadic operand must be the op's only operand")
                 self.variadic, name = True, name[:-1]
-            if not IDENT.match(name):
-                fail(row, f"operand name '{name}' is not an identifier")
+            if not IDENT.match(name) or name in RESERVED:
+                fail(row, f"operand name '{name}' is not an identifier or is used by the "
+                          "written code")
             self.inputs.append(name)
         self.py_inputs = row.get("python_inputs", list(self.inputs))
         if len(self.py_inputs) != len(self.inputs) or not all(map(IDENT.match, self.py_inputs)):
@@ -206,8 +216,16 @@ class Op:
             fail(row, "outputs must be 1, \"list\" or a list of two names")
         if not self.inputs and self.outputs != 1:
             fail(row, "an op without operands has one output")
+        seeds = [a for a in self.attrs if a.type == "seed"]
+        if seeds and self.inputs:
+            fail(row, "a 'seed' attribute is for ops without operands (the random sources)")
+        if len(seeds) > 1:
+            fail(row, "at most one 'seed' attribute")
         if self.python and any(TYPES[a.type][2] is None for a in self.attrs):
             fail(row, "a Python binding cannot take a 'shape' attribute: give a python_note")
+
+    def seed_name(self):
+        return next((a.name for a in self.attrs if a.type == "seed"), "seed")
 
     @property
     def source(self):
@@ -327,7 +345,7 @@ def gen_header(ops):
 
 def body_value(op):
     if op.source:
-        seed = "internal::StaticOrEagerSeed(seed, ctx)"
+        seed = f"internal::StaticOrEagerSeed({op.seed_name()}, ctx)"
         return [f'  return internal::Source("{op.op}", {op.attr_map(seed)}, ctx);']
     attrs = op.attr_map("")
     if op.variadic:
@@ -341,7 +359,8 @@ def body_value(op):
 
 def body_tensor(op):
     if op.source:
-        seed = "seed.has_value() ? *seed : ctx.NextSeed()"
+        n = op.seed_name()
+        seed = f"{n}.has_value() ? *{n} : ctx.NextSeed()"
         return [f'  return internal::EagerSource(ctx, "{op.op}", {op.attr_map(seed)}, device);']
     attrs = op.attr_map("")
     if op.outputs == 1 and not op.variadic:
