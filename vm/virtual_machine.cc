@@ -536,6 +536,21 @@ absl::Status VirtualMachine::WaitBarrier(bool after_close) {
   return absl::OkStatus();
 }
 
+absl::Status VirtualMachine::FreeParkedBlobs() {
+  if (OnOwnThread()) {
+    return absl::FailedPreconditionError(
+        "FreeParkedBlobs called on a VM worker or scheduler thread, which the wait for the "
+        "work before it would block");
+  }
+  // The first barrier fires while the scheduler's pass may still be retiring the fused runs
+  // before it, whose private blobs die at that pass's end; the second is received in a later
+  // pass, so once it fires every blob the earlier work let die is parked.
+  SLUICE_RETURN_IF_ERROR(WaitBarrier(/*after_close=*/false));
+  SLUICE_RETURN_IF_ERROR(WaitBarrier(/*after_close=*/false));
+  blob_pool_->FreeParked();
+  return absl::OkStatus();
+}
+
 absl::Status VirtualMachine::ReclaimReleases() {
   if (OnOwnThread()) {
     return absl::FailedPreconditionError(

@@ -177,6 +177,14 @@ class VirtualMachine {
   // the first pending error. Idempotent.
   absl::Status Shutdown(ShutdownMode mode = ShutdownMode::kFinish);
 
+  // Waits until everything submitted before the call is complete and the blobs it let die
+  // are parked (as Sync does, but errors stay for the next sync point), then frees every
+  // eager blob parked for reuse (VmOptions::max_parked_blobs): their bytes return to their
+  // allocators, which then count what live blobs hold and nothing else this VM made. Blobs
+  // that die later are parked as before. For a caller under memory pressure, and for tests
+  // that count bytes. Any thread but the VM's own; fails once the VM is shut down.
+  absl::Status FreeParkedBlobs();
+
   // Hands held-back instructions over first, so that the counts cover every accepted one.
   VmStats stats();
   // Times every OpCall from now on into `tracer` (null: stop). The tracer must stay alive

@@ -144,20 +144,11 @@ class BlobPool {
 
   // Any thread: frees every parked blob (their bytes return to their allocators, which
   // must still be alive); later dying blobs are not parked. Idempotent.
-  void DropParked() {
-    std::vector<Blob*> parked;
-    {
-      PlainMutexLock lock(&parked_mu_);
-      PlainMutexLock inbox_lock(&inbox_mu_);
-      parking_closed_ = true;
-      while (parked_.size() != 0) parked.push_back(parked_.PopFront());
-      ring_bound_ = 0;
-      parked.insert(parked.end(), inbox_.begin(), inbox_.end());
-      inbox_.clear();
-      inbox_size_.store(0, std::memory_order_relaxed);
-    }
-    for (Blob* blob : parked) Destroy(blob);
-  }
+  void DropParked() { FreeParked(/*close=*/true); }
+
+  // Any thread: frees the blobs parked now (as DropParked); later dying blobs are parked
+  // as before.
+  void FreeParked() { FreeParked(/*close=*/false); }
 
   // Blobs TakeParked handed back so far.
   int64_t recycled() const {
@@ -178,6 +169,22 @@ class BlobPool {
   static constexpr size_t kDefaultMaxParked = 4096;
 
  private:
+  // DropParked and FreeParked; `close`: later dying blobs are not parked.
+  void FreeParked(bool close) {
+    std::vector<Blob*> parked;
+    {
+      PlainMutexLock lock(&parked_mu_);
+      PlainMutexLock inbox_lock(&inbox_mu_);
+      if (close) parking_closed_ = true;
+      while (parked_.size() != 0) parked.push_back(parked_.PopFront());
+      ring_bound_ = 0;
+      parked.insert(parked.end(), inbox_.begin(), inbox_.end());
+      inbox_.clear();
+      inbox_size_.store(0, std::memory_order_relaxed);
+    }
+    for (Blob* blob : parked) Destroy(blob);
+  }
+
   static constexpr size_t kParkedScan = 8;
   static constexpr uint64_t kIdBlock = 64;
 
