@@ -196,15 +196,14 @@ TEST_F(EagerTrainingTest, ParkingGoesOnAfterTheParkedBlobsAreFreed) {
   TrainAndCount(*context_, 3, /*keep_every_loss=*/false);
   EXPECT_EQ(context_->vm()->stats().parked_blobs, 0);
   const int64_t recycled = context_->vm()->stats().recycled_blobs;
-  Tensor a = fn::Tanh(context_->FromVector(std::vector<float>(64, 0.5f), Shape({4, 16})).value())
-                 .value();
+  Tensor a =
+      fn::Tanh(context_->FromVector(std::vector<float>(64, 0.5f), Shape({4, 16})).value()).value();
   a = Tensor();
   ASSERT_TRUE(context_->Sync().ok());
   ASSERT_TRUE(context_->Sync().ok());
   for (int i = 0; i < 20; ++i) {
-    Tensor b =
-        fn::Tanh(context_->FromVector(std::vector<float>(64, 0.5f), Shape({4, 16})).value())
-            .value();
+    Tensor b = fn::Tanh(context_->FromVector(std::vector<float>(64, 0.5f), Shape({4, 16})).value())
+                   .value();
     ASSERT_TRUE(b.ToVector<float>().ok());
   }
   EXPECT_GT(context_->vm()->stats().recycled_blobs, recycled);
