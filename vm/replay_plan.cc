@@ -77,7 +77,7 @@ ReplayLanes PlanLanes(const RecordedProgram& program, const ReplayTopology& topo
   }
   // One sequence per worker, each on a host stream that runs on its worker
   // (StepSequence::AddWait; VirtualMachine::CanRunLanes).
-  absl::flat_hash_set<int> workers;
+  absl::flat_hash_set<int64_t> workers;
   for (int s : streams) {
     const ReplayStreamFacts& facts = topology.streams[s];
     if (!facts.synchronous || !workers.insert(facts.worker).second) return ReplayLanes();

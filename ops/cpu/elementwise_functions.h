@@ -266,10 +266,11 @@ struct AbsGradFn {  // v = X: sign(X) g, 0 at X = 0, NaN where X is NaN
   }
 };
 template <typename T>
-struct PowGradFn {  // v = X
+struct PowGradFn {  // v = X: factor X^(factor-1) g, and 0 for factor 0 (X^0 is constant,
+                    // also at X = 0, where the formula would give 0 * inf)
   T factor;
   SLUICE_ELEMENTWISE_INLINE T operator()(T x, T g) const {
-    return factor * std::pow(x, factor - T(1)) * g;
+    return factor == T(0) ? T(0) : factor * std::pow(x, factor - T(1)) * g;
   }
 };
 

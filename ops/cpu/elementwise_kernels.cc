@@ -17,6 +17,7 @@
 #include "ops/cpu/host_kernel.h"
 #include "ops/internal/clip_bounds.h"
 #include "ops/internal/op_families.h"
+#include "ops/internal/operand_checks.h"
 
 namespace sluice::ops::internal {
 namespace {
@@ -51,9 +52,7 @@ class ElementwiseKernel : public HostKernel {
   absl::Status CheckSameShape(const HostTensor& t, absl::string_view role, int index,
                               const HostTensor& like, absl::string_view like_role,
                               int like_index) const {
-    if (*t.shape == *like.shape) return absl::OkStatus();
-    return Error(absl::StrCat(t.Describe(role, index), " must have the shape of ",
-                              like.Describe(like_role, like_index)));
+    return internal::CheckSameShape(this->name(), t, role, index, like, like_role, like_index);
   }
   // The broadcast of inputs 0 and 1 must be `out`'s shape (output 0, or OutGrad: input 2).
   absl::StatusOr<BroadcastPlan> Plan(const HostArgs& a, const HostTensor& out,
@@ -175,8 +174,7 @@ class UnaryKernel final : public ElementwiseKernel<T> {
  protected:
   absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
     SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 1, 1));
-    SLUICE_RETURN_IF_ERROR(
-        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_RETURN_IF_ERROR(CheckUnaryShapes(this->name(), a, /*grad=*/false));
     const int64_t n = a.outputs[0].size;
     if (n == 0) return HostWork(nullptr);
     const T* x = a.inputs[0].template as<const T>();
@@ -201,9 +199,7 @@ class UnaryGradKernel final : public ElementwiseKernel<T> {
  protected:
   absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
     SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 2, 1));
-    SLUICE_RETURN_IF_ERROR(this->CheckSameShape(a.inputs[1], "input", 1, a.inputs[0], "input", 0));
-    SLUICE_RETURN_IF_ERROR(
-        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_RETURN_IF_ERROR(CheckUnaryShapes(this->name(), a, /*grad=*/true));
     const int64_t n = a.outputs[0].size;
     if (n == 0) return HostWork(nullptr);
     const T* v = a.inputs[0].template as<const T>();
@@ -234,8 +230,7 @@ class ClipKernel final : public ElementwiseKernel<T> {
  protected:
   absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
     SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 1, 1));
-    SLUICE_RETURN_IF_ERROR(
-        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_RETURN_IF_ERROR(CheckUnaryShapes(this->name(), a, /*grad=*/false));
     SLUICE_ASSIGN_OR_RETURN(const ClipBounds<T> b, ClipAttrs<T>(this->name(), a));
     const int64_t n = a.outputs[0].size;
     if (n == 0) return HostWork(nullptr);
@@ -257,9 +252,7 @@ class ClipGradKernel final : public ElementwiseKernel<T> {
  protected:
   absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
     SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 2, 1));
-    SLUICE_RETURN_IF_ERROR(this->CheckSameShape(a.inputs[1], "input", 1, a.inputs[0], "input", 0));
-    SLUICE_RETURN_IF_ERROR(
-        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_RETURN_IF_ERROR(CheckUnaryShapes(this->name(), a, /*grad=*/true));
     SLUICE_ASSIGN_OR_RETURN(const ClipBounds<T> b, ClipAttrs<T>(this->name(), a));
     const int64_t n = a.outputs[0].size;
     if (n == 0) return HostWork(nullptr);
@@ -291,12 +284,7 @@ class PowKernel final : public ElementwiseKernel<T> {
  protected:
   absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
     SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, kGrad ? 2 : 1, 1));
-    if constexpr (kGrad) {
-      SLUICE_RETURN_IF_ERROR(
-          this->CheckSameShape(a.inputs[1], "input", 1, a.inputs[0], "input", 0));
-    }
-    SLUICE_RETURN_IF_ERROR(
-        this->CheckSameShape(a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_RETURN_IF_ERROR(CheckUnaryShapes(this->name(), a, kGrad));
     SLUICE_ASSIGN_OR_RETURN(const double factor, a.attrs->GetFloat("factor"));
     const int64_t n = a.outputs[0].size;
     if (n == 0) return HostWork(nullptr);

@@ -327,8 +327,8 @@ struct PowFn {
 template <typename T>
 struct PowGradFn {
   T factor;
-  __device__ __forceinline__ T operator()(T x, T g) const {
-    return factor * pow(x, factor - T(1)) * g;
+  __device__ __forceinline__ T operator()(T x, T g) const {  // as the host's: 0 for factor 0
+    return factor == T(0) ? T(0) : factor * pow(x, factor - T(1)) * g;
   }
 };
 

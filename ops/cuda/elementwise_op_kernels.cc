@@ -16,6 +16,7 @@
 #include "ops/cuda/cuda_kernel.h"
 #include "ops/cuda/cuda_launch.h"
 #include "ops/internal/clip_bounds.h"
+#include "ops/internal/operand_checks.h"
 
 namespace sluice::ops::internal {
 namespace {
@@ -24,14 +25,6 @@ absl::Status CheckOperands(absl::string_view op, const CudaArgs& a, int inputs, 
                            DataType dtype) {
   SLUICE_RETURN_IF_ERROR(CheckCounts(op, a, inputs, outputs));
   return CheckDtypes(op, a, dtype);
-}
-
-absl::Status CheckSameShape(absl::string_view op, const HostTensor& t, absl::string_view role,
-                            int index, const HostTensor& like, absl::string_view like_role,
-                            int like_index) {
-  if (*t.shape == *like.shape) return absl::OkStatus();
-  return OpError(op, absl::StrCat(t.Describe(role, index), " must have the shape of ",
-                                  like.Describe(like_role, like_index)));
 }
 
 // The broadcast of inputs 0 and 1 must be `out`'s shape (output 0, or OutGrad: input 2).
@@ -167,10 +160,7 @@ class UnaryKernel final : public CudaKernel {
   absl::Status Run(const CudaArgs& a) const override {
     const absl::string_view op = name();
     SLUICE_RETURN_IF_ERROR(CheckOperands(op, a, grad_ ? 2 : 1, 1, dtype_));
-    if (grad_) {
-      SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.inputs[1], "input", 1, a.inputs[0], "input", 0));
-    }
-    SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+    SLUICE_RETURN_IF_ERROR(CheckUnaryShapes(op, a, grad_));
     const int64_t n = a.outputs[0].size;
     if (n == 0) return absl::OkStatus();
     cudaError_t error;
@@ -201,10 +191,7 @@ class UnaryKernel final : public CudaKernel {
 template <typename T>
 absl::Status RunClip(absl::string_view op, const CudaArgs& a, bool grad) {
   SLUICE_RETURN_IF_ERROR(CheckOperands(op, a, grad ? 2 : 1, 1, DataTypeOf<T>()));
-  if (grad) {
-    SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.inputs[1], "input", 1, a.inputs[0], "input", 0));
-  }
-  SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+  SLUICE_RETURN_IF_ERROR(CheckUnaryShapes(op, a, grad));
   SLUICE_ASSIGN_OR_RETURN(const double lo, a.attrs->GetFloat("min"));
   SLUICE_ASSIGN_OR_RETURN(const double hi, a.attrs->GetFloat("max"));
   SLUICE_ASSIGN_OR_RETURN(const ClipBounds<T> b, MakeClipBounds<T>(op, lo, hi));
@@ -226,10 +213,7 @@ absl::Status RunClip(absl::string_view op, const CudaArgs& a, bool grad) {
 template <typename T>
 absl::Status RunPow(absl::string_view op, const CudaArgs& a, bool grad) {
   SLUICE_RETURN_IF_ERROR(CheckOperands(op, a, grad ? 2 : 1, 1, DataTypeOf<T>()));
-  if (grad) {
-    SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.inputs[1], "input", 1, a.inputs[0], "input", 0));
-  }
-  SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.outputs[0], "output", 0, a.inputs[0], "input", 0));
+  SLUICE_RETURN_IF_ERROR(CheckUnaryShapes(op, a, grad));
   SLUICE_ASSIGN_OR_RETURN(const double factor, a.attrs->GetFloat("factor"));
   const int64_t n = a.outputs[0].size;
   const T f = static_cast<T>(factor);

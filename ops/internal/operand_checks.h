@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/data_type.h"
+#include "core/status.h"
 #include "ops/cpu/host_kernel.h"
 #include "ops/internal/op_families.h"
 #include "ops/op_schema.h"
@@ -52,6 +53,25 @@ inline absl::Status CheckMeta(absl::string_view op, const HostTensor& t, absl::s
   if (MetaOf(t) == want) return absl::OkStatus();
   return OpError(op, absl::StrCat(t.Describe(role, index), " must be ", DataTypeName(want.dtype),
                                   want.shape.ToString()));
+}
+
+// `t` (the `index`-th `role`) has the shape of `like` (the `like_index`-th `like_role`).
+inline absl::Status CheckSameShape(absl::string_view op, const HostTensor& t,
+                                   absl::string_view role, int index, const HostTensor& like,
+                                   absl::string_view like_role, int like_index) {
+  if (*t.shape == *like.shape) return absl::OkStatus();
+  return OpError(op, absl::StrCat(t.Describe(role, index), " must have the shape of ",
+                                  like.Describe(like_role, like_index)));
+}
+
+// The shapes of a unary elementwise op (X -> Out) or of its gradient (`grad`: X, OutGrad ->
+// XGrad): every operand has X's shape. Counts and dtypes are the caller's to check first.
+template <typename Args>
+absl::Status CheckUnaryShapes(absl::string_view op, const Args& a, bool grad) {
+  if (grad) {
+    SLUICE_RETURN_IF_ERROR(CheckSameShape(op, a.inputs[1], "input", 1, a.inputs[0], "input", 0));
+  }
+  return CheckSameShape(op, a.outputs[0], "output", 0, a.inputs[0], "input", 0);
 }
 
 }  // namespace sluice::ops::internal

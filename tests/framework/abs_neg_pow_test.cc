@@ -186,6 +186,20 @@ TEST_P(AbsNegPowTest, AbsGradientAtZeroAndNan) {
   EXPECT_EQ(grad[4], -1.0);
 }
 
+// x^0 is 1 everywhere: its gradient is 0, also at 0 (where factor * x^(factor - 1) would
+// be 0 * inf) and at infinity; NaN stays NaN in the value only.
+TEST_P(AbsNegPowTest, PowZeroHasAZeroGradientEverywhere) {
+  const UnaryCase pow0{"pow0", [](const fn::Value& x) { return fn::Pow(x, 0.0); },
+                       [](double) { return 1.0; }, [](double) { return 0.0; }};
+  const std::vector<double> x = {0.0, -0.0, 2.0, -3.0, kInf};
+  double loss = 0;
+  std::vector<double> grad;
+  ASSERT_NO_FATAL_FAILURE(EagerLossAndGrad(pow0, x, {1, 1, 1, 1, 1}, &loss, &grad));
+  ASSERT_EQ(grad.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(grad[i], 0.0) << "x = " << x[i];
+  EXPECT_EQ(loss, 5.0);
+}
+
 TEST_P(AbsNegPowTest, StaticAutodiffGivesTheEagerGradients) {
   for (const UnaryCase& c : Cases()) {
     SCOPED_TRACE(c.name);
