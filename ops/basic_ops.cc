@@ -100,9 +100,8 @@ std::vector<GradOpDesc> AssignGrad(const GradContext& g) {
   return {GradOp("assign", {{"X", g.OutputGrad("Out")}}, {{"Out", g.InputGrad("X")}})};
 }
 
-}  // namespace
-
-absl::Status RegisterBasicOps(OpRegistry* registry) {
+// fill_constant, fill_zeros_like, assign, cast and cast_grad.
+absl::Status RegisterFillAndCastOps(OpRegistry* registry) {
   const std::vector<int64_t> no_dims;
   SLUICE_RETURN_IF_ERROR(
       registry->RegisterSchema(OpSchema("fill_constant")
@@ -153,6 +152,11 @@ absl::Status RegisterBasicOps(OpRegistry* registry) {
             }
             return Single({ctx.input(1).dtype, ctx.input(1).shape});
           })));
+  return absl::OkStatus();
+}
+
+// scale, sum, the host-device copies and the random sources.
+absl::Status RegisterScaleSumCopyAndRandomOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(registry->RegisterSchema(
       OpSchema("scale")
           .Input("X")
@@ -213,6 +217,13 @@ absl::Status RegisterBasicOps(OpRegistry* registry) {
                                    .Infer(InferRandom)
                                    .Flags(kOpRandom)));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterBasicOps(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(RegisterFillAndCastOps(registry));
+  return RegisterScaleSumCopyAndRandomOps(registry);
 }
 
 }  // namespace sluice::ops::internal

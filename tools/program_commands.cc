@@ -195,62 +195,119 @@ absl::StatusOr<framework::ExecutorOptions> MakeExecutorOptions(const CommonOptio
 
 // --- sluice run ---
 
-int RunMain(int argc, char** argv) {
-  CommonOptions common;
+// What `sluice run` reads from its command line besides the common options.
+struct RunArgs {
   std::string program_path, startup_path, load_dir, save_dir;
   std::vector<std::pair<std::string, std::string>> feed_files;
   std::vector<std::string> fetches;
+  bool load_partial = false;
+};
+
+void AddRunOptions(OptionParser& parser, RunArgs* args, CommonOptions* common) {
+  parser.AddPositional("PROGRAM", "the program file to run", &args->program_path);
+  parser.AddString("--startup", "FILE", "run this program once first (parameter initializers)",
+                   &args->startup_path);
+  parser.AddRepeated(
+      "--feed", "NAME=FILE", "feed variable NAME from a NumPy .npy file",
+      [args](absl::string_view text) -> absl::Status {
+        const size_t eq = text.find('=');
+        if (eq == absl::string_view::npos || eq == 0) {
+          return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not NAME=FILE.npy"));
+        }
+        args->feed_files.emplace_back(std::string(text.substr(0, eq)),
+                                      std::string(text.substr(eq + 1)));
+        return absl::OkStatus();
+      });
+  parser.AddRepeated("--fetch", "NAME", "print variable NAME after every step",
+                     [args](absl::string_view text) {
+                       args->fetches.emplace_back(text);
+                       return absl::OkStatus();
+                     });
+  AddCommonOptions(parser, "run the program N times", common);
+  parser.AddString("--load", "DIR",
+                   "before running, read DIR/NAME.npy into each persistable variable NAME of the "
+                   "program (after --startup runs); every file must be there (the error lists "
+                   "the missing ones)",
+                   &args->load_dir);
+  parser.AddFlag("--load-partial",
+                 "with --load: read the files DIR holds and leave every other persistable "
+                 "variable as --startup made it (listed as left as initialized)",
+                 &args->load_partial);
+  parser.AddString("--save", "DIR",
+                   "after the last step, write every persistable variable as DIR/NAME.npy, "
+                   "replacing the whole set at once (written beside DIR, then swapped in: a "
+                   "killed save leaves the old set); other files in DIR are kept",
+                   &args->save_dir);
+}
+
+// --startup, then --load, into `scope`.
+absl::Status RunStartupAndLoad(framework::Executor& executor,
+                               const framework::ir::ProgramDesc& program, const RunArgs& args,
+                               framework::Scope* scope) {
+  if (!args.startup_path.empty()) {
+    absl::StatusOr<framework::ir::ProgramDesc> startup =
+        framework::ir::ProgramDesc::Load(args.startup_path);
+    if (!startup.ok()) return startup.status();
+    absl::StatusOr<framework::RunResult> init = executor.Run(*startup, {}, {}, scope);
+    if (!init.ok()) return init.status();
+  }
+  if (!args.load_dir.empty()) {
+    absl::StatusOr<io::LoadReport> loaded =
+        io::LoadPersistables(executor, program, scope, args.load_dir,
+                             io::LoadOptions{.allow_missing = args.load_partial});
+    if (!loaded.ok()) return loaded.status();
+    if (args.load_partial) {
+      std::printf("loaded %zu persistable variables from %s; %zu left as initialized%s%s\n",
+                  loaded->loaded.size(), args.load_dir.c_str(), loaded->skipped.size(),
+                  loaded->skipped.empty() ? "" : ": ",
+                  absl::StrJoin(loaded->skipped, ", ").c_str());
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The summary after the steps; kExitFailure when the sync check found a violation.
+int PrintRunSummary(const CommonOptions& common, eager::Context& context,
+                    framework::Executor& executor,
+                    const absl::StatusOr<framework::LoweringStats>& lowering,
+                    const framework::StepStats& last) {
+  std::printf("summary: %d steps on %s; last %s\n", common.steps, common.device.ToString().c_str(),
+              last.ToString().c_str());
+  if (!common.no_compile) PrintCompilation(executor, lowering);
+  if (!common.trace.empty()) std::printf("trace: %s\n", common.trace.c_str());
+  if (common.check_sync) {
+    const int64_t violations = context.vm()->sync_checker()->violation_count();
+    std::printf("sync check: %lld violations\n", static_cast<long long>(violations));
+    if (violations > 0) {
+      // Names the first: an unordered access, or an undeclared alias (op and operands).
+      std::printf("%s\n", context.vm()->sync_checker()->status().ToString().c_str());
+      return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+int RunMain(int argc, char** argv) {
+  CommonOptions common;
+  RunArgs args;
   OptionParser parser(
       "run",
       "Runs a program file (docs/program-format.md) N times and prints each step's\n"
       "fetched values and a summary.\n",
       "Exit status: 0 on success, 1 when the run failed (a file could not be read, a step\n"
       "failed, or --sync-check found a violation), 2 for bad options.\n");
-  parser.AddPositional("PROGRAM", "the program file to run", &program_path);
-  parser.AddString("--startup", "FILE", "run this program once first (parameter initializers)",
-                   &startup_path);
-  parser.AddRepeated(
-      "--feed", "NAME=FILE", "feed variable NAME from a NumPy .npy file",
-      [&feed_files](absl::string_view text) -> absl::Status {
-        const size_t eq = text.find('=');
-        if (eq == absl::string_view::npos || eq == 0) {
-          return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not NAME=FILE.npy"));
-        }
-        feed_files.emplace_back(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
-        return absl::OkStatus();
-      });
-  parser.AddRepeated("--fetch", "NAME", "print variable NAME after every step",
-                     [&fetches](absl::string_view text) {
-                       fetches.emplace_back(text);
-                       return absl::OkStatus();
-                     });
-  AddCommonOptions(parser, "run the program N times", &common);
-  parser.AddString("--load", "DIR",
-                   "before running, read DIR/NAME.npy into each persistable variable NAME of the "
-                   "program (after --startup runs); every file must be there (the error lists "
-                   "the missing ones)",
-                   &load_dir);
-  bool load_partial = false;
-  parser.AddFlag("--load-partial",
-                 "with --load: read the files DIR holds and leave every other persistable "
-                 "variable as --startup made it (listed as left as initialized)",
-                 &load_partial);
-  parser.AddString("--save", "DIR",
-                   "after the last step, write every persistable variable as DIR/NAME.npy, "
-                   "replacing the whole set at once (written beside DIR, then swapped in: a "
-                   "killed save leaves the old set); other files in DIR are kept",
-                   &save_dir);
+  AddRunOptions(parser, &args, &common);
   if (std::optional<int> exit = ParseCommandLine(parser, argc, argv)) return *exit;
-  if (load_partial && load_dir.empty()) {
+  if (args.load_partial && args.load_dir.empty()) {
     std::fprintf(stderr, "sluice run: --load-partial needs --load DIR\n");
     return kExitUsage;
   }
 
   absl::StatusOr<framework::ir::ProgramDesc> program =
-      framework::ir::ProgramDesc::Load(program_path);
+      framework::ir::ProgramDesc::Load(args.program_path);
   if (!program.ok()) return ReportFailure("run", program.status());
   framework::Feeds feeds;
-  for (const auto& [name, path] : feed_files) {
+  for (const auto& [name, path] : args.feed_files) {
     absl::StatusOr<io::NpyArray> array = io::ReadNpy(path);
     if (!array.ok()) return ReportFailure("run", array.status());
     feeds.emplace_back(name, FromNpy(*std::move(array)));
@@ -277,27 +334,12 @@ int RunMain(int argc, char** argv) {
     return ReportFailure("run", status);
   };
   absl::StatusOr<framework::ExecutorOptions> executor_options =
-      MakeExecutorOptions(common, fetches, *context);
+      MakeExecutorOptions(common, args.fetches, *context);
   if (!executor_options.ok()) return fail(executor_options.status());
   framework::Executor executor(&context->registry(), context->vm(), *executor_options);
   framework::Scope scope;
-  if (!startup_path.empty()) {
-    absl::StatusOr<framework::ir::ProgramDesc> startup =
-        framework::ir::ProgramDesc::Load(startup_path);
-    if (!startup.ok()) return fail(startup.status());
-    absl::StatusOr<framework::RunResult> init = executor.Run(*startup, {}, {}, &scope);
-    if (!init.ok()) return fail(init.status());
-  }
-  if (!load_dir.empty()) {
-    absl::StatusOr<io::LoadReport> loaded = io::LoadPersistables(
-        executor, *program, &scope, load_dir, io::LoadOptions{.allow_missing = load_partial});
-    if (!loaded.ok()) return fail(loaded.status());
-    if (load_partial) {
-      std::printf("loaded %zu persistable variables from %s; %zu left as initialized%s%s\n",
-                  loaded->loaded.size(), load_dir.c_str(), loaded->skipped.size(),
-                  loaded->skipped.empty() ? "" : ": ",
-                  absl::StrJoin(loaded->skipped, ", ").c_str());
-    }
+  if (absl::Status ready = RunStartupAndLoad(executor, *program, args, &scope); !ready.ok()) {
+    return fail(ready);
   }
   framework::StepStats last;
   absl::StatusOr<framework::LoweringStats> lowering = absl::NotFoundError("no step ran");
@@ -305,41 +347,28 @@ int RunMain(int argc, char** argv) {
     framework::RunOptions run_options;
     if (step == common.steps) run_options.trace_path = common.trace;
     absl::StatusOr<framework::RunResult> result =
-        executor.Run(*program, feeds, fetches, &scope, run_options);
+        executor.Run(*program, feeds, args.fetches, &scope, run_options);
     if (!result.ok()) return fail(result.status());
     std::printf("step %d", step);
-    for (size_t f = 0; f < fetches.size(); ++f) {
-      std::printf("  %s=%s", fetches[f].c_str(), Preview(result->fetches[f]).c_str());
+    for (size_t f = 0; f < args.fetches.size(); ++f) {
+      std::printf("  %s=%s", args.fetches[f].c_str(), Preview(result->fetches[f]).c_str());
     }
     std::printf("\n");
     last = result->stats;
     lowering = executor.LastLowering();  // the program's build (--save builds another)
   }
-  if (!save_dir.empty() && common.rank == 0) {  // the replicas hold equal parameters
-    if (absl::Status saved = io::SavePersistables(executor, *program, &scope, save_dir);
+  if (!args.save_dir.empty() && common.rank == 0) {  // the replicas hold equal parameters
+    if (absl::Status saved = io::SavePersistables(executor, *program, &scope, args.save_dir);
         !saved.ok()) {
       return fail(saved);
     }
     std::printf("saved %zu persistable variables to %s\n", io::PersistableVars(*program).size(),
-                save_dir.c_str());
+                args.save_dir.c_str());
   }
   // Shut the VM down while the scope and the lowered graphs still hold their blobs, so a
   // recording ends with the checksums of every live tensor.
   if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return fail(shut);
-  std::printf("summary: %d steps on %s; last %s\n", common.steps, common.device.ToString().c_str(),
-              last.ToString().c_str());
-  if (!common.no_compile) PrintCompilation(executor, lowering);
-  if (!common.trace.empty()) std::printf("trace: %s\n", common.trace.c_str());
-  if (common.check_sync) {
-    const int64_t violations = context->vm()->sync_checker()->violation_count();
-    std::printf("sync check: %lld violations\n", static_cast<long long>(violations));
-    if (violations > 0) {
-      // Names the first: an unordered access, or an undeclared alias (op and operands).
-      std::printf("%s\n", context->vm()->sync_checker()->status().ToString().c_str());
-      return kExitFailure;
-    }
-  }
-  return kExitOk;
+  return PrintRunSummary(common, *context, executor, lowering, last);
 }
 
 // --- sluice demo ---
@@ -411,68 +440,107 @@ absl::StatusOr<std::vector<float>> TrainDemoAsGraph(eager::Context& ctx, const D
 
 }  // namespace
 
-int DemoMain(int argc, char** argv) {
-  CommonOptions common;
-  common.steps = 100;
+// --write-programs: the demo's programs and data, for `sluice run`.
+absl::Status WriteDemoPrograms(const framework::LinearRegression& model,
+                               const std::string& write_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(write_dir, ec);
+  const std::filesystem::path dir(write_dir);
+  absl::Status status = model.main->desc().Save((dir / "main.program").string());
+  if (status.ok()) status = model.startup->desc().Save((dir / "startup.program").string());
+  if (status.ok())
+    status = io::WriteNpy((dir / "x.npy").string(), ToNpy(framework::LinearRegressionInput()));
+  if (status.ok())
+    status = io::WriteNpy((dir / "y.npy").string(), ToNpy(framework::LinearRegressionTarget()));
+  if (!status.ok()) return status;
+  std::printf("wrote %s/{main.program,startup.program,x.npy,y.npy}; loss variable: %s\n",
+              write_dir.c_str(), model.loss.c_str());
+  return absl::OkStatus();
+}
+
+// Each step's loss: printed for the first five, every tenth and the last step; whether it
+// fell every step.
+struct DemoLosses {
+  float first = 0, previous = 0, loss = 0;
+  bool falling = true;
+  void Add(int step, int steps, float value) {
+    loss = value;
+    if (step == 1) first = loss;
+    if (step > 1 && loss >= previous) falling = false;
+    previous = loss;
+    if (step <= 5 || step % 10 == 0 || step == steps)
+      std::printf("step %3d  loss %.6f\n", step, loss);
+  }
+};
+
+// What `sluice demo` reads from its command line besides the common options.
+struct DemoArgs {
   std::string write_dir;
+  bool eager_mode = false;
+  bool graph_mode = false;
+};
+
+// Parses and checks demo's options; an exit status when the command ends here (--help,
+// bad options).
+std::optional<int> ParseDemoOptions(int argc, char** argv, DemoArgs* args, CommonOptions* common) {
   OptionParser parser(
       "demo",
       "Builds the demo model (Linear(16->1) + MSELoss, trained with Adam on a fixed\n"
       "16x16 batch), trains it for N steps and prints the loss.\n",
       "Exit status: 0 when the loss fell every step, 1 when it did not or the run failed,\n"
       "2 for bad options.\n");
-  AddCommonOptions(parser, "training steps", &common);
+  AddCommonOptions(parser, "training steps", common);
   parser.AddString("--write-programs", "DIR",
                    "also write main.program, startup.program, x.npy and y.npy there, for "
                    "`sluice run`",
-                   &write_dir);
-  bool eager_mode = false;
+                   &args->write_dir);
   parser.AddFlag("--eager",
                  "train eagerly instead (autograd::Backward and eager::Adam from the static "
                  "program's initial values: the same losses, bit for bit on one device)",
-                 &eager_mode);
-  bool graph_mode = false;
+                 &args->eager_mode);
   parser.AddFlag("--graph",
                  "train with the step as a graph called from eager code (one instruction per "
                  "step on the launcher stream; eager parameters updated in place) from the "
                  "static program's initial values: the same losses",
-                 &graph_mode);
+                 &args->graph_mode);
   if (std::optional<int> exit = ParseCommandLine(parser, argc, argv)) return *exit;
-  if (eager_mode && graph_mode) {
+  if (args->eager_mode && args->graph_mode) {
     std::fprintf(stderr, "sluice demo: --eager and --graph exclude each other\n");
     return kExitUsage;
   }
-  const char* const mode_flag = eager_mode ? "--eager" : "--graph";
-  if ((eager_mode || graph_mode) && (common.streams != 1 || !common.trace.empty())) {
+  const char* const mode_flag = args->eager_mode ? "--eager" : "--graph";
+  if ((args->eager_mode || args->graph_mode) && (common->streams != 1 || !common->trace.empty())) {
     std::fprintf(stderr,
                  "sluice demo: --streams and --trace apply to the static program, not to %s\n",
                  mode_flag);
     return kExitUsage;
   }
-  const bool from_eager = eager_mode || graph_mode;
-  if (from_eager && common.data_parallel) {
+  if ((args->eager_mode || args->graph_mode) && common->data_parallel) {
     std::fprintf(stderr, "sluice demo: --data-parallel applies to the static program, not to %s\n",
                  mode_flag);
     return kExitUsage;
   }
+  return std::nullopt;
+}
+
+int DemoMain(int argc, char** argv) {
+  CommonOptions common;
+  common.steps = 100;
+  DemoArgs args;
+  if (std::optional<int> exit = ParseDemoOptions(argc, argv, &args, &common)) return *exit;
+  const std::string& write_dir = args.write_dir;
+  const bool eager_mode = args.eager_mode;
+  const bool graph_mode = args.graph_mode;
+  const bool from_eager = eager_mode || graph_mode;
   absl::StatusOr<eager::Context> context = NewContext("demo", common);
   if (!context.ok()) return ReportFailure("demo", context.status());
   absl::StatusOr<framework::LinearRegression> model =
       framework::BuildLinearRegression(&context->registry());
   if (!model.ok()) return ReportFailure("demo", model.status());
   if (!write_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(write_dir, ec);
-    const std::filesystem::path dir(write_dir);
-    absl::Status status = model->main->desc().Save((dir / "main.program").string());
-    if (status.ok()) status = model->startup->desc().Save((dir / "startup.program").string());
-    if (status.ok())
-      status = io::WriteNpy((dir / "x.npy").string(), ToNpy(framework::LinearRegressionInput()));
-    if (status.ok())
-      status = io::WriteNpy((dir / "y.npy").string(), ToNpy(framework::LinearRegressionTarget()));
-    if (!status.ok()) return ReportFailure("demo", status);
-    std::printf("wrote %s/{main.program,startup.program,x.npy,y.npy}; loss variable: %s\n",
-                write_dir.c_str(), model->loss.c_str());
+    if (absl::Status written = WriteDemoPrograms(*model, write_dir); !written.ok()) {
+      return ReportFailure("demo", written);
+    }
   }
   absl::StatusOr<framework::ExecutorOptions> executor_options =
       MakeExecutorOptions(common, {model->loss}, *context);
@@ -489,8 +557,7 @@ int DemoMain(int argc, char** argv) {
               common.data_parallel
                   ? absl::StrCat(", data parallel across ", common.ranks, " ranks").c_str()
                   : "");
-  float first = 0, previous = 0, loss = 0;
-  bool falling = true;
+  DemoLosses losses;
   framework::StepStats last;
   // The loss of each eager step (empty when static).
   absl::StatusOr<std::vector<float>> eager_losses = std::vector<float>();
@@ -507,13 +574,7 @@ int DemoMain(int argc, char** argv) {
   }
   for (int step = 1; step <= common.steps; ++step) {
     if (from_eager) {
-      loss = (*eager_losses)[static_cast<size_t>(step - 1)];
-      if (step == 1) first = loss;
-      if (step > 1 && loss >= previous) falling = false;
-      previous = loss;
-      if (step <= 5 || step % 10 == 0 || step == common.steps) {
-        std::printf("step %3d  loss %.6f\n", step, loss);
-      }
+      losses.Add(step, common.steps, (*eager_losses)[static_cast<size_t>(step - 1)]);
       continue;
     }
     framework::RunOptions run_options;
@@ -521,24 +582,18 @@ int DemoMain(int argc, char** argv) {
     absl::StatusOr<framework::RunResult> result =
         executor.Run(model->main->desc(), feeds, {model->loss}, &scope, run_options);
     if (!result.ok()) return ReportFailure("demo", result.status());
-    loss = result->fetches[0].ToVector<float>()[0];
-    if (step == 1) first = loss;
-    if (step > 1 && loss >= previous) falling = false;
-    previous = loss;
-    if (step <= 5 || step % 10 == 0 || step == common.steps) {
-      std::printf("step %3d  loss %.6f\n", step, loss);
-    }
+    losses.Add(step, common.steps, result->fetches[0].ToVector<float>()[0]);
     last = result->stats;
   }
   if (absl::Status shut = context->vm()->Shutdown(); !shut.ok()) return ReportFailure("demo", shut);
-  std::printf("loss %.6f -> %.6f (%s)%s%s\n", first, loss,
-              falling ? "fell every step" : "did NOT fall every step", from_eager ? "" : "; last ",
-              from_eager ? "" : last.ToString().c_str());
+  std::printf("loss %.6f -> %.6f (%s)%s%s\n", losses.first, losses.loss,
+              losses.falling ? "fell every step" : "did NOT fall every step",
+              from_eager ? "" : "; last ", from_eager ? "" : last.ToString().c_str());
   if (common.check_sync) {
     std::printf("sync check: %lld violations\n",
                 static_cast<long long>(context->vm()->sync_checker()->violation_count()));
   }
-  return falling ? 0 : 1;
+  return losses.falling ? 0 : 1;
 }
 
 }  // namespace sluice::tools

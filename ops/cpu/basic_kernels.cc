@@ -47,9 +47,8 @@ auto MakeCopy(absl::string_view op) {
   };
 }
 
-}  // namespace
-
-absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
+// fill_constant, fill_zeros_like, assign, the host-device copies, cast and cast_grad.
+absl::Status RegisterFillCopyAndCastKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double, int32_t, int64_t, bool>(
       registry, "fill_constant", [](auto tag) {
         using T = typename decltype(tag)::type;
@@ -93,6 +92,11 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
               op, [](const HostArgs& a) { return PrepareCast<In>(a.inputs[0], a.outputs[0]); });
         })));
   }
+  return absl::OkStatus();
+}
+
+// scale, sum and the random sources.
+absl::Status RegisterScaleSumAndRandomKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR((RegisterStressKernelsFor<float, double>(registry, "scale", [](auto tag) {
     using T = typename decltype(tag)::type;
     return MakeHostKernel("scale", [](const HostArgs& a) -> absl::StatusOr<HostWork> {
@@ -169,6 +173,13 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
         });
       })));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterBasicHostKernels(OpRegistry* registry) {
+  SLUICE_RETURN_IF_ERROR(RegisterFillCopyAndCastKernels(registry));
+  return RegisterScaleSumAndRandomKernels(registry);
 }
 
 }  // namespace sluice::ops::internal

@@ -144,9 +144,8 @@ nb::list Run(PyExecutor& self, const PyProgram& program, nb::dict feed,
   return out;
 }
 
-}  // namespace
-
-void BindExecutor(nb::module_& m) {
+// Scope: the variables that live across runs.
+void BindScope(nb::module_& m) {
   nb::class_<PyScope>(m, "Scope", "Variables that live across runs (parameters, optimizer state).")
       .def(nb::new_([](eager::Context ctx) { return std::make_shared<PyScope>(std::move(ctx)); }),
            nb::arg("context"))
@@ -199,7 +198,12 @@ void BindExecutor(nb::module_& m) {
       .def("erase", [](PyScope& s, const std::string& name) {
         return WithScope(s, [&](framework::Scope& vars) { return vars.Erase(name); });
       });
+}
 
+}  // namespace
+
+void BindExecutor(nb::module_& m) {
+  BindScope(m);
   nb::class_<PyExecutor>(m, "Executor", "Runs static programs (framework::Executor).")
       .def(
           "__init__",

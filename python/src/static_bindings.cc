@@ -152,9 +152,8 @@ nb::list Minimize(framework::Optimizer& optimizer, nb::handle loss,
   return out;
 }
 
-}  // namespace
-
-void BindStatic(nb::module_& m) {
+// Program: construction, loading, text and inspection.
+void BindProgram(nb::module_& m) {
   nb::class_<PyProgram>(m, "Program", "A static program (ir::ProgramDesc) under construction.")
       .def(nb::new_([](std::optional<eager::Context> ctx) {
              if (!ctx) {
@@ -207,7 +206,10 @@ void BindStatic(nb::module_& m) {
         return program;
       },
       nb::arg("context"), nb::arg("path"));
+}
 
+// Variable: a program's variable, with the generic operators.
+void BindVariable(nb::module_& m) {
   nb::class_<PyVariable> variable(m, "Variable", "A variable of a static program.");
   DefineGenericOperators(variable);
   variable.def_prop_ro("name", [](const PyVariable& v) { return v.var.name(); })
@@ -246,7 +248,10 @@ void BindStatic(nb::module_& m) {
         return absl::StrCat("Variable(name='", v.var.name(), "', shape=", v.var.shape().ToString(),
                             ", dtype=", DataTypeName(v.var.dtype()), ")");
       });
+}
 
+// program_guard and data().
+void BindProgramGuard(nb::module_& m) {
   nb::class_<GuardHandle>(m, "_ProgramGuard")
       .def(nb::init<std::shared_ptr<PyProgram>, std::shared_ptr<PyProgram>>())
       .def("__enter__",
@@ -274,7 +279,10 @@ void BindStatic(nb::module_& m) {
       },
       nb::arg("name"), nb::arg("shape"), nb::arg("dtype") = "float32",
       "A feed variable of the current main program.");
+}
 
+// The static Linear layer and optimizers.
+void BindStaticTraining(nb::module_& m) {
   nb::class_<StaticLinear>(m, "_StaticLinear")
       .def("__init__",
            [](StaticLinear* self, int64_t in_features, int64_t out_features,
@@ -302,6 +310,15 @@ void BindStatic(nb::module_& m) {
   nb::class_<framework::Adam, framework::Optimizer>(m, "_StaticAdam")
       .def(nb::init<double, double, double, double>(), nb::arg("learning_rate"), nb::arg("beta1"),
            nb::arg("beta2"), nb::arg("epsilon"));
+}
+
+}  // namespace
+
+void BindStatic(nb::module_& m) {
+  BindProgram(m);
+  BindVariable(m);
+  BindProgramGuard(m);
+  BindStaticTraining(m);
 
   m.def("cond", &Cond, nb::arg("pred"), nb::arg("true_fn"), nb::arg("false_fn"),
         "Runs (eager) or builds (static) the branch `pred` selects; returns its values.");

@@ -251,7 +251,10 @@ nb::object GenericBinary(const std::string& op, nb::handle a, nb::handle b, bool
   throw nb::value_error(absl::StrCat("unknown operator '", op, "'").c_str());
 }
 
-void BindTensors(nb::module_& m) {
+namespace {
+
+// Context: construction, the default device, sync and statistics.
+void BindContext(nb::module_& m) {
   nb::class_<eager::Context>(m, "Context",
                              "An eager context: the devices (a Runtime), a VM and the op "
                              "registry. Tensors keep their context alive.")
@@ -295,7 +298,118 @@ void BindTensors(nb::module_& m) {
              return checker == nullptr ? 0 : checker->violation_count();
            })
       .def("stats", [](const eager::Context& ctx) { return ctx.vm()->stats().ToString(); });
+}
 
+// Tensor's autograd members: requires_grad, grad, backward, ...
+void BindTensorAutograd(nb::class_<eager::Tensor>& tensor) {
+  tensor
+      .def_prop_rw(
+          "requires_grad", [](const eager::Tensor& t) { return autograd::RequiresGrad(t); },
+          [](eager::Tensor& t, bool value) { Check(autograd::SetRequiresGrad(t, value)); })
+      .def_prop_rw(
+          "stop_gradient", [](const eager::Tensor& t) { return !autograd::RequiresGrad(t); },
+          [](eager::Tensor& t, bool value) { Check(autograd::SetRequiresGrad(t, !value)); })
+      .def_prop_ro("is_leaf", [](const eager::Tensor& t) { return autograd::IsLeaf(t); })
+      .def_prop_ro("grad",
+                   [](const eager::Tensor& t) -> std::optional<eager::Tensor> {
+                     eager::Tensor g = autograd::GradOf(t);
+                     if (!g.valid()) return std::nullopt;
+                     return g;
+                   })
+      .def(
+          "backward",
+          [](const eager::Tensor& t, std::optional<eager::Tensor> grad, bool retain_graph) {
+            autograd::BackwardOptions options;
+            options.retain_graph = retain_graph;
+            Check(autograd::Backward(t, grad.value_or(eager::Tensor()), options));
+          },
+          nb::arg("grad") = nb::none(), nb::arg("retain_graph") = false,
+          "Accumulates this tensor's gradient into the leaves' .grad (grad ops run "
+          "asynchronously).")
+      .def("clear_grad", [](const eager::Tensor& t) { autograd::ZeroGrad(t); })
+      .def("retain_grad", [](const eager::Tensor& t) { Check(autograd::RetainGrad(t)); })
+      .def("detach", [](const eager::Tensor& t) { return autograd::Detach(t); });
+}
+
+// Tensor's arithmetic operators (Tensor op Tensor; numbers and Variables go through the
+// generic operators).
+void BindTensorOperators(nb::class_<eager::Tensor>& tensor) {
+  tensor
+      // Operators: Tensor op Tensor first (the hot path), then numbers and Variables.
+      .def("__add__",
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Add(a, b)); })
+      .def("__sub__",
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Sub(a, b)); })
+      .def("__mul__",
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Mul(a, b)); })
+      .def("__truediv__",
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Div(a, b)); })
+      .def("__matmul__",
+           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Matmul(a, b)); })
+      .def("__neg__", [](const eager::Tensor& a) { return Unwrap(fn::Scale(a, -1.0)); });
+}
+
+// no_grad and stream scopes.
+void BindScopes(nb::module_& m) {
+  nb::class_<NoGradScope>(m, "_NoGrad")
+      .def(nb::init<>())
+      .def("__enter__", [](NoGradScope& s) { s.Enter("no_grad"); })
+      .def("__exit__", [](NoGradScope& s, nb::args) { s.Exit("no_grad"); });
+  nb::class_<StreamScopeHandle>(m, "_StreamScope")
+      .def("__init__",
+           [](StreamScopeHandle* self, const std::string& key) {
+             const StreamKey parsed = Unwrap(StreamKey::Parse(key));
+             new (self) StreamScopeHandle();
+             self->key = parsed;
+           })
+      .def("__enter__", [](StreamScopeHandle& s) { s.Enter("stream", s.key); })
+      .def("__exit__", [](StreamScopeHandle& s, nb::args) { s.Exit("stream"); })
+      .def_prop_ro("key", [](const StreamScopeHandle& s) { return s.key.ToString(); });
+}
+
+// Source ops from Python (fill_constant, uniform and gaussian random), eager or static.
+void BindSourceOps(nb::module_& m) {
+  m.def(
+      "_fill",
+      [](std::optional<eager::Context> ctx, const std::vector<int64_t>& shape, double value,
+         const std::string& dtype, std::optional<std::string> device) -> nb::object {
+        if (!ctx)
+          return FromValue(Unwrap(fn::FillConstant(ToShape(shape), value, ParseDtype(dtype))));
+        std::optional<Device> d;
+        if (device) d = ParseDevice(*device);
+        return nb::cast(
+            Unwrap(fn::FillConstant(*ctx, ToShape(shape), value, ParseDtype(dtype), d)));
+      },
+      nb::arg("context").none(), nb::arg("shape"), nb::arg("value"), nb::arg("dtype"),
+      nb::arg("device") = nb::none(),
+      "fill_constant: eager in `context`, or appended to the current program when None.");
+  m.def(
+      "_random",
+      [](std::optional<eager::Context> ctx, const std::string& kind,
+         const std::vector<int64_t>& shape, double a, double b, std::optional<int64_t> seed,
+         const std::string& dtype, std::optional<std::string> device) -> nb::object {
+        const DataType dt = ParseDtype(dtype);
+        if (!ctx) {
+          if (kind != "uniform") {
+            throw StatusError(absl::UnimplementedError("static gaussian_random from Python"));
+          }
+          return FromValue(Unwrap(fn::UniformRandom(ToShape(shape), a, b, seed, dt)));
+        }
+        std::optional<Device> d;
+        if (device) d = ParseDevice(*device);
+        if (kind == "uniform") {
+          return nb::cast(Unwrap(fn::UniformRandom(*ctx, ToShape(shape), a, b, seed, dt, d)));
+        }
+        return nb::cast(Unwrap(fn::GaussianRandom(*ctx, ToShape(shape), a, b, seed, dt, d)));
+      },
+      nb::arg("context").none(), nb::arg("kind"), nb::arg("shape"), nb::arg("a"), nb::arg("b"),
+      nb::arg("seed").none(), nb::arg("dtype"), nb::arg("device") = nb::none());
+}
+
+}  // namespace
+
+void BindTensors(nb::module_& m) {
+  BindContext(m);
   nb::class_<eager::Tensor> tensor(m, "Tensor",
                                    "An eager tensor: ops on it return at once and run in the VM; "
                                    "reading it waits only for what produced it.");
@@ -363,49 +477,11 @@ void BindTensors(nb::module_& m) {
             return Unwrap(t.To(ParseDevice(device)));
           },
           nb::arg("device"), "A copy on `device` (asynchronous).")
-      .def("astype",
-           [](const eager::Tensor& t, const std::string& dtype) {
-             return Unwrap(fn::Cast(t, ParseDtype(dtype)));
-           })
-      // Autograd.
-      .def_prop_rw(
-          "requires_grad", [](const eager::Tensor& t) { return autograd::RequiresGrad(t); },
-          [](eager::Tensor& t, bool value) { Check(autograd::SetRequiresGrad(t, value)); })
-      .def_prop_rw(
-          "stop_gradient", [](const eager::Tensor& t) { return !autograd::RequiresGrad(t); },
-          [](eager::Tensor& t, bool value) { Check(autograd::SetRequiresGrad(t, !value)); })
-      .def_prop_ro("is_leaf", [](const eager::Tensor& t) { return autograd::IsLeaf(t); })
-      .def_prop_ro("grad",
-                   [](const eager::Tensor& t) -> std::optional<eager::Tensor> {
-                     eager::Tensor g = autograd::GradOf(t);
-                     if (!g.valid()) return std::nullopt;
-                     return g;
-                   })
-      .def(
-          "backward",
-          [](const eager::Tensor& t, std::optional<eager::Tensor> grad, bool retain_graph) {
-            autograd::BackwardOptions options;
-            options.retain_graph = retain_graph;
-            Check(autograd::Backward(t, grad.value_or(eager::Tensor()), options));
-          },
-          nb::arg("grad") = nb::none(), nb::arg("retain_graph") = false,
-          "Accumulates this tensor's gradient into the leaves' .grad (grad ops run "
-          "asynchronously).")
-      .def("clear_grad", [](const eager::Tensor& t) { autograd::ZeroGrad(t); })
-      .def("retain_grad", [](const eager::Tensor& t) { Check(autograd::RetainGrad(t)); })
-      .def("detach", [](const eager::Tensor& t) { return autograd::Detach(t); })
-      // Operators: Tensor op Tensor first (the hot path), then numbers and Variables.
-      .def("__add__",
-           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Add(a, b)); })
-      .def("__sub__",
-           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Sub(a, b)); })
-      .def("__mul__",
-           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Mul(a, b)); })
-      .def("__truediv__",
-           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Div(a, b)); })
-      .def("__matmul__",
-           [](const eager::Tensor& a, const eager::Tensor& b) { return Unwrap(fn::Matmul(a, b)); })
-      .def("__neg__", [](const eager::Tensor& a) { return Unwrap(fn::Scale(a, -1.0)); });
+      .def("astype", [](const eager::Tensor& t, const std::string& dtype) {
+        return Unwrap(fn::Cast(t, ParseDtype(dtype)));
+      });
+  BindTensorAutograd(tensor);
+  BindTensorOperators(tensor);
 
   // The generic operators, shared by Tensor and Variable (static_bindings.cc adds them
   // there).
@@ -413,56 +489,8 @@ void BindTensors(nb::module_& m) {
         nb::arg("reflected") = false);
   DefineGenericOperators(tensor);
 
-  nb::class_<NoGradScope>(m, "_NoGrad")
-      .def(nb::init<>())
-      .def("__enter__", [](NoGradScope& s) { s.Enter("no_grad"); })
-      .def("__exit__", [](NoGradScope& s, nb::args) { s.Exit("no_grad"); });
-  nb::class_<StreamScopeHandle>(m, "_StreamScope")
-      .def("__init__",
-           [](StreamScopeHandle* self, const std::string& key) {
-             const StreamKey parsed = Unwrap(StreamKey::Parse(key));
-             new (self) StreamScopeHandle();
-             self->key = parsed;
-           })
-      .def("__enter__", [](StreamScopeHandle& s) { s.Enter("stream", s.key); })
-      .def("__exit__", [](StreamScopeHandle& s, nb::args) { s.Exit("stream"); })
-      .def_prop_ro("key", [](const StreamScopeHandle& s) { return s.key.ToString(); });
-
-  m.def(
-      "_fill",
-      [](std::optional<eager::Context> ctx, const std::vector<int64_t>& shape, double value,
-         const std::string& dtype, std::optional<std::string> device) -> nb::object {
-        if (!ctx)
-          return FromValue(Unwrap(fn::FillConstant(ToShape(shape), value, ParseDtype(dtype))));
-        std::optional<Device> d;
-        if (device) d = ParseDevice(*device);
-        return nb::cast(
-            Unwrap(fn::FillConstant(*ctx, ToShape(shape), value, ParseDtype(dtype), d)));
-      },
-      nb::arg("context").none(), nb::arg("shape"), nb::arg("value"), nb::arg("dtype"),
-      nb::arg("device") = nb::none(),
-      "fill_constant: eager in `context`, or appended to the current program when None.");
-  m.def(
-      "_random",
-      [](std::optional<eager::Context> ctx, const std::string& kind,
-         const std::vector<int64_t>& shape, double a, double b, std::optional<int64_t> seed,
-         const std::string& dtype, std::optional<std::string> device) -> nb::object {
-        const DataType dt = ParseDtype(dtype);
-        if (!ctx) {
-          if (kind != "uniform") {
-            throw StatusError(absl::UnimplementedError("static gaussian_random from Python"));
-          }
-          return FromValue(Unwrap(fn::UniformRandom(ToShape(shape), a, b, seed, dt)));
-        }
-        std::optional<Device> d;
-        if (device) d = ParseDevice(*device);
-        if (kind == "uniform") {
-          return nb::cast(Unwrap(fn::UniformRandom(*ctx, ToShape(shape), a, b, seed, dt, d)));
-        }
-        return nb::cast(Unwrap(fn::GaussianRandom(*ctx, ToShape(shape), a, b, seed, dt, d)));
-      },
-      nb::arg("context").none(), nb::arg("kind"), nb::arg("shape"), nb::arg("a"), nb::arg("b"),
-      nb::arg("seed").none(), nb::arg("dtype"), nb::arg("device") = nb::none());
+  BindScopes(m);
+  BindSourceOps(m);
 }
 
 }  // namespace sluice::python
