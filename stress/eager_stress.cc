@@ -293,8 +293,11 @@ std::string EagerStressTotals::ToJson() const {
   return json + "}";
 }
 
-absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& options) {
-  // The ranges `sluice stress` accepts; the generator draws indices modulo these counts.
+namespace {
+
+// The ranges `sluice stress` accepts and the combinations it refuses.
+absl::Status CheckEagerStressOptions(const EagerStressOptions& options) {
+  // The generator draws indices modulo these counts.
   const struct {
     const char* name;
     int64_t value, min, max;
@@ -322,7 +325,13 @@ absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& optio
         "stress: fault injection does not combine with a recording (a replay would not fail "
         "alike)");
   }
-  auto state = std::make_shared<RunState>();
+  return absl::OkStatus();
+}
+
+// The run's runtime (sim devices with the jitter and device faults asked for), its VM
+// (sync-checked, recording when asked), the stress kernels and the fault injectors.
+absl::Status SetUpEagerStress(const EagerStressOptions& options, RunState* state) {
+  const bool faults = options.fail_rate > 0;
   state->totals.fault_injection = faults;
   ep::RuntimeOptions runtime_options;
   runtime_options.num_sim_devices = options.shape.sim_devices;
@@ -353,6 +362,15 @@ absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& optio
                                                          options.swallow_kernel_faults,
                                                          &state->fault_kernels));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<EagerStressTotals> RunEagerStress(const EagerStressOptions& options) {
+  SLUICE_RETURN_IF_ERROR(CheckEagerStressOptions(options));
+  auto state = std::make_shared<RunState>();
+  SLUICE_RETURN_IF_ERROR(SetUpEagerStress(options, state.get()));
   const vm::SyncChecker& checker = *state->machine->sync_checker();
 
   if (options.stop != nullptr) options.stop->Attach(state->machine.get());

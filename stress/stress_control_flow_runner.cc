@@ -65,9 +65,10 @@ std::string ControlFlowStressTotals::ToJson() const {
       sync_errors, programs_with_sync_errors, hangs, run_errors);
 }
 
-absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
-    const ControlFlowStressOptions& options) {
-  // The ranges `sluice stress --control-flow` accepts; the generator draws modulo these.
+namespace {
+
+// The ranges `sluice stress --control-flow` accepts (the generator draws modulo these).
+absl::Status CheckControlFlowStressOptions(const ControlFlowStressOptions& options) {
   const struct {
     const char* name;
     int64_t value, min, max;
@@ -86,6 +87,12 @@ absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
                                                      r.value, " is outside ", r.min, "..", r.max));
     }
   }
+  return absl::OkStatus();
+}
+
+// One sim device with the options' jitter, a sync-checked VM.
+absl::StatusOr<std::unique_ptr<eager::Context>> NewStressContext(
+    const ControlFlowStressOptions& options) {
   eager::ContextOptions context_options;
   context_options.runtime.num_sim_devices = 1;
   context_options.runtime.sim.seed = options.seed;
@@ -94,8 +101,32 @@ absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
   context_options.vm.check_sync = true;
   context_options.vm.scheduling = options.scheduling;
   SLUICE_ASSIGN_OR_RETURN(eager::Context created, eager::Context::Create(context_options));
+  return std::make_unique<eager::Context>(std::move(created));
+}
+
+// Every tenth of the programs (and the last), when options.progress.
+void ReportProgress(const ControlFlowStressOptions& options, int p, const vm::SyncChecker& checker,
+                    const ControlFlowStressTotals& totals, int* reported_percent_out) {
+  int& reported_percent = *reported_percent_out;
+  const int percent = static_cast<int>(100LL * (p + 1) / options.programs);
+  if (options.progress && (percent >= reported_percent + 10 || p + 1 == options.programs)) {
+    reported_percent = percent - percent % 10;
+    std::fprintf(stderr,
+                 "sluice stress: %d/%d control-flow programs (%d%%), %lld sync errors, %lld "
+                 "mismatches, %lld hangs\n",
+                 p + 1, options.programs, percent,
+                 static_cast<long long>(checker.violation_count()),
+                 static_cast<long long>(totals.mismatches), static_cast<long long>(totals.hangs));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
+    const ControlFlowStressOptions& options) {
+  SLUICE_RETURN_IF_ERROR(CheckControlFlowStressOptions(options));
   // Held by pointer so that a run that never ends can be left behind with them.
-  auto context = std::make_unique<eager::Context>(std::move(created));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<eager::Context> context, NewStressContext(options));
   framework::ExecutorOptions executor_options;
   executor_options.interpreter.device = options.device;
   executor_options.interpreter.compute_streams = options.streams;
@@ -172,16 +203,7 @@ absl::StatusOr<ControlFlowStressTotals> RunControlFlowStress(
     }
     ++totals.programs;
     if (checker.violation_count() > violations_before) ++totals.programs_with_sync_errors;
-    const int percent = static_cast<int>(100LL * (p + 1) / options.programs);
-    if (options.progress && (percent >= reported_percent + 10 || p + 1 == options.programs)) {
-      reported_percent = percent - percent % 10;
-      std::fprintf(stderr,
-                   "sluice stress: %d/%d control-flow programs (%d%%), %lld sync errors, %lld "
-                   "mismatches, %lld hangs\n",
-                   p + 1, options.programs, percent,
-                   static_cast<long long>(checker.violation_count()),
-                   static_cast<long long>(totals.mismatches), static_cast<long long>(totals.hangs));
-    }
+    ReportProgress(options, p, checker, totals, &reported_percent);
   }
   executor.reset();
   const absl::Status shutdown = context->vm()->Shutdown();
