@@ -101,17 +101,57 @@ std::string AttrsField(const Instruction& i) {
   return absl::StrCat(" attrs=", i.attrs != nullptr ? i.attrs->ToString() : "");
 }
 
-}  // namespace
+// The lines of one submitted chain, in record order.
+// A StepSequence is written as its steps (op and release lines on its stream, all under
+// the sequence's number), so a recording names real kernels and replays anywhere. In a
+// batch, the first step takes the sequence's predecessors, each later step follows the
+// step before it, and lines that depended on the sequence depend on its last step; a
+// step after cross-sequence waits names them (waits=SEQ:STEPS). The batch's lines are
+// written in an order where every line comes after its predecessors and after the steps
+// it waits for: units in chain order, except that a sequence whose next step waits for
+// steps not written yet gives way to the units after it.
+class ChainLines {
+ public:
+  explicit ChainLines(const Instruction* head)
+      : precomputed_(head != nullptr && head->precomputed) {
+    for (const Instruction* i = head; i != nullptr; i = i->next) {
+      Unit unit{i};
+      if (i->kind == InstructionKind::kOpCall) {
+        const auto* sequence = dynamic_cast<const StepSequence*>(i->kernel);
+        if (sequence != nullptr && sequence->steps() > 0) {
+          unit.sequence = sequence;
+          sequence_unit_.emplace(sequence, static_cast<int>(units_.size()));
+        }
+      }
+      unit_of_.emplace(i, static_cast<int>(units_.size()));
+      units_.push_back(unit);
+    }
+  }
 
-void Recorder::RecordChain(const Instruction* head) {
-  // A StepSequence is written as its steps (op and release lines on its stream, all under
-  // the sequence's number), so a recording names real kernels and replays anywhere. In a
-  // batch, the first step takes the sequence's predecessors, each later step follows the
-  // step before it, and lines that depended on the sequence depend on its last step; a
-  // step after cross-sequence waits names them (waits=SEQ:STEPS). The batch's lines are
-  // written in an order where every line comes after its predecessors and after the steps
-  // it waits for: units in chain order, except that a sequence whose next step waits for
-  // steps not written yet gives way to the units after it.
+  bool precomputed() const { return precomputed_; }
+
+  // Every line of the chain, each after its predecessors and the steps it waits for.
+  std::vector<std::string> Write() {
+    size_t first = 0;  // units before it are done
+    while (true) {
+      while (first < units_.size() && units_[first].done) ++first;
+      if (first == units_.size()) break;
+      size_t u = first;
+      while (u < units_.size() && !Ready(units_[u])) ++u;
+      if (u == units_.size()) {
+        // No unit can go on: the waits form a cycle (AddWait's contract forbids it). Write
+        // the rest without them rather than lose the instructions.
+        ignore_waits_ = true;
+        continue;
+      }
+      do {
+        WriteNext(units_[u]);
+      } while (Ready(units_[u]));
+    }
+    return std::move(lines_);
+  }
+
+ private:
   struct Unit {
     const Instruction* instruction;
     const StepSequence* sequence = nullptr;  // a sequence with steps
@@ -120,108 +160,99 @@ void Recorder::RecordChain(const Instruction* head) {
     int last_line = -1;                      // its last line written
     bool done = false;
   };
-  std::vector<Unit> units;
-  absl::flat_hash_map<const Instruction*, int> unit_of;
-  absl::flat_hash_map<const StepSequence*, int> sequence_unit;
-  const bool precomputed = head != nullptr && head->precomputed;
-  for (const Instruction* i = head; i != nullptr; i = i->next) {
-    Unit unit{i};
-    if (i->kind == InstructionKind::kOpCall) {
-      const auto* sequence = dynamic_cast<const StepSequence*>(i->kernel);
-      if (sequence != nullptr && sequence->steps() > 0) {
-        unit.sequence = sequence;
-        sequence_unit.emplace(sequence, static_cast<int>(units.size()));
-      }
-    }
-    unit_of.emplace(i, static_cast<int>(units.size()));
-    units.push_back(unit);
-  }
+
   // The waits before `unit`'s next step that name a sequence of this chain (others order
   // nothing the record can show), as (source unit, steps).
-  auto waits_before = [&](const Unit& unit) {
+  std::vector<std::pair<int, uint32_t>> WaitsBefore(const Unit& unit) const {
     std::vector<std::pair<int, uint32_t>> waits;
-    if (!precomputed || unit.sequence == nullptr) return waits;
+    if (!precomputed_ || unit.sequence == nullptr) return waits;
     const std::vector<StepSequence::Wait>& all = unit.sequence->wait_steps();
     for (size_t w = unit.next_wait; w < all.size() && all[w].before_step == unit.next_step; ++w) {
-      auto it = sequence_unit.find(all[w].source);
-      if (it != sequence_unit.end()) waits.push_back({it->second, all[w].steps});
+      auto it = sequence_unit_.find(all[w].source);
+      if (it != sequence_unit_.end()) waits.push_back({it->second, all[w].steps});
     }
     return waits;
-  };
-  bool ignore_waits = false;  // set only for waits that form a cycle (a broken program)
-  auto ready = [&](const Unit& unit) {
+  }
+
+  bool Ready(const Unit& unit) const {
     if (unit.done) return false;
     if (unit.next_step == 0) {
       for (const Instruction* p : unit.instruction->predecessors) {
-        if (!units[unit_of.at(p)].done) return false;
+        if (!units_[unit_of_.at(p)].done) return false;
       }
     }
-    if (ignore_waits) return true;
-    for (const auto& [source, steps] : waits_before(unit)) {
-      if (units[source].next_step < steps) return false;
+    if (ignore_waits_) return true;
+    for (const auto& [source, steps] : WaitsBefore(unit)) {
+      if (units_[source].next_step < steps) return false;
     }
     return true;
-  };
-  std::vector<std::string> lines;
-  auto after = [&](std::string& line, const std::vector<int>& preds) {
-    if (precomputed) absl::StrAppend(&line, " after=", absl::StrJoin(preds, ","));
-  };
+  }
+
+  void After(std::string& line, const std::vector<int>& preds) const {
+    if (precomputed_) absl::StrAppend(&line, " after=", absl::StrJoin(preds, ","));
+  }
+
   // Writes `unit`'s next line (a whole unit, or a sequence's next step).
-  auto write_next = [&](Unit& unit) {
+  void WriteNext(Unit& unit) {
     const Instruction& i = *unit.instruction;
     std::vector<int> preds;
     if (unit.next_step == 0) {
-      for (const Instruction* p : i.predecessors) preds.push_back(units[unit_of.at(p)].last_line);
+      for (const Instruction* p : i.predecessors) preds.push_back(units_[unit_of_.at(p)].last_line);
     } else {
       preds.push_back(unit.last_line);
     }
     std::string line;
     if (unit.sequence != nullptr) {
-      const Instruction& step = unit.sequence->step(static_cast<int>(unit.next_step));
-      // A step runs on the sequence's stream under the sequence's number.
-      line = InstructionLine(step, i.stream->name(), i.seq);
-      after(line, preds);
-      const std::vector<std::pair<int, uint32_t>> waits =
-          ignore_waits ? std::vector<std::pair<int, uint32_t>>() : waits_before(unit);
-      if (!waits.empty()) {
-        absl::StrAppend(
-            &line, " waits=", absl::StrJoin(waits, ";", [&](std::string* out, const auto& wait) {
-              absl::StrAppend(out, units[wait.first].instruction->seq, ":", wait.second);
-            }));
-      }
-      if (step.kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(step));
-      const std::vector<StepSequence::Wait>& all = unit.sequence->wait_steps();
-      while (unit.next_wait < all.size() && all[unit.next_wait].before_step == unit.next_step) {
-        ++unit.next_wait;
-      }
-      unit.done = ++unit.next_step == static_cast<size_t>(unit.sequence->steps());
+      line = StepLine(unit, preds);
     } else {
       line = InstructionLine(i, i.stream != nullptr ? i.stream->name() : "", i.seq);
-      after(line, preds);
+      After(line, preds);
       if (i.kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(i));
       unit.done = true;
     }
-    lines.push_back(std::move(line));
-    unit.last_line = static_cast<int>(lines.size()) - 1;
-  };
-  size_t first = 0;  // units before it are done
-  while (true) {
-    while (first < units.size() && units[first].done) ++first;
-    if (first == units.size()) break;
-    size_t u = first;
-    while (u < units.size() && !ready(units[u])) ++u;
-    if (u == units.size()) {
-      // No unit can go on: the waits form a cycle (AddWait's contract forbids it). Write
-      // the rest without them rather than lose the instructions.
-      ignore_waits = true;
-      continue;
-    }
-    do {
-      write_next(units[u]);
-    } while (ready(units[u]));
+    lines_.push_back(std::move(line));
+    unit.last_line = static_cast<int>(lines_.size()) - 1;
   }
+
+  // A sequence's next step, which it then counts written.
+  std::string StepLine(Unit& unit, const std::vector<int>& preds) {
+    const Instruction& i = *unit.instruction;
+    const Instruction& step = unit.sequence->step(static_cast<int>(unit.next_step));
+    // A step runs on the sequence's stream under the sequence's number.
+    std::string line = InstructionLine(step, i.stream->name(), i.seq);
+    After(line, preds);
+    const std::vector<std::pair<int, uint32_t>> waits =
+        ignore_waits_ ? std::vector<std::pair<int, uint32_t>>() : WaitsBefore(unit);
+    if (!waits.empty()) {
+      absl::StrAppend(&line,
+                      " waits=", absl::StrJoin(waits, ";", [&](std::string* out, const auto& wait) {
+                        absl::StrAppend(out, units_[wait.first].instruction->seq, ":", wait.second);
+                      }));
+    }
+    if (step.kind == InstructionKind::kOpCall) absl::StrAppend(&line, AttrsField(step));
+    const std::vector<StepSequence::Wait>& all = unit.sequence->wait_steps();
+    while (unit.next_wait < all.size() && all[unit.next_wait].before_step == unit.next_step) {
+      ++unit.next_wait;
+    }
+    unit.done = ++unit.next_step == static_cast<size_t>(unit.sequence->steps());
+    return line;
+  }
+
+  const bool precomputed_;
+  std::vector<Unit> units_;
+  absl::flat_hash_map<const Instruction*, int> unit_of_;
+  absl::flat_hash_map<const StepSequence*, int> sequence_unit_;
+  bool ignore_waits_ = false;  // set only for waits that form a cycle (a broken program)
+  std::vector<std::string> lines_;
+};
+
+}  // namespace
+
+void Recorder::RecordChain(const Instruction* head) {
+  ChainLines chain(head);
+  const std::vector<std::string> lines = chain.Write();
   absl::MutexLock lock(&mu_);
-  if (precomputed) WriteLine(absl::StrCat("batch ", lines.size()));
+  if (chain.precomputed()) WriteLine(absl::StrCat("batch ", lines.size()));
   for (const std::string& line : lines) WriteLine(line);
 }
 
