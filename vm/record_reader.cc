@@ -272,6 +272,33 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // A batch line's fields: after= (its predecessors in the batch) and, from version 2,
+  // waits=; `next` is the field after the instruction's own.
+  absl::Status BatchFields(const std::vector<absl::string_view>& t, size_t& next,
+                           RecordedInstruction& r) {
+    r.batch = static_cast<int>(program_.batch_begin.size()) - 1;
+    const int position =
+        static_cast<int>(program_.instructions.size()) - program_.batch_begin.back();
+    if (next >= t.size()) return Error(absl::StrCat("'", t[0], "' line ends before its after="));
+    SLUICE_ASSIGN_OR_RETURN(absl::string_view list, Field(t[next++], "after"));
+    if (!list.empty()) {
+      for (absl::string_view p : absl::StrSplit(list, ',')) {
+        SLUICE_ASSIGN_OR_RETURN(int pred, Number<int>(p, "predecessor"));
+        if (pred < 0 || pred >= position) {
+          return Error(absl::StrCat("predecessor ", pred, " is not an earlier instruction of ",
+                                    "the batch (this is number ", position, ")"));
+        }
+        r.after.push_back(pred);
+      }
+    }
+    if (version_ >= 2 && next < t.size() && absl::StartsWith(t[next], "waits=")) {
+      SLUICE_RETURN_IF_ERROR(Waits(t[next++].substr(6), r));
+    }
+    batch_lines_[r.seq].push_back(position);
+    --batch_left_;
+    return absl::OkStatus();
+  }
+
   absl::Status InstructionLine(const std::vector<absl::string_view>& t) {
     RecordedInstruction r;
     r.line = line_;
@@ -333,28 +360,7 @@ class Parser {
       SLUICE_ASSIGN_OR_RETURN(int index, BlobIndex(id));
       (mode == "write" ? r.outputs : r.inputs).push_back(index);
     }
-    if (batch_left_ > 0) {
-      r.batch = static_cast<int>(program_.batch_begin.size()) - 1;
-      const int position =
-          static_cast<int>(program_.instructions.size()) - program_.batch_begin.back();
-      SLUICE_ASSIGN_OR_RETURN(absl::string_view after, take("after="));
-      SLUICE_ASSIGN_OR_RETURN(absl::string_view list, Field(after, "after"));
-      if (!list.empty()) {
-        for (absl::string_view p : absl::StrSplit(list, ',')) {
-          SLUICE_ASSIGN_OR_RETURN(int pred, Number<int>(p, "predecessor"));
-          if (pred < 0 || pred >= position) {
-            return Error(absl::StrCat("predecessor ", pred, " is not an earlier instruction of ",
-                                      "the batch (this is number ", position, ")"));
-          }
-          r.after.push_back(pred);
-        }
-      }
-      if (version_ >= 2 && next < t.size() && absl::StartsWith(t[next], "waits=")) {
-        SLUICE_RETURN_IF_ERROR(Waits(t[next++].substr(6), r));
-      }
-      batch_lines_[r.seq].push_back(position);
-      --batch_left_;
-    }
+    if (batch_left_ > 0) SLUICE_RETURN_IF_ERROR(BatchFields(t, next, r));
     if (r.kind == InstructionKind::kOpCall) {
       SLUICE_ASSIGN_OR_RETURN(absl::string_view attrs, take("attrs="));
       SLUICE_ASSIGN_OR_RETURN(absl::string_view text, Field(attrs, "attrs"));

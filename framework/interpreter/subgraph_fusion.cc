@@ -42,12 +42,10 @@ std::vector<int> TopologicalOrder(const std::vector<std::vector<int>>& preds,
   return order;
 }
 
-}  // namespace
-
-FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
-                           compiler::Compiler& compiler) {
-  FusionResult result;
-  const DependencyGraph deps = BuildDependencies(AccessesOf(funcs), vars.size());
+// The partitioner's view of the block's ops and variables.
+std::vector<compiler::PartitionGroup> PartitionFuncs(const std::vector<OpFunc>& funcs,
+                                                     const VarTable& vars,
+                                                     const DependencyGraph& deps) {
   std::vector<compiler::PartitionOp> ops(funcs.size());
   for (size_t f = 0; f < funcs.size(); ++f) {
     const OpFunc& func = funcs[f];
@@ -68,7 +66,16 @@ FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
     pvars[v].meta = {slot.dtype, slot.shape};
     pvars[v].pinned = slot.kind != VarKind::kTemp || slot.fetched || slot.device_fetch;
   }
-  const std::vector<compiler::PartitionGroup> groups = compiler::Partition(ops, pvars);
+  return compiler::Partition(ops, pvars);
+}
+
+}  // namespace
+
+FusionResult FuseSubgraphs(std::vector<OpFunc>& funcs, const VarTable& vars,
+                           compiler::Compiler& compiler) {
+  FusionResult result;
+  const DependencyGraph deps = BuildDependencies(AccessesOf(funcs), vars.size());
+  const std::vector<compiler::PartitionGroup> groups = PartitionFuncs(funcs, vars, deps);
   if (groups.empty()) return result;
 
   // Compile each group; a compiled group's ops become one node (index funcs.size() + k),
