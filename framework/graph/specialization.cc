@@ -71,6 +71,41 @@ struct TraceAccess {
 
 }  // namespace internal
 
+namespace {
+
+// The state the startup program makes and the graph's scope does not hold yet, made now
+// (an earlier trace's state of another dtype or shape is refused, naming it).
+absl::Status InitializeMissingState(eager::Context& ctx, const SpecializationKey& key,
+                                    const std::string& name, Specialization* spec) {
+  bool missing = false;
+  for (const ir::VarDesc& var : spec->startup->desc().block(0).vars()) {
+    const vm::BlobRef* held = spec->scope->Find(var.name);
+    if (held == nullptr || *held == nullptr) {
+      missing = true;
+    } else if ((*held)->dtype() != var.dtype || (*held)->shape() != var.shape) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          name, ": state '", var.name, "' is ", DataTypeName((*held)->dtype()), " ",
+          (*held)->shape().ToString(), " from an earlier trace, but this trace declares it ",
+          DataTypeName(var.dtype), " ", var.shape.ToString()));
+    }
+  }
+  if (missing) {
+    ExecutorOptions executor_options;
+    executor_options.interpreter.device = key.device;
+    Scope fresh;  // outlives the executor, whose interpreter binds its variables
+    Executor executor(&ctx.registry(), ctx.vm(), executor_options);
+    absl::StatusOr<RunResult> init = executor.Run(spec->startup->desc(), {}, {}, &fresh);
+    if (!init.ok()) return Prefixed(name, init.status());
+    for (const std::string& var : fresh.LocalNames()) {
+      const vm::BlobRef* held = spec->scope->Find(var);
+      if (held == nullptr || *held == nullptr) spec->scope->Set(var, *fresh.Find(var));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Specialization>> BuildSpecialization(
     eager::Context& ctx, const GraphFunction& function, const GraphOptions& options,
     const std::string& name, SpecializationKey key, std::shared_ptr<Scope> scope) {
@@ -106,31 +141,8 @@ absl::StatusOr<std::unique_ptr<Specialization>> BuildSpecialization(
       spec->outputs.push_back({value.var().dtype(), value.var().shape()});
     }
   }
-  // --- State: what the startup program makes and the graph's scope does not hold yet. ---
-  bool missing = false;
-  for (const ir::VarDesc& var : spec->startup->desc().block(0).vars()) {
-    const vm::BlobRef* held = spec->scope->Find(var.name);
-    if (held == nullptr || *held == nullptr) {
-      missing = true;
-    } else if ((*held)->dtype() != var.dtype || (*held)->shape() != var.shape) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          name, ": state '", var.name, "' is ", DataTypeName((*held)->dtype()), " ",
-          (*held)->shape().ToString(), " from an earlier trace, but this trace declares it ",
-          DataTypeName(var.dtype), " ", var.shape.ToString()));
-    }
-  }
-  if (missing) {
-    ExecutorOptions executor_options;
-    executor_options.interpreter.device = key.device;
-    Scope fresh;  // outlives the executor, whose interpreter binds its variables
-    Executor executor(&ctx.registry(), ctx.vm(), executor_options);
-    absl::StatusOr<RunResult> init = executor.Run(spec->startup->desc(), {}, {}, &fresh);
-    if (!init.ok()) return Prefixed(name, init.status());
-    for (const std::string& var : fresh.LocalNames()) {
-      const vm::BlobRef* held = spec->scope->Find(var);
-      if (held == nullptr || *held == nullptr) spec->scope->Set(var, *fresh.Find(var));
-    }
-  }
+  // --- State. ---
+  SLUICE_RETURN_IF_ERROR(InitializeMissingState(ctx, key, name, spec.get()));
   // --- Bindings: inputs to the frame's own blobs, parameters to the eager tensors'. ---
   SLUICE_ASSIGN_OR_RETURN(spec->stream,
                           ctx.vm()->GetStream(StreamKey{key.device, StreamType::kLazyJobLauncher}));
