@@ -114,16 +114,13 @@ absl::StatusOr<HostTensor> ShardFeed(const std::string& name, const HostTensor& 
   return shard;
 }
 
-absl::StatusOr<ir::ProgramDesc> MakeDataParallel(const ir::ProgramDesc& program,
-                                                 const ops::OpRegistry& registry,
-                                                 absl::Span<const std::string> split_feeds,
-                                                 int size, const DataParallelOptions& options,
-                                                 DataParallelStats* stats) {
-  if (size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("data parallel: world size ", size));
-  }
-  DataParallelStats local;
-  ir::ProgramDesc out = program;
+namespace {
+
+// Splits each of `split_feeds` (but options.replicated_feeds) into `size` equal parts
+// along its first dimension in `out`'s global block, and infers the shapes after them again.
+absl::Status SplitFeeds(ir::ProgramDesc& out, const ops::OpRegistry& registry,
+                        absl::Span<const std::string> split_feeds, int size,
+                        const DataParallelOptions& options) {
   ir::BlockDesc& block = out.mutable_global_block();
   absl::flat_hash_set<std::string> replicated(options.replicated_feeds.begin(),
                                               options.replicated_feeds.end());
@@ -159,6 +156,24 @@ absl::StatusOr<ir::ProgramDesc> MakeDataParallel(const ir::ProgramDesc& program,
     }
     SLUICE_RETURN_IF_ERROR(InferShapes(block, registry));
   }
+
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ir::ProgramDesc> MakeDataParallel(const ir::ProgramDesc& program,
+                                                 const ops::OpRegistry& registry,
+                                                 absl::Span<const std::string> split_feeds,
+                                                 int size, const DataParallelOptions& options,
+                                                 DataParallelStats* stats) {
+  if (size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("data parallel: world size ", size));
+  }
+  DataParallelStats local;
+  ir::ProgramDesc out = program;
+  ir::BlockDesc& block = out.mutable_global_block();
+  SLUICE_RETURN_IF_ERROR(SplitFeeds(out, registry, split_feeds, size, options));
 
   // Accesses by variable: the last writer, and the first read after it.
   const std::vector<ir::OpDesc>& ops = block.ops();
