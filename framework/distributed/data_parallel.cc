@@ -160,6 +160,33 @@ absl::Status SplitFeeds(ir::ProgramDesc& out, const ops::OpRegistry& registry,
   return absl::OkStatus();
 }
 
+// Accesses by variable in a block's ops: the last writer, the first read after it, and
+// whether a read comes before any write (a read by the writing op itself, an in-place
+// update, counts as before the write).
+struct Accesses {
+  absl::flat_hash_map<std::string, int> last_write, first_read_after;
+  absl::flat_hash_map<std::string, bool> read_before_write;
+};
+Accesses ScanAccesses(const std::vector<ir::OpDesc>& ops) {
+  Accesses acc;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    for (const std::string& name : ops[i].InputNames()) {
+      auto w = acc.last_write.find(name);
+      if (w == acc.last_write.end()) {
+        acc.read_before_write.emplace(name, true);
+      } else if (!acc.first_read_after.contains(name)) {
+        acc.first_read_after[name] = i;
+      }
+    }
+    for (const std::string& name : ops[i].OutputNames()) {
+      acc.read_before_write.emplace(name, false);
+      acc.last_write[name] = i;
+      acc.first_read_after.erase(name);
+    }
+  }
+  return acc;
+}
+
 }  // namespace
 
 absl::StatusOr<ir::ProgramDesc> MakeDataParallel(const ir::ProgramDesc& program,
@@ -175,26 +202,11 @@ absl::StatusOr<ir::ProgramDesc> MakeDataParallel(const ir::ProgramDesc& program,
   ir::BlockDesc& block = out.mutable_global_block();
   SLUICE_RETURN_IF_ERROR(SplitFeeds(out, registry, split_feeds, size, options));
 
-  // Accesses by variable: the last writer, and the first read after it.
   const std::vector<ir::OpDesc>& ops = block.ops();
-  absl::flat_hash_map<std::string, int> last_write, first_read_after;
-  absl::flat_hash_map<std::string, bool> read_before_write;
-  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-    for (const std::string& name : ops[i].InputNames()) {
-      auto w = last_write.find(name);
-      if (w == last_write.end()) {
-        read_before_write.emplace(name, true);
-      } else if (!first_read_after.contains(name)) {
-        first_read_after[name] = i;
-      }
-    }
-    for (const std::string& name : ops[i].OutputNames()) {
-      read_before_write.emplace(name, false);
-      last_write[name] = i;
-      first_read_after.erase(name);
-    }
-  }
-  // A read by the writing op itself (an in-place update) counts as before the write.
+  Accesses acc = ScanAccesses(ops);
+  absl::flat_hash_map<std::string, int>& last_write = acc.last_write;
+  const absl::flat_hash_map<std::string, int>& first_read_after = acc.first_read_after;
+  const absl::flat_hash_map<std::string, bool>& read_before_write = acc.read_before_write;
 
   // Gradient buckets, in the order their gradients are produced.
   struct Grad {
