@@ -29,8 +29,10 @@ def test_stress_without_soft_sync_reports_errors():
 def test_control_flow_stress_is_clean_and_fails_without_stream_analysis():
     clean = vm.stress_control_flow(programs=10, seed=2, streams=2)
     assert clean["runs"] == 20 and not clean["problems"], clean
+    # Unordered, a loop may run on a predicate read too early until the timeout (a hang, one
+    # more problem): 5 s, not the default 120 s.
     broken = vm.stress_control_flow(programs=20, seed=1, streams=4, jitter_us=20,
-                                    soft_sync=False)
+                                    soft_sync=False, timeout_s=5)
     assert broken["problems"]
 
 
