@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Finds include cycles between components of the library.
 
-A component is a header and its source file (vm/engine.h + vm/engine.cc). Component A
+A component is a header and its source file (vm/blob.h + vm/blob.cc). Component A
 depends on B when A's header or source includes B's header. A cycle (A needs B, B needs A,
 perhaps through others) means neither can be understood, tested or moved alone; the layer
 check (scripts/check_layering.sh) sees only cycles between layers, this one those inside

@@ -32,6 +32,7 @@
 #include "tools/data_parallel_setup.h"
 #include "tools/interrupt_watcher.h"
 #include "tools/options.h"
+#include "vm/sync_checker.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::tools {

@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "vm/kernel.h"
-#include "vm/step_sequence.h"
 #include "vm/stream.h"
 
 namespace sluice::vm {

@@ -26,6 +26,13 @@ class StepSequence;
 class OpKernel;
 class Stream;
 
+// Deletes a fused run. Defined with StepSequence (step_sequence.cc), so that an
+// Instruction, which owns one, need not see that class.
+struct StepSequenceDeleter {
+  void operator()(StepSequence* run) const;
+};
+using FusedRun = std::unique_ptr<StepSequence, StepSequenceDeleter>;
+
 enum class InstructionKind : uint8_t {
   kOpCall,       // run `kernel` on `stream` with inputs, outputs, attrs
   kStreamWait,   // record an event on `stream`, make `wait_target` wait for it on the device
@@ -150,7 +157,7 @@ class alignas(64) Instruction {
   absl::AnyInvocable<void(const Instruction&)> on_retire;
   // A run of fused eager calls (see StepSequence): `kernel` points to it. Owned here while
   // the instruction is in flight; the pool takes it back when the instruction is recycled.
-  std::unique_ptr<StepSequence> fused;
+  FusedRun fused;
   // Optional, for errors (see InstructionOrigin); not owned. DebugString appends it.
   const InstructionOrigin* origin = nullptr;
 

@@ -16,6 +16,7 @@ namespace sluice::vm {
 
 namespace internal {
 class BlobReaper;
+class VmCore;
 }  // namespace internal
 
 // Thread-compatible; move-only. An OwnedBlob made by VirtualMachine::NewOwnedBlob must not
@@ -69,7 +70,7 @@ class OwnedBlob {
   bool adopted() const { return shared_ != nullptr; }
 
  private:
-  friend class VirtualMachine;
+  friend class internal::VmCore;
   OwnedBlob(Blob* blob, internal::BlobReaper* reaper) : blob_(blob), reaper_(reaper) {}
 
   Blob* blob_ = nullptr;

@@ -3,36 +3,51 @@
 #include <utility>
 
 #include "vm/internal/instruction_pool.h"
-#include "vm/virtual_machine.h"
+#include "vm/internal/vm_core.h"
 
 namespace sluice::vm {
 
-void ProducerPort::Refill(Chain<Instruction>& cache) { vm_->pool_->Refill(cache); }
+void ProducerPort::Refill(Chain<Instruction>& cache) { core_->pool().Refill(cache); }
 
-void ProducerPort::Free(Chain<Instruction> chain) { vm_->pool_->Free(std::move(chain)); }
+void ProducerPort::Free(Chain<Instruction> chain) { core_->pool().Free(std::move(chain)); }
 
 void ProducerPort::ReturnUnused(Chain<Instruction> cache) {
-  vm_->pool_->ReturnUnused(std::move(cache));
+  core_->pool().ReturnUnused(std::move(cache));
 }
 
-absl::Status ProducerPort::ReserveBatch(int64_t n) { return vm_->ReserveBatch(n); }
+absl::Status ProducerPort::Submit(Chain<Instruction> chain) {
+  return core_->Submit(std::move(chain));
+}
+
+absl::Status ProducerPort::ReserveBatch(int64_t n) { return core_->ReserveBatch(n); }
 
 void ProducerPort::SubmitBatchPart(Chain<Instruction> part, bool first, bool last) {
-  vm_->SubmitBatchPart(std::move(part), first, last);
+  core_->SubmitBatchPart(std::move(part), first, last);
 }
 
-void ProducerPort::AttachBuffer(internal::SubmitBuffer* buffer) { vm_->AttachBuffer(buffer); }
+void ProducerPort::AttachBuffer(internal::SubmitBuffer* buffer) { core_->AttachBuffer(buffer); }
 
-void ProducerPort::DetachBuffer(internal::SubmitBuffer* buffer) { vm_->DetachBuffer(buffer); }
+void ProducerPort::DetachBuffer(internal::SubmitBuffer* buffer) { core_->DetachBuffer(buffer); }
 
-void ProducerPort::HandOverBuffers() { vm_->HandOverBuffers(); }
+absl::Status ProducerPort::SubmitBuffered(internal::SubmitBuffer* buffer, Chain<Instruction> chain,
+                                          bool open) {
+  return core_->SubmitBuffered(buffer, std::move(chain), open);
+}
 
-int64_t ProducerPort::held_back() { return vm_->held_back(); }
+bool ProducerPort::AppendToOpenRun(
+    internal::SubmitBuffer* buffer, const Stream* stream,
+    absl::FunctionRef<void(StepSequence& run, Instruction* head)> add) {
+  return core_->AppendToOpenRun(buffer, stream, add);
+}
 
-int64_t ProducerPort::max_buffered() const { return vm_->max_buffered_; }
+void ProducerPort::HandOverBuffers() { core_->HandOverBuffers(); }
+
+int64_t ProducerPort::held_back() { return core_->held_back(); }
+
+int64_t ProducerPort::max_buffered() const { return core_->max_buffered(); }
 
 void ProducerPort::NoteHostWaited(const Instruction& instruction) {
-  vm_->NoteHostWaited(instruction);
+  core_->NoteHostWaited(instruction);
 }
 
 }  // namespace sluice::vm

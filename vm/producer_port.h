@@ -2,7 +2,8 @@
 // (eager calls, held back and fused), PrecomputedBatch (a precomputed graph, handed over in
 // pieces) and the Replayer. The user's front door, VirtualMachine, creates blobs, syncs
 // and shuts down; everything that moves Instruction chains in and out of the VM's pool goes
-// through a port. A port is a handle (one pointer): make one where it is needed.
+// through a port. A port is a handle (two pointers: the front and the machine behind it,
+// internal::VmCore): make one where it is needed.
 //
 // Lifecycle of what passes through a port: Allocate takes a free instruction from the
 // producer's private cache; the producer fills it and hands a chain of them over with
@@ -13,7 +14,6 @@
 #define SLUICE_VM_PRODUCER_PORT_H_
 
 #include <cstdint>
-#include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -28,13 +28,14 @@ namespace sluice::vm {
 
 namespace internal {
 struct SubmitBuffer;
+class VmCore;
 }  // namespace internal
 
 // Thread-safe as the VM is, with the per-method rules below: a `cache` and a `buffer`
 // belong to one producer thread at a time. The VM must outlive the port.
 class ProducerPort {
  public:
-  explicit ProducerPort(VirtualMachine* vm) : vm_(vm) {}
+  explicit ProducerPort(VirtualMachine* vm) : vm_(vm), core_(vm->core_.get()) {}
 
   VirtualMachine* vm() const { return vm_; }
 
@@ -111,24 +112,8 @@ class ProducerPort {
   void Refill(Chain<Instruction>& cache);
 
   VirtualMachine* vm_;
+  internal::VmCore* core_;  // vm_'s machine (vm/internal/vm_core.h)
 };
-
-// The per-op methods forward inline to the VM's producer side (its private methods, which
-// this class may call).
-inline absl::Status ProducerPort::SubmitBuffered(internal::SubmitBuffer* buffer,
-                                                 Chain<Instruction> chain, bool open) {
-  return vm_->SubmitBuffered(buffer, std::move(chain), open);
-}
-
-inline bool ProducerPort::AppendToOpenRun(
-    internal::SubmitBuffer* buffer, const Stream* stream,
-    absl::FunctionRef<void(StepSequence& run, Instruction* head)> add) {
-  return vm_->AppendToOpenRun(buffer, stream, add);
-}
-
-inline absl::Status ProducerPort::Submit(Chain<Instruction> chain) {
-  return vm_->Submit(std::move(chain));
-}
 
 }  // namespace sluice::vm
 

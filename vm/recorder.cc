@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "vm/kernel.h"
 #include "vm/release_count.h"
+#include "vm/step_log.h"
 #include "vm/step_sequence.h"
 #include "vm/stream.h"
 
@@ -310,6 +311,19 @@ absl::Status Recorder::Close() {
     return absl::DataLossError(absl::StrCat("writing record file '", path_, "' failed"));
   }
   return absl::OkStatus();
+}
+
+absl::Status RunLoggingSteps(KernelContext& ctx, absl::FunctionRef<absl::Status()> run) {
+  Recorder* const recorder = ctx.recorder();
+  if (recorder == nullptr || StepLog::Current() != nullptr) return run();
+  StepLog log;
+  absl::Status status;
+  {
+    StepLogScope scope(&log);
+    status = run();
+  }
+  recorder->RecordExpansion(*ctx.instruction(), log.steps());
+  return status;
 }
 
 }  // namespace sluice::vm

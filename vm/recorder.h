@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "vm/blob.h"
 #include "vm/instruction.h"
+#include "vm/kernel.h"
 
 namespace sluice::vm {
 
@@ -65,6 +67,12 @@ class Recorder {
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::weak_ptr<Blob>> blobs_ ABSL_GUARDED_BY(mu_);
 };
+
+// Runs `run` (a kernel's body that launches steps of its own) for the kernel running in
+// `ctx`: with the VM recording and no step log installed yet (vm/step_log.h), under a log
+// of its own, which the recorder then writes as the expansion of ctx's instruction;
+// otherwise as is (a nested kernel adds to the enclosing log). Returns what `run` returns.
+absl::Status RunLoggingSteps(KernelContext& ctx, absl::FunctionRef<absl::Status()> run);
 
 // FNV-1a over bytes: the checksum recorded for final blobs and compared on replay.
 uint64_t Checksum(absl::Span<const uint8_t> bytes);

@@ -7,11 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/status.h"
+#include "vm/internal/stream_policy.h"
 #include "vm/producer_port.h"
 #include "vm/recorder.h"
 #include "vm/step_sequence.h"
 #include "vm/stream.h"
-#include "vm/stream_policy.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::vm {

@@ -5,7 +5,8 @@
 // step it launches there (a step whose kernel logs its own steps is not itself appended:
 // its steps are). Nested kernels that find a log installed add to it, so the log is the
 // flattened stream. The recorder writes it as an expansion of the kernel's line
-// (Recorder::RecordExpansion; docs/instruction_record_format.md).
+// (Recorder::RecordExpansion; docs/instruction_record_format.md). RunLoggingSteps
+// (vm/recorder.h) installs a log for a kernel's body.
 //
 // Thread-compatible: a log is filled by the one thread that installed it. Steps must stay
 // alive and unchanged until the log is written.
@@ -14,10 +15,7 @@
 
 #include <vector>
 
-#include "absl/status/status.h"
 #include "vm/instruction.h"
-#include "vm/kernel.h"
-#include "vm/recorder.h"
 
 namespace sluice::vm {
 
@@ -53,24 +51,6 @@ inline StepLog*& StepLog::Slot() {
 }
 
 inline StepLog* StepLog::Current() { return Slot(); }
-
-// Runs `run` (a kernel's body that launches steps of its own) for the kernel running in
-// `ctx`: with the VM recording and no log installed yet, under a log of its own, which the
-// recorder then writes as the expansion of ctx's instruction; otherwise as is (a nested
-// kernel adds to the enclosing log). Returns what `run` returns.
-template <typename Run>
-absl::Status RunLoggingSteps(KernelContext& ctx, Run run) {
-  Recorder* const recorder = ctx.recorder();
-  if (recorder == nullptr || StepLog::Current() != nullptr) return run();
-  StepLog log;
-  absl::Status status;
-  {
-    StepLogScope scope(&log);
-    status = run();
-  }
-  recorder->RecordExpansion(*ctx.instruction(), log.steps());
-  return status;
-}
 
 }  // namespace sluice::vm
 

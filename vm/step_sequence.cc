@@ -11,6 +11,8 @@
 
 namespace sluice::vm {
 
+void StepSequenceDeleter::operator()(StepSequence* run) const { delete run; }
+
 using internal::BlobLifecycle;
 using Marks = BlobLifecycle::Producer;
 

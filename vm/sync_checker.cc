@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "vm/instruction.h"
 #include "vm/internal/blob_lifecycle.h"
+#include "vm/internal/stream_policy.h"
 #include "vm/kernel.h"
 #include "vm/stream.h"
-#include "vm/stream_policy.h"
 
 namespace sluice::vm {
 namespace {

@@ -1,67 +1,21 @@
 #include "vm/virtual_machine.h"
 
-#include <algorithm>
-#include <array>
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "core/status.h"
 #include "ep/device.h"
-#include "ep/event.h"
-#include "ep/stream.h"
-#include "vm/instructions_builder.h"
-#include "vm/internal/blob_lifecycle.h"
-#include "vm/internal/blob_pool.h"
-#include "vm/internal/blob_reaper.h"
-#include "vm/internal/instruction_pool.h"
-#include "vm/internal/submit_buffer.h"
-#include "vm/producer_port.h"
+#include "vm/internal/stream_policy.h"
+#include "vm/internal/vm_core.h"
 #include "vm/recorder.h"
 
 namespace sluice::vm {
 namespace {
 
-// The counter of instructions of `kind` (VmCounters::instructions counts them all).
-std::atomic<int64_t>& CounterOf(VmCounters& counters, InstructionKind kind) {
-  switch (kind) {
-    case InstructionKind::kOpCall:
-      return counters.op_calls;
-    case InstructionKind::kStreamWait:
-      return counters.stream_waits;
-    case InstructionKind::kRecordEvent:
-      return counters.record_events;
-    case InstructionKind::kRelease:
-      return counters.releases;
-    case InstructionKind::kBarrier:
-      return counters.barriers;
-    case InstructionKind::kAccessBlob:
-      return counters.access_blobs;
-  }
-  return counters.op_calls;
-}
-
 // The largest VmOptions::max_parked_blobs (the parked set's ring is allocated up front).
-static_assert(VmOptions::kDefaultMaxParkedBlobs == internal::BlobPool::kDefaultMaxParked,
-              "VmOptions' default parked-blob bound is the pool's");
 constexpr int64_t kMaxParkedBlobsLimit = int64_t{1} << 20;
 
-}  // namespace
-
-// What the device allocators call when they run out of memory (see ReclaimReleases).
-class VirtualMachine::ReleaseReclaimer final : public MemoryReclaimer {
- public:
-  explicit ReleaseReclaimer(VirtualMachine* vm) : vm_(vm) {}
-  absl::Status Reclaim(StreamId /*stream*/) override { return vm_->ReclaimReleases(); }
-
- private:
-  VirtualMachine* const vm_;
-};
-
-absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runtime* runtime,
-                                                                       VmOptions options) {
-  if (runtime == nullptr) return absl::InvalidArgumentError("VirtualMachine: null runtime");
+absl::Status CheckOptions(const VmOptions& options) {
   if (options.max_in_flight < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("VirtualMachine: max_in_flight must be >= 1, got ", options.max_in_flight));
@@ -79,117 +33,93 @@ absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runti
     return absl::InvalidArgumentError(absl::StrCat(
         "VirtualMachine: max_fused_steps must be >= 0, got ", options.max_fused_steps));
   }
+  return absl::OkStatus();
+}
+
+// The checks WriteIdleHostBlobs and ReadIdleHostBlobs make before they copy anything.
+absl::Status CheckIdleCopy(absl::string_view what, const Blob& blob, size_t bytes) {
+  if (bytes != blob.bytes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", blob.DebugName(), " holds ", blob.bytes(), " bytes, got ", bytes));
+  }
+  if (blob.storage() == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", blob.DebugName(), " has no storage"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(ep::Runtime* runtime,
+                                                                       VmOptions options) {
+  if (runtime == nullptr) return absl::InvalidArgumentError("VirtualMachine: null runtime");
+  SLUICE_RETURN_IF_ERROR(CheckOptions(options));
   std::unique_ptr<Recorder> recorder;
   if (!options.record_path.empty()) {
     SLUICE_ASSIGN_OR_RETURN(recorder, Recorder::Create(options.record_path));
   }
-  std::unique_ptr<VirtualMachine> vm(new VirtualMachine(runtime, std::move(options)));
-  vm->recorder_ = std::move(recorder);
-  vm->fusion_ =
-      vm->options_.max_fused_steps > 1 && vm->max_buffered_ > 1 && vm->recorder_ == nullptr;
-  vm->executor_.set_recorder(vm->recorder_.get());
-  VirtualMachine* raw = vm.get();
-  vm->engine_.Start([raw] { raw->HandOverBuffers(); });
-  vm->reclaimer_ = std::make_unique<ReleaseReclaimer>(raw);
-  for (ep::Device* device : runtime->devices()) device->AddMemoryReclaimer(vm->reclaimer_.get());
-  return vm;
+  return std::unique_ptr<VirtualMachine>(new VirtualMachine(
+      internal::VmCore::Create(runtime, std::move(options), std::move(recorder))));
 }
 
-VirtualMachine::VirtualMachine(ep::Runtime* runtime, VmOptions options)
-    : runtime_(runtime),
-      options_(std::move(options)),
-      checker_(options_.check_sync ? std::make_unique<SyncChecker>() : nullptr),
-      executor_(&errors_, &counters_, checker_.get(), &cancel_),
-      pool_(std::make_unique<internal::InstructionPool>(options_.max_in_flight, options_.spin,
-                                                        &counters_)),
-      blob_pool_(std::make_unique<internal::BlobPool>(
-          static_cast<size_t>(std::max<int64_t>(0, options_.max_parked_blobs)))),
-      engine_(EngineOptions{options_.scheduling == VmOptions::Scheduling::kDedicatedThread,
-                            options_.spin},
-              checker_.get(), pool_.get(), blob_pool_.get()),
-      reaper_(std::make_shared<internal::BlobReaper>(&engine_)),
-      by_id_(new std::atomic<Stream*>[StreamIdTable::kCapacity]),
-      max_buffered_(
-          options_.scheduling == VmOptions::Scheduling::kDedicatedThread
-              ? std::max<int64_t>(1, std::min<int64_t>(kMaxBuffered, options_.max_in_flight / 4))
-              : 1) {
-  for (int i = 0; i < StreamIdTable::kCapacity; ++i) by_id_[i].store(nullptr);
+VirtualMachine::VirtualMachine(std::unique_ptr<internal::VmCore> core)
+    : core_(std::move(core)),
+      runtime_(core_->runtime()),
+      options_(&core_->options()),
+      checker_(core_->sync_checker()),
+      recorder_(core_->recorder()),
+      errors_(&core_->errors()),
+      fusion_(core_->fusion()) {}
+
+VirtualMachine::~VirtualMachine() = default;  // the core shuts down (kFinish) as it goes
+
+absl::StatusOr<Stream*> VirtualMachine::GetStream(const StreamKey& key) {
+  return core_->GetStream(key);
 }
 
-VirtualMachine::~VirtualMachine() { Shutdown(ShutdownMode::kFinish).IgnoreError(); }
+absl::StatusOr<Stream*> VirtualMachine::GetStream(absl::string_view key) {
+  SLUICE_ASSIGN_OR_RETURN(StreamKey parsed, StreamKey::Parse(key));
+  return core_->GetStream(parsed);
+}
+
+absl::StatusOr<Stream*> VirtualMachine::GetStream(StreamId id) { return core_->GetStream(id); }
+
+absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, Shape shape,
+                                                std::string name, Allocator* allocator) {
+  return core_->NewBlob(stream, dtype, std::move(shape), std::move(name), allocator);
+}
+
+absl::StatusOr<OwnedBlob> VirtualMachine::NewOwnedBlob(Stream* stream, DataType dtype,
+                                                       const Shape& shape) {
+  return core_->NewOwnedBlob(stream, dtype, shape);
+}
+
+absl::StatusOr<BlobRef> VirtualMachine::NewLazyBlob(Stream* stream, DataType dtype, Shape shape,
+                                                    std::string name, Allocator* allocator) {
+  return core_->NewLazyBlob(stream, dtype, std::move(shape), std::move(name), allocator);
+}
 
 absl::Status VirtualMachine::WriteIdleHostBlobs(absl::Span<const HostBlobWrite> writes) {
-  for (const HostBlobWrite& write : writes) {
-    const Blob& blob = **write.blob;
-    if (write.bytes.size() != blob.bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("WriteIdleHostBlobs: ", blob.DebugName(),
-                                                     " holds ", blob.bytes(), " bytes, got ",
-                                                     write.bytes.size()));
-    }
-    if (blob.storage() == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("WriteIdleHostBlobs: ", blob.DebugName(), " has no storage"));
-    }
-  }
-  if (recorder_ != nullptr) {
-    InstructionsBuilder builder(this);
-    for (const HostBlobWrite& write : writes) {
-      SLUICE_RETURN_IF_ERROR(builder.WriteBlob(*write.blob, write.bytes));
-    }
-    return Sync();
-  }
+  std::vector<internal::VmCore::IdleCopy> copies;
+  copies.reserve(writes.size());
   for (const HostBlobWrite& write : writes) {
     Blob& blob = **write.blob;
-    SLUICE_RETURN_IF_ERROR(CopyIdle(blob, blob.storage()->data(), write.bytes.data(),
-                                    write.bytes.size(), /*to_device=*/true));
-    blob.ClearPoison();
+    SLUICE_RETURN_IF_ERROR(CheckIdleCopy("WriteIdleHostBlobs", blob, write.bytes.size()));
+    copies.push_back({&blob, blob.storage()->data(), write.bytes.data(), write.bytes.size()});
   }
-  // (The recorded path above counts its AccessBlob writes as they are published.)
-  VmCounters::Add(counters_.host_to_device_copies, static_cast<int64_t>(writes.size()));
-  return absl::OkStatus();
+  return core_->WriteIdle(copies);
 }
 
 absl::Status VirtualMachine::ReadIdleHostBlobs(absl::Span<const HostBlobRead> reads) {
+  std::vector<internal::VmCore::IdleCopy> copies;
+  copies.reserve(reads.size());
   for (const HostBlobRead& read : reads) {
-    const Blob& blob = **read.blob;
-    if (read.bytes.size() != blob.bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("ReadIdleHostBlobs: ", blob.DebugName(),
-                                                     " holds ", blob.bytes(),
-                                                     " bytes, got room for ", read.bytes.size()));
-    }
-    if (blob.storage() == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ReadIdleHostBlobs: ", blob.DebugName(), " has no storage"));
-    }
+    Blob& blob = **read.blob;
+    SLUICE_RETURN_IF_ERROR(CheckIdleCopy("ReadIdleHostBlobs", blob, read.bytes.size()));
+    copies.push_back({&blob, read.bytes.data(), blob.storage()->data(), read.bytes.size()});
   }
-  for (const HostBlobRead& read : reads) {
-    const Blob& blob = **read.blob;
-    SLUICE_RETURN_IF_ERROR(CopyIdle(blob, read.bytes.data(), blob.storage()->data(),
-                                    read.bytes.size(), /*to_device=*/false));
-  }
-  VmCounters::Add(counters_.device_to_host_copies, static_cast<int64_t>(reads.size()));
-  return absl::OkStatus();
-}
-
-absl::Status VirtualMachine::CopyIdle(const Blob& blob, void* dst, const void* src, size_t bytes,
-                                      bool to_device) {
-  if (bytes == 0) return absl::OkStatus();
-  if (blob.device().type() == DeviceType::kCpu) {
-    std::memcpy(dst, src, bytes);
-    return absl::OkStatus();
-  }
-  // Memory the host cannot address: a copy on the device's copy stream (ep streams take
-  // work from any thread), then an event recorded behind it, synced here. The event's
-  // status is the stream's first error, so a failed copy is not taken for a good one.
-  SLUICE_ASSIGN_OR_RETURN(
-      Stream * stream, GetStream(StreamKey{blob.device(), to_device ? StreamType::kHost2Device
-                                                                    : StreamType::kDevice2Host}));
-  ep::Stream* ep_stream = stream->ep_stream();
-  SLUICE_RETURN_IF_ERROR(ep_stream->Memcpy(
-      dst, src, bytes, to_device ? ep::CopyKind::kHostToDevice : ep::CopyKind::kDeviceToHost));
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ep::Event> done, ep_stream->device()->CreateEvent());
-  SLUICE_RETURN_IF_ERROR(ep_stream->RecordEvent(done.get()));
-  return done->Sync();
+  return core_->ReadIdle(copies);
 }
 
 bool VirtualMachine::OwnsStorage(const Blob& blob) const {
@@ -199,66 +129,19 @@ bool VirtualMachine::OwnsStorage(const Blob& blob) const {
   return device.ok() && storage->allocator() == &(*device)->allocator();
 }
 
-ThreadCtx* VirtualMachine::ThreadCtxFor(const StreamKey& key) {
-  std::string name(DeviceTypeName(key.device.type()));
-  if (key.device.type() == DeviceType::kCpu && key.type == StreamType::kCompute && key.index > 0) {
-    absl::StrAppend(&name, "-c", key.index);
-  }
-  // A host collective runs on its worker until every rank has joined: cpu ccl streams get
-  // a worker of their own, so that compute goes on meanwhile (gradient reduction overlaps
-  // the backward pass).
-  if (key.device.type() == DeviceType::kCpu && key.type == StreamType::kCcl) {
-    absl::StrAppend(&name, "-ccl", key.index);
-  }
-  for (const std::unique_ptr<ThreadCtx>& ctx : thread_ctxs_) {
-    if (ctx->name() == name) return ctx.get();
-  }
-  thread_ctxs_.push_back(std::make_unique<ThreadCtx>(std::move(name), &executor_, &engine_,
-                                                     options_.spin, options_.idle_spin));
-  thread_ctxs_.back()->Start();
-  return thread_ctxs_.back().get();
-}
+absl::Status VirtualMachine::Sync() { return core_->Sync(nullptr); }
 
-absl::StatusOr<Stream*> VirtualMachine::GetStream(const StreamKey& key) {
-  SLUICE_ASSIGN_OR_RETURN(ep::Stream * ep_stream, runtime_->GetStream(key));
-  const StreamId id = ep_stream->id();
-  if (Stream* stream = by_id_[id.value()].load(std::memory_order_acquire)) return stream;
-  absl::MutexLock lock(&streams_mu_);
-  if (Stream* stream = by_id_[id.value()].load(std::memory_order_acquire)) return stream;
-  {
-    absl::MutexLock shutdown_lock(&shutdown_mu_);
-    if (shut_down_) return absl::FailedPreconditionError("the VM is shut down");
-  }
-  policies_.push_back(CreateStreamPolicy(*ep_stream));
-  owned_streams_.push_back(std::make_unique<Stream>(ep_stream, policies_.back().get(),
-                                                    ThreadCtxFor(key),
-                                                    static_cast<int>(owned_streams_.size())));
-  Stream* stream = owned_streams_.back().get();
-  by_id_[id.value()].store(stream, std::memory_order_release);
-  return stream;
-}
+absl::Status VirtualMachine::Sync(std::vector<absl::Status>* all) { return core_->Sync(all); }
 
-absl::StatusOr<Stream*> VirtualMachine::GetStream(absl::string_view key) {
-  SLUICE_ASSIGN_OR_RETURN(StreamKey parsed, StreamKey::Parse(key));
-  return GetStream(parsed);
-}
+absl::Status VirtualMachine::Shutdown(ShutdownMode mode) { return core_->Shutdown(mode); }
 
-absl::StatusOr<Stream*> VirtualMachine::GetStream(StreamId id) {
-  if (!id.valid() || id.value() >= runtime_->stream_ids().size()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown stream id ", id.value()));
-  }
-  if (Stream* stream = by_id_[id.value()].load(std::memory_order_acquire)) return stream;
-  return GetStream(runtime_->stream_ids().key(id));
-}
+absl::Status VirtualMachine::FreeParkedBlobs() { return core_->FreeParkedBlobs(); }
 
-std::vector<Stream*> VirtualMachine::streams() const {
-  absl::MutexLock lock(&streams_mu_);
-  std::vector<Stream*> result;
-  for (const auto& stream : owned_streams_) result.push_back(stream.get());
-  return result;
-}
+VmStats VirtualMachine::stats() { return core_->stats(); }
 
-// --- Capabilities. ---
+void VirtualMachine::SetTracer(Tracer* tracer) { core_->SetTracer(tracer); }
+
+std::vector<Stream*> VirtualMachine::streams() const { return core_->streams(); }
 
 bool VirtualMachine::HasOwnWorkers(absl::Span<Stream* const> streams) const {
   for (size_t i = 0; i < streams.size(); ++i) {
@@ -271,373 +154,15 @@ bool VirtualMachine::HasOwnWorkers(absl::Span<Stream* const> streams) const {
 
 bool VirtualMachine::RunsOnHost(const Stream& stream) { return stream.policy()->synchronous(); }
 
+bool VirtualMachine::HostAccessible(const Stream& stream) {
+  return stream.policy()->host_accessible();
+}
+
 bool VirtualMachine::CanRunLanes(absl::Span<Stream* const> streams) const {
   for (const Stream* stream : streams) {
     if (!RunsOnHost(*stream)) return false;
   }
   return HasOwnWorkers(streams);
-}
-
-absl::StatusOr<Blob*> VirtualMachine::NewBlobRaw(Stream* stream, DataType dtype, const Shape& shape,
-                                                 std::string name, Allocator* allocator) {
-  if (stream == nullptr) return absl::InvalidArgumentError("NewBlob: null stream");
-  // A parked blob of this stream, dtype and shape comes with its storage (its shape was
-  // checked when it was first made): most eager outputs take one, with no copy of the
-  // shape; the id is drawn only on a hit.
-  if (name.empty() && allocator == nullptr) {
-    Blob* parked = blob_pool_->TakeParked(stream->id(), dtype, shape, next_blob_id_);
-    if (parked != nullptr) return parked;
-  }
-  SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
-  SLUICE_RETURN_IF_ERROR(Shape::Check(shape.dims()));
-  const uint64_t id = next_blob_id_.fetch_add(1, std::memory_order_relaxed);
-  Blob* raw = blob_pool_->New(id, stream->key().device, dtype, shape, std::move(name));
-  const absl::Status allocated = internal::BlobLifecycle::Worker::AllocateStorage(
-      raw, allocator != nullptr ? allocator : &device->allocator(), stream->id());
-  if (!allocated.ok()) {
-    blob_pool_->Delete(raw);
-    return allocated;
-  }
-  return raw;
-}
-
-absl::StatusOr<BlobRef> VirtualMachine::NewBlob(Stream* stream, DataType dtype, Shape shape,
-                                                std::string name, Allocator* allocator) {
-  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, shape, std::move(name), allocator));
-  // One reference count increment for the deleter's copy of the reaper (each is an atomic
-  // read-modify-write on the producer's path).
-  BlobRef blob(raw, [reaper = reaper_](Blob* b) { reaper->Reap(b); });
-  if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
-  return blob;
-}
-
-absl::StatusOr<OwnedBlob> VirtualMachine::NewOwnedBlob(Stream* stream, DataType dtype,
-                                                       const Shape& shape) {
-  if (recorder_ != nullptr) {
-    // The recorder follows blobs through weak references: give it a shared one.
-    SLUICE_ASSIGN_OR_RETURN(BlobRef shared, NewBlob(stream, dtype, shape));
-    return OwnedBlob(std::move(shared));
-  }
-  SLUICE_ASSIGN_OR_RETURN(Blob * raw, NewBlobRaw(stream, dtype, shape, std::string()));
-  return OwnedBlob(raw, reaper_.get());
-}
-
-absl::StatusOr<BlobRef> VirtualMachine::NewLazyBlob(Stream* stream, DataType dtype, Shape shape,
-                                                    std::string name, Allocator* allocator) {
-  if (stream == nullptr) return absl::InvalidArgumentError("NewLazyBlob: null stream");
-  for (int64_t dim : shape.dims()) {
-    if (dim < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("NewLazyBlob '", name, "': negative dimension in ", shape.ToString()));
-    }
-  }
-  SLUICE_ASSIGN_OR_RETURN(ep::Device * device, runtime_->GetDevice(stream->key().device));
-  std::shared_ptr<internal::BlobReaper> reaper = reaper_;
-  BlobRef blob(new Blob(next_blob_id_.fetch_add(1, std::memory_order_relaxed), stream->key().device,
-                        dtype, std::move(shape),
-                        allocator != nullptr ? allocator : &device->allocator(), std::move(name)),
-               [reaper](Blob* b) { reaper->Reap(b); });
-  if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
-  return blob;
-}
-
-void VirtualMachine::AttachBuffer(internal::SubmitBuffer* buffer) {
-  if (max_buffered_ <= 1) return;  // nothing is ever held back
-  PlainMutexLock lock(&buffers_mu_);
-  buffers_.push_back(buffer);
-  attached_buffers_.store(static_cast<int>(buffers_.size()), std::memory_order_relaxed);
-}
-
-void VirtualMachine::DetachBuffer(internal::SubmitBuffer* buffer) {
-  if (max_buffered_ <= 1) return;
-  PlainMutexLock lock(&buffers_mu_);
-  HandOver(buffer);
-  buffers_.erase(std::find(buffers_.begin(), buffers_.end(), buffer));
-  attached_buffers_.store(static_cast<int>(buffers_.size()), std::memory_order_relaxed);
-}
-
-void VirtualMachine::HandOverBuffers() {
-  if (attached_buffers_.load(std::memory_order_relaxed) == 0) return;
-  PlainMutexLock lock(&buffers_mu_);
-  for (internal::SubmitBuffer* buffer : buffers_) HandOver(buffer);
-}
-
-void VirtualMachine::HandOver(internal::SubmitBuffer* buffer) {
-  PlainMutexLock buffer_lock(&buffer->mu);
-  TakeAndPublish(buffer);
-}
-
-void VirtualMachine::TakeAndPublish(internal::SubmitBuffer* buffer) {
-  // Under the buffer's lock, by whoever takes the chain (the producer or the scheduler):
-  // anyone who finds the buffer empty then finds its instructions submitted. The scheduler
-  // relies on it before it deletes a buried blob: a held-back instruction may be the last
-  // user of a blob whose last reference went away meanwhile, and publishing after the
-  // unlock would let the scheduler's hand-over find neither the chain nor the submission.
-  CloseOpenRun(buffer);
-  if (!buffer->chain.empty()) Publish(std::exchange(buffer->chain, {}));
-}
-
-void VirtualMachine::CloseOpenRun(internal::SubmitBuffer* buffer) {
-  if (buffer->tail_open && buffer->chain.tail->fused != nullptr) {
-    buffer->chain.tail->fused->Close();
-  }
-  buffer->tail_open = false;
-}
-
-int64_t VirtualMachine::held_back() {
-  PlainMutexLock lock(&buffers_mu_);
-  int64_t n = 0;
-  for (internal::SubmitBuffer* buffer : buffers_) {
-    PlainMutexLock buffer_lock(&buffer->mu);
-    n += static_cast<int64_t>(buffer->chain.size);
-  }
-  return n;
-}
-
-absl::Status VirtualMachine::SubmitBuffered(internal::SubmitBuffer* buffer,
-                                            Chain<Instruction> chain, bool open) {
-  SLUICE_RETURN_IF_ERROR(ReserveOrFree(chain, /*after_close=*/false));
-  if (max_buffered_ <= 1) {
-    Publish(std::move(chain));
-    return absl::OkStatus();
-  }
-  PlainMutexLock lock(&buffer->mu);
-  CloseOpenRun(buffer);  // its born blobs join its operands before anything queues behind it
-  buffer->chain.Append(std::move(chain));
-  buffer->tail_open = open && fusion_;
-  // WantsWork after the append (both under the lock): either the scheduler's next look at
-  // this buffer comes later and finds the chain, or its flag was already up (seq_cst).
-  if (static_cast<int64_t>(buffer->chain.size) >= max_buffered_ || engine_.WantsWork()) {
-    TakeAndPublish(buffer);
-  }
-  return absl::OkStatus();
-}
-
-bool VirtualMachine::AppendToOpenRun(
-    internal::SubmitBuffer* buffer, const Stream* stream,
-    absl::FunctionRef<void(StepSequence& run, Instruction* head)> add) {
-  PlainMutexLock lock(&buffer->mu);
-  if (!buffer->tail_open || buffer->chain.tail->stream != stream) return false;
-  Instruction* head = buffer->chain.tail;
-  if (head->fused == nullptr) {
-    head->fused = pool_->TakeFused();
-    head->fused->Begin(head);
-  }
-  add(*head->fused, head);
-  // A full run goes now; so does everything while the scheduler is out of work (as in
-  // SubmitBuffered: the flag is read after the append, under the buffer's lock).
-  if (head->fused->size() >= options_.max_fused_steps || engine_.WantsWork()) {
-    TakeAndPublish(buffer);
-  }
-  return true;
-}
-
-absl::Status VirtualMachine::SubmitInternal(Chain<Instruction> chain, bool after_close) {
-  if (chain.empty()) return absl::OkStatus();
-  // What this thread holds back in a builder was submitted before this chain.
-  HandOverBuffers();
-  SLUICE_RETURN_IF_ERROR(ReserveOrFree(chain, after_close));
-  Publish(std::move(chain));
-  return absl::OkStatus();
-}
-
-absl::Status VirtualMachine::Reserve(int64_t n, bool after_close) {
-  // The kick lets the scheduler make progress while this thread waits for room, also when
-  // scheduling runs on producer threads.
-  return pool_->Reserve(
-      n,
-      [this] {
-        HandOverBuffers();  // room held back in buffers frees only once it runs
-        engine_.Kick();
-      },
-      after_close);
-}
-
-absl::Status VirtualMachine::ReserveOrFree(Chain<Instruction>& chain, bool after_close) {
-  const absl::Status reserved = Reserve(static_cast<int64_t>(chain.size), after_close);
-  if (!reserved.ok()) pool_->Free(std::exchange(chain, {}));
-  return reserved;
-}
-
-void VirtualMachine::SubmitBatchPart(Chain<Instruction> part, bool first, bool last) {
-  if (part.empty()) return;
-  part.head->opens_batch = first;
-  part.tail->closes_batch = last;
-  Publish(std::move(part));
-}
-
-void VirtualMachine::Publish(Chain<Instruction> chain) {
-  uint64_t seq = next_seq_.fetch_add(chain.size, std::memory_order_relaxed);
-  std::array<int64_t, kInstructionKinds> by_kind{};
-  int64_t fused_steps = 0;
-  int64_t private_blobs = 0;
-  int64_t stepless_releases = 0;
-  int64_t host_writes = 0;  // AccessBlob writes: host bytes into a blob
-  int64_t host_reads = 0;   // AccessBlob reads: a blob's bytes out to the host
-  for (Instruction* i = chain.head; i != nullptr; i = i->next) {
-    i->seq = seq++;
-    if (checker_ != nullptr) checker_->OnSubmit(i);
-    if (i->fused != nullptr) {
-      // Counted as the calls and releases it fuses.
-      by_kind[static_cast<int>(InstructionKind::kOpCall)] += i->fused->op_calls();
-      by_kind[static_cast<int>(InstructionKind::kRelease)] += i->fused->releases();
-      fused_steps += i->fused->size();
-      private_blobs += i->fused->private_blobs();
-      stepless_releases += i->fused->size() - i->fused->steps();
-    } else {
-      ++by_kind[static_cast<int>(i->kind)];
-      if (i->kind == InstructionKind::kAccessBlob) ++(i->inputs.empty() ? host_writes : host_reads);
-    }
-  }
-  if (host_writes != 0) VmCounters::Add(counters_.host_to_device_copies, host_writes);
-  if (host_reads != 0) VmCounters::Add(counters_.device_to_host_copies, host_reads);
-  if (fused_steps != 0) VmCounters::Add(counters_.fused_steps, fused_steps);
-  if (private_blobs != 0) VmCounters::Add(counters_.private_blobs, private_blobs);
-  if (stepless_releases != 0) VmCounters::Add(counters_.stepless_releases, stepless_releases);
-  // One update per counter and chain: a large batch would otherwise pay an atomic
-  // increment per instruction and counter.
-  VmCounters::Add(counters_.instructions, static_cast<int64_t>(chain.size));
-  for (int kind = 0; kind < kInstructionKinds; ++kind) {
-    if (by_kind[kind] != 0) {
-      VmCounters::Add(CounterOf(counters_, static_cast<InstructionKind>(kind)), by_kind[kind]);
-    }
-  }
-  if (recorder_ != nullptr) recorder_->RecordChain(chain.head);
-  engine_.Submit(std::move(chain));
-}
-
-void VirtualMachine::NoteHostWaited(const Instruction& instruction) {
-  if (checker_ != nullptr) checker_->OnHostWaited(instruction);
-}
-
-absl::Status VirtualMachine::Sync() { return Sync(nullptr); }
-
-absl::Status VirtualMachine::Sync(std::vector<absl::Status>* all) {
-  SLUICE_RETURN_IF_ERROR(WaitBarrier(/*after_close=*/false));
-  // Errors of device work that did not go through LaunchHostWork surface from the streams.
-  for (Stream* stream : streams()) {
-    if (stream->policy()->synchronous()) continue;
-    errors_.Report(stream->ep_stream()->Sync());
-  }
-  return all != nullptr ? errors_.TakeAll(all) : errors_.Take();
-}
-
-absl::Status VirtualMachine::WaitBarrier(bool after_close) {
-  Chain<Instruction> cache;
-  Instruction* barrier = ProducerPort(this).Allocate(cache);
-  pool_->ReturnUnused(std::move(cache));
-  absl::Notification done;
-  barrier->kind = InstructionKind::kBarrier;
-  barrier->barrier_callback = [&done] { done.Notify(); };
-  Chain<Instruction> chain;
-  chain.PushBack(barrier);
-  SLUICE_RETURN_IF_ERROR(SubmitInternal(std::move(chain), after_close));
-  done.WaitForNotification();
-  return absl::OkStatus();
-}
-
-absl::Status VirtualMachine::FreeParkedBlobs() {
-  if (OnOwnThread()) {
-    return absl::FailedPreconditionError(
-        "FreeParkedBlobs called on a VM worker or scheduler thread, which the wait for the "
-        "work before it would block");
-  }
-  // The first barrier fires while the scheduler's pass may still be retiring the fused runs
-  // before it, whose private blobs die at that pass's end; the second is received in a later
-  // pass, so once it fires every blob the earlier work let die is parked.
-  SLUICE_RETURN_IF_ERROR(WaitBarrier(/*after_close=*/false));
-  SLUICE_RETURN_IF_ERROR(WaitBarrier(/*after_close=*/false));
-  blob_pool_->FreeParked();
-  return absl::OkStatus();
-}
-
-absl::Status VirtualMachine::ReclaimReleases() {
-  if (OnOwnThread()) {
-    return absl::FailedPreconditionError(
-        "the allocation runs on a VM worker or scheduler thread, which runs the queued "
-        "Release instructions itself");
-  }
-  // Fails only once the VM is shut down: its work is then finished or cancelled anyway.
-  return WaitBarrier(/*after_close=*/false);
-}
-
-bool VirtualMachine::OnOwnThread() const {
-  if (engine_.OnSchedulerThread()) return true;
-  absl::MutexLock lock(&streams_mu_);
-  for (const std::unique_ptr<ThreadCtx>& ctx : thread_ctxs_) {
-    if (ctx->OnWorkerThread()) return true;
-  }
-  return false;
-}
-
-absl::Status VirtualMachine::Shutdown(ShutdownMode mode) {
-  {
-    absl::MutexLock lock(&shutdown_mu_);
-    if (shut_down_) return absl::OkStatus();
-    shut_down_ = true;
-  }
-  // No allocation reaches this VM's reclaimer from here on (a running one finishes first).
-  for (ep::Device* device : runtime_->devices()) device->RemoveMemoryReclaimer(reclaimer_.get());
-  // New submissions fail from here on; those that already reserved room still land.
-  pool_->Close();
-  if (mode == ShutdownMode::kCancel) cancel_.store(true, std::memory_order_release);
-  absl::Status status = WaitBarrier(/*after_close=*/true);
-  pool_->WaitIdle();
-  for (Stream* stream : streams()) {
-    if (!stream->policy()->synchronous()) errors_.Report(stream->ep_stream()->Sync());
-  }
-  const absl::Status pending = errors_.Take();
-  if (status.ok()) status = pending;
-  if (recorder_ != nullptr) {
-    // Final contents: every instruction is complete, so host-addressable bytes are final.
-    for (const BlobRef& blob : recorder_->LiveBlobs()) {
-      TensorStorage* storage = blob->storage();
-      if (storage == nullptr || blob->device().type() == DeviceType::kCuda) continue;
-      recorder_->RecordChecksum(
-          blob->id(), Checksum(absl::MakeConstSpan(static_cast<const uint8_t*>(storage->data()),
-                                                   storage->bytes())));
-    }
-    const absl::Status closed = recorder_->Close();
-    if (status.ok()) status = closed;
-  }
-  // Completion points may still be returning on the ep streams' threads: wait for them
-  // before the ThreadCtx they poke goes away.
-  for (Stream* stream : streams()) stream->ep_stream()->Sync().IgnoreError();
-  engine_.Stop();
-  reaper_->Detach();
-  blob_pool_->DropParked();  // their bytes go back while the runtime's allocators live
-  engine_.DeleteBuried();
-  absl::MutexLock lock(&streams_mu_);
-  for (auto& ctx : thread_ctxs_) ctx->Stop();
-  return status;
-}
-
-VmStats VirtualMachine::stats() {
-  HandOverBuffers();
-  VmStats s;
-  auto get = [](const std::atomic<int64_t>& c) { return c.load(std::memory_order_relaxed); };
-  s.instructions = get(counters_.instructions);
-  s.op_calls = get(counters_.op_calls);
-  s.stream_waits = get(counters_.stream_waits);
-  s.record_events = get(counters_.record_events);
-  s.releases = get(counters_.releases);
-  s.barriers = get(counters_.barriers);
-  s.access_blobs = get(counters_.access_blobs);
-  s.fused_steps = get(counters_.fused_steps);
-  s.private_blobs = get(counters_.private_blobs);
-  s.stepless_releases = get(counters_.stepless_releases);
-  s.recycled_blobs = blob_pool_->recycled();
-  s.parked_blobs = blob_pool_->parked();
-  s.evicted_blobs = blob_pool_->evicted();
-  s.events_created = get(counters_.events_created);
-  s.events_reused = get(counters_.events_reused);
-  s.skipped = get(counters_.skipped);
-  s.errors = errors_.count();
-  s.max_in_flight = get(counters_.max_in_flight);
-  s.submit_waits = get(counters_.submit_waits);
-  s.host_to_device_copies = get(counters_.host_to_device_copies);
-  s.device_to_host_copies = get(counters_.device_to_host_copies);
-  return s;
 }
 
 }  // namespace sluice::vm

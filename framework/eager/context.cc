@@ -163,7 +163,7 @@ int64_t Context::NextSeed() {
 absl::StatusOr<Tensor> Context::FromBytes(DataType dtype, const Shape& shape,
                                           absl::Span<const uint8_t> bytes, Device device) {
   SLUICE_ASSIGN_OR_RETURN(vm::Stream * stream, state_->vm->GetStream(StreamKey{device}));
-  if (!stream->policy()->host_accessible()) {
+  if (!vm::VirtualMachine::HostAccessible(*stream)) {
     // Stage on the host, then copy with memcpy_h2d on the device's copy stream.
     SLUICE_ASSIGN_OR_RETURN(Tensor host, FromBytes(dtype, shape, bytes, Device()));
     return host.To(device);

@@ -45,7 +45,7 @@ absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
   if (!valid()) return absl::InvalidArgumentError("ToBytes: empty Tensor");
   internal::ContextState& ctx = *state_->context();
   SLUICE_ASSIGN_OR_RETURN(vm::Stream * home, ctx.vm->GetStream(StreamKey{device()}));
-  if (!home->policy()->host_accessible()) {
+  if (!vm::VirtualMachine::HostAccessible(*home)) {
     SLUICE_ASSIGN_OR_RETURN(Tensor host, To(Device()));
     return host.ToBytes();
   }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "ep/device.h"
+#include "vm/recorder.h"
 #include "vm/step_log.h"
 #include "vm/tracer.h"
 

@@ -8,7 +8,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "framework/interpreter/control_flow/control_step.h"
 #include "framework/interpreter/control_flow/loop_pipeline.h"
-#include "vm/stream_policy.h"
 
 namespace sluice::framework {
 

@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/interpreter/op_resolution.h"
-#include "vm/stream_policy.h"
 
 namespace sluice::framework {
 

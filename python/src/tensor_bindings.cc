@@ -21,6 +21,7 @@
 #include "framework/builder/functional.h"
 #include "framework/eager/stream_scope.h"
 #include "python/src/bindings.h"
+#include "vm/sync_checker.h"
 
 namespace sluice::python {
 namespace {

@@ -16,6 +16,7 @@
 #include "tests/framework/program_test_util.h"
 #include "vm/record_reader.h"
 #include "vm/replayer.h"
+#include "vm/sync_checker.h"
 
 namespace sluice::framework::record_replay_test {
 namespace {

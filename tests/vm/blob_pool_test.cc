@@ -84,7 +84,7 @@ TEST(InstructionLayoutTest, InstructionsAndFusedStepsStartOnACacheLine) {
   head.kernel = &kernel;
   head.inputs.push_back(&a);
   head.outputs.push_back(&b);
-  head.fused = std::make_unique<StepSequence>();
+  head.fused = FusedRun(new StepSequence());
   head.fused->Begin(&head);
   Blob* in[] = {&b};
   Blob* out[] = {&a};

@@ -4,7 +4,7 @@
 // dispatched while its predecessor still runs, a successor on another device waits for
 // completion); precomputed batches; random programs checked against a sequential reference;
 // several producer threads. Every test runs under both scheduling modes.
-#include "vm/engine.h"
+#include "vm/internal/engine.h"
 
 #include <cmath>
 #include <cstdint>

@@ -14,10 +14,10 @@
 #include "gtest/gtest.h"
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
+#include "vm/internal/thread_ctx.h"
 #include "vm/precomputed_batch.h"
 #include "vm/stream.h"
 #include "vm/sync_checker.h"
-#include "vm/thread_ctx.h"
 
 namespace sluice::vm::in_order_stream_test {
 namespace {

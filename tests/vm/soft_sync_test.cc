@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/vm/vm_test_util.h"
 #include "vm/instructions_builder.h"
+#include "vm/sync_checker.h"
 
 namespace sluice::vm::soft_sync_test {
 namespace {

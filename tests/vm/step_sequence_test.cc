@@ -26,6 +26,7 @@
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
 #include "vm/release_count.h"
+#include "vm/sync_checker.h"
 
 namespace sluice::vm::step_sequence_test {
 namespace {
@@ -134,7 +135,7 @@ TEST(StepSequenceUnionTest, StaticAndEagerMatchTheReferenceOnRandomSteps) {
     head.kernel = &kernel;
     head.inputs = blobs.Of(steps.front().inputs);
     head.outputs = blobs.Of(steps.front().outputs);
-    head.fused = std::make_unique<StepSequence>();
+    head.fused = FusedRun(new StepSequence());
     head.fused->Begin(&head);
     for (size_t i = 1; i < steps.size(); ++i) Append(*head.fused, blobs, steps[i], kernel);
     head.fused->Close();

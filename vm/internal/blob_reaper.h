@@ -8,8 +8,8 @@
 #include "absl/base/thread_annotations.h"
 #include "core/plain_mutex.h"
 #include "vm/blob.h"
-#include "vm/engine.h"
 #include "vm/internal/blob_lifecycle.h"
+#include "vm/internal/engine.h"
 
 namespace sluice::vm::internal {
 

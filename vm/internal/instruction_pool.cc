@@ -81,19 +81,19 @@ void InstructionPool::Recycle(Chain<Instruction> chain) {
   waker_.Notify();
 }
 
-std::unique_ptr<StepSequence> InstructionPool::TakeFused() {
+FusedRun InstructionPool::TakeFused() {
   {
     PlainMutexLock lock(&fused_mu_);
     if (!idle_fused_.empty()) {
-      std::unique_ptr<StepSequence> fused = std::move(idle_fused_.back());
+      FusedRun fused = std::move(idle_fused_.back());
       idle_fused_.pop_back();
       return fused;
     }
   }
-  return std::make_unique<StepSequence>();
+  return FusedRun(new StepSequence());
 }
 
-void InstructionPool::RecycleFused(std::unique_ptr<StepSequence> fused) {
+void InstructionPool::RecycleFused(FusedRun fused) {
   PlainMutexLock lock(&fused_mu_);
   if (idle_fused_.size() < kMaxIdleFused) idle_fused_.push_back(std::move(fused));
 }

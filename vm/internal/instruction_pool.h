@@ -56,10 +56,10 @@ class alignas(64) InstructionPool {
   void Close();
 
   // Producer: an empty StepSequence for a new run (a recycled one keeps its steps' memory).
-  std::unique_ptr<StepSequence> TakeFused();
+  FusedRun TakeFused();
   // Scheduler: the run of a retired instruction. Beyond kMaxIdleFused idle runs the pool
   // frees them instead, so a burst of runs in flight does not pin its memory.
-  void RecycleFused(std::unique_ptr<StepSequence> fused);
+  void RecycleFused(FusedRun fused);
 
   int64_t in_flight() const { return in_flight_.load(std::memory_order_acquire); }
   int64_t max_in_flight() const { return max_in_flight_; }
@@ -84,7 +84,7 @@ class alignas(64) InstructionPool {
   Waker waker_;
 
   PlainMutex fused_mu_;  // once per run on each side
-  std::vector<std::unique_ptr<StepSequence>> idle_fused_ ABSL_GUARDED_BY(fused_mu_);
+  std::vector<FusedRun> idle_fused_ ABSL_GUARDED_BY(fused_mu_);
 
   absl::Mutex blocks_mu_;
   std::vector<std::unique_ptr<Instruction[]>> blocks_ ABSL_GUARDED_BY(blocks_mu_);

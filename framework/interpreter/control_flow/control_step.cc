@@ -9,8 +9,6 @@
 #include "ep/device.h"
 #include "framework/interpreter/control_flow/loop_pipeline.h"
 #include "vm/recorder.h"
-#include "vm/step_log.h"
-#include "vm/stream_policy.h"
 #include "vm/tracer.h"
 
 namespace sluice::framework::control_flow {

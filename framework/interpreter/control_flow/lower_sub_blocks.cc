@@ -11,6 +11,7 @@
 #include "framework/interpreter/control_flow/loop_stages.h"
 #include "framework/interpreter/placement.h"
 #include "framework/ir/control_flow.h"
+#include "vm/virtual_machine.h"
 
 namespace sluice::framework::control_flow {
 namespace {
@@ -232,7 +233,8 @@ absl::StatusOr<std::unique_ptr<ControlStep>> SubBlockLowering::BuildWhile(
   // Iterations overlap only where other lanes can run them: a loop of block 0 on a cpu
   // stream, in a block lowered to lanes over more than one stream (the interpreter gives
   // a run counter only then).
-  if (parallel > 1 && global_block && run_number_ != nullptr && stream_->policy()->synchronous()) {
+  if (parallel > 1 && global_block && run_number_ != nullptr &&
+      vm::VirtualMachine::RunsOnHost(*stream_)) {
     const int in_flight = static_cast<int>(std::min<int64_t>(parallel, kMaxInFlight));
     SLUICE_ASSIGN_OR_RETURN(std::optional<LoopFrames> pipelined,
                             BuildLoopFrames(where, op, bound, enclosing, in_flight));

@@ -7,16 +7,16 @@
 //    by the stream in order); when the stream reaches it, every instruction launched before
 //    it is complete. RecordEvent and StreamWait still record their pooled events — those
 //    order other streams on the device; the completion point tells the host.
-#ifndef SLUICE_VM_STREAM_POLICY_H_
-#define SLUICE_VM_STREAM_POLICY_H_
+#ifndef SLUICE_VM_INTERNAL_STREAM_POLICY_H_
+#define SLUICE_VM_INTERNAL_STREAM_POLICY_H_
 
 #include <memory>
 
 #include "absl/status/status.h"
 #include "core/intrusive_queue.h"
 #include "ep/stream.h"
-#include "vm/completion_sink.h"
 #include "vm/instruction.h"
+#include "vm/internal/completion_sink.h"
 #include "vm/stream.h"
 
 namespace sluice::vm {
@@ -55,4 +55,4 @@ std::unique_ptr<StreamPolicy> CreateStreamPolicy(const ep::Stream& stream);
 
 }  // namespace sluice::vm
 
-#endif  // SLUICE_VM_STREAM_POLICY_H_
+#endif  // SLUICE_VM_INTERNAL_STREAM_POLICY_H_

@@ -6,8 +6,8 @@
 //    stream runs in order, StreamPolicy::Flush) wakes, so that completed work is collected.
 //    The ThreadCtx that launched on the stream implements it.
 // One virtual call per worker batch and per completion point: not per instruction.
-#ifndef SLUICE_VM_COMPLETION_SINK_H_
-#define SLUICE_VM_COMPLETION_SINK_H_
+#ifndef SLUICE_VM_INTERNAL_COMPLETION_SINK_H_
+#define SLUICE_VM_INTERNAL_COMPLETION_SINK_H_
 
 #include "core/intrusive_queue.h"
 #include "vm/instruction.h"
@@ -37,4 +37,4 @@ class CompletionWatcher {
 
 }  // namespace sluice::vm
 
-#endif  // SLUICE_VM_COMPLETION_SINK_H_
+#endif  // SLUICE_VM_INTERNAL_COMPLETION_SINK_H_

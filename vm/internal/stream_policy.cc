@@ -1,4 +1,4 @@
-#include "vm/stream_policy.h"
+#include "vm/internal/stream_policy.h"
 
 #include "core/device.h"
 #include "vm/stream_wait_rule.h"

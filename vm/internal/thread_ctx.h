@@ -9,8 +9,8 @@
 // because cpu kernels run on the worker and would delay launches to accelerators; and each
 // cpu compute stream past the first has a worker of its own, so that cpu streams can run
 // side by side (ordered among themselves by host waits: Instruction::HostWait).
-#ifndef SLUICE_VM_THREAD_CTX_H_
-#define SLUICE_VM_THREAD_CTX_H_
+#ifndef SLUICE_VM_INTERNAL_THREAD_CTX_H_
+#define SLUICE_VM_INTERNAL_THREAD_CTX_H_
 
 #include <atomic>
 #include <chrono>
@@ -20,8 +20,8 @@
 
 #include "core/intrusive_queue.h"
 #include "core/waker.h"
-#include "vm/completion_sink.h"
 #include "vm/instruction.h"
+#include "vm/internal/completion_sink.h"
 
 namespace sluice::vm {
 
@@ -91,4 +91,4 @@ class ThreadCtx final : public CompletionWatcher {
 
 }  // namespace sluice::vm
 
-#endif  // SLUICE_VM_THREAD_CTX_H_
+#endif  // SLUICE_VM_INTERNAL_THREAD_CTX_H_

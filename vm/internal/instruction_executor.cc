@@ -1,4 +1,4 @@
-#include "vm/instruction_executor.h"
+#include "vm/internal/instruction_executor.h"
 
 #include <chrono>
 #include <exception>
@@ -9,12 +9,12 @@
 #include "ep/device.h"
 #include "ep/stream.h"
 #include "vm/internal/blob_lifecycle.h"
+#include "vm/internal/stream_policy.h"
 #include "vm/kernel.h"
 #include "vm/recorder.h"
 #include "vm/release_count.h"
 #include "vm/step_sequence.h"
 #include "vm/stream.h"
-#include "vm/stream_policy.h"
 #include "vm/sync_checker.h"
 
 namespace sluice::vm {

@@ -1,13 +1,13 @@
-#include "vm/thread_ctx.h"
+#include "vm/internal/thread_ctx.h"
 
 #include <algorithm>
 
 #include "core/spin_wait.h"
 #include "core/status.h"
 #include "core/thread_name.h"
-#include "vm/instruction_executor.h"
+#include "vm/internal/instruction_executor.h"
+#include "vm/internal/stream_policy.h"
 #include "vm/stream.h"
-#include "vm/stream_policy.h"
 
 namespace sluice::vm {
 

@@ -2,8 +2,8 @@
 // on its ep::Stream — run the kernel, record and wait pooled events, free storage, run host
 // code on a blob's bytes — plus the error rules: an instruction whose input is poisoned is
 // skipped, and a failure poisons the outputs and reaches the ErrorSink.
-#ifndef SLUICE_VM_INSTRUCTION_EXECUTOR_H_
-#define SLUICE_VM_INSTRUCTION_EXECUTOR_H_
+#ifndef SLUICE_VM_INTERNAL_INSTRUCTION_EXECUTOR_H_
+#define SLUICE_VM_INTERNAL_INSTRUCTION_EXECUTOR_H_
 
 #include <atomic>
 
@@ -84,4 +84,4 @@ class InstructionExecutor {
 
 }  // namespace sluice::vm
 
-#endif  // SLUICE_VM_INSTRUCTION_EXECUTOR_H_
+#endif  // SLUICE_VM_INTERNAL_INSTRUCTION_EXECUTOR_H_

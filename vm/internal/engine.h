@@ -30,8 +30,8 @@
 // Scheduling runs either on a dedicated thread or on the threads that hand the engine work
 // (submitters and workers reporting completions), one at a time through a combining counter:
 // a thread that finds the scheduler busy leaves its work for the busy one.
-#ifndef SLUICE_VM_ENGINE_H_
-#define SLUICE_VM_ENGINE_H_
+#ifndef SLUICE_VM_INTERNAL_ENGINE_H_
+#define SLUICE_VM_INTERNAL_ENGINE_H_
 
 #include <atomic>
 #include <chrono>
@@ -43,8 +43,8 @@
 #include "absl/functional/any_invocable.h"
 #include "core/intrusive_queue.h"
 #include "core/waker.h"
-#include "vm/completion_sink.h"
 #include "vm/instruction.h"
+#include "vm/internal/completion_sink.h"
 
 namespace sluice::vm {
 
@@ -160,4 +160,4 @@ class Engine final : public CompletionSink {
 
 }  // namespace sluice::vm
 
-#endif  // SLUICE_VM_ENGINE_H_
+#endif  // SLUICE_VM_INTERNAL_ENGINE_H_

@@ -1,4 +1,4 @@
-#include "vm/engine.h"
+#include "vm/internal/engine.h"
 
 #include <algorithm>
 
@@ -7,10 +7,10 @@
 #include "vm/internal/blob_lifecycle.h"
 #include "vm/internal/blob_pool.h"
 #include "vm/internal/instruction_pool.h"
+#include "vm/internal/stream_policy.h"
+#include "vm/internal/thread_ctx.h"
 #include "vm/stream.h"
-#include "vm/stream_policy.h"
 #include "vm/sync_checker.h"
-#include "vm/thread_ctx.h"
 
 namespace sluice::vm {
 
