@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/global/boxing.h"
@@ -85,20 +86,10 @@ std::string OpWhere(int index, const framework::ir::OpDesc& op) {
   return absl::StrCat("global program: op #", index, " '", op.type, "'");
 }
 
-}  // namespace
-
-absl::StatusOr<GlobalProgram> MakeGlobalProgram(const framework::ir::ProgramDesc& logical,
-                                                const ops::OpRegistry& registry,
-                                                const Placement& placement,
-                                                const GlobalProgramOptions& options, int rank) {
-  if (logical.num_blocks() > 1) {
-    return absl::UnimplementedError(
-        "global program: control flow (sub-blocks) is not supported on global tensors yet");
-  }
-  GlobalProgram result;
-  result.program = logical;
-  framework::ir::BlockDesc& block = result.program.mutable_global_block();
-  const framework::ir::BlockDesc& source = logical.global_block();
+// The variables `options` names (layouts, whole deliveries) exist, and each layout fits
+// its variable's shape on `placement`.
+absl::Status CheckOptions(const framework::ir::BlockDesc& source, const Placement& placement,
+                          const GlobalProgramOptions& options) {
   for (const auto& [name, sbp] : options.layouts) {
     const framework::ir::VarDesc* var = source.FindVar(name);
     if (var == nullptr) {
@@ -113,6 +104,82 @@ absl::StatusOr<GlobalProgram> MakeGlobalProgram(const framework::ir::ProgramDesc
           absl::StrCat("global program: '", name, "' to deliver whole is not a variable"));
     }
   }
+  return absl::OkStatus();
+}
+
+// Renames `op`'s inputs to copies in the layouts `signature` needs, appending the steps that
+// make each copy once (`boxed`: the copies made so far, by variable and layout text).
+// Errors name the op (`where`) and the conversion.
+absl::Status ConvertInputs(
+    const SbpSignature& signature, const std::string& where, const Placement& placement, int id,
+    absl::FunctionRef<NdSbp(const std::string&)> layout_of, StaticSteps& steps,
+    absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, std::string>>& boxed,
+    framework::ir::OpDesc& op) {
+  size_t k = 0;
+  for (auto& [slot, names] : op.inputs) {
+    for (std::string& name : names) {
+      const NdSbp& need = signature.inputs[k++];
+      const NdSbp have = layout_of(name);
+      if (have == need) continue;
+      std::string& copy = boxed[name][NdSbpToString(need)];
+      if (copy.empty()) {
+        const std::string before = name;
+        absl::StatusOr<std::string> converted =
+            internal::BoxSteps(steps, before, placement, id, have, need);
+        if (!converted.ok()) {
+          return absl::Status(
+              converted.status().code(),
+              absl::StrCat(where, ": converting '", before, "' from ", NdSbpToString(have), " to ",
+                           NdSbpToString(need), ": ", converted.status().message()));
+        }
+        copy = *converted;
+      }
+      name = copy;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Appends, for each variable of `whole`, the steps that gather it to every rank (broadcast
+// on every axis) and an `assign` into "<name>@whole", a new variable of `block`.
+absl::Status DeliverWhole(const std::vector<std::string>& whole,
+                          const framework::ir::BlockDesc& source, const Placement& placement,
+                          int id, absl::FunctionRef<NdSbp(const std::string&)> layout_of,
+                          StaticSteps& steps, framework::ir::BlockDesc& block,
+                          std::vector<framework::ir::OpDesc>& ops) {
+  for (const std::string& name : whole) {
+    SLUICE_ASSIGN_OR_RETURN(std::string converted,
+                            internal::BoxSteps(steps, name, placement, id, layout_of(name),
+                                               AllBroadcast(placement.ndim())));
+    framework::ir::VarDesc var = *source.FindVar(name);
+    var.name = name + "@whole";
+    var.persistable = false;
+    var.is_parameter = false;
+    SLUICE_RETURN_IF_ERROR(block.AddVar(var).status());
+    framework::ir::OpDesc assign;
+    assign.type = "assign";
+    assign.inputs = {{"X", {converted}}};
+    assign.outputs = {{"Out", {var.name}}};
+    ops.push_back(std::move(assign));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GlobalProgram> MakeGlobalProgram(const framework::ir::ProgramDesc& logical,
+                                                const ops::OpRegistry& registry,
+                                                const Placement& placement,
+                                                const GlobalProgramOptions& options, int rank) {
+  if (logical.num_blocks() > 1) {
+    return absl::UnimplementedError(
+        "global program: control flow (sub-blocks) is not supported on global tensors yet");
+  }
+  GlobalProgram result;
+  result.program = logical;
+  framework::ir::BlockDesc& block = result.program.mutable_global_block();
+  const framework::ir::BlockDesc& source = logical.global_block();
+  SLUICE_RETURN_IF_ERROR(CheckOptions(source, placement, options));
   const std::optional<int> id = placement.ParallelId(rank);
   if (!id.has_value()) {
     result.excluded = true;
@@ -160,28 +227,8 @@ absl::StatusOr<GlobalProgram> MakeGlobalProgram(const framework::ir::ProgramDesc
     }
     const SbpSignature signature =
         InferSbpSignature(op.type, in_layouts, in_shapes, normalized, placement.ndim());
-    size_t k = 0;
-    for (auto& [slot, names] : op.inputs) {
-      for (std::string& name : names) {
-        const NdSbp& need = signature.inputs[k++];
-        const NdSbp have = layout_of(name);
-        if (have == need) continue;
-        std::string& copy = boxed[name][NdSbpToString(need)];
-        if (copy.empty()) {
-          const std::string before = name;
-          absl::StatusOr<std::string> converted =
-              internal::BoxSteps(steps, before, placement, *id, have, need);
-          if (!converted.ok()) {
-            return absl::Status(converted.status().code(),
-                                absl::StrCat(OpWhere(i, op), ": converting '", before, "' from ",
-                                             NdSbpToString(have), " to ", NdSbpToString(need), ": ",
-                                             converted.status().message()));
-          }
-          copy = *converted;
-        }
-        name = copy;
-      }
-    }
+    SLUICE_RETURN_IF_ERROR(
+        ConvertInputs(signature, OpWhere(i, op), placement, *id, layout_of, steps, boxed, op));
     for (const auto& [slot, names] : op.outputs) {
       for (const std::string& name : names) {
         auto it = layout.find(name);
@@ -200,21 +247,8 @@ absl::StatusOr<GlobalProgram> MakeGlobalProgram(const framework::ir::ProgramDesc
     }
     ops.push_back(std::move(op));
   }
-  for (const std::string& name : options.whole) {
-    SLUICE_ASSIGN_OR_RETURN(std::string converted,
-                            internal::BoxSteps(steps, name, placement, *id, layout_of(name),
-                                               AllBroadcast(placement.ndim())));
-    framework::ir::VarDesc var = *source.FindVar(name);
-    var.name = name + "@whole";
-    var.persistable = false;
-    var.is_parameter = false;
-    SLUICE_RETURN_IF_ERROR(block.AddVar(var).status());
-    framework::ir::OpDesc assign;
-    assign.type = "assign";
-    assign.inputs = {{"X", {converted}}};
-    assign.outputs = {{"Out", {var.name}}};
-    ops.push_back(std::move(assign));
-  }
+  SLUICE_RETURN_IF_ERROR(
+      DeliverWhole(options.whole, source, placement, *id, layout_of, steps, block, ops));
   block.mutable_ops() = std::move(ops);
   for (const auto& [name, sbp] : layout) result.layouts[name] = sbp;
   return result;

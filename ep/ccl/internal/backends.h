@@ -6,15 +6,20 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "ep/ccl/world.h"
 
-namespace sluice::ep::ccl::internal {
+namespace sluice::ep::ccl {
+
+class World;
+struct WorldOptions;
+
+namespace internal {
 
 // The process's MPI world (ep/ccl/mpi/), initializing MPI on the first call; Unimplemented
 // in a build without MPI.
 absl::StatusOr<std::shared_ptr<World>> GetMpiWorld(WorldOptions options);
 bool MpiBuilt();
 
-}  // namespace sluice::ep::ccl::internal
+}  // namespace internal
+}  // namespace sluice::ep::ccl
 
 #endif  // SLUICE_EP_CCL_INTERNAL_BACKENDS_H_

@@ -1,5 +1,6 @@
 // A build without MPI: a job started by an MPI launcher cannot join its world.
 #include "ep/ccl/internal/backends.h"
+#include "ep/ccl/world.h"
 
 namespace sluice::ep::ccl::internal {
 

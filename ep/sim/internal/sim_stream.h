@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "ep/sim/internal/sim_event.h"
-#include "ep/sim/sim_device.h"
+#include "ep/sim/sim_options.h"
 #include "ep/stream.h"
 
 namespace sluice::ep::sim_internal {

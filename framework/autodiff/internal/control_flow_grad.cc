@@ -253,26 +253,17 @@ absl::StatusOr<std::string> AddLoopVar(
   return current;
 }
 
-absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
-                            const std::vector<std::string>& out_names) {
+// The backward loop's variables of BuildWhileGrad: its initial values `x` and outputs `out`
+// — the iteration count (from the forward loop's `counter`), then one per carried loop
+// variable (its seed or zeros in; its gradient out, or an unused variable), then one
+// accumulator per capture (zeros in; the capture's gradient out).
+absl::Status BackwardLoopVars(GradPlanner& outer, const WhileGradSpec& spec,
+                              const std::string& counter, const std::vector<std::string>& out_names,
+                              std::vector<std::string>& x, std::vector<std::string>& out) {
   Program& program = outer.program();
   const int grad_block = program.current_block();
   const std::vector<std::string> fwd_out = spec.op.Output(ir::kOutSlot);
-  const std::string out0 = fwd_out[0];
-  const int body = spec.body;
-
-  // The forward loop counts its iterations.
-  SLUICE_ASSIGN_OR_RETURN(
-      const std::string counter,
-      AddLoopVar(program, out0, body, absl::StrCat(out0, "@COUNTER"), DataType::kI64, Shape(),
-                 [](const std::string& current, const std::string& next) {
-                   return Op("increment", {{"X", {current}}}, {{"Out", {next}}},
-                             vm::AttrMap().Set("value", 1.0));
-                 }));
-
-  // The backward loop's variables: the counter, the carried gradients, the accumulators.
-  const std::string base = program.UniqueName(absl::StrCat(out0, "@GRAD_LOOP"));
-  std::vector<std::string> x, out;
+  const std::string base = program.UniqueName(absl::StrCat(fwd_out[0], "@GRAD_LOOP"));
   SLUICE_ASSIGN_OR_RETURN(std::string count, outer.Visible(counter));
   x.push_back(std::move(count));
   out.push_back(absl::StrCat(base, ".counter"));
@@ -300,15 +291,44 @@ absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
     x.push_back(std::move(zeros));
     out.push_back(out_names[next_out++]);
   }
-  const std::string& backward_counter = out[0];
+  return absl::OkStatus();
+}
 
-  // Condition: counter > 0.
-  const int grad_cond = program.EnterNewBlock();
+// A new block that yields whether `counter` is above 0: the backward loop's condition.
+// Returns the block's index.
+absl::StatusOr<int> AppendCountCond(Program& program, const std::string& counter) {
+  const int block = program.EnterNewBlock();
   SLUICE_ASSIGN_OR_RETURN(const std::string zero, AppendZeros(program, DataType::kI64, Shape()));
   SLUICE_ASSIGN_OR_RETURN(const std::string more,
-                          AppendOne(program, "greater_than", {{backward_counter}, {zero}}));
+                          AppendOne(program, "greater_than", {{counter}, {zero}}));
   AppendYield(program, {more});
   program.LeaveBlock();
+  return block;
+}
+
+absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
+                            const std::vector<std::string>& out_names) {
+  Program& program = outer.program();
+  const int grad_block = program.current_block();
+  const std::vector<std::string> fwd_out = spec.op.Output(ir::kOutSlot);
+  const std::string out0 = fwd_out[0];
+  const int body = spec.body;
+
+  // The forward loop counts its iterations.
+  SLUICE_ASSIGN_OR_RETURN(
+      const std::string counter,
+      AddLoopVar(program, out0, body, absl::StrCat(out0, "@COUNTER"), DataType::kI64, Shape(),
+                 [](const std::string& current, const std::string& next) {
+                   return Op("increment", {{"X", {current}}}, {{"Out", {next}}},
+                             vm::AttrMap().Set("value", 1.0));
+                 }));
+
+  // The backward loop's variables: the counter, the carried gradients, the accumulators.
+  std::vector<std::string> x, out;
+  SLUICE_RETURN_IF_ERROR(BackwardLoopVars(outer, spec, counter, out_names, x, out));
+  const std::string& backward_counter = out[0];
+
+  SLUICE_ASSIGN_OR_RETURN(const int grad_cond, AppendCountCond(program, backward_counter));
 
   // Body: k = counter - 1; the stacks' rows k; the forward body's gradient.
   const int grad_body = program.EnterNewBlock();

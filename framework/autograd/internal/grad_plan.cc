@@ -12,6 +12,72 @@ namespace {
 std::string InputName(int k) { return absl::StrCat("#i", k); }
 std::string OutputName(int k) { return absl::StrCat("#o", k); }
 
+// One step of a plan: the grad op `desc` made for forward op `op`, its inputs resolved
+// through `refs` and its outputs through `grad_of_input`; marks the forward inputs and
+// outputs it reads. Internal errors name the grad maker's mistake.
+absl::StatusOr<GradStep> CompileStep(absl::string_view op, ops::GradOpDesc& desc,
+                                     const ops::OpSchema& grad_schema,
+                                     const absl::flat_hash_map<std::string, GradRef>& refs,
+                                     const absl::flat_hash_map<std::string, int>& grad_of_input,
+                                     std::vector<bool>& reads_input,
+                                     std::vector<bool>& reads_output) {
+  GradStep step;
+  step.type = desc.type;
+  step.attrs = std::move(desc.attrs);
+  const std::vector<ops::ArgDef>& args = grad_schema.inputs();
+  step.inputs.resize(args.size());
+  for (size_t a = 0; a < args.size(); ++a) step.optional.push_back(args[a].optional);
+  for (const auto& [slot, names] : desc.inputs) {
+    const int at = grad_schema.InputSlot(slot);
+    if (at < 0) {
+      return absl::InternalError(absl::StrCat("the gradient of op '", op, "': op '", desc.type,
+                                              "' has no input '", slot, "'"));
+    }
+    for (const std::string& name : names) {
+      auto it = refs.find(name);
+      if (it == refs.end()) {
+        return absl::InternalError(
+            absl::StrCat("the gradient of op '", op, "' reads '", name,
+                         "', which eager autograd cannot "
+                         "resolve (not a forward input, output or output gradient)"));
+      }
+      step.inputs[static_cast<size_t>(at)].push_back(it->second);
+      if (it->second.kind == GradRef::Kind::kInput) {
+        reads_input[static_cast<size_t>(it->second.index)] = true;
+      } else if (it->second.kind == GradRef::Kind::kOutput) {
+        reads_output[static_cast<size_t>(it->second.index)] = true;
+      }
+    }
+  }
+  // Outputs in the grad op's schema order, each the gradient of a forward input.
+  const std::vector<ops::ArgDef>& outs = grad_schema.outputs();
+  std::vector<std::vector<int>> by_slot(outs.size());
+  for (const auto& [slot, names] : desc.outputs) {
+    const int at = grad_schema.OutputSlot(slot);
+    if (at < 0) {
+      return absl::InternalError(absl::StrCat("the gradient of op '", op, "': op '", desc.type,
+                                              "' has no output '", slot, "'"));
+    }
+    for (const std::string& name : names) {
+      auto it = grad_of_input.find(name);
+      if (it == grad_of_input.end()) {
+        return absl::InternalError(
+            absl::StrCat("the gradient of op '", op, "' writes '", name,
+                         "', which is not the gradient of one of the op's inputs"));
+      }
+      by_slot[static_cast<size_t>(at)].push_back(it->second);
+    }
+  }
+  // An eager call makes one output per plain slot, named or not (-1: nobody's gradient).
+  for (size_t a = 0; a < outs.size(); ++a) {
+    std::vector<int>& slot = by_slot[a];
+    if (!outs[a].variadic && slot.empty()) slot.push_back(-1);
+    step.output_slots.push_back(static_cast<int>(slot.size()));
+    step.writes.insert(step.writes.end(), slot.begin(), slot.end());
+  }
+  return step;
+}
+
 }  // namespace
 
 const GradPlan* GradPlanCache::Get(absl::string_view op, const vm::AttrMap& attrs,
@@ -88,65 +154,13 @@ GradPlan GradPlanCache::Compile(absl::string_view op, const vm::AttrMap& given,
                                                     desc.type, "', which is not registered"));
       return plan;
     }
-    GradStep step;
-    step.type = desc.type;
-    step.attrs = std::move(desc.attrs);
-    const std::vector<ops::ArgDef>& args = (*grad_schema)->inputs();
-    step.inputs.resize(args.size());
-    for (size_t a = 0; a < args.size(); ++a) step.optional.push_back(args[a].optional);
-    for (const auto& [slot, names] : desc.inputs) {
-      const int at = (*grad_schema)->InputSlot(slot);
-      if (at < 0) {
-        plan.error = absl::InternalError(absl::StrCat("the gradient of op '", op, "': op '",
-                                                      desc.type, "' has no input '", slot, "'"));
-        return plan;
-      }
-      for (const std::string& name : names) {
-        auto it = refs.find(name);
-        if (it == refs.end()) {
-          plan.error = absl::InternalError(
-              absl::StrCat("the gradient of op '", op, "' reads '", name,
-                           "', which eager autograd cannot "
-                           "resolve (not a forward input, output or output gradient)"));
-          return plan;
-        }
-        step.inputs[static_cast<size_t>(at)].push_back(it->second);
-        if (it->second.kind == GradRef::Kind::kInput) {
-          plan.reads_input[static_cast<size_t>(it->second.index)] = true;
-        } else if (it->second.kind == GradRef::Kind::kOutput) {
-          plan.reads_output[static_cast<size_t>(it->second.index)] = true;
-        }
-      }
+    absl::StatusOr<GradStep> step = CompileStep(op, desc, **grad_schema, refs, grad_of_input,
+                                                plan.reads_input, plan.reads_output);
+    if (!step.ok()) {
+      plan.error = step.status();
+      return plan;
     }
-    // Outputs in the grad op's schema order, each the gradient of a forward input.
-    const std::vector<ops::ArgDef>& outs = (*grad_schema)->outputs();
-    std::vector<std::vector<int>> by_slot(outs.size());
-    for (const auto& [slot, names] : desc.outputs) {
-      const int at = (*grad_schema)->OutputSlot(slot);
-      if (at < 0) {
-        plan.error = absl::InternalError(absl::StrCat("the gradient of op '", op, "': op '",
-                                                      desc.type, "' has no output '", slot, "'"));
-        return plan;
-      }
-      for (const std::string& name : names) {
-        auto it = grad_of_input.find(name);
-        if (it == grad_of_input.end()) {
-          plan.error = absl::InternalError(
-              absl::StrCat("the gradient of op '", op, "' writes '", name,
-                           "', which is not the gradient of one of the op's inputs"));
-          return plan;
-        }
-        by_slot[static_cast<size_t>(at)].push_back(it->second);
-      }
-    }
-    // An eager call makes one output per plain slot, named or not (-1: nobody's gradient).
-    for (size_t a = 0; a < outs.size(); ++a) {
-      std::vector<int>& slot = by_slot[a];
-      if (!outs[a].variadic && slot.empty()) slot.push_back(-1);
-      step.output_slots.push_back(static_cast<int>(slot.size()));
-      step.writes.insert(step.writes.end(), slot.begin(), slot.end());
-    }
-    plan.steps.push_back(std::move(step));
+    plan.steps.push_back(*std::move(step));
   }
   if (plan.steps.empty() && inputs > 0) {
     // A grad maker that makes nothing for these attributes (all_reduce with 'max'): the op
