@@ -28,6 +28,15 @@ struct Chain {
     tail = item;
     ++size;
   }
+  // Unlinks and returns the oldest item (its `next` cleared); the chain must not be empty.
+  T* PopFront() {
+    T* item = head;
+    head = item->next;
+    if (head == nullptr) tail = nullptr;
+    --size;
+    item->next = nullptr;
+    return item;
+  }
   void Append(Chain&& other) {
     if (other.empty()) return;
     if (tail == nullptr) {

@@ -43,17 +43,10 @@ class ProducerPort {
   // Inline: every eager op takes one or more.
   Instruction* Allocate(Chain<Instruction>& cache) {
     if (cache.empty()) Refill(cache);
-    Instruction* instruction = cache.head;
-    cache.head = instruction->next;
-    if (cache.head == nullptr) {
-      cache.tail = nullptr;
-    } else {
-      // The next one was last written by the scheduler (recycled at retirement): start
-      // moving its lines to this core now, while the caller fills this one.
-      PrefetchForWrite(cache.head);
-    }
-    --cache.size;
-    instruction->next = nullptr;
+    Instruction* instruction = cache.PopFront();
+    // The next one was last written by the scheduler (recycled at retirement): start moving
+    // its lines to this core now, while the caller fills this one.
+    if (cache.head != nullptr) PrefetchForWrite(cache.head);
     instruction->state = Instruction::State::kSubmitted;
     return instruction;
   }

@@ -272,10 +272,8 @@ class BlobPool {
     {
       PlainMutexLock lock(&mu_);
       if (cache_.empty()) cache_ = freed_.TakeAll();
-      if (Slot* slot = cache_.head; slot != nullptr) {
-        cache_.head = slot->next;
-        if (cache_.head == nullptr) cache_.tail = nullptr;
-        --cache_.size;
+      if (!cache_.empty()) {
+        Slot* slot = cache_.PopFront();
         cached_.fetch_sub(1, std::memory_order_relaxed);
         slot->~Slot();
         return slot;

@@ -47,12 +47,8 @@ static_assert(VmOptions::kDefaultMaxParkedBlobs == BlobPool::kDefaultMaxParked,
 Instruction* AllocateOne(InstructionPool& pool) {
   Chain<Instruction> cache;
   pool.Refill(cache);
-  Instruction* instruction = cache.head;
-  cache.head = instruction->next;
-  if (cache.head == nullptr) cache.tail = nullptr;
-  --cache.size;
+  Instruction* instruction = cache.PopFront();
   pool.ReturnUnused(std::move(cache));
-  instruction->next = nullptr;
   instruction->state = Instruction::State::kSubmitted;
   return instruction;
 }
@@ -121,32 +117,37 @@ absl::Status VmCore::WriteIdleRecorded(absl::Span<const IdleCopy> writes) {
   // The first barrier orders the writes after everything submitted before, here and in a
   // replay (which syncs at every barrier); the blobs are idle, so no soft sync is needed.
   SLUICE_RETURN_IF_ERROR(WaitBarrier(/*after_close=*/false));
-  Chain<Instruction> chain;
+  // Each write on the stream that used its blob last when that is on the blob's device, else
+  // on the device's compute stream: device memory is then written through a staging copy
+  // (InstructionExecutor::RunAccessBlob), never addressed by the host. All are found before
+  // anything is allocated or a blob's last use moves.
+  std::vector<Stream*> streams;
+  streams.reserve(writes.size());
   for (const IdleCopy& write : writes) {
-    Blob* const blob = write.blob;
-    // On the stream that used the blob last when it is on the blob's device, else on the
-    // device's compute stream: device memory is then written through a staging copy
-    // (InstructionExecutor::RunAccessBlob), never addressed by the host.
-    absl::StatusOr<Stream*> stream = GetStream(blob->raw_storage()->last_used_stream());
-    if (!stream.ok() || (*stream)->key().device != blob->device()) {
-      stream = GetStream(StreamKey{blob->device()});
+    absl::StatusOr<Stream*> stream = GetStream(write.blob->raw_storage()->last_used_stream());
+    if (!stream.ok() || (*stream)->key().device != write.blob->device()) {
+      stream = GetStream(StreamKey{write.blob->device()});
     }
-    if (!stream.ok()) {
-      pool_->Free(std::move(chain));
-      return stream.status();
-    }
+    SLUICE_RETURN_IF_ERROR(stream.status());
+    streams.push_back(*stream);
+  }
+  Chain<Instruction> chain;
+  for (size_t i = 0; i < writes.size(); ++i) {
     Instruction* access = AllocateOne(*pool_);
     access->kind = InstructionKind::kAccessBlob;
-    access->stream = *stream;
-    access->outputs.push_back(blob);
-    access->blob_callback = [src = write.src, bytes = write.bytes](void* data, size_t n) {
+    access->stream = streams[i];
+    access->outputs.push_back(writes[i].blob);
+    access->blob_callback = [src = writes[i].src, bytes = writes[i].bytes](void* data, size_t n) {
       if (n > 0) std::memcpy(data, src, std::min(n, bytes));
       return absl::OkStatus();
     };
     chain.PushBack(access);
-    blob->raw_storage()->set_last_used_stream((*stream)->id());
   }
   SLUICE_RETURN_IF_ERROR(SubmitInternal(std::move(chain), /*after_close=*/false));
+  // Only accepted work moves a blob's last use (as in InstructionsBuilder).
+  for (size_t i = 0; i < writes.size(); ++i) {
+    writes[i].blob->raw_storage()->set_last_used_stream(streams[i]->id());
+  }
   // The second lets the caller's bytes go, and makes the copies' errors this call's.
   return Sync(nullptr);
 }
