@@ -19,6 +19,7 @@
 #include "core/allocator.h"
 #include "core/caching_allocator.h"
 #include "core/device.h"
+#include "core/intra_op_pool.h"
 #include "core/stream_id.h"
 #include "core/stream_type.h"
 #include "ep/ccl/communicator.h"
@@ -74,6 +75,12 @@ class Device {
   // returns once no call to it is running). Any thread.
   void AddMemoryReclaimer(MemoryReclaimer* reclaimer) { allocator_->AddReclaimer(reclaimer); }
   void RemoveMemoryReclaimer(MemoryReclaimer* reclaimer) { allocator_->RemoveReclaimer(reclaimer); }
+
+  // The threads that split one host kernel's work across the cores (core/intra_op_pool.h),
+  // or null where the device runs no host kernels (cuda) or keeps each kernel on its stream's
+  // thread (sim). Owned by the device and alive as long as it; its helpers start on the first
+  // region that splits. Any thread.
+  virtual IntraOpPool* intra_op_pool() { return nullptr; }
 
   // This device's channel to the same device on every rank of its Runtime's world
   // (ep/ccl/): what collectives on its ccl stream run through. Set by Runtime::Create

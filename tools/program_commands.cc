@@ -45,6 +45,7 @@ struct CommonOptions {
   Device device{DeviceType::kCpu, 0};
   int steps = 1;
   int streams = 1;
+  int intra_op_threads = 0;  // ep::CpuOptions::intra_op_threads
   bool check_sync = false;
   bool no_compile = false;
   std::string trace;
@@ -129,6 +130,7 @@ absl::StatusOr<eager::Context> NewContext(absl::string_view command, CommonOptio
   }
   context_options.runtime.num_sim_devices = 2;
   context_options.runtime.enable_cuda = options.device.type() == DeviceType::kCuda;
+  context_options.runtime.cpu.intra_op_threads = options.intra_op_threads;
   context_options.vm.check_sync = options.check_sync;
   context_options.vm.record_path = options.record;
   return eager::Context::Create(context_options);
@@ -146,6 +148,11 @@ void AddCommonOptions(OptionParser& parser, const char* steps_help, CommonOption
                     "spread ops over N compute streams (on cpu each stream has a worker thread "
                     "of its own)",
                     1, INT_MAX, &o->streams);
+  parser.AddInteger("--intra-op-threads", "N",
+                    "threads that may split one large cpu kernel (matmul, big elementwise loops, "
+                    "compiled subgraphs), its worker included; 0 = the host's hardware threads, "
+                    "1 = none",
+                    0, 4096, &o->intra_op_threads);
   parser.AddString("--trace", "FILE", "write the last step's Chrome trace JSON (Perfetto)",
                    &o->trace);
   parser.AddFlag("--sync-check", "check every access against happens-before", &o->check_sync);
@@ -275,6 +282,13 @@ int PrintRunSummary(const CommonOptions& common, eager::Context& context,
   std::printf("summary: %d steps on %s; last %s\n", common.steps, common.device.ToString().c_str(),
               last.ToString().c_str());
   if (!common.no_compile) PrintCompilation(executor, lowering);
+  const vm::VmStats vm_stats = context.vm()->stats();
+  if (vm_stats.parallel_regions > 0) {
+    std::printf("intra-op: %lld kernel regions split into %lld chunks (%lld on helper threads)\n",
+                static_cast<long long>(vm_stats.parallel_regions),
+                static_cast<long long>(vm_stats.parallel_chunks),
+                static_cast<long long>(vm_stats.parallel_helped_chunks));
+  }
   if (!common.trace.empty()) std::printf("trace: %s\n", common.trace.c_str());
   if (common.check_sync) {
     const int64_t violations = context.vm()->sync_checker()->violation_count();

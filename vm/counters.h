@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/intra_op_pool.h"
+
 namespace sluice::vm {
 
 // A snapshot. Value type.
@@ -41,6 +43,13 @@ struct VmStats {
   // with them (docs/design.md, "I/O binding").
   int64_t host_to_device_copies = 0;
   int64_t device_to_host_copies = 0;
+  // Kernels' parallel regions (KernelContext::parallel, core/intra_op_pool.h): regions that
+  // split across the device's intra-op threads, the chunks they ran, how many of those a
+  // helper thread ran, and chunks a cancel skipped.
+  int64_t parallel_regions = 0;
+  int64_t parallel_chunks = 0;
+  int64_t parallel_helped_chunks = 0;
+  int64_t parallel_skipped_chunks = 0;
   std::string ToString() const;
 };
 
@@ -63,6 +72,7 @@ struct VmCounters {
   std::atomic<int64_t> submit_waits{0};
   std::atomic<int64_t> host_to_device_copies{0};
   std::atomic<int64_t> device_to_host_copies{0};
+  ParallelCounters parallel;
 
   static void Add(std::atomic<int64_t>& counter, int64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);

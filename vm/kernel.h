@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/intra_op_pool.h"
 #include "ep/stream.h"
 #include "vm/attrs.h"
 #include "vm/blob.h"
@@ -93,6 +94,16 @@ class KernelContext {
   // memcpy_d2h: not) calls this once per launch, so that VmStats::host_to_device_copies /
   // device_to_host_copies count it. A relaxed counter update; nothing without an executor.
   void CountHostCopy(bool to_device);
+  // How this kernel splits its work across the host's cores: the stream's device's intra-op
+  // pool (ep::Device::intra_op_pool; none on cuda and sim, whose scope runs everything on the
+  // calling thread), the VM's cancel flag and its statistics (VmStats::parallel_*). A value
+  // the kernel may capture in host work that runs later in stream order.
+  ParallelScope parallel() const;
+  // parallel().For(...), now (during Launch, or in work RunHostWorkNow runs).
+  absl::Status ParallelFor(int64_t n, int64_t grain,
+                           absl::FunctionRef<void(int64_t, int64_t)> fn) const {
+    return parallel().For(n, grain, fn, "kernel's parallel region");
+  }
 
  private:
   Instruction* const instruction_;

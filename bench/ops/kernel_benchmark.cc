@@ -4,6 +4,11 @@
 //                        one OpCall + Sync per iteration (a few microseconds of VM overhead,
 //                        negligible at these sizes); bytes = 3 * n * 4 (two reads, one write).
 //   BM_Memcpy_Large      memcpy of n floats; bytes = 2 * n * 4 (one read, one write).
+//   BM_Kernel_Matmul     f32 [n x n] x [n x n] matmul on the cpu stream, one OpCall + Sync
+//                        per iteration; items = n^3 multiply-adds.
+// The second argument of the kernel benchmarks is the cpu device's intra-op pool width
+// (ep::CpuOptions::intra_op_threads): 0, the default, is the host's hardware threads; 1 runs
+// every kernel on its VM worker alone (the labelled one-thread variant).
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -19,32 +24,69 @@
 namespace sluice::ops::kernel_benchmark {
 namespace {
 
+// A runtime with only the cpu device, its intra-op pool `threads` wide, a VM, the standard ops.
+struct KernelBench {
+  explicit KernelBench(int threads) {
+    ep::RuntimeOptions runtime_options;
+    runtime_options.num_sim_devices = 0;
+    runtime_options.enable_cuda = false;
+    runtime_options.cpu.intra_op_threads = threads;
+    runtime = ep::Runtime::Create(runtime_options).value();
+    vm = vm::VirtualMachine::Create(runtime.get()).value();
+    SLUICE_CHECK(RegisterStandardOps(&registry).ok());
+    builder = std::make_unique<vm::InstructionsBuilder>(vm.get());
+    cpu = vm->GetStream("cpu").value();
+  }
+  vm::BlobRef Filled(const Shape& shape, double value) {
+    auto blob = vm->NewBlob(cpu, DataType::kF32, shape).value();
+    const vm::OpKernel* fill =
+        registry.FindKernel("fill_constant", DeviceType::kCpu, DataType::kF32).value();
+    SLUICE_CHECK(builder->Call(*fill, {}, {blob}, vm::AttrMap().Set("value", value), cpu).ok());
+    return blob;
+  }
+  const vm::OpKernel* Kernel(const char* op) {
+    return registry.FindKernel(op, DeviceType::kCpu, DataType::kF32).value();
+  }
+
+  std::unique_ptr<ep::Runtime> runtime;
+  std::unique_ptr<vm::VirtualMachine> vm;
+  OpRegistry registry;
+  std::unique_ptr<vm::InstructionsBuilder> builder;
+  vm::Stream* cpu = nullptr;
+};
+
 void BM_Kernel_AddLarge(benchmark::State& state) {
   const int64_t n = state.range(0);
-  ep::RuntimeOptions runtime_options;
-  runtime_options.num_sim_devices = 0;
-  runtime_options.enable_cuda = false;
-  auto runtime = ep::Runtime::Create(runtime_options).value();
-  auto vm = vm::VirtualMachine::Create(runtime.get()).value();
-  OpRegistry registry;
-  SLUICE_CHECK(RegisterStandardOps(&registry).ok());
-  vm::InstructionsBuilder builder(vm.get());
-  vm::Stream* cpu = vm->GetStream("cpu").value();
-  auto x = vm->NewBlob(cpu, DataType::kF32, Shape({n})).value();
-  auto y = vm->NewBlob(cpu, DataType::kF32, Shape({n})).value();
-  auto out = vm->NewBlob(cpu, DataType::kF32, Shape({n})).value();
-  const vm::OpKernel* fill =
-      registry.FindKernel("fill_constant", DeviceType::kCpu, DataType::kF32).value();
-  SLUICE_CHECK(builder.Call(*fill, {}, {x}, vm::AttrMap().Set("value", 1.0), cpu).ok());
-  SLUICE_CHECK(builder.Call(*fill, {}, {y}, vm::AttrMap().Set("value", 2.0), cpu).ok());
-  const vm::OpKernel* add = registry.FindKernel("add", DeviceType::kCpu, DataType::kF32).value();
+  KernelBench b(static_cast<int>(state.range(1)));
+  auto x = b.Filled(Shape({n}), 1.0);
+  auto y = b.Filled(Shape({n}), 2.0);
+  auto out = b.vm->NewBlob(b.cpu, DataType::kF32, Shape({n})).value();
+  const vm::OpKernel* add = b.Kernel("add");
   for (auto _ : state) {
-    SLUICE_CHECK(builder.Call(*add, {x, y}, {out}, nullptr, cpu).ok());
-    SLUICE_CHECK(vm->Sync().ok());
+    SLUICE_CHECK(b.builder->Call(*add, {x, y}, {out}, nullptr, b.cpu).ok());
+    SLUICE_CHECK(b.vm->Sync().ok());
   }
   state.SetBytesProcessed(state.iterations() * 3 * n * 4);
 }
-BENCHMARK(BM_Kernel_AddLarge)->Arg(1 << 16)->Arg(1 << 20)->Arg(1 << 24)->UseRealTime();
+BENCHMARK(BM_Kernel_AddLarge)->ArgsProduct({{1 << 16, 1 << 20, 1 << 24}, {0, 1}})->UseRealTime();
+
+void BM_Kernel_Matmul(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  KernelBench b(static_cast<int>(state.range(1)));
+  auto x = b.Filled(Shape({n, n}), 0.5);
+  auto y = b.Filled(Shape({n, n}), 0.25);
+  auto out = b.vm->NewBlob(b.cpu, DataType::kF32, Shape({n, n})).value();
+  const vm::OpKernel* matmul = b.Kernel("matmul");
+  const vm::AttrMap attrs =
+      vm::AttrMap().Set("transpose_x", int64_t{0}).Set("transpose_y", int64_t{0});
+  for (auto _ : state) {
+    SLUICE_CHECK(b.builder->Call(*matmul, {x, y}, {out}, attrs, b.cpu).ok());
+    SLUICE_CHECK(b.vm->Sync().ok());
+  }
+  state.SetItemsProcessed(state.iterations() * n * n * n);
+  state.counters["parallel_regions"] = static_cast<double>(b.vm->stats().parallel_regions);
+}
+BENCHMARK(BM_Kernel_Matmul)->ArgsProduct({{128, 256, 512}, {0, 1}})->UseRealTime();
 
 void BM_Memcpy_Large(benchmark::State& state) {
   const int64_t n = state.range(0);

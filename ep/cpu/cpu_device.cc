@@ -58,7 +58,8 @@ class CpuDevice final : public Device {
   CpuDevice(StreamIdTable* stream_ids, CpuOptions options)
       : Device(sluice::Device::Cpu(), stream_ids),
         memory_("cpu memory", options.memory_limit_bytes),
-        pinned_("cpu pinned memory", options.memory_limit_bytes) {
+        pinned_("cpu pinned memory", options.memory_limit_bytes),
+        intra_op_pool_(options.intra_op_threads) {
     InitAllocator();
   }
   ~CpuDevice() override { Shutdown(); }
@@ -69,6 +70,7 @@ class CpuDevice final : public Device {
   }
   RawAllocator& device_memory() override { return memory_; }
   RawAllocator& pinned_memory() override { return pinned_; }
+  IntraOpPool* intra_op_pool() override { return &intra_op_pool_; }
 
  protected:
   absl::StatusOr<std::unique_ptr<Stream>> NewStream(StreamId id, const StreamKey& key) override {
@@ -78,6 +80,7 @@ class CpuDevice final : public Device {
  private:
   internal::HostMemory memory_;
   internal::HostMemory pinned_;
+  IntraOpPool intra_op_pool_;  // after the streams' Shutdown: no kernel runs when it goes
 };
 
 }  // namespace

@@ -14,6 +14,9 @@ namespace sluice::ep {
 struct CpuOptions {
   // Upper bound on bytes of host memory handed out through device_memory(); 0 = unlimited.
   size_t memory_limit_bytes = 0;
+  // Threads that may run one kernel's parallel region, the calling worker included
+  // (IntraOpPool); 0 = the host's hardware threads, 1 = every kernel on its worker alone.
+  int intra_op_threads = 0;
 };
 
 // Creates the single host device "cpu". Thread-safe like every ep::Device.

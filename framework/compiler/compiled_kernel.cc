@@ -50,9 +50,8 @@ Operands OperandsOf(const ops::HostArgs& args) {
 
 absl::StatusOr<ops::HostWork> TileProgramKernel::Prepare(const ops::HostArgs& args) const {
   SLUICE_RETURN_IF_ERROR(Check(args));
-  return ops::HostWork([program = program_, operands = OperandsOf(args)] {
-    program->Run(operands.in, operands.out);
-    return absl::OkStatus();
+  return ops::HostWork([program = program_, operands = OperandsOf(args), parallel = args.parallel] {
+    return program->Run(operands.in, operands.out, parallel);
   });
 }
 
@@ -60,8 +59,7 @@ absl::StatusOr<ops::HostWork> TileProgramKernel::Prepare(const ops::HostArgs& ar
 absl::Status TileProgramKernel::RunNow(const ops::HostArgs& args) const {
   SLUICE_RETURN_IF_ERROR(Check(args));
   const Operands operands = OperandsOf(args);
-  program_->Run(operands.in, operands.out);
-  return absl::OkStatus();
+  return program_->Run(operands.in, operands.out, args.parallel);
 }
 
 absl::Status RecordedSubgraphKernel::Launch(vm::KernelContext& ctx) const {

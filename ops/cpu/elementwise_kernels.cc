@@ -22,6 +22,21 @@
 namespace sluice::ops::internal {
 namespace {
 
+// Elementwise loops of at least this many elements split across the device's intra-op
+// threads (HostArgs::parallel), in chunks of at least kParallelGrain: each element is
+// computed alone, so the split cannot change a value.
+constexpr int64_t kParallelElements = int64_t{1} << 17;
+constexpr int64_t kParallelGrain = int64_t{1} << 15;
+
+template <typename Body>
+absl::Status SplitElements(const ParallelScope& parallel, int64_t n, Body body) {
+  if (n < kParallelElements || parallel.pool() == nullptr) {
+    body(int64_t{0}, n);
+    return absl::OkStatus();
+  }
+  return parallel.For(n, kParallelGrain, body, "elementwise loop");
+}
+
 using elementwise::BroadcastPlan;
 // The element functions (elementwise_functions.h).
 using namespace elementwise;  // NOLINT(build/namespaces): dozens of functor names
@@ -86,9 +101,10 @@ class BinaryKernel final : public ElementwiseKernel<T> {
       const T* x = a.inputs[0].template as<const T>();
       const T* y = a.inputs[1].template as<const T>();
       T* out = a.outputs[0].template as<T>();
-      return HostWork([x, y, out, n] {
-        elementwise::RunBinarySameShape(x, y, out, n, Fn{});
-        return absl::OkStatus();
+      return HostWork([x, y, out, n, parallel = a.parallel] {
+        return SplitElements(parallel, n, [&](int64_t b, int64_t e) {
+          elementwise::RunBinarySameShape(x + b, y + b, out + b, e - b, Fn{});
+        });
       });
     }
     SLUICE_ASSIGN_OR_RETURN(BroadcastPlan plan, this->Plan(a, a.outputs[0], "output", 0));
@@ -105,10 +121,12 @@ class BinaryKernel final : public ElementwiseKernel<T> {
     SLUICE_RETURN_IF_ERROR(this->CheckOperands(a, 2, 1));
     if (*a.inputs[0].shape == *a.outputs[0].shape && *a.inputs[1].shape == *a.outputs[0].shape) {
       // As Prepare's common case, done here: no work object to build.
-      elementwise::RunBinarySameShape(a.inputs[0].template as<const T>(),
-                                      a.inputs[1].template as<const T>(),
-                                      a.outputs[0].template as<T>(), a.outputs[0].size, Fn{});
-      return absl::OkStatus();
+      const T* x = a.inputs[0].template as<const T>();
+      const T* y = a.inputs[1].template as<const T>();
+      T* out = a.outputs[0].template as<T>();
+      return SplitElements(a.parallel, a.outputs[0].size, [&](int64_t b, int64_t e) {
+        elementwise::RunBinarySameShape(x + b, y + b, out + b, e - b, Fn{});
+      });
     }
     return HostKernel::RunNow(a);
   }
@@ -179,13 +197,14 @@ class UnaryKernel final : public ElementwiseKernel<T> {
     if (n == 0) return HostWork(nullptr);
     const T* x = a.inputs[0].template as<const T>();
     T* out = a.outputs[0].template as<T>();
-    return HostWork([x, out, n] {
-      if constexpr (std::is_same_v<Fn, SqrtFn>) {
-        elementwise::RunSqrt(x, out, n);
-      } else {
-        elementwise::RunUnary(x, out, n, Fn{});
-      }
-      return absl::OkStatus();
+    return HostWork([x, out, n, parallel = a.parallel] {
+      return SplitElements(parallel, n, [&](int64_t b, int64_t e) {
+        if constexpr (std::is_same_v<Fn, SqrtFn>) {
+          elementwise::RunSqrt(x + b, out + b, e - b);
+        } else {
+          elementwise::RunUnary(x + b, out + b, e - b, Fn{});
+        }
+      });
     });
   }
 };
@@ -205,9 +224,10 @@ class UnaryGradKernel final : public ElementwiseKernel<T> {
     const T* v = a.inputs[0].template as<const T>();
     const T* g = a.inputs[1].template as<const T>();
     T* dx = a.outputs[0].template as<T>();
-    return HostWork([v, g, dx, n] {
-      elementwise::RunUnaryGrad(v, g, dx, n, Fn{});
-      return absl::OkStatus();
+    return HostWork([v, g, dx, n, parallel = a.parallel] {
+      return SplitElements(parallel, n, [&](int64_t b, int64_t e) {
+        elementwise::RunUnaryGrad(v + b, g + b, dx + b, e - b, Fn{});
+      });
     });
   }
 };

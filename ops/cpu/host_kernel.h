@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/data_type.h"
+#include "core/intra_op_pool.h"
 #include "core/shape.h"
 #include "core/status.h"
 #include "ops/op_registry.h"
@@ -61,6 +62,10 @@ struct HostArgs {
   absl::InlinedVector<HostTensor, 4> inputs;
   absl::InlinedVector<HostTensor, 2> outputs;
   const vm::AttrMap* attrs = nullptr;
+  // How the work may split across the host's cores (vm::KernelContext::parallel): the cpu
+  // device's intra-op pool; on sim, a scope that runs everything on the stream's thread.
+  // A value the work may capture.
+  ParallelScope parallel;
 };
 
 using HostWork = absl::AnyInvocable<absl::Status()>;

@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "core/intra_op_pool.h"
+
 namespace sluice::ops::internal::nn {
 
 // Block sizes in elements. A kMc x kKc block of A stays in L2, a kKc x kNr panel of B in L1.
@@ -133,6 +136,38 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand<T>& a, const GemmOp
       }
     }
   }
+}
+
+// Rows [r0, ...) of op(M): the same operand, starting at row r0.
+template <typename T>
+GemmOperand<T> GemmRowsFrom(const GemmOperand<T>& m, int64_t r0) {
+  return {m.transposed ? m.data + r0 : m.data + r0 * m.ld, m.ld, m.transposed};
+}
+
+// Multiply-adds below which a Gemm stays on its thread: a helper's wake-up and the copies of
+// B's packing it repeats cost more than the work.
+inline constexpr int64_t kGemmParallelMacs = int64_t{1} << 18;
+
+// Gemm with C's rows split across `parallel`'s threads (each chunk of rows is its own Gemm
+// over the same B). Every element of C sums its products in the same order as one Gemm, so
+// the result does not depend on the split. Cancelled when the VM's cancel skipped rows.
+template <typename T>
+absl::Status ParallelGemm(const ParallelScope& parallel, int64_t m, int64_t n, int64_t k,
+                          const GemmOperand<T>& a, const GemmOperand<T>& b, T* c, int64_t ldc,
+                          bool accumulate) {
+  const int64_t macs = m * n * std::max<int64_t>(k, 1);
+  if (parallel.pool() == nullptr || macs < 2 * kGemmParallelMacs) {
+    Gemm(m, n, k, a, b, c, ldc, accumulate);
+    return absl::OkStatus();
+  }
+  const int64_t row_macs = std::max<int64_t>(1, n * std::max<int64_t>(k, 1));
+  const int64_t grain = std::max(kGemmMr, (kGemmParallelMacs + row_macs - 1) / row_macs);
+  return parallel.For(
+      m, grain,
+      [&](int64_t r0, int64_t r1) {
+        Gemm(r1 - r0, n, k, GemmRowsFrom(a, r0), b, c + r0 * ldc, ldc, accumulate);
+      },
+      "matmul");
 }
 
 }  // namespace sluice::ops::internal::nn

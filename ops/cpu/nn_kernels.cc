@@ -72,12 +72,13 @@ absl::StatusOr<HostWork> PrepareMatmul(const std::string& op, const HostArgs& a)
   SLUICE_RETURN_IF_ERROR(CheckMeta(op, a.outputs[0], "output", 0, {DataTypeOf<T>(), s.d.out}));
   if (a.outputs[0].size == 0) return HostWork(nullptr);
   return HostWork([s = std::move(s), x = a.inputs[0].as<const T>(), y = a.inputs[1].as<const T>(),
-                   out = a.outputs[0].as<T>()] {
+                   out = a.outputs[0].as<T>(), parallel = a.parallel] {
     const int64_t m = s.d.m, k = s.d.k, n = s.d.n;
     for (size_t b = 0; b < s.x_batch.size(); ++b) {
       const nn::GemmOperand<T> xm{x + s.x_batch[b] * m * k, s.tx ? m : k, s.tx};
       const nn::GemmOperand<T> ym{y + s.y_batch[b] * k * n, s.ty ? k : n, s.ty};
-      nn::Gemm<T>(m, n, k, xm, ym, out + b * m * n, n, /*accumulate=*/false);
+      SLUICE_RETURN_IF_ERROR(
+          nn::ParallelGemm<T>(parallel, m, n, k, xm, ym, out + b * m * n, n, /*accumulate=*/false));
     }
     return absl::OkStatus();
   });
@@ -97,7 +98,7 @@ absl::StatusOr<HostWork> PrepareMatmulGrad(const std::string& op, const HostArgs
   return HostWork([s = std::move(s), x = a.inputs[0].as<const T>(), y = a.inputs[1].as<const T>(),
                    g = a.inputs[2].as<const T>(), dx = a.outputs[0].as<T>(),
                    dy = a.outputs[1].as<T>(), dx_size = a.outputs[0].size,
-                   dy_size = a.outputs[1].size] {
+                   dy_size = a.outputs[1].size, parallel = a.parallel] {
     const int64_t m = s.d.m, k = s.d.k, n = s.d.n;
     const int64_t ldx = s.tx ? m : k, ldy = s.ty ? k : n;
     std::fill(dx, dx + dx_size, T(0));
@@ -109,14 +110,18 @@ absl::StatusOr<HostWork> PrepareMatmulGrad(const std::string& op, const HostArgs
       T* dxb = dx + s.x_batch[b] * m * k;
       T* dyb = dy + s.y_batch[b] * k * n;
       if (!s.tx) {  // dX [m, k] = G op(Y)^T
-        nn::Gemm<T>(m, k, n, {gb, n, false}, {yb, ldy, !s.ty}, dxb, k, true);
+        SLUICE_RETURN_IF_ERROR(
+            nn::ParallelGemm<T>(parallel, m, k, n, {gb, n, false}, {yb, ldy, !s.ty}, dxb, k, true));
       } else {  // dX [k, m] = op(Y) G^T
-        nn::Gemm<T>(k, m, n, {yb, ldy, s.ty}, {gb, n, true}, dxb, m, true);
+        SLUICE_RETURN_IF_ERROR(
+            nn::ParallelGemm<T>(parallel, k, m, n, {yb, ldy, s.ty}, {gb, n, true}, dxb, m, true));
       }
       if (!s.ty) {  // dY [k, n] = op(X)^T G
-        nn::Gemm<T>(k, n, m, {xb, ldx, !s.tx}, {gb, n, false}, dyb, n, true);
+        SLUICE_RETURN_IF_ERROR(
+            nn::ParallelGemm<T>(parallel, k, n, m, {xb, ldx, !s.tx}, {gb, n, false}, dyb, n, true));
       } else {  // dY [n, k] = G^T op(X)
-        nn::Gemm<T>(n, k, m, {gb, n, true}, {xb, ldx, s.tx}, dyb, k, true);
+        SLUICE_RETURN_IF_ERROR(
+            nn::ParallelGemm<T>(parallel, n, k, m, {gb, n, true}, {xb, ldx, s.tx}, dyb, k, true));
       }
     }
     return absl::OkStatus();

@@ -4,6 +4,7 @@
 // their gradients against finite differences; and the errors, before enqueue and at sync.
 #include <array>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -443,6 +444,65 @@ TEST_P(NnOpsTest, Gradients) {
 INSTANTIATE_TEST_SUITE_P(Devices, NnOpsTest, ::testing::Values(kCpu, kSim0), [](const auto& info) {
   return std::string(DeviceTypeName(info.param.type()));
 });
+
+// Kernels large enough to split across the cpu device's intra-op threads (matmul, its
+// gradient, same-shape binary and unary elementwise loops, in place too) give the same bits
+// as the same kernels on one thread, and the VM's statistics see the split regions.
+TEST(NnOpsParallelTest, SplitKernelsMatchOneThreadBitForBit) {
+  struct Run {
+    std::vector<std::vector<double>> values;
+    vm::VmStats stats;
+  };
+  auto run = [](int threads) {
+    OpsHarness h(threads);
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    auto upload = [&](const Shape& shape) {
+      std::vector<double> v(static_cast<size_t>(shape.NumElements()));
+      for (double& e : v) e = dist(rng);
+      return h.Upload(kCpu, DataType::kF32, shape, v);
+    };
+    Run result;
+    auto keep = [&](const absl::StatusOr<SlotBlobs>& out) {
+      EXPECT_TRUE(out.ok()) << out.status();
+      if (!out.ok()) return;
+      for (const auto& slot : *out) {
+        for (const vm::BlobRef& blob : slot) result.values.push_back(h.Download(blob));
+      }
+    };
+    const vm::BlobRef x = upload({130, 170}), y = upload({170, 150}), g = upload({130, 150});
+    const vm::AttrMap plain =
+        vm::AttrMap().Set("transpose_x", int64_t{0}).Set("transpose_y", int64_t{0});
+    keep(h.Run("matmul", {{x}, {y}}, plain));
+    keep(h.Run("matmul", {{y}, {x}},
+               vm::AttrMap().Set("transpose_x", int64_t{1}).Set("transpose_y", int64_t{1})));
+    keep(h.Run("matmul_grad", {{x}, {y}, {g}}, plain));
+    const vm::BlobRef a = upload({300000}), b = upload({300000});
+    keep(h.Run("add", {{a}, {b}}));
+    keep(h.Run("tanh", {{a}}));
+    // In place: Out is X's blob (add declares the pair).
+    DispatchOptions in_place;
+    in_place.default_device = kCpu;
+    const absl::Status added = h.dispatcher->CallInto("add", {{a}, {b}}, {{a}}, {}, in_place);
+    EXPECT_TRUE(added.ok()) << added;
+    result.values.push_back(h.Download(a));
+    result.stats = h.vm->stats();
+    return result;
+  };
+  const Run split = run(3);
+  const Run alone = run(1);
+  ASSERT_EQ(split.values.size(), alone.values.size());
+  for (size_t i = 0; i < split.values.size(); ++i) {
+    ASSERT_EQ(split.values[i].size(), alone.values[i].size()) << "output " << i;
+    for (size_t j = 0; j < split.values[i].size(); ++j) {
+      ASSERT_EQ(split.values[i][j], alone.values[i][j]) << "output " << i << " element " << j;
+    }
+  }
+  EXPECT_GE(split.stats.parallel_regions, 6) << split.stats.ToString();
+  EXPECT_GT(split.stats.parallel_helped_chunks, 0) << split.stats.ToString();
+  EXPECT_EQ(split.stats.parallel_skipped_chunks, 0);
+  EXPECT_EQ(alone.stats.parallel_regions, 0) << alone.stats.ToString();
+}
 
 TEST(NnOpsErrorTest, BadInputIsRejectedBeforeEnqueue) {
   OpsHarness h;

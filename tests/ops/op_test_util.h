@@ -30,10 +30,13 @@ inline const Device kSim0(DeviceType::kSim, 0);
 inline const Device kSim1(DeviceType::kSim, 1);
 
 struct OpsHarness {
-  OpsHarness() {
+  // `cpu_intra_op_threads`: the cpu device's intra-op pool width (ep::CpuOptions; 0 = the
+  // host's hardware threads, 1 = every kernel on its worker alone).
+  explicit OpsHarness(int cpu_intra_op_threads = 0) {
     ep::RuntimeOptions runtime_options;
     runtime_options.num_sim_devices = 2;
     runtime_options.enable_cuda = false;
+    runtime_options.cpu.intra_op_threads = cpu_intra_op_threads;
     runtime = ep::Runtime::Create(runtime_options).value();
     vm::VmOptions options;
     options.check_sync = true;

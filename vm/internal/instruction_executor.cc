@@ -198,6 +198,12 @@ bool KernelContext::vm_cancelling() const {
   return executor_ != nullptr && executor_->cancelling();
 }
 
+ParallelScope KernelContext::parallel() const {
+  IntraOpPool* pool = stream_->device()->intra_op_pool();
+  if (executor_ == nullptr) return ParallelScope(pool, nullptr, nullptr);
+  return executor_->parallel_scope(pool);
+}
+
 void KernelContext::CountHostCopy(bool to_device) {
   if (executor_ != nullptr) executor_->CountHostCopy(to_device);
 }

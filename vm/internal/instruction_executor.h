@@ -60,6 +60,11 @@ class InstructionExecutor {
   // Null unless the VM checks synchronization.
   SyncChecker* checker() const { return checker_; }
   // One copy between host memory and a device (KernelContext::CountHostCopy). Any thread.
+  // A kernel's parallel regions on `pool` (KernelContext::parallel): cancelled with the VM,
+  // counted in its statistics. Any thread.
+  ParallelScope parallel_scope(IntraOpPool* pool) const {
+    return ParallelScope(pool, cancel_, &counters_->parallel);
+  }
   void CountHostCopy(bool to_device) {
     VmCounters::Add(to_device ? counters_->host_to_device_copies
                               : counters_->device_to_host_copies);

@@ -588,6 +588,10 @@ VmStats VmCore::stats() {
   s.submit_waits = get(counters_.submit_waits);
   s.host_to_device_copies = get(counters_.host_to_device_copies);
   s.device_to_host_copies = get(counters_.device_to_host_copies);
+  s.parallel_regions = get(counters_.parallel.regions);
+  s.parallel_chunks = get(counters_.parallel.chunks);
+  s.parallel_helped_chunks = get(counters_.parallel.helped_chunks);
+  s.parallel_skipped_chunks = get(counters_.parallel.skipped_chunks);
   return s;
 }
 

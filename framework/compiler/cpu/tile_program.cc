@@ -9,8 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "framework/compiler/domain_indexing.h"
-#include "tbb/blocked_range.h"
-#include "tbb/parallel_for.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -63,21 +61,6 @@ void StoreFence() {
   _mm_sfence();
 #endif
 }
-
-// Under ThreadSanitizer the tiles run on the calling thread: libtbb is not instrumented, so
-// TSan cannot see its synchronization and reports oneTBB's own task hand-offs as races. (The
-// tasks share nothing but the pool of scratch, which is locked.)
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kUninstrumentedThreads = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kUninstrumentedThreads = true;
-#else
-constexpr bool kUninstrumentedThreads = false;
-#endif
-#else
-constexpr bool kUninstrumentedThreads = false;
-#endif
 
 }  // namespace
 
@@ -268,22 +251,21 @@ void TileProgram::RunTiles(int64_t begin, int64_t end, char* scratch,
   if (stream_stores_) StoreFence();
 }
 
-void TileProgram::Run(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) const {
-  if (tiles_ == 0) return;
+absl::Status TileProgram::Run(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                              const ParallelScope& parallel) const {
+  if (tiles_ == 0) return absl::OkStatus();
   auto run = [&](int64_t begin, int64_t end) {
     Scratch scratch = scratch_->Take();
     RunTiles(begin, end, scratch.get(), inputs, outputs);
     scratch_->Give(std::move(scratch));
   };
-  if (elements_ < kParallelElements || tiles_ < 2 || kUninstrumentedThreads) {
+  if (elements_ < kParallelElements || tiles_ < 2 || parallel.pool() == nullptr) {
     run(0, tiles_);
-    return;
+    return absl::OkStatus();
   }
-  // Enough tiles per task that a task's start-up is noise.
+  // Enough tiles per chunk that a chunk's start-up is noise.
   const int64_t grain = std::max<int64_t>(1, (kParallelElements / 4) / kTileElements);
-  tbb::parallel_for(
-      tbb::blocked_range<int64_t>(0, tiles_, static_cast<size_t>(grain)),
-      [&](const tbb::blocked_range<int64_t>& range) { run(range.begin(), range.end()); });
+  return parallel.For(tiles_, grain, run, "compiled subgraph");
 }
 
 }  // namespace sluice::framework::compiler::cpu

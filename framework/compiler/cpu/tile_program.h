@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/intra_op_pool.h"
 #include "framework/compiler/buffer_plan.h"
 #include "framework/compiler/cpu/tile_primitives.h"
 #include "framework/compiler/subgraph.h"
@@ -52,8 +53,15 @@ class TileProgram {
                                              TileInstructionSet set = TileInstructionSet::kBest);
 
   // Evaluates the whole domain: inputs[i] is input i's data (dense, of its shape), outputs[o]
-  // output o's (dense, of the domain's shape). Any thread; blocks until done.
-  void Run(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) const;
+  // output o's (dense, of the domain's shape). Any thread; blocks until done. Domains of at
+  // least kParallelElements are split across `parallel`'s threads (the cpu device's intra-op
+  // pool, through the kernel's context); Cancelled when the VM's cancel skipped tiles.
+  absl::Status Run(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                   const ParallelScope& parallel) const;
+  // The same on the calling thread alone.
+  void Run(absl::Span<const void* const> inputs, absl::Span<void* const> outputs) const {
+    Run(inputs, outputs, ParallelScope()).IgnoreError();  // no pool, no cancel: never fails
+  }
 
   const BufferPlan& buffers() const { return buffers_; }
   // Scratch one worker needs: a tile of kBufferElementBytes per element for each buffer of
