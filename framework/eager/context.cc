@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "framework/eager/internal/context_state.h"
 #include "framework/eager/internal/tensor_access.h"
+#include "framework/eager/internal/tensor_blob_hold.h"
 #include "framework/eager/stream_scope.h"
 #include "ops/standard_ops.h"
 #include "vm/blob_access_waiter.h"
@@ -441,6 +442,27 @@ absl::StatusOr<Tensor> Context::FromBlob(vm::BlobRef blob) {
   }
   // The caller's reference becomes the new tensor's hold on the blob.
   return Tensor(internal::TensorState::New(state_.get(), vm::OwnedBlob(std::move(blob))));
+}
+
+// The members of Tensor (tensor.h) that make or call a Context live here, with it: the rest
+// of Tensor needs no Context.
+
+Context Tensor::context() const { return Context(state_->context()->shared_from_this()); }
+
+absl::StatusOr<Tensor> Tensor::To(Device device) const {
+  if (!valid()) return absl::InvalidArgumentError("To: empty Tensor");
+  const Device from = this->device();
+  if (from == device) return *this;
+  Context ctx = context();
+  if (from.type() == DeviceType::kCpu) {
+    SLUICE_ASSIGN_OR_RETURN(
+        std::vector<Tensor> out,
+        ctx.Call("memcpy_h2d", {{*this}}, vm::AttrMap().Set("device", device.ToString())));
+    return out[0];
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> host, ctx.Call("memcpy_d2h", {{*this}}));
+  if (device.type() == DeviceType::kCpu) return host[0];
+  return host[0].To(device);
 }
 
 }  // namespace sluice::eager

@@ -1,9 +1,8 @@
 #include "framework/eager/tensor.h"
 
 #include "core/status.h"
-#include "framework/eager/context.h"
 #include "framework/eager/internal/context_state.h"
-#include "framework/eager/internal/tensor_access.h"
+#include "framework/eager/internal/tensor_blob_hold.h"
 #include "vm/blob_access_waiter.h"
 #include "vm/stream.h"
 
@@ -23,23 +22,7 @@ vm::BlobRef Tensor::blob() const {
   return vm::BlobRef(state->blob().get(), internal::TensorBlobHold{state});
 }
 
-Context Tensor::context() const { return Context(state_->context()->shared_from_this()); }
-
-absl::StatusOr<Tensor> Tensor::To(Device device) const {
-  if (!valid()) return absl::InvalidArgumentError("To: empty Tensor");
-  const Device from = this->device();
-  if (from == device) return *this;
-  Context ctx = context();
-  if (from.type() == DeviceType::kCpu) {
-    SLUICE_ASSIGN_OR_RETURN(
-        std::vector<Tensor> out,
-        ctx.Call("memcpy_h2d", {{*this}}, vm::AttrMap().Set("device", device.ToString())));
-    return out[0];
-  }
-  SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> host, ctx.Call("memcpy_d2h", {{*this}}));
-  if (device.type() == DeviceType::kCpu) return host[0];
-  return host[0].To(device);
-}
+// Tensor::context and Tensor::To make or call a Context: context.cc defines them, with it.
 
 absl::StatusOr<std::vector<uint8_t>> Tensor::ToBytes() const {
   if (!valid()) return absl::InvalidArgumentError("ToBytes: empty Tensor");

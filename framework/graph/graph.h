@@ -52,69 +52,24 @@
 #define SLUICE_FRAMEWORK_GRAPH_GRAPH_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "core/device.h"
-#include "framework/builder/functional.h"
 #include "framework/builder/program.h"
 #include "framework/eager/context.h"
 #include "framework/eager/tensor.h"
+#include "framework/graph/graph_options.h"
+#include "framework/graph/trace.h"
 
 namespace sluice::framework::graph {
 
 namespace internal {
 struct GraphState;
-struct TraceAccess;
 }  // namespace internal
 
-// What the traced function sees besides its inputs. Valid only during the trace.
-class Trace {
- public:
-  // The persistable parameter variable bound to `tensor` (a tensor of the graph's context,
-  // on the graph's device): the same variable for the same tensor. InvalidArgument naming
-  // the tensor otherwise.
-  absl::StatusOr<Var> Param(const eager::Tensor& tensor);
-  // The programs being traced (also the thread's current ones).
-  Program& main() { return main_; }
-  Program& startup() { return startup_; }
-  const Device& device() const { return device_; }
-
- private:
-  friend struct internal::TraceAccess;
-  Trace(Program& main, Program& startup, const eager::Context& ctx, Device device)
-      : main_(main), startup_(startup), ctx_(ctx), device_(device) {}
-  Program& main_;
-  Program& startup_;
-  const eager::Context& ctx_;
-  const Device device_;
-  // Bound parameters in order of first use: (variable name, tensor).
-  std::vector<std::pair<std::string, eager::Tensor>> params_;
-  absl::flat_hash_map<const void*, size_t> param_index_;  // tensor state -> params_ index
-};
-
-// The traced function: the graph's outputs (static Values of trace.main()) from its inputs
-// (one `Data` variable per call input, in order).
-using GraphFunction = std::function<absl::StatusOr<std::vector<Value>>(
-    Trace& trace, const std::vector<Value>& inputs)>;
-
-struct GraphOptions {
-  std::string name = "graph";  // in errors and traces: "graph 'name'"
-  // Where the graph runs; unset: the first input's device (the context's default device
-  // for a graph without inputs). Every input must be on it.
-  std::optional<Device> device;
-  // Specializations kept (by device, input dtypes and shapes); at least 1.
-  int max_specializations = 8;
-  // The GC plan's option for the graph's own temporaries: off, each has storage of its own;
-  // on, temporaries with disjoint live ranges share (the graph keeps its live set between
-  // calls either way).
-  bool release_temporaries = true;
-};
+// Trace and GraphFunction: trace.h. GraphOptions: graph_options.h.
 
 // What a graph did. Value type.
 struct GraphStats {

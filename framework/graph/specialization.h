@@ -21,8 +21,9 @@
 #include "framework/builder/program.h"
 #include "framework/eager/context.h"
 #include "framework/eager/tensor.h"
-#include "framework/graph/graph.h"
 #include "framework/graph/graph_launch.h"
+#include "framework/graph/graph_options.h"
+#include "framework/graph/trace.h"
 #include "framework/interpreter/scope.h"
 #include "vm/stream.h"
 

@@ -1,6 +1,6 @@
 // Control flow in the Program IR: the `cond`, `while` and `yield` ops, whose sub-blocks are
-// named by block-reference attributes (vm::BlockRef, text form `b:INDEX`), and the
-// structural rules ProgramDesc::Validate applies to them.
+// named by block-reference attributes (vm::BlockRef, text form `b:INDEX`), and queries
+// over them. ProgramDesc::Validate (program_desc.h) applies their structural rules.
 //
 //   cond   in  Cond=P [Input=captured...]          out Out=y...
 //          attrs true_block=b:T, false_block=b:F
@@ -38,37 +38,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "framework/ir/control_flow_names.h"
 #include "framework/ir/program_desc.h"
 
 namespace sluice::framework::ir {
 
-inline constexpr absl::string_view kCondOp = "cond";
-inline constexpr absl::string_view kWhileOp = "while";
-inline constexpr absl::string_view kYieldOp = "yield";
-
-// Slots.
-inline constexpr absl::string_view kCondSlot = "Cond";
-inline constexpr absl::string_view kLoopVarsSlot = "X";  // while's loop-carried values; yield's
-inline constexpr absl::string_view kCapturedSlot = "Input";
-inline constexpr absl::string_view kOutSlot = "Out";
-
-// Attributes.
-inline constexpr absl::string_view kTrueBlockAttr = "true_block";
-inline constexpr absl::string_view kFalseBlockAttr = "false_block";
-inline constexpr absl::string_view kCondBlockAttr = "cond_block";
-inline constexpr absl::string_view kBodyBlockAttr = "body_block";
-inline constexpr absl::string_view kMaxIterationsAttr = "max_iterations";
-inline constexpr absl::string_view kParallelIterationsAttr = "parallel_iterations";
+// The ops', slots' and attributes' names (kCondOp, kOutSlot, ...): control_flow_names.h.
 
 // True for `cond` and `while`.
 bool IsControlFlowOp(const OpDesc& op);
 
-// The block-reference attributes of `op`: (attribute name, block index), by name.
-std::vector<std::pair<std::string, int64_t>> SubBlockRefs(const OpDesc& op);
-
-// The variable `name` as seen from block `block`: its own, or the nearest ancestor's. Null
-// when no block on the chain has it.
-const VarDesc* ResolveVar(const ProgramDesc& program, int block, absl::string_view name);
+// SubBlockRefs, ResolveVar and YieldedNames, which ProgramDesc::Validate uses too:
+// program_desc.h.
 
 // The names that control-flow op `op` and its sub-blocks, nested ones included, read from
 // outside those sub-blocks: its own inputs (Cond, X, Input) first, then every other name a
@@ -81,27 +62,6 @@ std::vector<std::string> OuterReads(const ProgramDesc& program, const OpDesc& op
 // OuterReads without the op's own inputs; no slot when that is nothing. `op` has its other
 // slots and its block attributes. (The builder and autodiff list captures this way.)
 void ListCaptures(const ProgramDesc& program, OpDesc& op);
-
-// The names block `block` yields: the X slot of its last op, which must be a `yield`
-// (InvalidArgument naming the block otherwise).
-absl::StatusOr<std::vector<std::string>> YieldedNames(const ProgramDesc& program, int block);
-
-// The control-flow rules, each error InvalidArgument naming the block, the op (index and
-// type) and the variable or attribute at fault:
-//  - a block reference names a block after 0 whose parent is the op's block, and no block
-//    is referenced twice;
-//  - `yield` appears only as the last op of a block a cond or while references, with no
-//    outputs;
-//  - cond: one bool scalar Cond; both branch attributes; each branch yields as many values
-//    as Out names, each with the dtype and shape of its Out variable;
-//  - while: as many X as Out, Out[i] with X[i]'s dtype and shape, no Out name twice or
-//    among X, no X name twice; the condition block yields one bool scalar; the body
-//    yields one value per Out with its dtype and shape; max_iterations and
-//    parallel_iterations, when present, are ints of at least 1;
-//  - a yield has exactly the X slot, no outputs and no attributes.
-// Expects the checks ProgramDesc::Validate makes first (blocks well formed, operands
-// defined).
-absl::Status ValidateControlFlow(const ProgramDesc& program);
 
 }  // namespace sluice::framework::ir
 

@@ -128,9 +128,22 @@ class ProgramDesc {
 
   // Structural checks, each error naming the block, the op (index and type) or variable at
   // fault: block parents exist and precede their children; every op has a type; every
-  // operand names a variable of its block or an ancestor block; control-flow ops and their
-  // sub-blocks follow ValidateControlFlow's rules (framework/ir/control_flow.h). Order (a variable
-  // read before anything writes it) depends on feeds and scopes, so the interpreter checks it.
+  // operand names a variable of its block or an ancestor block; control-flow ops
+  // (framework/ir/control_flow.h) and their sub-blocks follow the control-flow rules, each
+  // error InvalidArgument naming the block, the op and the variable or attribute at fault:
+  //  - a block reference names a block after 0 whose parent is the op's block, and no block
+  //    is referenced twice;
+  //  - `yield` appears only as the last op of a block a cond or while references, with no
+  //    outputs;
+  //  - cond: one bool scalar Cond; both branch attributes; each branch yields as many values
+  //    as Out names, each with the dtype and shape of its Out variable;
+  //  - while: as many X as Out, Out[i] with X[i]'s dtype and shape, no Out name twice or
+  //    among X, no X name twice; the condition block yields one bool scalar; the body
+  //    yields one value per Out with its dtype and shape; max_iterations and
+  //    parallel_iterations, when present, are ints of at least 1;
+  //  - a yield has exactly the X slot, no outputs and no attributes.
+  // Order (a variable read before anything writes it) depends on feeds and scopes, so the
+  // interpreter checks it.
   absl::Status Validate() const;
 
   // The canonical text form (docs/program-format.md). Deterministic: equal programs give
@@ -157,6 +170,22 @@ class ProgramDesc {
  private:
   std::vector<BlockDesc> blocks_;
 };
+
+// Queries that Validate and the control-flow ops (control_flow.h) share.
+
+// The block on `block`'s parent chain (itself first) that has `name`; -1 when none has.
+int OwnerBlock(const ProgramDesc& program, int block, absl::string_view name);
+
+// The variable `name` as seen from block `block`: its own, or the nearest ancestor's. Null
+// when no block on the chain has it.
+const VarDesc* ResolveVar(const ProgramDesc& program, int block, absl::string_view name);
+
+// The block-reference attributes of `op`: (attribute name, block index), by name.
+std::vector<std::pair<std::string, int64_t>> SubBlockRefs(const OpDesc& op);
+
+// The names block `block` yields: the X slot of its last op, which must be a `yield`
+// (InvalidArgument naming the block otherwise).
+absl::StatusOr<std::vector<std::string>> YieldedNames(const ProgramDesc& program, int block);
 
 }  // namespace sluice::framework::ir
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "ep/ccl/internal/call_checks.h"
+#include "ep/ccl/mpi/mpi_calls.h"
 
 namespace sluice::ep::ccl::internal {
 
@@ -53,16 +54,17 @@ bool IsTransfer(CollectiveKind kind) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Create(
-    std::shared_ptr<MpiWorld> world, std::string where) {
+absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Create(std::shared_ptr<MpiJob> world,
+                                                                      std::string where) {
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Request request;
-  SLUICE_RETURN_IF_ERROR(MpiWorld::Call(
-      "MPI_Comm_idup", [&] { return MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request); }));
+  SLUICE_RETURN_IF_ERROR(
+      MpiCall("MPI_Comm_idup", [&] { return MPI_Comm_idup(MPI_COMM_WORLD, &comm, &request); }));
   SLUICE_RETURN_IF_ERROR(world->Wait(
-      &request, 1, [&] { return absl::StrCat("creating the communicator of ", where); }));
-  SLUICE_RETURN_IF_ERROR(MpiWorld::Call(
-      "MPI_Comm_set_errhandler", [&] { return MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN); }));
+      &request, 1, [&] { return absl::StrCat("creating the communicator of ", where); },
+      /*bytes=*/0));
+  SLUICE_RETURN_IF_ERROR(MpiCall("MPI_Comm_set_errhandler",
+                                 [&] { return MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN); }));
   const int rank = world->rank(), size = world->size();
   return std::unique_ptr<Communicator>(
       new MpiCommunicator(std::move(world), comm, std::move(where), rank, size));
@@ -80,7 +82,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Split(absl::Span<
   const int tag = static_cast<int>(hash % 32749);
   MPI_Comm comm = MPI_COMM_NULL;
   int new_rank = -1;
-  SLUICE_RETURN_IF_ERROR(MpiWorld::CallBlocking("MPI_Comm_create_group", [&] {
+  SLUICE_RETURN_IF_ERROR(MpiCallBlocking("MPI_Comm_create_group", [&] {
     MPI_Group whole, part;
     int code = MPI_Comm_group(comm_, &whole);
     if (code != MPI_SUCCESS) return code;
@@ -100,7 +102,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> MpiCommunicator::Split(absl::Span<
 MpiCommunicator::~MpiCommunicator() {
   // A broken channel may still have requests in flight: leave it to the process's end.
   if (!broken_.ok() || world_->broken()) return;
-  MpiWorld::Call("MPI_Comm_free", [&] {
+  MpiCall("MPI_Comm_free", [&] {
     int finalized = 0;
     MPI_Finalized(&finalized);
     return finalized ? MPI_SUCCESS : MPI_Comm_free(&comm_);
@@ -133,7 +135,7 @@ absl::Status MpiCommunicator::Run(const CollectiveCall& call, Stream*) {
     return absl::InvalidArgumentError(absl::StrCat(
         DescribeCall(call), ": ", call.count, " elements are more than one MPI call can move"));
   }
-  if (world_->options().check_calls) SLUICE_RETURN_IF_ERROR(Agree(call));
+  if (world_->check_calls()) SLUICE_RETURN_IF_ERROR(Agree(call));
   if (!IsTransfer(call.kind)) ++collectives_;
   return Transfer(call);
 }
@@ -144,7 +146,7 @@ absl::Status MpiCommunicator::Agree(const CollectiveCall& call) {
   if (IsTransfer(call.kind)) {
     CallSignature theirs{};
     MPI_Request requests[2];
-    SLUICE_RETURN_IF_ERROR(MpiWorld::Call("MPI_Isend/MPI_Irecv", [&] {
+    SLUICE_RETURN_IF_ERROR(MpiCall("MPI_Isend/MPI_Irecv", [&] {
       int code = MPI_Isend(mine.data(), kSignatureWords, MPI_INT64_T, call.peer, kSignatureTag,
                            comm_, &requests[0]);
       if (code != MPI_SUCCESS) return code;
@@ -164,7 +166,7 @@ absl::Status MpiCommunicator::Agree(const CollectiveCall& call) {
   absl::InlinedVector<int64_t, 8 * kSignatureWords> all(static_cast<size_t>(kSignatureWords) *
                                                         size());
   MPI_Request request;
-  SLUICE_RETURN_IF_ERROR(MpiWorld::Call("MPI_Iallgather", [&] {
+  SLUICE_RETURN_IF_ERROR(MpiCall("MPI_Iallgather", [&] {
     return MPI_Iallgather(mine.data(), kSignatureWords, MPI_INT64_T, all.data(), kSignatureWords,
                           MPI_INT64_T, comm_, &request);
   }));
@@ -202,41 +204,41 @@ absl::Status MpiCommunicator::Transfer(const CollectiveCall& call) {
   absl::Status started;
   switch (call.kind) {
     case CollectiveKind::kAllReduce:
-      started = MpiWorld::Call("MPI_Iallreduce", [&] {
+      started = MpiCall("MPI_Iallreduce", [&] {
         return MPI_Iallreduce(aliased ? MPI_IN_PLACE : call.send, call.recv, count, type, op, comm_,
                               &request);
       });
       break;
     case CollectiveKind::kAllGather:
-      started = MpiWorld::Call("MPI_Iallgather", [&] {
+      started = MpiCall("MPI_Iallgather", [&] {
         return MPI_Iallgather(call.send, count, type, call.recv, count, type, comm_, &request);
       });
       break;
     case CollectiveKind::kReduceScatter:
-      started = MpiWorld::Call("MPI_Ireduce_scatter_block", [&] {
+      started = MpiCall("MPI_Ireduce_scatter_block", [&] {
         return MPI_Ireduce_scatter_block(call.send, call.recv, count, type, op, comm_, &request);
       });
       break;
     case CollectiveKind::kBroadcast:
       if (root && !aliased && bytes > 0) std::memcpy(call.recv, call.send, bytes);
-      started = MpiWorld::Call("MPI_Ibcast", [&] {
+      started = MpiCall("MPI_Ibcast", [&] {
         return MPI_Ibcast(call.recv, count, type, call.peer, comm_, &request);
       });
       break;
     case CollectiveKind::kReduce:
-      started = MpiWorld::Call("MPI_Ireduce", [&] {
+      started = MpiCall("MPI_Ireduce", [&] {
         const void* send = root && aliased ? MPI_IN_PLACE : call.send;
         return MPI_Ireduce(send, root ? call.recv : nullptr, count, type, op, call.peer, comm_,
                            &request);
       });
       break;
     case CollectiveKind::kSend:
-      started = MpiWorld::Call("MPI_Isend", [&] {
+      started = MpiCall("MPI_Isend", [&] {
         return MPI_Isend(call.send, count, type, call.peer, kDataTag, comm_, &request);
       });
       break;
     case CollectiveKind::kRecv:
-      started = MpiWorld::Call("MPI_Irecv", [&] {
+      started = MpiCall("MPI_Irecv", [&] {
         return MPI_Irecv(call.recv, count, type, call.peer, kDataTag, comm_, &request);
       });
       break;

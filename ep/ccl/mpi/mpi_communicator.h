@@ -1,7 +1,8 @@
 // MpiCommunicator: a host communicator over a duplicate of MPI_COMM_WORLD, one per device,
 // so that each device's ccl stream has its own ordered channel. Run starts the
 // nonblocking MPI call and polls it to completion on the calling thread (the ccl stream's
-// worker), after the ranks agreed on the call (WorldOptions::check_calls).
+// worker), after the ranks agreed on the call (WorldOptions::check_calls). It holds its
+// world (mpi_world.h, which makes it) as an MpiJob (mpi_job.h).
 #ifndef SLUICE_EP_CCL_MPI_MPI_COMMUNICATOR_H_
 #define SLUICE_EP_CCL_MPI_MPI_COMMUNICATOR_H_
 
@@ -12,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "ep/ccl/communicator.h"
-#include "ep/ccl/mpi/mpi_world.h"
+#include "ep/ccl/mpi/mpi_job.h"
 
 namespace sluice::ep::ccl::internal {
 
@@ -20,7 +21,7 @@ namespace sluice::ep::ccl::internal {
 class MpiCommunicator final : public Communicator {
  public:
   // Collective over the world (MPI_Comm_idup). `where` names the device in errors.
-  static absl::StatusOr<std::unique_ptr<Communicator>> Create(std::shared_ptr<MpiWorld> world,
+  static absl::StatusOr<std::unique_ptr<Communicator>> Create(std::shared_ptr<MpiJob> world,
                                                               std::string where);
   ~MpiCommunicator() override;
 
@@ -36,7 +37,7 @@ class MpiCommunicator final : public Communicator {
   absl::Status Agree(const CollectiveCall& call);
 
  private:
-  MpiCommunicator(std::shared_ptr<MpiWorld> world, MPI_Comm comm, std::string where, int rank,
+  MpiCommunicator(std::shared_ptr<MpiJob> world, MPI_Comm comm, std::string where, int rank,
                   int size)
       : world_(std::move(world)), comm_(comm), where_(std::move(where)), rank_(rank), size_(size) {}
   absl::Status Transfer(const CollectiveCall& call);
@@ -44,7 +45,7 @@ class MpiCommunicator final : public Communicator {
   // Records a failure after which the channel is unusable and returns it.
   absl::Status Break(absl::Status status);
 
-  std::shared_ptr<MpiWorld> world_;
+  std::shared_ptr<MpiJob> world_;
   MPI_Comm comm_;
   const std::string where_;
   const int rank_;

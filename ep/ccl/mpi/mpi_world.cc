@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "ep/ccl/internal/backends.h"
 #include "ep/ccl/internal/call_checks.h"
+#include "ep/ccl/mpi/mpi_calls.h"
 #include "ep/ccl/mpi/mpi_communicator.h"
 #include "ep/ccl/nccl/nccl_communicator.h"
 #include "ep/device.h"
@@ -23,17 +24,7 @@ namespace sluice::ep::ccl::internal {
 
 namespace {
 
-// MPI is per process: one lock for every call Sluice makes into it, and the one world.
-// A PlainMutex: taken on every poll, and absl::Mutex updates a deadlock graph each time.
-PlainMutex& MpiLock() {
-  static auto* const mu = new PlainMutex;  // never destroyed: exit handlers use it
-  return *mu;
-}
-
-// Whether MPI_Init_thread granted MPI_THREAD_MULTIPLE: written once, under the lock,
-// before any world exists.
-bool thread_multiple = false;
-
+// MPI is per process: the one world (and one lock for every call, mpi_calls.h).
 struct ProcessWorld {
   absl::Mutex mu;
   std::shared_ptr<MpiWorld> world ABSL_GUARDED_BY(mu);
@@ -56,13 +47,6 @@ void FinalizeAtExit() {
   PlainMutexLock lock(&MpiLock());
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
-}
-
-std::string MpiErrorText(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return absl::StrCat("error ", code);
-  return std::string(text, length);
 }
 
 uint64_t HostHash() {
@@ -124,7 +108,7 @@ absl::StatusOr<std::shared_ptr<MpiWorld>> MpiWorld::Get(WorldOptions options) {
             "calls MPI from its ccl stream workers and needs MPI_THREAD_SERIALIZED");
       }
       std::atexit(FinalizeAtExit);
-      thread_multiple = provided >= MPI_THREAD_MULTIPLE;
+      SetMpiThreadMultiple(provided >= MPI_THREAD_MULTIPLE);
     }
     process.initialized = true;
     // Errors come back as codes, so that they become Status values instead of aborts.
@@ -138,32 +122,16 @@ absl::StatusOr<std::shared_ptr<MpiWorld>> MpiWorld::Get(WorldOptions options) {
   return world;
 }
 
-absl::Status MpiWorld::Call(absl::string_view what, absl::FunctionRef<int()> fn) {
-  int code;
-  {
-    PlainMutexLock lock(&MpiLock());
-    code = fn();
-  }
-  if (code == MPI_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, " failed: ", MpiErrorText(code)));
-}
-
-absl::Status MpiWorld::CallBlocking(absl::string_view what, absl::FunctionRef<int()> fn) {
-  if (!thread_multiple) return Call(what, fn);
-  const int code = fn();
-  if (code == MPI_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, " failed: ", MpiErrorText(code)));
-}
-
 absl::Status MpiWorld::ExchangePeers() {
   const int64_t mine[2] = {static_cast<int64_t>(getpid()), static_cast<int64_t>(HostHash())};
   std::vector<int64_t> all(2 * static_cast<size_t>(size_));
   MPI_Request request;
-  SLUICE_RETURN_IF_ERROR(Call("MPI_Iallgather", [&] {
+  SLUICE_RETURN_IF_ERROR(MpiCall("MPI_Iallgather", [&] {
     return MPI_Iallgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, MPI_COMM_WORLD,
                           &request);
   }));
-  SLUICE_RETURN_IF_ERROR(Wait(&request, 1, [] { return std::string("starting the world"); }));
+  SLUICE_RETURN_IF_ERROR(Wait(
+      &request, 1, [] { return std::string("starting the world"); }, /*bytes=*/0));
   peers_.resize(size_);
   for (int r = 0; r < size_; ++r) {
     peers_[r].pid = all[2 * r];
@@ -194,7 +162,7 @@ absl::Status MpiWorld::Wait(MPI_Request* requests, int count,
   absl::Time next_peer_check = start + absl::Milliseconds(100);
   for (int64_t polls = 0;; ++polls) {
     int done = 0;
-    SLUICE_RETURN_IF_ERROR(Call(
+    SLUICE_RETURN_IF_ERROR(MpiCall(
         "MPI_Testall", [&] { return MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE); }));
     if (done) return absl::OkStatus();
     auto where = [&] { return absl::StrCat("rank ", rank_, " of ", size_, ": "); };
@@ -241,10 +209,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> MpiWorld::NewCommunicator(const De
     std::shared_ptr<MpiWorld> self = shared_from_this();
     bootstrap.broadcast_from_rank0 = [self](void* data, size_t bytes) -> absl::Status {
       MPI_Request request;
-      SLUICE_RETURN_IF_ERROR(Call("MPI_Ibcast", [&] {
+      SLUICE_RETURN_IF_ERROR(MpiCall("MPI_Ibcast", [&] {
         return MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD, &request);
       }));
-      return self->Wait(&request, 1, [] { return std::string("sharing NCCL's unique id"); });
+      return self->Wait(
+          &request, 1, [] { return std::string("sharing NCCL's unique id"); }, /*bytes=*/0);
     };
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> host,
                             MpiCommunicator::Create(self, id.ToString()));

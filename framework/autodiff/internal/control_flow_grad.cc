@@ -17,6 +17,14 @@ std::vector<int64_t> Dims(const Shape& shape) {
   return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
 }
 
+// The program index of the block declaring `name`; -1 when no block does.
+int OwnerBlockOf(const ir::ProgramDesc& program, const std::string& name) {
+  for (int b = 0; b < program.num_blocks(); ++b) {
+    if (program.block(b).HasVar(name)) return b;
+  }
+  return -1;
+}
+
 // The declaration of `name`, wherever it is (names are unique program-wide).
 ir::VarDesc VarOf(const ir::ProgramDesc& desc, const std::string& name) {
   const int block = OwnerBlockOf(desc, name);
@@ -104,18 +112,6 @@ void AppendYield(Program& program, std::vector<std::string> values) {
           Op(std::string(ir::kYieldOp), {{std::string(ir::kLoopVarsSlot), std::move(values)}}, {}));
 }
 
-GradPlanner::Config SubConfig(GradPlanner& outer, int forward_block, int grad_block,
-                              GradPlanner::LocalView view) {
-  GradPlanner::Config config;
-  config.program = &outer.program();
-  config.forward_block = forward_block;
-  config.grad_block = grad_block;
-  config.parent = &outer;
-  config.local_view = std::move(view);
-  config.no_grad_set = outer.no_grad_set();
-  return config;
-}
-
 // ---- cond ----
 
 // Makes `name`, a temporary of branch `branch` of the cond whose first output is `out0`, a
@@ -139,7 +135,7 @@ absl::StatusOr<std::string> SaveFromBranch(Program& program, const std::string& 
   return saved;
 }
 
-absl::Status BuildCondGrad(GradPlanner& outer, const ir::OpDesc& op,
+absl::Status BuildCondGrad(BlockGradPlanner& outer, const ir::OpDesc& op,
                            const std::vector<std::string>& needed,
                            const std::vector<std::optional<std::string>>& seeds,
                            const std::vector<std::string>& out_names) {
@@ -155,7 +151,7 @@ absl::Status BuildCondGrad(GradPlanner& outer, const ir::OpDesc& op,
     const int branch = branches[b];
     const int other = branches[1 - b];
     grad_branches[b] = program.EnterNewBlock();
-    GradPlanner::LocalView view =
+    BlockGradPlanner::LocalView view =
         [&program, &outer, out0, branch,
          other](const std::string& name) -> absl::StatusOr<std::optional<std::string>> {
       if (OwnerBlockOf(program.desc(), name) != branch) return std::optional<std::string>();
@@ -164,13 +160,12 @@ absl::Status BuildCondGrad(GradPlanner& outer, const ir::OpDesc& op,
       SLUICE_ASSIGN_OR_RETURN(std::string visible, outer.Visible(saved));
       return std::optional<std::string>(std::move(visible));
     };
-    GradPlanner planner(SubConfig(outer, branch, grad_branches[b], std::move(view)));
-    SLUICE_RETURN_IF_ERROR(planner.PlanFromSeeds(seeds));
-    SLUICE_RETURN_IF_ERROR(planner.Append());
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<BlockGradPlanner> planner,
+                            outer.PlanSubBlock(branch, grad_branches[b], std::move(view), seeds));
     std::vector<std::string> yields;
     for (const std::string& name : needed) {
-      if (planner.HasGrad(name)) {
-        yields.push_back(planner.GradVar(name));
+      if (planner->HasGrad(name)) {
+        yields.push_back(planner->GradVar(name));
         continue;
       }
       const ir::VarDesc var = VarOf(program.desc(), name);
@@ -189,7 +184,7 @@ absl::Status BuildCondGrad(GradPlanner& outer, const ir::OpDesc& op,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<ControlFlowGrad>> PlanCondGrad(GradPlanner& outer,
+absl::StatusOr<std::optional<ControlFlowGrad>> PlanCondGrad(BlockGradPlanner& outer,
                                                             const ir::OpDesc& op) {
   const std::string& pred = op.Input(ir::kCondSlot)[0];
   std::vector<std::string> needed;
@@ -257,7 +252,7 @@ absl::StatusOr<std::string> AddLoopVar(
 // — the iteration count (from the forward loop's `counter`), then one per carried loop
 // variable (its seed or zeros in; its gradient out, or an unused variable), then one
 // accumulator per capture (zeros in; the capture's gradient out).
-absl::Status BackwardLoopVars(GradPlanner& outer, const WhileGradSpec& spec,
+absl::Status BackwardLoopVars(BlockGradPlanner& outer, const WhileGradSpec& spec,
                               const std::string& counter, const std::vector<std::string>& out_names,
                               std::vector<std::string>& x, std::vector<std::string>& out) {
   Program& program = outer.program();
@@ -306,7 +301,7 @@ absl::StatusOr<int> AppendCountCond(Program& program, const std::string& counter
   return block;
 }
 
-absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
+absl::Status BuildWhileGrad(BlockGradPlanner& outer, const WhileGradSpec& spec,
                             const std::vector<std::string>& out_names) {
   Program& program = outer.program();
   const int grad_block = program.current_block();
@@ -336,7 +331,7 @@ absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
                                                          vm::AttrMap().Set("value", -1.0)));
   const absl::flat_hash_set<std::string> current_values(fwd_out.begin(), fwd_out.end());
   auto pops = std::make_shared<size_t>(0);
-  GradPlanner::LocalView view =
+  BlockGradPlanner::LocalView view =
       [&program, &outer, out0, body, current_values, counter, grad_body, k, pops,
        max = spec.max_iterations](
           const std::string& name) -> absl::StatusOr<std::optional<std::string>> {
@@ -362,15 +357,14 @@ absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
                Op("read_row", {{"Buffer", {visible}}, {"Index", {k}}}, {{"Out", {pop}}}));
     return std::optional<std::string>(pop);
   };
-  GradPlanner planner(SubConfig(outer, body, grad_body, std::move(view)));
   std::vector<std::optional<std::string>> seeds(fwd_out.size());
   for (size_t k2 = 0; k2 < spec.carried.size(); ++k2) seeds[spec.carried[k2]] = out[1 + k2];
-  SLUICE_RETURN_IF_ERROR(planner.PlanFromSeeds(seeds));
-  SLUICE_RETURN_IF_ERROR(planner.Append());
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<BlockGradPlanner> planner,
+                          outer.PlanSubBlock(body, grad_body, std::move(view), seeds));
   std::vector<std::string> next = {k};
   for (size_t i : spec.carried) {
-    if (planner.HasGrad(fwd_out[i])) {
-      next.push_back(planner.GradVar(fwd_out[i]));
+    if (planner->HasGrad(fwd_out[i])) {
+      next.push_back(planner->GradVar(fwd_out[i]));
       continue;
     }
     const ir::VarDesc var = VarOf(program.desc(), fwd_out[i]);
@@ -381,8 +375,8 @@ absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
     const std::string& acc = out[1 + spec.carried.size() + c];
     const std::string& capture = spec.captures[c];
     std::string sum;
-    if (planner.HasGrad(capture)) {
-      SLUICE_ASSIGN_OR_RETURN(sum, AppendOne(program, "sum", {{acc, planner.GradVar(capture)}}));
+    if (planner->HasGrad(capture)) {
+      SLUICE_ASSIGN_OR_RETURN(sum, AppendOne(program, "sum", {{acc, planner->GradVar(capture)}}));
     } else {
       SLUICE_ASSIGN_OR_RETURN(sum, AppendOne(program, "assign", {{acc}}));
     }
@@ -402,7 +396,7 @@ absl::Status BuildWhileGrad(GradPlanner& outer, const WhileGradSpec& spec,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<ControlFlowGrad>> PlanWhileGrad(GradPlanner& outer,
+absl::StatusOr<std::optional<ControlFlowGrad>> PlanWhileGrad(BlockGradPlanner& outer,
                                                              const ir::OpDesc& op,
                                                              const std::string& where) {
   WhileGradSpec spec;
@@ -451,7 +445,7 @@ absl::StatusOr<std::optional<ControlFlowGrad>> PlanWhileGrad(GradPlanner& outer,
 
 }  // namespace
 
-absl::StatusOr<std::optional<ControlFlowGrad>> PlanControlFlowGrad(GradPlanner& planner,
+absl::StatusOr<std::optional<ControlFlowGrad>> PlanControlFlowGrad(BlockGradPlanner& planner,
                                                                    const ir::OpDesc& op,
                                                                    const std::string& where) {
   if (op.type == ir::kCondOp) return PlanCondGrad(planner, op);

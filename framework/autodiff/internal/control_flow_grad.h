@@ -1,7 +1,8 @@
 // The gradients of `cond` and `while` (framework/ir/control_flow.h), in the style of
 // TensorFlow 2's cond_v2 / while_v2: the gradient of a control-flow op is a control-flow op
 // of the same kind in the gradient block, whose sub-blocks hold the gradients of the
-// forward sub-blocks, planned by nested GradPlanners (grad_planner.h). Sub-block
+// forward sub-blocks, planned by nested planners (BlockGradPlanner::PlanSubBlock,
+// block_grad_planner.h; GradPlanner, grad_planner.h, implements it). Sub-block
 // temporaries are invisible outside their block, so the forward op is rewritten to hand
 // out what the gradient reads:
 //
@@ -37,7 +38,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "framework/autodiff/internal/grad_planner.h"
+#include "framework/autodiff/internal/block_grad_planner.h"
 #include "framework/ir/program_desc.h"
 
 namespace sluice::framework::autodiff_internal {
@@ -53,7 +54,7 @@ struct ControlFlowGrad {
 // it for errors), after the gradients of its outputs are planned. Nullopt when no
 // variable it reads needs a gradient. InvalidArgument for a while without max_iterations.
 // The forward program is rewritten only when the planned op is built (at Append).
-absl::StatusOr<std::optional<ControlFlowGrad>> PlanControlFlowGrad(GradPlanner& planner,
+absl::StatusOr<std::optional<ControlFlowGrad>> PlanControlFlowGrad(BlockGradPlanner& planner,
                                                                    const ir::OpDesc& op,
                                                                    const std::string& where);
 

@@ -1,6 +1,8 @@
 #include "framework/autodiff/internal/grad_planner.h"
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
@@ -27,14 +29,23 @@ std::vector<std::string> ReadsOf(const ir::ProgramDesc& program, const ir::OpDes
 
 }  // namespace
 
-int OwnerBlockOf(const ir::ProgramDesc& program, const std::string& name) {
-  for (int b = 0; b < program.num_blocks(); ++b) {
-    if (program.block(b).HasVar(name)) return b;
-  }
-  return -1;
-}
-
 GradPlanner::GradPlanner(Config config) : config_(std::move(config)) {}
+
+absl::StatusOr<std::unique_ptr<BlockGradPlanner>> GradPlanner::PlanSubBlock(
+    int forward_block, int grad_block, LocalView view,
+    const std::vector<std::optional<std::string>>& seeds) {
+  Config config;
+  config.program = config_.program;
+  config.forward_block = forward_block;
+  config.grad_block = grad_block;
+  config.parent = this;
+  config.local_view = std::move(view);
+  config.no_grad_set = config_.no_grad_set;
+  auto planner = std::make_unique<GradPlanner>(std::move(config));
+  SLUICE_RETURN_IF_ERROR(planner->PlanFromSeeds(seeds));
+  SLUICE_RETURN_IF_ERROR(planner->Append());
+  return planner;
+}
 
 std::string GradPlanner::GradVar(const std::string& name) const {
   const std::string grad = ops::GradContext::GradName(name);

@@ -3,7 +3,8 @@
 // the global block, seeded by the loss, appending to the global block itself. The
 // gradients of `cond` and `while` (control_flow_grad.h) run one per branch or loop body,
 // seeded by the gradients of what the block yields, each appending to a new sub-block of
-// the enclosing planner's gradient block — so nesting is recursion.
+// the enclosing planner's gradient block — so nesting is recursion (through the
+// BlockGradPlanner interface, block_grad_planner.h, which this class implements).
 //
 // The algorithm (for the global block; a sub-block differs where noted):
 //  1. Path: walking the ops backwards from the loss (a sub-block: from the yielded values
@@ -42,6 +43,7 @@
 #define SLUICE_FRAMEWORK_AUTODIFF_INTERNAL_GRAD_PLANNER_H_
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -51,36 +53,15 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "framework/autodiff/internal/block_grad_planner.h"
 #include "framework/builder/program.h"
 #include "framework/ir/program_desc.h"
 #include "vm/attrs.h"
 
 namespace sluice::framework::autodiff_internal {
 
-using Slots = std::vector<std::pair<std::string, std::vector<std::string>>>;
-
-// One op of a backward pass, by variable names, before anything is appended.
-struct PlannedOp {
-  std::string type;
-  Slots inputs;
-  Slots outputs;
-  vm::AttrMap attrs;
-  // Set for the gradient of a cond or while: appends the op (and builds its sub-blocks)
-  // in its turn, given the final output names, instead of AppendOpInto.
-  std::function<absl::Status(const Slots& outputs)> build;
-};
-
-// The program index of the block declaring `name`; -1 when no block does.
-int OwnerBlockOf(const ir::ProgramDesc& program, const std::string& name);
-
-class GradPlanner {
+class GradPlanner final : public BlockGradPlanner {
  public:
-  // Maps a forward variable that the planner's forward block owns (for a loop body, also
-  // the loop's current values) to a name readable in the gradient block; nullopt for
-  // any other variable, which the enclosing planner then maps.
-  using LocalView =
-      std::function<absl::StatusOr<std::optional<std::string>>(const std::string& name)>;
-
   struct Config {
     Program* program = nullptr;
     int forward_block = 0;
@@ -108,21 +89,26 @@ class GradPlanner {
   // AppendOpInto.
   absl::Status Append();
 
-  Program& program() { return *config_.program; }
+  Program& program() override { return *config_.program; }
   int forward_block() const { return config_.forward_block; }
   int grad_block() const { return config_.grad_block; }
   const absl::flat_hash_set<std::string>* no_grad_set() const { return config_.no_grad_set; }
 
   // Whether forward variable `name` needs a gradient (step 2; false for a name the
   // block's ops never mention).
-  bool NeedsGrad(const std::string& name) const { return needs_.contains(name); }
+  bool NeedsGrad(const std::string& name) const override { return needs_.contains(name); }
   // Whether some gradient of `name` is planned; its name is then GradVar(name).
-  bool HasGrad(const std::string& name) const { return has_grad_.contains(name); }
-  std::string GradVar(const std::string& name) const;
+  bool HasGrad(const std::string& name) const override { return has_grad_.contains(name); }
+  std::string GradVar(const std::string& name) const override;
   // `name` (a forward variable visible from the forward block) as the gradient block
   // reads it; the first call for a name may rewrite the forward program to make it
   // readable (control_flow_grad.h). Memoized.
-  absl::StatusOr<std::string> Visible(const std::string& name);
+  absl::StatusOr<std::string> Visible(const std::string& name) override;
+  // A GradPlanner for the sub-block, this one its parent, sharing its no_grad_set:
+  // PlanFromSeeds(seeds), then Append.
+  absl::StatusOr<std::unique_ptr<BlockGradPlanner>> PlanSubBlock(
+      int forward_block, int grad_block, LocalView view,
+      const std::vector<std::optional<std::string>>& seeds) override;
 
   // "block B op #I 'type'", for errors.
   std::string OpWhere(size_t index, const std::string& type) const;

@@ -8,23 +8,13 @@
 #ifndef SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PRIMITIVES_H_
 #define SLUICE_FRAMEWORK_COMPILER_CPU_TILE_PRIMITIVES_H_
 
-#include <cstdint>
-
 #include "core/data_type.h"
+#include "framework/compiler/cpu/tile_arg.h"
 #include "framework/compiler/subgraph.h"
 
 namespace sluice::framework::compiler::cpu {
 
-// One argument over a tile: element i is data[i * stride]; stride is 1 (a buffer, or an
-// input contiguous along the tile) or 0 (an input broadcast along it).
-struct TileArg {
-  const void* data = nullptr;
-  int64_t stride = 1;
-};
-
-// Computes out[0..n) (contiguous, the node's dtype) from args[0..arity). `params`: the
-// node's two constants. `out` may not alias an argument.
-using TilePrimitive = void (*)(const TileArg* args, void* out, int64_t n, const double* params);
+// TileArg and TilePrimitive, the primitives' calling convention: tile_arg.h.
 
 // Which build of the primitives to use: the best this cpu runs (AVX2 where it has it and
 // the AVX2 build exists), or the baseline build every x86-64 cpu runs (tests run both).

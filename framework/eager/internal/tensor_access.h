@@ -8,15 +8,6 @@
 
 namespace sluice::eager::internal {
 
-// The deleter of the BlobRefs Tensor::blob() hands out: the reference holds the tensor
-// (and so its storage) and drops that hold when it goes. Named, so that
-// Context::FromBlob can tell such a reference (std::get_deleter) and return the tensor
-// itself instead of adopting its blob a second time.
-struct TensorBlobHold {
-  TensorState* state;
-  void operator()(vm::Blob*) const { state->Unref(); }
-};
-
 struct TensorAccess {
   // The state behind a valid handle (no reference taken).
   static TensorState* State(const Tensor& t) { return t.state_; }

@@ -1,6 +1,5 @@
 #include "framework/interpreter/control_flow/control_step.h"
 
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,28 +11,6 @@
 #include "vm/tracer.h"
 
 namespace sluice::framework::control_flow {
-std::optional<bool> ReadPredicate(const vm::Blob* pred) {
-  if (pred->poisoned() || pred->raw_storage() == nullptr) return std::nullopt;
-  uint8_t byte = 0;
-  std::memcpy(&byte, pred->raw_storage()->data(), 1);
-  return byte != 0;
-}
-
-void PoisonAll(absl::Span<vm::Blob* const> blobs, const absl::Status& cause) {
-  for (vm::Blob* blob : blobs) blob->Poison(cause);
-}
-
-std::string LoopIteration::Describe() const {
-  std::string text =
-      absl::StrCat("iteration ", value_.load(std::memory_order_relaxed), " of ", where_);
-  if (parent_ != nullptr) absl::StrAppend(&text, ", ", parent_->Describe());
-  return text;
-}
-
-std::string StepOrigin::Describe() const {
-  if (loop_ == nullptr) return where_;
-  return absl::StrCat(where_, ", ", loop_->Describe());
-}
 
 std::unique_ptr<ControlStep> ControlStep::Cond(std::string where, vm::Blob* pred, Frame on_true,
                                                Frame on_false) {

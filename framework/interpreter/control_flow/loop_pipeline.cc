@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/status.h"
-#include "framework/interpreter/control_flow/control_step.h"
+#include "framework/interpreter/control_flow/frame.h"
 #include "vm/recorder.h"
 #include "vm/tracer.h"
 

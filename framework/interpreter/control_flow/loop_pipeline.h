@@ -58,7 +58,7 @@
 
 namespace sluice::framework::control_flow {
 
-struct LoopFrames;  // control_step.h
+struct LoopFrames;  // frame.h
 
 class LoopPipeline {
  public:

@@ -1,15 +1,18 @@
-// The tile primitives' templates (framework/compiler/cpu/tile_primitives.h), instantiated
-// once per instruction set: tile_primitives.cc for the baseline, tile_primitives_avx2.cc
-// built with -mavx2 (never with FMA: the primitives must not contract). Every template takes
-// the set's tag type `Isa` first, so each build's instantiations are distinct symbols, and
-// everything they call is inlined (SLUICE_ELEMENTWISE_INLINE): no out-of-line code built for
-// one set can be linked into another's callers. Include only from those two files.
+// The tile primitives' templates (framework/compiler/cpu/tile_primitives.h, over the calling
+// convention of tile_arg.h), instantiated once per instruction set: tile_primitives.cc for
+// the baseline, tile_primitives_avx2.cc built with -mavx2 (never with FMA: the primitives
+// must not contract). Every template takes the set's tag type `Isa` first, so each build's
+// instantiations are distinct symbols, and everything they call is inlined
+// (SLUICE_ELEMENTWISE_INLINE): no out-of-line code built for one set can be linked into
+// another's callers. Include only from those two files.
 #ifndef SLUICE_FRAMEWORK_COMPILER_CPU_INTERNAL_TILE_PRIMITIVE_SET_H_
 #define SLUICE_FRAMEWORK_COMPILER_CPU_INTERNAL_TILE_PRIMITIVE_SET_H_
 
 #include <cstdint>
 
-#include "framework/compiler/cpu/tile_primitives.h"
+#include "core/data_type.h"
+#include "framework/compiler/cpu/tile_arg.h"
+#include "framework/compiler/subgraph.h"
 #include "ops/cpu/elementwise_functions.h"
 #include "ops/cpu/elementwise_loops.h"
 
