@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "ep/runtime.h"
-#include "framework/compiler/compiled_kernel.h"
+#include "framework/compiler/replay_kernels.h"
 #include "ops/kernel_registry.h"
 #include "ops/op_registry.h"
 #include "ops/standard_ops.h"

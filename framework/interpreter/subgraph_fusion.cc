@@ -4,7 +4,7 @@
 #include <queue>
 #include <utility>
 
-#include "framework/compiler/compiled_kernel.h"
+#include "framework/compiler/replay_kernels.h"
 #include "framework/compiler/partition.h"
 #include "framework/interpreter/dependency_builder.h"
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "ep/runtime.h"
-#include "framework/compiler/compiled_kernel.h"
+#include "framework/compiler/replay_kernels.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/op_registry.h"
