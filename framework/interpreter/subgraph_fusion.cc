@@ -4,8 +4,8 @@
 #include <queue>
 #include <utility>
 
-#include "framework/compiler/replay_kernels.h"
 #include "framework/compiler/partition.h"
+#include "framework/compiler/replay_kernels.h"
 #include "framework/interpreter/dependency_builder.h"
 
 namespace sluice::framework {
