@@ -84,7 +84,12 @@ void BM_Kernel_Matmul(benchmark::State& state) {
     SLUICE_CHECK(b.vm->Sync().ok());
   }
   state.SetItemsProcessed(state.iterations() * n * n * n);
-  state.counters["parallel_regions"] = static_cast<double>(b.vm->stats().parallel_regions);
+  const vm::VmStats stats = b.vm->stats();
+  state.counters["regions"] = static_cast<double>(stats.parallel_regions);
+  state.counters["helped"] = stats.parallel_chunks == 0
+                                 ? 0.0
+                                 : static_cast<double>(stats.parallel_helped_chunks) /
+                                       static_cast<double>(stats.parallel_chunks);
 }
 BENCHMARK(BM_Kernel_Matmul)->ArgsProduct({{128, 256, 512}, {0, 1}})->UseRealTime();
 

@@ -144,9 +144,11 @@ GemmOperand<T> GemmRowsFrom(const GemmOperand<T>& m, int64_t r0) {
   return {m.transposed ? m.data + r0 : m.data + r0 * m.ld, m.ld, m.transposed};
 }
 
-// Multiply-adds below which a Gemm stays on its thread: a helper's wake-up and the copies of
-// B's packing it repeats cost more than the work.
-inline constexpr int64_t kGemmParallelMacs = int64_t{1} << 18;
+// The fewest multiply-adds a chunk of a split Gemm gets (about 50 µs of one core's work): a
+// helper's wake-up (tens of µs) and the packing of B that every chunk repeats must be small
+// beside it. A Gemm of fewer than 4x this stays on its thread (a 128^3 matmul split in eight
+// ran 13% slower than on one thread; docs/perf-log.md, 2026-12-07).
+inline constexpr int64_t kGemmParallelMacs = int64_t{1} << 20;
 
 // Gemm with C's rows split across `parallel`'s threads (each chunk of rows is its own Gemm
 // over the same B). Every element of C sums its products in the same order as one Gemm, so
@@ -156,7 +158,7 @@ absl::Status ParallelGemm(const ParallelScope& parallel, int64_t m, int64_t n, i
                           const GemmOperand<T>& a, const GemmOperand<T>& b, T* c, int64_t ldc,
                           bool accumulate) {
   const int64_t macs = m * n * std::max<int64_t>(k, 1);
-  if (parallel.pool() == nullptr || macs < 2 * kGemmParallelMacs) {
+  if (parallel.pool() == nullptr || macs < 4 * kGemmParallelMacs) {
     Gemm(m, n, k, a, b, c, ldc, accumulate);
     return absl::OkStatus();
   }

@@ -470,7 +470,7 @@ TEST(NnOpsParallelTest, SplitKernelsMatchOneThreadBitForBit) {
         for (const vm::BlobRef& blob : slot) result.values.push_back(h.Download(blob));
       }
     };
-    const vm::BlobRef x = upload({130, 170}), y = upload({170, 150}), g = upload({130, 150});
+    const vm::BlobRef x = upload({200, 170}), y = upload({170, 150}), g = upload({200, 150});
     const vm::AttrMap plain =
         vm::AttrMap().Set("transpose_x", int64_t{0}).Set("transpose_y", int64_t{0});
     keep(h.Run("matmul", {{x}, {y}}, plain));
