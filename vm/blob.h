@@ -188,7 +188,7 @@ class Blob {
   QueuedChainHeader<Blob> queue_header;
 
   // Sync checker only: what retired accesses of this blob certify (see
-  // SyncChecker::OnRetire). Scheduler only.
+  // SyncChecker::OnEagerRetired). Scheduler only.
   std::vector<uint32_t> retired_clock_;
 };
 

@@ -60,6 +60,10 @@ void Recorder::WriteLine(const std::string& line) {
   }
 }
 
+void Recorder::OnBlobCreated(const BlobRef& blob, const Stream& stream) {
+  RecordBlob(blob, stream.name());
+}
+
 void Recorder::RecordBlob(const BlobRef& blob, const std::string& stream_name) {
   std::string line =
       absl::StrCat("blob ", blob->id(), " ", blob->device().ToString(), " ",

@@ -17,13 +17,20 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "vm/blob.h"
+#include "vm/execution_observer.h"
 #include "vm/instruction.h"
 #include "vm/kernel.h"
 
 namespace sluice::vm {
 
-// Thread-safe: the VM calls it from submitting threads and workers.
-class Recorder {
+// Thread-safe: the VM calls it from submitting threads, workers and the threads that run
+// AccessBlob host code.
+//
+// The VM reaches it as its ExecutionObserver (the four events it writes, each forwarding to
+// the Record* call beside it); a control-flow kernel reaches RecordExpansion directly
+// through KernelContext::recorder() (RunLoggingSteps), a report only that kernel can make;
+// the VM's owner writes the checksums and closes the file at shutdown.
+class Recorder final : public ExecutionObserver {
  public:
   static constexpr int kFormatVersion = 4;
   // The oldest version ParseRecord still reads (version 1 has no `waits=` fields, version 2
@@ -36,6 +43,21 @@ class Recorder {
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
+
+  // --- ExecutionObserver. ---
+  // RecordBlob with `stream`'s name.
+  void OnBlobCreated(const BlobRef& blob, const Stream& stream) override;
+  // RecordChain.
+  void OnChainSubmitted(const Instruction* head) override { RecordChain(head); }
+  // RecordExpansion (the empty expansion of a skipped control step).
+  void OnControlExpanded(const Instruction& control,
+                         absl::Span<const Instruction* const> steps) override {
+    RecordExpansion(control, steps);
+  }
+  // RecordWrite.
+  void OnHostWrite(uint64_t seq, absl::Span<const uint8_t> bytes) override {
+    RecordWrite(seq, bytes);
+  }
 
   // A new blob (its id, device, dtype, shape, first-use stream, name).
   void RecordBlob(const BlobRef& blob, const std::string& stream_name);

@@ -208,7 +208,7 @@ void SyncChecker::OnDoneEdge(const Instruction& done, Instruction* successor) {
   Join(successor->host_clock, done.done_clock);
 }
 
-void SyncChecker::OnRetire(const Instruction& instruction) {
+void SyncChecker::OnEagerRetired(const Instruction& instruction) {
   if (instruction.done_clock.empty()) return;
   if (!instruction.IsCompletionMarker() && !instruction.stream->policy()->synchronous()) return;
   for (Blob* blob : instruction.inputs) Join(RetiredClock(blob), instruction.done_clock);
@@ -217,7 +217,7 @@ void SyncChecker::OnRetire(const Instruction& instruction) {
   }
 }
 
-void SyncChecker::OnReceive(Instruction* instruction) {
+void SyncChecker::OnEagerReceived(Instruction* instruction) {
   for (Blob* blob : instruction->inputs) Join(instruction->host_clock, RetiredClock(blob));
   for (Blob* blob : instruction->outputs) {
     Join(instruction->host_clock, RetiredClock(blob));
@@ -230,7 +230,7 @@ void SyncChecker::OnBarrierReceived(const Instruction& barrier) {
   unclaimed_.clear();
 }
 
-void SyncChecker::OnRetiredBeforeBarrier(const Instruction& instruction) {
+void SyncChecker::OnRetired(const Instruction& instruction) {
   if (instruction.done_clock.empty()) return;  // never launched (skipped or cancelled)
   absl::MutexLock lock(&mu_);
   for (PendingBarrier& barrier : barriers_) {
@@ -242,7 +242,7 @@ void SyncChecker::OnRetiredBeforeBarrier(const Instruction& instruction) {
   Join(unclaimed_, instruction.done_clock);
 }
 
-void SyncChecker::OnBarrier(const Instruction& barrier) {
+void SyncChecker::OnBarrierFired(const Instruction& barrier) {
   absl::MutexLock lock(&mu_);
   // Barriers fire in receive order: a later one waits for the earlier one to retire.
   for (size_t i = 0; i < barriers_.size(); ++i) {

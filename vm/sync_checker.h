@@ -46,6 +46,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "vm/execution_observer.h"
 
 namespace sluice::vm {
 
@@ -65,7 +66,12 @@ struct SyncViolation {
 };
 
 // Thread-safe: hooks are called from producers, the scheduler and workers.
-class SyncChecker {
+//
+// The VM reaches it as its ExecutionObserver (the events below, each on the thread that
+// interface names); a StepSequence reaches it directly through KernelContext for its
+// cross-sequence waits (OnSequencePassed, OnSequenceWaited), which are the kernel's reports,
+// not the VM's.
+class SyncChecker final : public ExecutionObserver {
  public:
   static constexpr int kMaxKeptViolations = 64;
 
@@ -73,18 +79,47 @@ class SyncChecker {
   SyncChecker(const SyncChecker&) = delete;
   SyncChecker& operator=(const SyncChecker&) = delete;
 
+  // --- ExecutionObserver. ---
   // Producer, at Submit: the instruction starts from what the host already knows is done.
-  void OnSubmit(Instruction* instruction);
+  void OnSubmit(Instruction* instruction) override;
   // Worker, as it launches `instruction` on its stream (in each stream's launch order).
-  void OnLaunch(Instruction* instruction);
+  void OnLaunch(Instruction* instruction) override;
   // Worker, as the StepSequence that `outer` runs launches `step` (an OpCall or Release whose
   // stream and number are set): ticks the stream, checks the step's accesses, and makes
   // `outer`'s completion certify the step.
-  void OnStepLaunch(Instruction* outer, const Instruction& step);
+  void OnStepLaunch(Instruction* outer, const Instruction& step) override;
   // Worker, after a step of `outer` whose kernel runs steps of its own (a control-flow
   // kernel, a nested StepSequence) returned: those steps were reported against the step,
   // so `outer`'s completion now certifies everything its stream launched so far.
-  void OnNestedStepsDone(Instruction* outer);
+  void OnNestedStepsDone(Instruction* outer) override;
+  // Worker, before `step` (a Release with a ReleaseCount, run by `outer`) drops its count:
+  // ticks the stream and adds its clock to what the count has gathered this run. No access
+  // is checked: the drop frees nothing unless it is the last.
+  void OnSharedDrop(Instruction* outer, const Instruction& step) override;
+  // Worker, when that drop was the run's last: the stream joins every drop's clock, the
+  // release is checked as a write of its blob, and the gathered clock is cleared.
+  void OnLastDrop(Instruction* outer, const Instruction& step) override;
+  // Scheduler: the edge `done` -> `successor` was satisfied by `done`'s completion.
+  void OnDoneEdge(const Instruction& done, Instruction* successor) override;
+  // Scheduler: an eager instruction is received.
+  void OnEagerReceived(Instruction* instruction) override;
+  // Scheduler: a non-barrier instruction retired (complete): its completion clock goes to
+  // the first barrier received after it.
+  void OnRetired(const Instruction& instruction) override;
+  // Scheduler: an eager `instruction` retired. If a later instruction on another stream
+  // would have had to wait for its completion (a RecordEvent or StreamWait point, cpu work),
+  // that completion is now known to the host for good: it is folded into each operand blob,
+  // and OnEagerReceived hands it to later users of the blob, which no longer get an edge
+  // from it.
+  void OnEagerRetired(const Instruction& instruction) override;
+  // Scheduler: a Barrier was received (it certifies everything received before it).
+  void OnBarrierReceived(const Instruction& barrier) override;
+  // Scheduler: `barrier` fired; everything received before it is complete.
+  void OnBarrierFired(const Instruction& barrier) override;
+  // A host thread waited for `instruction` to complete (a blocking blob read or write).
+  void OnHostWaited(const Instruction& instruction) override;
+
+  // --- The kernel's reports (StepSequence, through KernelContext). ---
   // Worker: `sequence`, run by `outer` in the run tagged `run_tag`, passed its first
   // `steps` steps; keeps the stream's clock for the sequences that wait for them. Called
   // before the waiters can see the progress.
@@ -95,30 +130,6 @@ class SyncChecker {
   // kept for this run: nothing is joined, so what the wait was meant to order is reported).
   void OnSequenceWaited(const Instruction& outer, const void* source, uint64_t run_tag,
                         uint32_t steps);
-  // Worker, before `step` (a Release with a ReleaseCount, run by `outer`) drops its count:
-  // ticks the stream and adds its clock to what the count has gathered this run. No access
-  // is checked: the drop frees nothing unless it is the last.
-  void OnSharedDrop(Instruction* outer, const Instruction& step);
-  // Worker, when that drop was the run's last: the stream joins every drop's clock, the
-  // release is checked as a write of its blob, and the gathered clock is cleared.
-  void OnLastDrop(Instruction* outer, const Instruction& step);
-  // Scheduler: the edge `done` -> `successor` was satisfied by `done`'s completion.
-  static void OnDoneEdge(const Instruction& done, Instruction* successor);
-  // Scheduler: `instruction` retired. If a later instruction on another stream would have
-  // had to wait for its completion (a RecordEvent or StreamWait point, cpu work), that
-  // completion is now known to the host for good: it is folded into each operand blob, and
-  // OnReceive hands it to later users of the blob, which no longer get an edge from it.
-  static void OnRetire(const Instruction& instruction);
-  // Scheduler: an eager instruction is received.
-  static void OnReceive(Instruction* instruction);
-  // Scheduler: a Barrier was received (it certifies everything received before it).
-  void OnBarrierReceived(const Instruction& barrier);
-  // Scheduler: a non-barrier instruction retired (complete).
-  void OnRetiredBeforeBarrier(const Instruction& instruction);
-  // Scheduler: `barrier` fired; everything received before it is complete.
-  void OnBarrier(const Instruction& barrier);
-  // A host thread waited for `instruction` to complete (a blocking blob read or write).
-  void OnHostWaited(const Instruction& instruction);
 
   // Every violation, unordered accesses and undeclared aliases alike.
   int64_t violation_count() const;

@@ -24,6 +24,7 @@
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
+#include "vm/sync_checker.h"
 #include "vm/virtual_machine.h"
 
 namespace sluice::vm::engine_test {

@@ -23,6 +23,7 @@
 #include "vm/recorder.h"
 #include "vm/replayer.h"
 #include "vm/step_sequence.h"
+#include "vm/sync_checker.h"
 
 namespace sluice::vm::lane_record_test {
 namespace {

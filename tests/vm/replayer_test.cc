@@ -17,6 +17,7 @@
 #include "vm/precomputed_batch.h"
 #include "vm/record_reader.h"
 #include "vm/recorder.h"
+#include "vm/sync_checker.h"
 
 namespace sluice::vm::replayer_test {
 namespace {

@@ -2,6 +2,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/vm/vm_test_util.h"
+#include "vm/sync_checker.h"
 
 namespace sluice::vm::virtual_machine_test {
 namespace {

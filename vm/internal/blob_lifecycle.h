@@ -242,7 +242,7 @@ class BlobLifecycle {
   };
 
   // The sync checker's hooks (the scheduler, only with VmOptions::check_sync): what retired
-  // accesses of the blob certify (see SyncChecker::OnRetire).
+  // accesses of the blob certify (see SyncChecker::OnEagerRetired).
   struct Checker {
     static std::vector<uint32_t>& retired_clock(Blob* blob) { return blob->retired_clock_; }
   };

@@ -4,13 +4,13 @@
 
 #include "core/status.h"
 #include "core/thread_name.h"
+#include "vm/execution_observer.h"
 #include "vm/internal/blob_lifecycle.h"
 #include "vm/internal/blob_pool.h"
 #include "vm/internal/instruction_pool.h"
 #include "vm/internal/stream_policy.h"
 #include "vm/internal/thread_ctx.h"
 #include "vm/stream.h"
-#include "vm/sync_checker.h"
 
 namespace sluice::vm {
 
@@ -24,9 +24,9 @@ bool LaterReceived(const Instruction* a, const Instruction* b) { return a->recei
 
 }  // namespace
 
-Engine::Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool,
+Engine::Engine(EngineOptions options, ExecutionObserver* observer, internal::InstructionPool* pool,
                internal::BlobPool* blobs)
-    : options_(options), checker_(checker), pool_(pool), blobs_(blobs) {}
+    : options_(options), observer_(observer), pool_(pool), blobs_(blobs) {}
 
 Engine::~Engine() { SLUICE_CHECK(!thread_.joinable()); }
 
@@ -237,7 +237,7 @@ void Engine::Receive(Instruction* instruction) {
   instruction->received = ++received_;
   ++unretired_;
   if (instruction->kind == InstructionKind::kBarrier) {
-    if (checker_ != nullptr) checker_->OnBarrierReceived(*instruction);
+    if (observer_ != nullptr) observer_->OnBarrierReceived(*instruction);
     const int64_t earlier = unretired_ - 1;
     if (earlier == 0) {
       fired_.push_back(instruction);
@@ -258,7 +258,7 @@ void Engine::Receive(Instruction* instruction) {
   if (instruction->precomputed) {
     for (Instruction* from : instruction->predecessors) AddEdge(from, instruction);
   } else {
-    if (checker_ != nullptr) SyncChecker::OnReceive(instruction);
+    if (observer_ != nullptr) observer_->OnEagerReceived(instruction);
     using Dependence = BlobLifecycle::Scheduler;
     for (Blob* blob : instruction->inputs) {
       if (Dependence::last_writer(*blob) != nullptr) {
@@ -294,7 +294,7 @@ void Engine::DispatchReady() {
     Stream* stream = instruction->stream;
     const bool synchronous = stream->policy()->synchronous();
     if (synchronous) instruction->stream_seq = ++stream->dispatched_seq;
-    const bool host_ordered = checker_ != nullptr && synchronous;
+    const bool host_ordered = options_.marks_worker_order && synchronous;
     for (Instruction* successor : instruction->dispatch_successors) {
       // A StreamWait between synchronous streams of two ThreadCtxs: nothing on a device
       // holds the consumer back, so its worker does, until this stream ran the StreamWait.
@@ -330,15 +330,15 @@ void Engine::Retire(Instruction* instruction) {
   }
   if (instruction->fused != nullptr) instruction->fused->MarkKept();
   for (Instruction* successor : instruction->done_successors) {
-    if (checker_ != nullptr) SyncChecker::OnDoneEdge(*instruction, successor);
+    if (observer_ != nullptr) observer_->OnDoneEdge(*instruction, successor);
     if (--successor->pending == 0) MakeReady(successor);
   }
-  if (checker_ != nullptr && instruction->kind != InstructionKind::kBarrier) {
-    checker_->OnRetiredBeforeBarrier(*instruction);
+  if (observer_ != nullptr && instruction->kind != InstructionKind::kBarrier) {
+    observer_->OnRetired(*instruction);
   }
   if (!instruction->precomputed) {
-    if (checker_ != nullptr && instruction->kind != InstructionKind::kBarrier) {
-      SyncChecker::OnRetire(*instruction);
+    if (observer_ != nullptr && instruction->kind != InstructionKind::kBarrier) {
+      observer_->OnEagerRetired(*instruction);
     }
     for (Blob* blob : instruction->inputs) ForgetReader(blob, instruction);
     for (Blob* blob : instruction->outputs)
@@ -390,7 +390,7 @@ void Engine::ReleaseUse(Blob* blob) {
 }
 
 void Engine::FireBarrier(Instruction* barrier) {
-  if (checker_ != nullptr) checker_->OnBarrier(*barrier);
+  if (observer_ != nullptr) observer_->OnBarrierFired(*barrier);
   if (barrier->barrier_callback) barrier->barrier_callback();
   Retire(barrier);
 }

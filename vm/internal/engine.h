@@ -48,7 +48,7 @@
 
 namespace sluice::vm {
 
-class SyncChecker;
+class ExecutionObserver;
 class ThreadCtx;
 namespace internal {
 class BlobPool;
@@ -58,13 +58,17 @@ class InstructionPool;
 struct EngineOptions {
   bool dedicated_thread = true;
   std::chrono::nanoseconds spin{20000};
+  // Marks the edges a synchronous stream's worker orders (Instruction::joins_worker_clock)
+  // for the sync checker, which joins its worker's clock there. Set when the checker is on.
+  bool marks_worker_order = false;
 };
 
 // Thread-safe as documented per method. Workers reach it only as their CompletionSink.
 class Engine final : public CompletionSink {
  public:
-  // `checker` may be null; `pool` recycles retired instructions, `blobs` dead blobs' memory.
-  Engine(EngineOptions options, SyncChecker* checker, internal::InstructionPool* pool,
+  // `observer` (may be null) hears the scheduler's events (vm/execution_observer.h), on the
+  // scheduling thread; `pool` recycles retired instructions, `blobs` dead blobs' memory.
+  Engine(EngineOptions options, ExecutionObserver* observer, internal::InstructionPool* pool,
          internal::BlobPool* blobs);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -129,7 +133,7 @@ class Engine final : public CompletionSink {
   static constexpr std::chrono::nanoseconds kHoldBackWindow{2000};
 
   const EngineOptions options_;
-  SyncChecker* const checker_;
+  ExecutionObserver* const observer_;
   internal::InstructionPool* const pool_;
   internal::BlobPool* const blobs_;
 

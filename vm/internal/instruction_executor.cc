@@ -8,6 +8,7 @@
 #include "core/status_from_call.h"
 #include "ep/device.h"
 #include "ep/stream.h"
+#include "vm/execution_observer.h"
 #include "vm/internal/blob_lifecycle.h"
 #include "vm/internal/stream_policy.h"
 #include "vm/kernel.h"
@@ -238,11 +239,11 @@ void InstructionExecutor::Fail(Instruction* instruction, const absl::Status& err
 
 void InstructionExecutor::Skip(Instruction* instruction, const absl::Status& cause) {
   instruction->status = cause;
-  if (recorder_ != nullptr && instruction->kind == InstructionKind::kOpCall &&
+  if (observer_ != nullptr && instruction->kind == InstructionKind::kOpCall &&
       instruction->kernel != nullptr && instruction->kernel->logs_own_steps()) {
     // A control step that did not run ran no steps: an empty expansion keeps the record
     // replayable (its line names no kernel of its own).
-    recorder_->RecordExpansion(*instruction, {});
+    observer_->OnControlExpanded(*instruction, {});
   }
   PoisonOutputs(instruction, cause);
   // A fused run skipped as a whole (cancellation) counts as the calls and releases in it.
@@ -277,7 +278,7 @@ void InstructionExecutor::Run(Instruction* instruction) {
          absl::CancelledError(absl::StrCat(instruction->DebugString(), ": cancelled by shutdown")));
     return;
   }
-  if (checker_ != nullptr) checker_->OnLaunch(instruction);
+  if (observer_ != nullptr) observer_->OnLaunch(instruction);
   switch (instruction->kind) {
     case InstructionKind::kOpCall:
       RunOpCall(instruction);
@@ -292,7 +293,7 @@ void InstructionExecutor::Run(Instruction* instruction) {
       // A drop of a shared release (a replayed one): the checker gathered it at launch.
       if (instruction->release_count != nullptr) {
         if (!instruction->release_count->Drop()) return;
-        if (checker_ != nullptr) checker_->OnLastDrop(instruction, *instruction);
+        if (observer_ != nullptr) observer_->OnLastDrop(instruction, *instruction);
       }
       for (Blob* blob : instruction->outputs) {
         internal::BlobLifecycle::Worker::ReleaseStorage(blob, instruction->keeps_storage);
@@ -320,11 +321,11 @@ void InstructionExecutor::RunStep(Instruction* step, Instruction* outer_instruct
   if (step->release_count != nullptr) {
     // One drop of a shared release: the checker learns of it before the count moves, so
     // the last dropper's check sees every drop of the run.
-    if (check) checker_->OnSharedDrop(outer_instruction, *step);
+    if (check) observer_->OnSharedDrop(outer_instruction, *step);
     if (!step->release_count->Drop()) return;
-    if (check) checker_->OnLastDrop(outer_instruction, *step);
+    if (check) observer_->OnLastDrop(outer_instruction, *step);
   } else if (check) {
-    checker_->OnStepLaunch(outer_instruction, *step);
+    observer_->OnStepLaunch(outer_instruction, *step);
   }
   // `status` is left as is: nothing reads a step's status (errors go to the ErrorSink).
   if (step->kind == InstructionKind::kRelease) {
@@ -337,7 +338,7 @@ void InstructionExecutor::RunStep(Instruction* step, Instruction* outer_instruct
   // Steps the kernel ran itself certified only the step (their `outer`); the enclosing
   // instruction's completion must cover them too, even when this step is its last.
   if (check && (step->kernel->checks_own_steps() || step->kernel->logs_own_steps())) {
-    checker_->OnNestedStepsDone(outer_instruction);
+    observer_->OnNestedStepsDone(outer_instruction);
   }
 }
 
@@ -456,7 +457,7 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
   // reusable only by later work of the stream) must not make the access find it released.
   Instruction* i = instruction;
   ErrorSink* errors = errors_;
-  Recorder* recorder = recorder_;
+  ExecutionObserver* observer = observer_;
   const bool write = i->inputs.empty();
   Blob* blob = write ? i->outputs.front() : i->inputs.front();
   TensorStorage* storage = blob->raw_storage();
@@ -484,7 +485,7 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
   }
   // The task holds the staging buffer too: should a later enqueue below fail, the queued
   // copy and task still find it alive.
-  auto task = [i, errors, recorder, write, blob, data, bytes, staging]() -> absl::Status {
+  auto task = [i, errors, observer, write, blob, data, bytes, staging]() -> absl::Status {
     if (!write) {
       absl::Status poison = InstructionExecutor::InputPoison(*i);
       if (!poison.ok()) {
@@ -503,8 +504,8 @@ void InstructionExecutor::RunAccessBlob(Instruction* instruction) {
     if (status.ok()) {
       if (write) {
         blob->ClearPoison();
-        if (recorder != nullptr) {
-          recorder->RecordWrite(i->seq,
+        if (observer != nullptr) {
+          observer->OnHostWrite(i->seq,
                                 absl::MakeConstSpan(static_cast<const uint8_t*>(data), bytes));
         }
       }

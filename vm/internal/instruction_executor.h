@@ -15,17 +15,25 @@
 
 namespace sluice::vm {
 
+class ExecutionObserver;
 class Recorder;
 class SyncChecker;
 
 // Thread-safe: workers of different ThreadCtx call Run concurrently (on different streams).
 class InstructionExecutor {
  public:
-  // `checker` may be null. `cancel`, when true, makes Run skip every instruction with
-  // Cancelled (shutdown with cancellation).
-  InstructionExecutor(ErrorSink* errors, VmCounters* counters, SyncChecker* checker,
-                      const std::atomic<bool>* cancel)
-      : errors_(errors), counters_(counters), checker_(checker), cancel_(cancel) {}
+  // `observer` (may be null) hears the workers' events (vm/execution_observer.h). `checker`
+  // and `recorder` (each may be null) are what kernels reach through KernelContext for
+  // their own reports; the executor's own events go to `observer` only. `cancel`, when
+  // true, makes Run skip every instruction with Cancelled (shutdown with cancellation).
+  InstructionExecutor(ErrorSink* errors, VmCounters* counters, ExecutionObserver* observer,
+                      SyncChecker* checker, Recorder* recorder, const std::atomic<bool>* cancel)
+      : errors_(errors),
+        counters_(counters),
+        observer_(observer),
+        checker_(checker),
+        recorder_(recorder),
+        cancel_(cancel) {}
 
   // Worker thread of the instruction's stream. Never fails: an error is stored in
   // `instruction->status`, poisons its outputs and is reported to the ErrorSink.
@@ -45,8 +53,7 @@ class InstructionExecutor {
   ErrorSink* errors() const { return errors_; }
   // True once the VM cancels its work (shutdown with cancellation). Any thread.
   bool cancelling() const { return cancel_ != nullptr && cancel_->load(std::memory_order_acquire); }
-  // Set once, before any instruction runs: AccessBlob writes then record their bytes.
-  void set_recorder(Recorder* recorder) { recorder_ = recorder; }
+  // Null unless the VM records (KernelContext::recorder).
   Recorder* recorder() const { return recorder_; }
   // Installs (or, with null, removes) the tracer that times every OpCall from now on. Any
   // thread; work already launched may still add to the previous tracer, which must stay
@@ -55,9 +62,10 @@ class InstructionExecutor {
   Tracer* tracer() const { return tracer_.load(std::memory_order_acquire); }
 
   // A step of a StepSequence (see KernelContext::RunStep), on `outer`'s stream. `check`:
-  // report it to the sync checker first (requires one).
+  // report the step's events to the observer (requires the sync checker, which implies an
+  // observer).
   void RunStep(Instruction* step, Instruction* outer, bool check = false);
-  // Null unless the VM checks synchronization.
+  // Null unless the VM checks synchronization (KernelContext::sync_checker).
   SyncChecker* checker() const { return checker_; }
   // One copy between host memory and a device (KernelContext::CountHostCopy). Any thread.
   // A kernel's parallel regions on `pool` (KernelContext::parallel): cancelled with the VM,
@@ -81,9 +89,10 @@ class InstructionExecutor {
 
   ErrorSink* const errors_;
   VmCounters* const counters_;
+  ExecutionObserver* const observer_;
   SyncChecker* const checker_;
+  Recorder* const recorder_;
   const std::atomic<bool>* const cancel_;
-  Recorder* recorder_ = nullptr;
   std::atomic<Tracer*> tracer_{nullptr};  // release on install, acquire per OpCall
 };
 

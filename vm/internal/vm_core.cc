@@ -53,6 +53,20 @@ Instruction* AllocateOne(InstructionPool& pool) {
   return instruction;
 }
 
+// Both observers on: the fan-out over them, the checker first (see VmCore::observer_).
+std::unique_ptr<ObserverList> BothObservers(SyncChecker* checker, Recorder* recorder) {
+  if (checker == nullptr || recorder == nullptr) return nullptr;
+  return std::make_unique<ObserverList>(std::vector<ExecutionObserver*>{checker, recorder});
+}
+
+// The one observer VmCore reports to: the fan-out when there is one, else whichever of the
+// checker and the recorder is on, else null.
+ExecutionObserver* OnlyObserver(ObserverList* both, SyncChecker* checker, Recorder* recorder) {
+  if (both != nullptr) return both;
+  if (checker != nullptr) return checker;
+  return recorder;
+}
+
 }  // namespace
 
 // What the device allocators call when they run out of memory (see ReclaimReleases).
@@ -67,11 +81,9 @@ class VmCore::ReleaseReclaimer final : public MemoryReclaimer {
 
 std::unique_ptr<VmCore> VmCore::Create(ep::Runtime* runtime, VmOptions options,
                                        std::unique_ptr<Recorder> recorder) {
-  std::unique_ptr<VmCore> vm(new VmCore(runtime, std::move(options)));
-  vm->recorder_ = std::move(recorder);
+  std::unique_ptr<VmCore> vm(new VmCore(runtime, std::move(options), std::move(recorder)));
   vm->fusion_ =
       vm->options_.max_fused_steps > 1 && vm->max_buffered_ > 1 && vm->recorder_ == nullptr;
-  vm->executor_.set_recorder(vm->recorder_.get());
   VmCore* raw = vm.get();
   vm->engine_.Start([raw] { raw->HandOverBuffers(); });
   vm->reclaimer_ = std::make_unique<ReleaseReclaimer>(raw);
@@ -79,17 +91,20 @@ std::unique_ptr<VmCore> VmCore::Create(ep::Runtime* runtime, VmOptions options,
   return vm;
 }
 
-VmCore::VmCore(ep::Runtime* runtime, VmOptions options)
+VmCore::VmCore(ep::Runtime* runtime, VmOptions options, std::unique_ptr<Recorder> recorder)
     : runtime_(runtime),
       options_(std::move(options)),
       checker_(options_.check_sync ? std::make_unique<SyncChecker>() : nullptr),
-      executor_(&errors_, &counters_, checker_.get(), &cancel_),
+      recorder_(std::move(recorder)),
+      observer_list_(BothObservers(checker_.get(), recorder_.get())),
+      observer_(OnlyObserver(observer_list_.get(), checker_.get(), recorder_.get())),
+      executor_(&errors_, &counters_, observer_, checker_.get(), recorder_.get(), &cancel_),
       pool_(std::make_unique<InstructionPool>(options_.max_in_flight, options_.spin, &counters_)),
       blob_pool_(std::make_unique<BlobPool>(
           static_cast<size_t>(std::max<int64_t>(0, options_.max_parked_blobs)))),
       engine_(EngineOptions{options_.scheduling == VmOptions::Scheduling::kDedicatedThread,
-                            options_.spin},
-              checker_.get(), pool_.get(), blob_pool_.get()),
+                            options_.spin, /*marks_worker_order=*/checker_ != nullptr},
+              observer_, pool_.get(), blob_pool_.get()),
       reaper_(std::make_shared<BlobReaper>(&engine_)),
       by_id_(new std::atomic<Stream*>[StreamIdTable::kCapacity]),
       max_buffered_(
@@ -265,7 +280,7 @@ absl::StatusOr<BlobRef> VmCore::NewBlob(Stream* stream, DataType dtype, Shape sh
   // One reference count increment for the deleter's copy of the reaper (each is an atomic
   // read-modify-write on the producer's path).
   BlobRef blob(raw, [reaper = reaper_](Blob* b) { reaper->Reap(b); });
-  if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
+  if (observer_ != nullptr) observer_->OnBlobCreated(blob, *stream);
   return blob;
 }
 
@@ -294,7 +309,7 @@ absl::StatusOr<BlobRef> VmCore::NewLazyBlob(Stream* stream, DataType dtype, Shap
                         dtype, std::move(shape),
                         allocator != nullptr ? allocator : &device->allocator(), std::move(name)),
                [reaper](Blob* b) { reaper->Reap(b); });
-  if (recorder_ != nullptr) recorder_->RecordBlob(blob, stream->name());
+  if (observer_ != nullptr) observer_->OnBlobCreated(blob, *stream);
   return blob;
 }
 
@@ -431,7 +446,7 @@ void VmCore::Publish(Chain<Instruction> chain) {
   int64_t host_reads = 0;   // AccessBlob reads: a blob's bytes out to the host
   for (Instruction* i = chain.head; i != nullptr; i = i->next) {
     i->seq = seq++;
-    if (checker_ != nullptr) checker_->OnSubmit(i);
+    if (observer_ != nullptr) observer_->OnSubmit(i);
     if (i->fused != nullptr) {
       // Counted as the calls and releases it fuses.
       by_kind[static_cast<int>(InstructionKind::kOpCall)] += i->fused->op_calls();
@@ -457,12 +472,12 @@ void VmCore::Publish(Chain<Instruction> chain) {
       VmCounters::Add(CounterOf(counters_, static_cast<InstructionKind>(kind)), by_kind[kind]);
     }
   }
-  if (recorder_ != nullptr) recorder_->RecordChain(chain.head);
+  if (observer_ != nullptr) observer_->OnChainSubmitted(chain.head);
   engine_.Submit(std::move(chain));
 }
 
 void VmCore::NoteHostWaited(const Instruction& instruction) {
-  if (checker_ != nullptr) checker_->OnHostWaited(instruction);
+  if (observer_ != nullptr) observer_->OnHostWaited(instruction);
 }
 
 absl::Status VmCore::Sync(std::vector<absl::Status>* all) {

@@ -1,6 +1,7 @@
 // VmCore: the machine behind the VirtualMachine front door (vm/virtual_machine.h). It owns
 // the vm::Streams, the ThreadCtx workers, the engine, the instruction pool, the blob pool,
-// the error sink and, when enabled, the sync checker and the recorder. The front forwards
+// the error sink and, when enabled, the sync checker and the recorder, which it hands the
+// engine and the executor as one ExecutionObserver (vm/execution_observer.h). The front forwards
 // its users' calls here; ProducerPort (vm/producer_port.h) forwards the producers' calls
 // (instruction chains, held-back buffers, batches). Nothing above vm/ sees this class.
 //
@@ -33,9 +34,11 @@
 #include "vm/blob.h"
 #include "vm/counters.h"
 #include "vm/error_sink.h"
+#include "vm/execution_observer.h"
 #include "vm/instruction.h"
 #include "vm/internal/engine.h"
 #include "vm/internal/instruction_executor.h"
+#include "vm/internal/observer_list.h"
 #include "vm/internal/stream_policy.h"
 #include "vm/internal/thread_ctx.h"
 #include "vm/owned_blob.h"
@@ -122,7 +125,7 @@ class VmCore {
   void NoteHostWaited(const Instruction& instruction);
 
  private:
-  VmCore(ep::Runtime* runtime, VmOptions options);
+  VmCore(ep::Runtime* runtime, VmOptions options, std::unique_ptr<Recorder> recorder);
 
   // One idle blob's bytes to or from host memory: memcpy for cpu blobs; otherwise a copy on
   // the device's copy stream that this thread waits for through an event (never a host
@@ -178,8 +181,13 @@ class VmCore {
 
   VmCounters counters_;
   ErrorSink errors_;
-  std::unique_ptr<SyncChecker> checker_;
-  std::unique_ptr<Recorder> recorder_;
+  const std::unique_ptr<SyncChecker> checker_;
+  const std::unique_ptr<Recorder> recorder_;
+  // Both on: the fan-out that observer_ points to (the checker first, then the recorder).
+  const std::unique_ptr<ObserverList> observer_list_;
+  // What the engine, the executor and this class report events to: null when nothing
+  // observes, else the checker, the recorder or observer_list_. Fixed at construction.
+  ExecutionObserver* const observer_;
   std::atomic<bool> cancel_{false};
   InstructionExecutor executor_;
   // Read by producers on every instruction and blob, written never: a line of their own,
