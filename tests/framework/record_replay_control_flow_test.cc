@@ -23,6 +23,7 @@
 #include "tests/framework/control_flow_programs.h"
 #include "vm/record_reader.h"
 #include "vm/replayer.h"
+#include "vm/sync_checker.h"
 
 namespace sluice::framework::record_replay_control_flow_test {
 namespace {
