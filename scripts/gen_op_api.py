@@ -50,7 +50,7 @@ TYPES = {
 }
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Names the written code declares itself: a parameter of one of these names would clash.
-RESERVED = {"inputs", "ctx", "device", "a", "b", "m", "out", "v", "rows", "attrs"}
+RESERVED = {"inputs", "ctx", "device", "a", "b", "m", "out", "v", "rows", "attrs", "t0", "t1", "t2"}
 
 
 class TableError(Exception):
@@ -165,7 +165,7 @@ class Attr:
 class Op:
     def __init__(self, row):
         unknown = set(row) - {"op", "cpp", "python", "python_note", "python_inputs", "inputs",
-                              "attrs", "outputs", "doc"}
+                              "attrs", "outputs", "doc", "in_place"}
         if unknown:
             fail(row, f"keys {sorted(unknown)} are not known")
         for key in ("op", "cpp", "doc"):
@@ -216,6 +216,12 @@ class Op:
             fail(row, "outputs must be 1, \"list\" or a list of two names")
         if not self.inputs and self.outputs != 1:
             fail(row, "an op without operands has one output")
+        self.in_place = row.get("in_place", False)
+        if not isinstance(self.in_place, bool):
+            fail(row, "in_place must be true or false")
+        if self.in_place and (self.source or self.variadic or self.outputs != 1):
+            fail(row, "in_place needs operands (not variadic) and one output: the first "
+                      "operand is the one overwritten")
         seeds = [a for a in self.attrs if a.type == "seed"]
         if seeds and self.inputs:
             fail(row, "a 'seed' attribute is for ops without operands (the random sources)")
@@ -302,6 +308,15 @@ def signature(ret, name, params):
     return "\n".join(lines)
 
 
+def in_place_signature(op, defaults):
+    params = op.operands("eager::Tensor") + op.attr_params(defaults)
+    one = f"absl::Status {op.cpp}InPlace({', '.join(params)})"
+    if len(one) <= 99:
+        return one
+    head = f"absl::Status {op.cpp}InPlace("
+    return head + (",\n" + " " * len(head)).join(params) + ")"
+
+
 def gen_header(ops):
     out = [f"// {BANNER}", "//",
            "// The functional ops, one per row of the table. Each has two forms:",
@@ -311,6 +326,11 @@ def gen_header(ops):
            "// An op without operands takes, in its Value form, an optional Context (used outside a",
            "// ProgramGuard) and, in its Tensor form, a Context and an optional device.",
            "// Every error comes back before anything runs and names the op and the operand.",
+           "// Rows marked in place also have <Op>InPlace over eager Tensors: the first operand",
+           "// becomes the result, written in its own storage where the op's schema declares the",
+           "// pair in place (ops::OpSchema::InPlace). It bumps the tensor's version, so a gradient",
+           "// that saved the old value fails at Backward naming it; it is refused at once when the",
+           "// tensor requires a gradient while gradients are recorded (eager::Context::CallInto).",
            "// Thread-compatible, as Value and Program are; an eager Context takes calls from any",
            "// thread.",
            "#ifndef SLUICE_FRAMEWORK_BUILDER_FUNCTIONAL_OPS_H_",
@@ -326,6 +346,10 @@ def gen_header(ops):
         out += wrap(f"{op.doc} (op \"{op.op}\")", 99, "// ")
         out.append(signature(op.result("Value"), op.cpp, op.value_params(True)) + ";")
         out.append(signature(op.result("eager::Tensor"), op.cpp, op.tensor_params(True)) + ";")
+        if op.in_place:
+            out += wrap(f"In place: {op.inputs[0]} becomes the result (eager only; see above).",
+                        99, "// ")
+            out.append(in_place_signature(op, True) + ";")
         out.append("")
     out += ["// The table's rows as data, for the checks against the op schemas and for tools.",
             "struct OpApiAttr {", "  const char* name;  // the parameter",
@@ -336,7 +360,8 @@ def gen_header(ops):
             "  const char* python;  // sluice.<python>; empty where Python has its own function",
             "  std::vector<std::string> inputs;", "  bool variadic;  // one variadic operand",
             "  std::vector<OpApiAttr> attrs;",
-            "  int outputs;  // output slots; -1: one variadic slot", "};",
+            "  int outputs;  // output slots; -1: one variadic slot",
+            "  bool in_place;  // fn::<cpp>InPlace overwrites the first operand", "};",
             "const std::vector<OpApiRow>& OpApiRows();", "",
             "}  // namespace sluice::fn", "",
             "#endif  // SLUICE_FRAMEWORK_BUILDER_FUNCTIONAL_OPS_H_", ""]
@@ -383,6 +408,11 @@ def gen_source(ops):
         out += body_value(op) + ["}", ""]
         out.append(signature(op.result("eager::Tensor"), op.cpp, op.tensor_params(False)) + " {")
         out += body_tensor(op) + ["}", ""]
+        if op.in_place:
+            slots = "{" + ", ".join(f"{{{n}}}" for n in op.inputs) + "}"
+            out.append(in_place_signature(op, False) + " {")
+            out += [f'  return internal::EagerInPlace("{op.op}", {slots}, {op.attr_map("")});',
+                    "}", ""]
     out.append("namespace {")
     out.append("")
     chunks = [ops[i:i + 16] for i in range(0, len(ops), 16)]
@@ -397,7 +427,8 @@ def gen_source(ops):
                 for a in op.attrs) + "}"
             outputs = {1: 1, "list": -1}.get(op.outputs if op.outputs in (1, "list") else 0, 2)
             out.append(f'      {{"{op.op}", "{op.cpp}", "{op.python}", {inputs}, '
-                       f'{"true" if op.variadic else "false"}, {attrs}, {outputs}}},')
+                       f'{"true" if op.variadic else "false"}, {attrs}, {outputs}, '
+                       f'{"true" if op.in_place else "false"}}},')
         out += ["  });", "}", ""]
     out.append("const std::vector<OpApiRow>* MakeRows() {")
     out.append("  auto* rows = new std::vector<OpApiRow>();")
@@ -433,6 +464,18 @@ def bind_one(op):
     out.append(f'      "{op.python}",')
     out.append(f"      []({', '.join(params)}) -> {ret_type} {{ {ret} }},")
     out.append(f'      {", ".join(nb_args)}, "{doc}");')
+    if op.in_place:
+        first = op.py_inputs[0]
+        # Operands converted in order, so the first one that is not a Tensor is the one named.
+        convert = " ".join(f'const eager::Tensor t{i} = EagerOperand({n}, "{op.python}_", "{n}");'
+                           for i, n in enumerate(op.py_inputs))
+        tensors = [f"t{i}" for i in range(len(op.py_inputs))]
+        call = f"fn::{op.cpp}InPlace({', '.join(tensors + [a.py_convert() for a in op.attrs])})"
+        out.append("  m.def(")
+        out.append(f'      "{op.python}_",')
+        out.append(f"      []({', '.join(params)}) -> nb::object {{ {convert} Check({call}); "
+                   f"return nb::borrow({first}); }},")
+        out.append(f'      {", ".join(nb_args)}, "In place: {first} becomes {doc} Returns {first}.");')
     return out
 
 
@@ -459,7 +502,8 @@ def gen_bindings(ops):
 
 
 def gen_py_names(ops):
-    names = sorted(o.python for o in ops if o.python)
+    names = sorted([o.python for o in ops if o.python] +
+                   [o.python + "_" for o in ops if o.python and o.in_place])
     out = [f'"""{BANNER}', "", "The functional ops of the table, re-exported by the package.", '"""', "",
            "from ._sluice import (  # noqa: F401"]
     line = "   "
@@ -496,7 +540,12 @@ def gen_docs_list(ops):
            "| op | C++ | Python | computes |", "|---|---|---|---|"]
     for op in ops:
         py = f"`{py_signature(op)}`" if op.python else op.python_note
-        out.append(f"| `{op.op}` | `{cpp_text_signature(op)}` | {py} | {op.doc} |")
+        cpp = f"`{cpp_text_signature(op)}`"
+        if op.in_place:
+            cpp += f"; `{cpp_text_signature(op).replace('(', 'InPlace(', 1)}`"
+            if op.python:
+                py += f"; `{py_signature(op).replace('(', '_(', 1)}`"
+        out.append(f"| `{op.op}` | {cpp} | {py} | {op.doc} |")
     out.append(DOCS_END)
     return "\n".join(out)
 

@@ -16,6 +16,10 @@ absl::StatusOr<eager::Tensor> Add(const eager::Tensor& x, const eager::Tensor& y
   return eager::CallOp("add", inputs, vm::AttrMap());
 }
 
+absl::Status AddInPlace(const eager::Tensor& x, const eager::Tensor& y) {
+  return internal::EagerInPlace("add", {{x}, {y}}, vm::AttrMap());
+}
+
 absl::StatusOr<Value> Sub(const Value& x, const Value& y) {
   return internal::ApplyOne("sub", {{x}, {y}}, vm::AttrMap());
 }
@@ -32,6 +36,10 @@ absl::StatusOr<Value> Mul(const Value& x, const Value& y) {
 absl::StatusOr<eager::Tensor> Mul(const eager::Tensor& x, const eager::Tensor& y) {
   const eager::Tensor* const inputs[] = {&x, &y};
   return eager::CallOp("mul", inputs, vm::AttrMap());
+}
+
+absl::Status MulInPlace(const eager::Tensor& x, const eager::Tensor& y) {
+  return internal::EagerInPlace("mul", {{x}, {y}}, vm::AttrMap());
 }
 
 absl::StatusOr<Value> Div(const Value& x, const Value& y) {
@@ -77,6 +85,10 @@ absl::StatusOr<Value> Relu(const Value& x) {
 absl::StatusOr<eager::Tensor> Relu(const eager::Tensor& x) {
   const eager::Tensor* const inputs[] = {&x};
   return eager::CallOp("relu", inputs, vm::AttrMap());
+}
+
+absl::Status ReluInPlace(const eager::Tensor& x) {
+  return internal::EagerInPlace("relu", {{x}}, vm::AttrMap());
 }
 
 absl::StatusOr<Value> Sigmoid(const Value& x) {
@@ -158,6 +170,11 @@ absl::StatusOr<Value> Scale(const Value& x, double scale, double bias) {
 absl::StatusOr<eager::Tensor> Scale(const eager::Tensor& x, double scale, double bias) {
   const eager::Tensor* const inputs[] = {&x};
   return eager::CallOp("scale", inputs, vm::AttrMap().Set("scale", scale).Set("bias", bias));
+}
+
+absl::Status ScaleInPlace(const eager::Tensor& x, double scale, double bias) {
+  return internal::EagerInPlace("scale", {{x}},
+                                vm::AttrMap().Set("scale", scale).Set("bias", bias));
 }
 
 absl::StatusOr<Value> Clip(const Value& x, double lo, double hi) {
@@ -486,66 +503,71 @@ namespace {
 
 // Rows 1-16 of the table, as data.
 void AddRows0(std::vector<OpApiRow>& rows) {
-  rows.insert(rows.end(),
-              {
-                  {"add", "Add", "add", {"x", "y"}, false, {}, 1},
-                  {"sub", "Sub", "subtract", {"x", "y"}, false, {}, 1},
-                  {"mul", "Mul", "multiply", {"x", "y"}, false, {}, 1},
-                  {"div", "Div", "divide", {"x", "y"}, false, {}, 1},
-                  {"max", "Maximum", "maximum", {"x", "y"}, false, {}, 1},
-                  {"min", "Minimum", "minimum", {"x", "y"}, false, {}, 1},
-                  {"pow", "Pow", "pow", {"x"}, false, {{"factor", "factor", "f64", false}}, 1},
-                  {"relu", "Relu", "relu", {"x"}, false, {}, 1},
-                  {"sigmoid", "Sigmoid", "sigmoid", {"x"}, false, {}, 1},
-                  {"tanh", "Tanh", "tanh", {"x"}, false, {}, 1},
-                  {"exp", "Exp", "exp", {"x"}, false, {}, 1},
-                  {"log", "Log", "log", {"x"}, false, {}, 1},
-                  {"sqrt", "Sqrt", "sqrt", {"x"}, false, {}, 1},
-                  {"square", "Square", "square", {"x"}, false, {}, 1},
-                  {"abs", "Abs", "abs", {"x"}, false, {}, 1},
-                  {"neg", "Neg", "neg", {"x"}, false, {}, 1},
-              });
+  rows.insert(
+      rows.end(),
+      {
+          {"add", "Add", "add", {"x", "y"}, false, {}, 1, true},
+          {"sub", "Sub", "subtract", {"x", "y"}, false, {}, 1, false},
+          {"mul", "Mul", "multiply", {"x", "y"}, false, {}, 1, true},
+          {"div", "Div", "divide", {"x", "y"}, false, {}, 1, false},
+          {"max", "Maximum", "maximum", {"x", "y"}, false, {}, 1, false},
+          {"min", "Minimum", "minimum", {"x", "y"}, false, {}, 1, false},
+          {"pow", "Pow", "pow", {"x"}, false, {{"factor", "factor", "f64", false}}, 1, false},
+          {"relu", "Relu", "relu", {"x"}, false, {}, 1, true},
+          {"sigmoid", "Sigmoid", "sigmoid", {"x"}, false, {}, 1, false},
+          {"tanh", "Tanh", "tanh", {"x"}, false, {}, 1, false},
+          {"exp", "Exp", "exp", {"x"}, false, {}, 1, false},
+          {"log", "Log", "log", {"x"}, false, {}, 1, false},
+          {"sqrt", "Sqrt", "sqrt", {"x"}, false, {}, 1, false},
+          {"square", "Square", "square", {"x"}, false, {}, 1, false},
+          {"abs", "Abs", "abs", {"x"}, false, {}, 1, false},
+          {"neg", "Neg", "neg", {"x"}, false, {}, 1, false},
+      });
 }
 
 // Rows 17-32 of the table, as data.
 void AddRows1(std::vector<OpApiRow>& rows) {
-  rows.insert(rows.end(),
-              {
-                  {"scale",
-                   "Scale",
-                   "scale",
-                   {"x"},
-                   false,
-                   {{"scale", "scale", "f64", true}, {"bias", "bias", "f64", true}},
-                   1},
-                  {"clip",
-                   "Clip",
-                   "clip",
-                   {"x"},
-                   false,
-                   {{"lo", "min", "f64", false}, {"hi", "max", "f64", false}},
-                   1},
-                  {"cast", "Cast", "", {"x"}, false, {{"dtype", "dtype", "dtype", false}}, 1},
-                  {"assign", "Assign", "assign", {"x"}, false, {}, 1},
-                  {"fill_zeros_like", "FillZerosLike", "zeros_like", {"x"}, false, {}, 1},
-                  {"less_than", "LessThan", "less_than", {"x", "y"}, false, {}, 1},
-                  {"less_equal", "LessEqual", "less_equal", {"x", "y"}, false, {}, 1},
-                  {"greater_than", "GreaterThan", "greater_than", {"x", "y"}, false, {}, 1},
-                  {"greater_equal", "GreaterEqual", "greater_equal", {"x", "y"}, false, {}, 1},
-                  {"equal", "Equal", "equal", {"x", "y"}, false, {}, 1},
-                  {"not_equal", "NotEqual", "not_equal", {"x", "y"}, false, {}, 1},
-                  {"logical_and", "LogicalAnd", "logical_and", {"x", "y"}, false, {}, 1},
-                  {"logical_or", "LogicalOr", "logical_or", {"x", "y"}, false, {}, 1},
-                  {"logical_xor", "LogicalXor", "logical_xor", {"x", "y"}, false, {}, 1},
-                  {"logical_not", "LogicalNot", "logical_not", {"x"}, false, {}, 1},
-                  {"increment",
-                   "Increment",
-                   "increment",
-                   {"x"},
-                   false,
-                   {{"value", "value", "f64", true}},
-                   1},
-              });
+  rows.insert(
+      rows.end(),
+      {
+          {"scale",
+           "Scale",
+           "scale",
+           {"x"},
+           false,
+           {{"scale", "scale", "f64", true}, {"bias", "bias", "f64", true}},
+           1,
+           true},
+          {"clip",
+           "Clip",
+           "clip",
+           {"x"},
+           false,
+           {{"lo", "min", "f64", false}, {"hi", "max", "f64", false}},
+           1,
+           false},
+          {"cast", "Cast", "", {"x"}, false, {{"dtype", "dtype", "dtype", false}}, 1, false},
+          {"assign", "Assign", "assign", {"x"}, false, {}, 1, false},
+          {"fill_zeros_like", "FillZerosLike", "zeros_like", {"x"}, false, {}, 1, false},
+          {"less_than", "LessThan", "less_than", {"x", "y"}, false, {}, 1, false},
+          {"less_equal", "LessEqual", "less_equal", {"x", "y"}, false, {}, 1, false},
+          {"greater_than", "GreaterThan", "greater_than", {"x", "y"}, false, {}, 1, false},
+          {"greater_equal", "GreaterEqual", "greater_equal", {"x", "y"}, false, {}, 1, false},
+          {"equal", "Equal", "equal", {"x", "y"}, false, {}, 1, false},
+          {"not_equal", "NotEqual", "not_equal", {"x", "y"}, false, {}, 1, false},
+          {"logical_and", "LogicalAnd", "logical_and", {"x", "y"}, false, {}, 1, false},
+          {"logical_or", "LogicalOr", "logical_or", {"x", "y"}, false, {}, 1, false},
+          {"logical_xor", "LogicalXor", "logical_xor", {"x", "y"}, false, {}, 1, false},
+          {"logical_not", "LogicalNot", "logical_not", {"x"}, false, {}, 1, false},
+          {"increment",
+           "Increment",
+           "increment",
+           {"x"},
+           false,
+           {{"value", "value", "f64", true}},
+           1,
+           false},
+      });
 }
 
 // Rows 33-46 of the table, as data.
@@ -560,53 +582,74 @@ void AddRows2(std::vector<OpApiRow>& rows) {
            false,
            {{"transpose_x", "transpose_x", "bool", true},
             {"transpose_y", "transpose_y", "bool", true}},
-           1},
+           1,
+           false},
           {"reduce_sum",
            "ReduceSum",
            "sum",
            {"x"},
            false,
            {{"axes", "axes", "axes", true}, {"keepdim", "keepdim", "bool", true}},
-           1},
+           1,
+           false},
           {"reduce_mean",
            "ReduceMean",
            "mean",
            {"x"},
            false,
            {{"axes", "axes", "axes", true}, {"keepdim", "keepdim", "bool", true}},
-           1},
-          {"softmax", "Softmax", "softmax", {"x"}, false, {{"axis", "axis", "i64", true}}, 1},
+           1,
+           false},
+          {"softmax",
+           "Softmax",
+           "softmax",
+           {"x"},
+           false,
+           {{"axis", "axis", "i64", true}},
+           1,
+           false},
           {"log_softmax",
            "LogSoftmax",
            "log_softmax",
            {"x"},
            false,
            {{"axis", "axis", "i64", true}},
-           1},
+           1,
+           false},
           {"softmax_with_cross_entropy",
            "SoftmaxWithCrossEntropy",
            "",
            {"logits", "label"},
            false,
            {},
-           2},
-          {"reshape", "Reshape", "reshape", {"x"}, false, {{"shape", "shape", "ints", false}}, 1},
+           2,
+           false},
+          {"reshape",
+           "Reshape",
+           "reshape",
+           {"x"},
+           false,
+           {{"shape", "shape", "ints", false}},
+           1,
+           false},
           {"transpose",
            "Transpose",
            "transpose",
            {"x"},
            false,
            {{"perm", "perm", "ints", false}},
-           1},
-          {"concat", "Concat", "concat", {"xs"}, true, {{"axis", "axis", "i64", true}}, 1},
+           1,
+           false},
+          {"concat", "Concat", "concat", {"xs"}, true, {{"axis", "axis", "i64", true}}, 1, false},
           {"split",
            "Split",
            "split",
            {"x"},
            false,
            {{"num", "num", "i64", false}, {"axis", "axis", "i64", true}},
-           -1},
-          {"sum", "Sum", "add_n", {"xs"}, true, {}, 1},
+           -1,
+           false},
+          {"sum", "Sum", "add_n", {"xs"}, true, {}, 1, false},
           {"fill_constant",
            "FillConstant",
            "",
@@ -615,7 +658,8 @@ void AddRows2(std::vector<OpApiRow>& rows) {
            {{"shape", "shape", "shape", false},
             {"value", "value", "f64", false},
             {"dtype", "dtype", "dtype", true}},
-           1},
+           1,
+           false},
           {"uniform_random",
            "UniformRandom",
            "",
@@ -626,7 +670,8 @@ void AddRows2(std::vector<OpApiRow>& rows) {
             {"max", "max", "f64", true},
             {"seed", "seed", "seed", true},
             {"dtype", "dtype", "dtype", true}},
-           1},
+           1,
+           false},
           {"gaussian_random",
            "GaussianRandom",
            "",
@@ -637,7 +682,8 @@ void AddRows2(std::vector<OpApiRow>& rows) {
             {"std", "std", "f64", true},
             {"seed", "seed", "seed", true},
             {"dtype", "dtype", "dtype", true}},
-           1},
+           1,
+           false},
       });
 }
 

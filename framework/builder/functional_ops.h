@@ -8,6 +8,11 @@
 // An op without operands takes, in its Value form, an optional Context (used outside a
 // ProgramGuard) and, in its Tensor form, a Context and an optional device.
 // Every error comes back before anything runs and names the op and the operand.
+// Rows marked in place also have <Op>InPlace over eager Tensors: the first operand
+// becomes the result, written in its own storage where the op's schema declares the
+// pair in place (ops::OpSchema::InPlace). It bumps the tensor's version, so a gradient
+// that saved the old value fails at Backward naming it; it is refused at once when the
+// tensor requires a gradient while gradients are recorded (eager::Context::CallInto).
 // Thread-compatible, as Value and Program are; an eager Context takes calls from any
 // thread.
 #ifndef SLUICE_FRAMEWORK_BUILDER_FUNCTIONAL_OPS_H_
@@ -34,6 +39,8 @@ using framework::Value;
 // x + y, NumPy broadcasting. (op "add")
 absl::StatusOr<Value> Add(const Value& x, const Value& y);
 absl::StatusOr<eager::Tensor> Add(const eager::Tensor& x, const eager::Tensor& y);
+// In place: x becomes the result (eager only; see above).
+absl::Status AddInPlace(const eager::Tensor& x, const eager::Tensor& y);
 
 // x - y, NumPy broadcasting. (op "sub")
 absl::StatusOr<Value> Sub(const Value& x, const Value& y);
@@ -42,6 +49,8 @@ absl::StatusOr<eager::Tensor> Sub(const eager::Tensor& x, const eager::Tensor& y
 // x * y, NumPy broadcasting. (op "mul")
 absl::StatusOr<Value> Mul(const Value& x, const Value& y);
 absl::StatusOr<eager::Tensor> Mul(const eager::Tensor& x, const eager::Tensor& y);
+// In place: x becomes the result (eager only; see above).
+absl::Status MulInPlace(const eager::Tensor& x, const eager::Tensor& y);
 
 // x / y, NumPy broadcasting. (op "div")
 absl::StatusOr<Value> Div(const Value& x, const Value& y);
@@ -64,6 +73,8 @@ absl::StatusOr<eager::Tensor> Pow(const eager::Tensor& x, double factor);
 // max(x, 0); NaN stays NaN. (op "relu")
 absl::StatusOr<Value> Relu(const Value& x);
 absl::StatusOr<eager::Tensor> Relu(const eager::Tensor& x);
+// In place: x becomes the result (eager only; see above).
+absl::Status ReluInPlace(const eager::Tensor& x);
 
 // 1 / (1 + exp(-x)). (op "sigmoid")
 absl::StatusOr<Value> Sigmoid(const Value& x);
@@ -100,6 +111,8 @@ absl::StatusOr<eager::Tensor> Neg(const eager::Tensor& x);
 // scale * x + bias. (op "scale")
 absl::StatusOr<Value> Scale(const Value& x, double scale = 1.0, double bias = 0.0);
 absl::StatusOr<eager::Tensor> Scale(const eager::Tensor& x, double scale = 1.0, double bias = 0.0);
+// In place: x becomes the result (eager only; see above).
+absl::Status ScaleInPlace(const eager::Tensor& x, double scale = 1.0, double bias = 0.0);
 
 // min(max(x, lo), hi): NaN stays NaN; lo > hi or a NaN bound is refused; integer x takes the
 // integers in [lo, hi]. (op "clip")
@@ -261,7 +274,8 @@ struct OpApiRow {
   std::vector<std::string> inputs;
   bool variadic;  // one variadic operand
   std::vector<OpApiAttr> attrs;
-  int outputs;  // output slots; -1: one variadic slot
+  int outputs;    // output slots; -1: one variadic slot
+  bool in_place;  // fn::<cpp>InPlace overwrites the first operand
 };
 const std::vector<OpApiRow>& OpApiRows();
 

@@ -49,16 +49,17 @@ Operands OperandsOf(const ops::HostArgs& args) {
 
 absl::StatusOr<ops::HostWork> TileProgramKernel::Prepare(const ops::HostArgs& args) const {
   SLUICE_RETURN_IF_ERROR(Check(args));
-  return ops::HostWork([program = program_, operands = OperandsOf(args), parallel = args.parallel] {
-    return program->Run(operands.in, operands.out, parallel);
-  });
+  return ops::HostWork(
+      [program = program_, operands = OperandsOf(args), parallel = args.parallel()] {
+        return program->Run(operands.in, operands.out, parallel);
+      });
 }
 
 // Prepare's work, done at once: no work object to build on the stream that runs it now.
 absl::Status TileProgramKernel::RunNow(const ops::HostArgs& args) const {
   SLUICE_RETURN_IF_ERROR(Check(args));
   const Operands operands = OperandsOf(args);
-  return program_->Run(operands.in, operands.out, args.parallel);
+  return program_->Run(operands.in, operands.out, args.parallel());
 }
 
 }  // namespace sluice::framework::compiler

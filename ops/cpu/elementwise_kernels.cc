@@ -37,6 +37,12 @@ absl::Status SplitElements(const ParallelScope& parallel, int64_t n, Body body) 
   return parallel.For(n, kParallelGrain, body, "elementwise loop");
 }
 
+// The scope a loop of `n` elements captures: none below the threshold, so that small ops do
+// not look it up.
+ParallelScope ScopeFor(const HostArgs& a, int64_t n) {
+  return n < kParallelElements ? ParallelScope() : a.parallel();
+}
+
 using elementwise::BroadcastPlan;
 // The element functions (elementwise_functions.h).
 using namespace elementwise;  // NOLINT(build/namespaces): dozens of functor names
@@ -101,7 +107,7 @@ class BinaryKernel final : public ElementwiseKernel<T> {
       const T* x = a.inputs[0].template as<const T>();
       const T* y = a.inputs[1].template as<const T>();
       T* out = a.outputs[0].template as<T>();
-      return HostWork([x, y, out, n, parallel = a.parallel] {
+      return HostWork([x, y, out, n, parallel = ScopeFor(a, n)] {
         return SplitElements(parallel, n, [&](int64_t b, int64_t e) {
           elementwise::RunBinarySameShape(x + b, y + b, out + b, e - b, Fn{});
         });
@@ -124,9 +130,10 @@ class BinaryKernel final : public ElementwiseKernel<T> {
       const T* x = a.inputs[0].template as<const T>();
       const T* y = a.inputs[1].template as<const T>();
       T* out = a.outputs[0].template as<T>();
-      return SplitElements(a.parallel, a.outputs[0].size, [&](int64_t b, int64_t e) {
-        elementwise::RunBinarySameShape(x + b, y + b, out + b, e - b, Fn{});
-      });
+      return SplitElements(ScopeFor(a, a.outputs[0].size), a.outputs[0].size,
+                           [&](int64_t b, int64_t e) {
+                             elementwise::RunBinarySameShape(x + b, y + b, out + b, e - b, Fn{});
+                           });
     }
     return HostKernel::RunNow(a);
   }
@@ -197,7 +204,7 @@ class UnaryKernel final : public ElementwiseKernel<T> {
     if (n == 0) return HostWork(nullptr);
     const T* x = a.inputs[0].template as<const T>();
     T* out = a.outputs[0].template as<T>();
-    return HostWork([x, out, n, parallel = a.parallel] {
+    return HostWork([x, out, n, parallel = ScopeFor(a, n)] {
       return SplitElements(parallel, n, [&](int64_t b, int64_t e) {
         if constexpr (std::is_same_v<Fn, SqrtFn>) {
           elementwise::RunSqrt(x + b, out + b, e - b);
@@ -224,7 +231,7 @@ class UnaryGradKernel final : public ElementwiseKernel<T> {
     const T* v = a.inputs[0].template as<const T>();
     const T* g = a.inputs[1].template as<const T>();
     T* dx = a.outputs[0].template as<T>();
-    return HostWork([v, g, dx, n, parallel = a.parallel] {
+    return HostWork([v, g, dx, n, parallel = ScopeFor(a, n)] {
       return SplitElements(parallel, n, [&](int64_t b, int64_t e) {
         elementwise::RunUnaryGrad(v + b, g + b, dx + b, e - b, Fn{});
       });

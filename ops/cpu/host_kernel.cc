@@ -93,7 +93,7 @@ std::string HostTensor::Describe(absl::string_view role, int index) const {
 absl::Status HostKernel::Launch(vm::KernelContext& ctx) const {
   HostArgs args;
   args.attrs = &ctx.attrs();
-  args.parallel = ctx.parallel();
+  args.context = &ctx;
   // ViewBlob without its StatusOr for the usual operand, which has storage.
   int i = 0;
   for (const vm::Blob* blob : ctx.inputs()) {

@@ -62,10 +62,16 @@ struct HostArgs {
   absl::InlinedVector<HostTensor, 4> inputs;
   absl::InlinedVector<HostTensor, 2> outputs;
   const vm::AttrMap* attrs = nullptr;
+  // The launch's context (valid during Prepare and RunNow, not inside the work).
+  const vm::KernelContext* context = nullptr;
+
   // How the work may split across the host's cores (vm::KernelContext::parallel): the cpu
-  // device's intra-op pool; on sim, a scope that runs everything on the stream's thread.
-  // A value the work may capture.
-  ParallelScope parallel;
+  // device's intra-op pool; on sim, a scope that runs everything on the stream's thread. A
+  // value the work may capture. Asked for only by kernels large enough to split, so the
+  // per-op path of small kernels does not pay for it.
+  ParallelScope parallel() const {
+    return context != nullptr ? context->parallel() : ParallelScope();
+  }
 };
 
 using HostWork = absl::AnyInvocable<absl::Status()>;

@@ -72,7 +72,7 @@ absl::StatusOr<HostWork> PrepareMatmul(const std::string& op, const HostArgs& a)
   SLUICE_RETURN_IF_ERROR(CheckMeta(op, a.outputs[0], "output", 0, {DataTypeOf<T>(), s.d.out}));
   if (a.outputs[0].size == 0) return HostWork(nullptr);
   return HostWork([s = std::move(s), x = a.inputs[0].as<const T>(), y = a.inputs[1].as<const T>(),
-                   out = a.outputs[0].as<T>(), parallel = a.parallel] {
+                   out = a.outputs[0].as<T>(), parallel = a.parallel()] {
     const int64_t m = s.d.m, k = s.d.k, n = s.d.n;
     for (size_t b = 0; b < s.x_batch.size(); ++b) {
       const nn::GemmOperand<T> xm{x + s.x_batch[b] * m * k, s.tx ? m : k, s.tx};
@@ -98,7 +98,7 @@ absl::StatusOr<HostWork> PrepareMatmulGrad(const std::string& op, const HostArgs
   return HostWork([s = std::move(s), x = a.inputs[0].as<const T>(), y = a.inputs[1].as<const T>(),
                    g = a.inputs[2].as<const T>(), dx = a.outputs[0].as<T>(),
                    dy = a.outputs[1].as<T>(), dx_size = a.outputs[0].size,
-                   dy_size = a.outputs[1].size, parallel = a.parallel] {
+                   dy_size = a.outputs[1].size, parallel = a.parallel()] {
     const int64_t m = s.d.m, k = s.d.k, n = s.d.n;
     const int64_t ldx = s.tx ? m : k, ldy = s.ty ? k : n;
     std::fill(dx, dx + dx_size, T(0));

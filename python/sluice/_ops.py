@@ -4,15 +4,17 @@ The functional ops of the table, re-exported by the package.
 """
 
 from ._sluice import (  # noqa: F401
-    abs, add, add_n, assign, clip, concat, divide, equal, exp, greater_equal, greater_than,
+    abs, add, add_, add_n, assign, clip, concat, divide, equal, exp, greater_equal, greater_than,
     increment, less_equal, less_than, log, log_softmax, logical_and, logical_not, logical_or,
-    logical_xor, matmul, maximum, mean, minimum, multiply, neg, not_equal, pow, relu, reshape,
-    scale, sigmoid, softmax, split, sqrt, square, subtract, sum, tanh, transpose, zeros_like,
+    logical_xor, matmul, maximum, mean, minimum, multiply, multiply_, neg, not_equal, pow, relu,
+    relu_, reshape, scale, scale_, sigmoid, softmax, split, sqrt, square, subtract, sum, tanh,
+    transpose, zeros_like,
 )
 
 __all__ = [
     "abs",
     "add",
+    "add_",
     "add_n",
     "assign",
     "clip",
@@ -36,12 +38,15 @@ __all__ = [
     "mean",
     "minimum",
     "multiply",
+    "multiply_",
     "neg",
     "not_equal",
     "pow",
     "relu",
+    "relu_",
     "reshape",
     "scale",
+    "scale_",
     "sigmoid",
     "softmax",
     "split",

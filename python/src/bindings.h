@@ -132,6 +132,10 @@ void ForgetOwner(const framework::Program* program);
 // A Tensor or a Variable as a Value. Inside a Graph's trace an eager tensor becomes the
 // trace's parameter bound to it (graph::Trace::Param). TypeError for anything else.
 framework::Value ToValue(nb::handle object);
+// An operand of an in-place function (`op`, e.g. "add_"; `name`, the operand): an eager
+// Tensor outside a Graph's trace. TypeError naming both for a static Variable, anything else,
+// or a call inside a trace (in-place updates are eager only: use the out-of-place function).
+eager::Tensor EagerOperand(nb::handle object, const char* op, const char* name);
 // Each item of a sequence of Tensors or Variables, as ToValue.
 std::vector<framework::Value> ToValues(nb::handle sequence);
 // A reduction's axes: None (all), an int, or a sequence of ints.

@@ -73,6 +73,23 @@ framework::Value ToValue(nb::handle object) {
       absl::StrCat("expected a sluice Tensor or static Variable, got ", TypeName(object)).c_str());
 }
 
+eager::Tensor EagerOperand(nb::handle object, const char* op, const char* name) {
+  if (!nb::isinstance<eager::Tensor>(object)) {
+    throw nb::type_error(absl::StrCat("sluice.", op, ": ", name,
+                                      " must be an eager sluice Tensor (in-place functions do not "
+                                      "take static Variables), got ",
+                                      TypeName(object))
+                             .c_str());
+  }
+  if (CurrentTrace() != nullptr) {
+    throw nb::type_error(absl::StrCat("sluice.", op,
+                                      ": in-place functions are eager only; inside a Graph's "
+                                      "trace use the out-of-place function")
+                             .c_str());
+  }
+  return nb::cast<const eager::Tensor&>(object);
+}
+
 nb::object FromValue(framework::Value value) {
   if (value.is_static()) {
     const framework::Var& var = value.var();

@@ -28,6 +28,15 @@ void BindOps0(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("y"), "x + y, NumPy broadcasting.");
   m.def(
+      "add_",
+      [](nb::handle x, nb::handle y) -> nb::object {
+        const eager::Tensor t0 = EagerOperand(x, "add_", "x");
+        const eager::Tensor t1 = EagerOperand(y, "add_", "y");
+        Check(fn::AddInPlace(t0, t1));
+        return nb::borrow(x);
+      },
+      nb::arg("x"), nb::arg("y"), "In place: x becomes x + y, NumPy broadcasting. Returns x.");
+  m.def(
       "subtract",
       [](nb::handle x, nb::handle y) -> nb::object {
         return FromValue(Unwrap(fn::Sub(ToValue(x), ToValue(y))));
@@ -39,6 +48,15 @@ void BindOps0(nb::module_& m) {
         return FromValue(Unwrap(fn::Mul(ToValue(x), ToValue(y))));
       },
       nb::arg("x"), nb::arg("y"), "x * y, NumPy broadcasting.");
+  m.def(
+      "multiply_",
+      [](nb::handle x, nb::handle y) -> nb::object {
+        const eager::Tensor t0 = EagerOperand(x, "multiply_", "x");
+        const eager::Tensor t1 = EagerOperand(y, "multiply_", "y");
+        Check(fn::MulInPlace(t0, t1));
+        return nb::borrow(x);
+      },
+      nb::arg("x"), nb::arg("y"), "In place: x becomes x * y, NumPy broadcasting. Returns x.");
   m.def(
       "divide",
       [](nb::handle x, nb::handle y) -> nb::object {
@@ -69,6 +87,14 @@ void BindOps0(nb::module_& m) {
   m.def(
       "relu", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Relu(ToValue(x)))); },
       nb::arg("x"), "max(x, 0); NaN stays NaN.");
+  m.def(
+      "relu_",
+      [](nb::handle x) -> nb::object {
+        const eager::Tensor t0 = EagerOperand(x, "relu_", "x");
+        Check(fn::ReluInPlace(t0));
+        return nb::borrow(x);
+      },
+      nb::arg("x"), "In place: x becomes max(x, 0); NaN stays NaN. Returns x.");
 }
 
 // Rows 9-16 of the table's Python functions.
@@ -109,6 +135,15 @@ void BindOps2(nb::module_& m) {
         return FromValue(Unwrap(fn::Scale(ToValue(x), scale, bias)));
       },
       nb::arg("x"), nb::arg("scale") = 1.0, nb::arg("bias") = 0.0, "scale * x + bias.");
+  m.def(
+      "scale_",
+      [](nb::handle x, double scale, double bias) -> nb::object {
+        const eager::Tensor t0 = EagerOperand(x, "scale_", "x");
+        Check(fn::ScaleInPlace(t0, scale, bias));
+        return nb::borrow(x);
+      },
+      nb::arg("x"), nb::arg("scale") = 1.0, nb::arg("bias") = 0.0,
+      "In place: x becomes scale * x + bias. Returns x.");
   m.def(
       "clip",
       [](nb::handle x, double lo, double hi) -> nb::object {

@@ -75,6 +75,11 @@ absl::Status CheckRow(const fn::OpApiRow& row, const ops::OpRegistry& registry) 
           absl::StrCat(who, ": the schema requires attribute '", d.name, "'"));
     }
   }
+  if (row.in_place && !schema->InPlaceSafe(0, 0)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(who, ": the table writes it in place, but the schema does not declare (",
+                     inputs[0].name, ", ", outputs[0].name, ") in place"));
+  }
   return absl::OkStatus();
 }
 
@@ -136,6 +141,17 @@ TEST_F(OpApiTest, CheckRowFailsOnEachKindOfDrift) {
   fn::OpApiRow missing = *clip;
   missing.attrs.pop_back();
   EXPECT_THAT(CheckRow(missing, registry_).message(), HasSubstr("requires attribute 'max'"));
+
+  // matmul's schema declares no pair in place: a row that writes it in place is refused.
+  const fn::OpApiRow* matmul = nullptr;
+  for (const fn::OpApiRow& row : fn::OpApiRows()) {
+    if (std::string(row.op) == "matmul") matmul = &row;
+  }
+  ASSERT_NE(matmul, nullptr);
+  ASSERT_TRUE(CheckRow(*matmul, registry_).ok());
+  fn::OpApiRow in_place = *matmul;
+  in_place.in_place = true;
+  EXPECT_THAT(CheckRow(in_place, registry_).message(), HasSubstr("does not declare (X, Out)"));
 }
 
 }  // namespace

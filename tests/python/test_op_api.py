@@ -70,3 +70,45 @@ def test_bad_operands_raise_naming_the_op(ctx):
         sluice.abs(x)
     with pytest.raises(TypeError):
         sluice.pow(x)  # factor is required
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_in_place_functions_write_their_first_operand(ctx, rng, device):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((3, 4)).astype(np.float32)
+    y = sluice.tensor(b, device=device)
+    cases = [
+        (lambda x: sluice.add_(x, y), a + b),
+        (lambda x: sluice.multiply_(x, y), a * b),
+        (lambda x: sluice.scale_(x, scale=2.0, bias=-1.0), np.float32(2.0) * a - np.float32(1.0)),
+        (lambda x: sluice.relu_(x), np.maximum(a, 0)),
+    ]
+    for call, want in cases:
+        x = sluice.tensor(a, device=device)
+        assert call(x) is x  # returns its first operand
+        np.testing.assert_array_equal(np.asarray(x), want)
+    np.testing.assert_array_equal(np.asarray(y), b)  # the other operand is untouched
+
+
+def test_in_place_functions_refuse_variables_and_recorded_leaves(ctx):
+    main, startup = sluice.static.Program(), sluice.static.Program()
+    with sluice.static.program_guard(main, startup):
+        v = sluice.static.data("v", [2])
+        with pytest.raises(TypeError, match="add_: x must be an eager sluice Tensor"):
+            sluice.add_(v, v)
+    w = sluice.tensor(np.array([1.0, -1.0], np.float32), requires_grad=True)
+    with pytest.raises(sluice.errors.FailedPreconditionError, match="'relu' writes in place"):
+        sluice.relu_(w)
+    np.testing.assert_array_equal(np.asarray(w), [1.0, -1.0])
+    with sluice.no_grad():
+        sluice.relu_(w)
+    np.testing.assert_array_equal(np.asarray(w), [1.0, 0.0])
+
+
+def test_a_saved_operand_changed_in_place_fails_backward(ctx):
+    x = sluice.tensor(np.array([2.0, 3.0], np.float32))
+    w = sluice.tensor(np.array([0.5, 0.25], np.float32), requires_grad=True)
+    loss = sluice.sum(sluice.multiply(x, w))
+    sluice.add_(x, sluice.tensor(np.array([1.0, 1.0], np.float32)))
+    with pytest.raises(sluice.errors.FailedPreconditionError, match="modified in place"):
+        loss.backward()

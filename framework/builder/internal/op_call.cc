@@ -129,6 +129,15 @@ absl::StatusOr<std::pair<eager::Tensor, eager::Tensor>> EagerPair(absl::string_v
   return FirstTwo(Eager(op, slots, attrs));
 }
 
+absl::Status EagerInPlace(absl::string_view op, const TensorSlots& slots,
+                          const vm::AttrMap& attrs) {
+  SLUICE_ASSIGN_OR_RETURN(eager::Context ctx, ContextOf(op, slots));
+  if (slots.empty() || slots.front().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", op, "': no operand to write in place"));
+  }
+  return ctx.CallInto(op, slots, {{slots.front().front()}}, attrs);
+}
+
 absl::StatusOr<Value> Source(absl::string_view op, const vm::AttrMap& attrs, eager::Context* ctx) {
   if (Program* main = framework::CurrentMainProgram(); main != nullptr) {
     return First(ApplyStatic(op, {}, attrs, main));

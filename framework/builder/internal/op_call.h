@@ -44,6 +44,13 @@ absl::StatusOr<std::pair<eager::Tensor, eager::Tensor>> EagerPair(absl::string_v
                                                                   const TensorSlots& slots,
                                                                   const vm::AttrMap& attrs);
 
+// `op` on eager `slots`, its one output written into the first operand (the first slot's
+// first Tensor) through eager::Context::CallInto: in that Tensor's storage where the schema
+// declares the pair in place, its version bumped. The errors of EagerOne, and
+// FailedPrecondition from CallInto when the Tensor requires a gradient while gradients are
+// recorded.
+absl::Status EagerInPlace(absl::string_view op, const TensorSlots& slots, const vm::AttrMap& attrs);
+
 // An op without operands: appended to the current main program inside a ProgramGuard (`ctx`
 // ignored), else run in `ctx` (FailedPrecondition naming the op when it is null).
 absl::StatusOr<Value> Source(absl::string_view op, const vm::AttrMap& attrs, eager::Context* ctx);
