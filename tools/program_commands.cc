@@ -48,6 +48,7 @@ struct CommonOptions {
   int intra_op_threads = 0;  // ep::CpuOptions::intra_op_threads
   bool check_sync = false;
   bool no_compile = false;
+  bool no_inplace = false;
   std::string trace;
   std::string record;
   bool data_parallel = false;
@@ -160,6 +161,10 @@ void AddCommonOptions(OptionParser& parser, const char* steps_help, CommonOption
                  "run every op as its own kernel (no subgraph compilation: groups of elementwise "
                  "ops are otherwise fused into one compiled kernel each)",
                  &o->no_compile);
+  parser.AddFlag("--no-inplace",
+                 "give every op output storage of its own (no in-place pass: an output otherwise "
+                 "takes the storage of an input that dies at its op, where the op allows it)",
+                 &o->no_inplace);
   parser.AddString("--record", "FILE",
                    "write every VM instruction to FILE (replay it with `sluice replay FILE "
                    "--ops standard`)",
@@ -187,6 +192,7 @@ absl::StatusOr<framework::ExecutorOptions> MakeExecutorOptions(const CommonOptio
   options.interpreter.device = common.device;
   options.interpreter.compute_streams = common.streams;
   options.interpreter.compile_subgraphs = !common.no_compile;
+  options.interpreter.inplace = !common.no_inplace;
   if (common.data_parallel) {
     framework::DataParallelOptions data_parallel;
     data_parallel.bucket_bytes = common.bucket_bytes;
@@ -282,6 +288,14 @@ int PrintRunSummary(const CommonOptions& common, eager::Context& context,
   std::printf("summary: %d steps on %s; last %s\n", common.steps, common.device.ToString().c_str(),
               last.ToString().c_str());
   if (!common.no_compile) PrintCompilation(executor, lowering);
+  if (lowering.ok()) {
+    std::printf(
+        "memory: peak temporary bytes %lld (the plan's bound), %lld in-place reuses, "
+        "%lld storage hand-offs\n",
+        static_cast<long long>(lowering->peak_temporary_bytes),
+        static_cast<long long>(lowering->inplace_reuses),
+        static_cast<long long>(lowering->storage_handoffs));
+  }
   const vm::VmStats vm_stats = context.vm()->stats();
   if (vm_stats.parallel_regions > 0) {
     std::printf("intra-op: %lld kernel regions split into %lld chunks (%lld on helper threads)\n",

@@ -10,6 +10,7 @@
 #include "framework/interpreter/batch_lowering.h"
 #include "framework/interpreter/control_flow/lower_sub_blocks.h"
 #include "framework/interpreter/gc_plan.h"
+#include "framework/interpreter/inplace_pass.h"
 #include "framework/interpreter/lane_lowering.h"
 #include "framework/interpreter/list_schedule.h"
 #include "framework/interpreter/lowered_graph.h"
@@ -161,6 +162,7 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   std::vector<Node> nodes =
       PlanNodes(funcs, vars, deps, streams.func_stream, options.release_temporaries, host_stream);
   const std::vector<Segment> segments = FormSegments(nodes, options.fuse);
+  const int inplace = options.inplace ? PlanInPlace(funcs, nodes, vars) : 0;
   const int handoffs =
       options.hand_off_storage ? PlanStorageHandoffs(funcs, segments, nodes, vars, host_stream) : 0;
   // After the hand-offs: they rebind slots to other blobs, and a control step binds the
@@ -178,6 +180,8 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
   stats.shared_releases =
       std::count_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.drops > 0; });
   stats.storage_handoffs = handoffs;
+  stats.inplace_reuses = inplace;
+  stats.peak_temporary_bytes = PeakTemporaryBytes(funcs, nodes, vars);
   stats.streams = static_cast<int64_t>(streams.streams.size());
   stats.stream_waits = plan.stream_waits;
   stats.record_events = plan.record_events;

@@ -33,6 +33,11 @@ struct InterpreterOptions {
   // same-shaped temporary first written on its stream (storage_handoff.h). Off: every
   // release frees and every first write allocates (for comparison).
   bool hand_off_storage = true;
+  // With the GC plan on: an op writes its output into an input that dies at it, where its
+  // schema declares the pair in place (inplace_pass.h; Paddle's `inplace` pass). Runs before
+  // the storage hand-offs. Off: every such output gets storage of its own (for comparison,
+  // and `sluice run --no-inplace`).
+  bool inplace = true;
   // Fuse same-stream runs into StepSequences. Off: one instruction per op (for comparison).
   bool fuse = true;
   // When every stream is a cpu stream with a worker of its own (VirtualMachine::CanRunLanes)
@@ -80,7 +85,11 @@ struct LoweringStats {
   int64_t releases = 0;          // release steps per run (shared releases' drops included)
   int64_t shared_releases = 0;   // of which drops of shared releases (gc_plan.h)
   int64_t storage_handoffs = 0;  // releases that hand their storage on instead (no step)
-  int64_t edges = 0;             // batch edges
+  int64_t inplace_reuses = 0;    // outputs written into a dying input's storage (inplace_pass.h)
+  // The most bytes of temporaries held at once, the nodes taken in order (PeakTemporaryBytes:
+  // a bound from the plan, not a measurement).
+  int64_t peak_temporary_bytes = 0;
+  int64_t edges = 0;  // batch edges
   // Subgraph compilation (InterpreterOptions::compile_subgraphs).
   int64_t compiled_subgraphs = 0;  // groups run as one compiled kernel
   int64_t fused_ops = 0;           // ops inside them

@@ -51,6 +51,9 @@ struct VarSlot {
   // to no other device, and BindBlobs gives a temporary a blob with storage of its own (not
   // a lazy one), which the executor can copy out through an InstructionsBuilder after a run.
   bool device_fetch = false;
+  // Its blob is a dying temporary's, handed on at this slot's first write (in place:
+  // inplace_pass.h; or after a release: storage_handoff.h), so that write allocates nothing.
+  bool took_storage = false;
 };
 
 // The variables one block's passes see. A block's variables come first, in declaration

@@ -26,6 +26,10 @@ bool SameStorage(const VarSlot& a, const VarSlot& b) {
 
 bool CanTake(const VarSlot& var) { return var.kind == VarKind::kTemp && !var.fetched; }
 
+// A slot whose first write takes no storage from here: it already took a dying input's in
+// place (inplace_pass.h).
+bool TookInPlace(const VarSlot& var) { return var.took_storage; }
+
 }  // namespace
 
 int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segment>& segments,
@@ -46,7 +50,8 @@ int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segm
       Node& node = nodes[b];
       if (node.op < 0) {
         // A shared release's storage is freed by whichever drop runs last: not this one's.
-        if (node.drops == 0) waiting.push_back(b);
+        // A release that hands its storage on in place has none to give.
+        if (node.drops == 0 && node.handoff_to < 0) waiting.push_back(b);
         continue;
       }
       bool allocates = false;
@@ -54,6 +59,7 @@ int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segm
         // Each slot once (an op may list one twice): its first write, by this op.
         if (first_writer[y] != node.op || placed[y]) continue;
         placed[y] = true;
+        if (TookInPlace(vars.slots[y])) continue;  // allocates nothing, takes nothing here
         if (!CanTake(vars.slots[y])) {
           // A fetched temporary or a persistable may be allocated here; a feed has storage.
           if (vars.slots[y].kind != VarKind::kFeed) allocates = true;
@@ -68,6 +74,7 @@ int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segm
         }
         nodes[*giver].handoff_to = y;
         vars.slots[y].blob = vars.slots[nodes[*giver].var].blob;
+        vars.slots[y].took_storage = true;
         waiting.erase(giver);
         ++handoffs;
       }

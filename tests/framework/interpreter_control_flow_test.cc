@@ -328,6 +328,8 @@ TEST_F(InterpreterControlFlowTest, StorageHandedToALoopOutput) {
     ExecutorOptions executor_options;
     executor_options.interpreter.compute_streams = streams;
     executor_options.interpreter.compile_subgraphs = false;  // the hand-off is between ops
+    // In place, relu would take t's storage at t's death, leaving no release to hand off.
+    executor_options.interpreter.inplace = false;
     Executor executor(&context_->registry(), context_->vm(), executor_options);
     Scope scope;
     ASSERT_TRUE(executor.Run(main.desc(), runs[0], fetches, &scope).ok());

@@ -145,7 +145,10 @@ TEST_F(InterpreterTest, SingleStreamChainFusesIntoOneSequence) {
   EXPECT_EQ(s.record_events, 0);
   EXPECT_EQ(s.edges, 0);
   EXPECT_EQ(s.streams, 1);
-  EXPECT_EQ(s.releases, 2);  // a and b; c is fetched, x is fed
+  // a and b die; c is fetched, x is fed. b takes a's storage in place (exp declares X -> Out),
+  // so a's release runs no step; b's frees.
+  EXPECT_EQ(s.releases, 1);
+  EXPECT_EQ(s.inplace_reuses, 1);
   EXPECT_EQ(s.dependencies.kept, 2);
 }
 
@@ -184,6 +187,7 @@ TEST_F(InterpreterTest, WithoutFusionEachNodeIsASequence) {
   EXPECT_EQ(s.releases, 0);
 
   options.release_temporaries = true;
+  options.inplace = false;  // every release a step of its own
   s = Lower(CpuChain(), {"x"}, {"c"}, options);
   EXPECT_EQ(s.releases, 2);
   EXPECT_EQ(s.op_sequences, 5);  // three ops, two releases
@@ -332,12 +336,16 @@ TEST_F(InterpreterTest, ReleasesEqualUnfetchedTemporaries) {
   b.AppendOp(Op("exp", {{"X", {"t1"}}}, {{"Out", {"t2"}}}));
   b.AppendOp(Op("scale", {{"X", {"t2"}}}, {{"Out", {"t3"}}}, ScaleBy(0.5)));
   b.AppendOp(Op("add", {{"X", {"t3"}}, {"Y", {"t0"}}}, {{"Out", {"t4"}}}));
-  // A release either runs a step or hands its storage to a later temporary.
-  auto released = [](const LoweringStats& s) { return s.releases + s.storage_handoffs; };
+  // A release either runs a step or hands its storage to a later temporary (after it, or in
+  // place at its last reader).
+  auto released = [](const LoweringStats& s) {
+    return s.releases + s.storage_handoffs + s.inplace_reuses;
+  };
   EXPECT_EQ(released(Lower(p, {"x"}, {"t2", "t4"})), 3);
   EXPECT_EQ(released(Lower(p, {"x"}, {"t4"})), 4);
   InterpreterOptions no_handoff;
   no_handoff.hand_off_storage = false;
+  no_handoff.inplace = false;
   EXPECT_EQ(Lower(p, {"x"}, {"t4"}, no_handoff).releases, 4);
   EXPECT_EQ(Lower(p, {"x"}, {"t4"}, no_handoff).storage_handoffs, 0);
   InterpreterOptions keep;
