@@ -8,9 +8,11 @@
 //   BM_Compiler_ColdCompile         partition-free compile of the chain's subgraph, cache cold
 //   BM_Compiler_CacheHit            the same lookup, cache warm, key made once (MakeKey)
 //   BM_Compiler_MakeKey             making that key (the subgraph's text and hash)
-//   BM_Compiled_GatedMlpStep/C      one training step of the gated MLP with Adam
+//   BM_Compiled_GatedMlpStep/C/I    one training step of the gated MLP with Adam
 //                                   (framework/models/gated_mlp.h: 64x32 batch, two hidden
-//                                   layers of 64) on cpu; C = 1 compilation on, 0 off
+//                                   layers of 64) on cpu; C = 1 compilation on, 0 off; I = 1
+//                                   the in-place pass on, 0 off (counters: peak_bytes, the
+//                                   plan's peak temporary bytes, and inplace reuses)
 // The chain benchmarks read x and write y once per iteration: bytes processed = 2 * 4 * 2^24.
 #include <cstring>
 #include <memory>
@@ -225,6 +227,7 @@ void BM_Compiled_GatedMlpStep(benchmark::State& state) {
   GatedMlp model = BuildGatedMlp(&engine.registry, mlp).value();
   ExecutorOptions options;
   options.interpreter.compile_subgraphs = state.range(0) != 0;
+  options.interpreter.inplace = state.range(1) != 0;
   Executor executor(&engine.registry, engine.vm.get(), options);
   Scope scope;
   SLUICE_CHECK(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
@@ -237,9 +240,18 @@ void BM_Compiled_GatedMlpStep(benchmark::State& state) {
   }
   state.counters["kernels"] = static_cast<double>(step.lowering().ops);
   state.counters["fused_ops"] = static_cast<double>(step.lowering().fused_ops);
+  state.counters["peak_bytes"] = static_cast<double>(step.lowering().peak_temporary_bytes);
+  state.counters["inplace"] = static_cast<double>(step.lowering().inplace_reuses);
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_Compiled_GatedMlpStep)->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
+// Arguments: subgraph compilation (1 on, the default), the in-place pass (1 on, the default).
+BENCHMARK(BM_Compiled_GatedMlpStep)
+    ->Args({1, 1})
+    ->Args({0, 1})
+    ->Args({1, 0})
+    ->Args({0, 0})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace sluice::framework::compiler_benchmark
