@@ -9,21 +9,6 @@ namespace sluice::framework {
 
 namespace {
 
-// The op func that first writes each slot (-1: none).
-std::vector<int> FirstWriters(const std::vector<OpFunc>& funcs, int num_vars) {
-  std::vector<int> first(num_vars, -1);
-  for (int f = 0; f < static_cast<int>(funcs.size()); ++f) {
-    for (int v : funcs[f].outputs) {
-      if (first[v] < 0) first[v] = f;
-    }
-  }
-  return first;
-}
-
-bool SameStorage(const VarSlot& a, const VarSlot& b) {
-  return a.device == b.device && a.dtype == b.dtype && a.shape == b.shape;
-}
-
 // A temporary whose storage may go to another variable at its death.
 bool MayGive(const VarSlot& var) {
   return var.kind == VarKind::kTemp && !var.fetched && !var.device_fetch;

@@ -79,6 +79,23 @@ struct OpFunc {
   bool random = false;
 };
 
+// The op func that first writes each of `num_vars` slots (-1: none). Funcs read nothing
+// before it is written (ResolveOps), so it is also the slot's first accessor.
+inline std::vector<int> FirstWriters(const std::vector<OpFunc>& funcs, int num_vars) {
+  std::vector<int> first(static_cast<size_t>(num_vars), -1);
+  for (int f = 0; f < static_cast<int>(funcs.size()); ++f) {
+    for (int v : funcs[static_cast<size_t>(f)].outputs) {
+      if (first[static_cast<size_t>(v)] < 0) first[static_cast<size_t>(v)] = f;
+    }
+  }
+  return first;
+}
+
+// Whether one blob's storage can serve both variables: same device, data type and shape.
+inline bool SameStorage(const VarSlot& a, const VarSlot& b) {
+  return a.device == b.device && a.dtype == b.dtype && a.shape == b.shape;
+}
+
 // Each func's accesses (its inputs read, its outputs written), for BuildDependencies.
 inline std::vector<OpAccess> AccessesOf(const std::vector<OpFunc>& funcs) {
   std::vector<OpAccess> accesses(funcs.size());

@@ -8,22 +8,6 @@ namespace sluice::framework {
 
 namespace {
 
-// The op func that first writes each slot (-1: none). Funcs read nothing before it is
-// written (ResolveOps), so it is also the slot's first accessor.
-std::vector<int> FirstWriters(const std::vector<OpFunc>& funcs, int num_vars) {
-  std::vector<int> first(num_vars, -1);
-  for (int f = 0; f < static_cast<int>(funcs.size()); ++f) {
-    for (int v : funcs[f].outputs) {
-      if (first[v] < 0) first[v] = f;
-    }
-  }
-  return first;
-}
-
-bool SameStorage(const VarSlot& a, const VarSlot& b) {
-  return a.device == b.device && a.dtype == b.dtype && a.shape == b.shape;
-}
-
 bool CanTake(const VarSlot& var) { return var.kind == VarKind::kTemp && !var.fetched; }
 
 // A slot whose first write takes no storage from here: it already took a dying input's in
