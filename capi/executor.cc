@@ -152,6 +152,14 @@ SluiceStatus* sluice_executor_options_set_compile_subgraphs(SluiceExecutorOption
   });
 }
 
+SluiceStatus* sluice_executor_options_set_inplace(SluiceExecutorOptions* options, int enabled) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(options, fn, "options"));
+    options->options.interpreter.inplace = enabled != 0;
+    return absl::OkStatus();
+  });
+}
+
 SluiceStatus* sluice_executor_create(SluiceContext* context, const SluiceExecutorOptions* options,
                                      SluiceExecutor** out) {
   return Guard(__func__, [&, fn = __func__]() -> absl::Status {

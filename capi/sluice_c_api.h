@@ -231,6 +231,11 @@ SLUICE_C_EXPORT SluiceStatus* sluice_executor_options_set_compute_streams(
 /* Groups of elementwise ops compiled into one kernel each (on by default). */
 SLUICE_C_EXPORT SluiceStatus* sluice_executor_options_set_compile_subgraphs(
     SluiceExecutorOptions* options, int enabled);
+/* The in-place pass (on by default): an op writes its output into an input that dies at
+ * it, where the op allows it (docs/design.md, "Static graphs"). Off: every output gets
+ * storage of its own. Results are the same bits either way. */
+SLUICE_C_EXPORT SluiceStatus* sluice_executor_options_set_inplace(SluiceExecutorOptions* options,
+                                                                  int enabled);
 
 /* An executor over `context`'s VM with a scope of its own for the persistable variables
  * (parameters) the programs it runs create and update. `options` may be NULL. The caller

@@ -208,18 +208,20 @@ void BindExecutor(nb::module_& m) {
       .def(
           "__init__",
           [](PyExecutor* self, eager::Context ctx, const std::string& device, int compute_streams,
-             bool compile_subgraphs, bool release_temporaries) {
+             bool compile_subgraphs, bool release_temporaries, bool inplace) {
             framework::ExecutorOptions options;
             options.interpreter.device = ParseDevice(device);
             Unwrap(ctx.runtime()->GetDevice(options.interpreter.device));
             options.interpreter.compute_streams = compute_streams;
             options.interpreter.compile_subgraphs = compile_subgraphs;
             options.interpreter.release_temporaries = release_temporaries;
+            options.interpreter.inplace = inplace;
             new (self) PyExecutor(std::move(ctx), options);
             self->device = options.interpreter.device;
           },
           nb::arg("context"), nb::arg("device") = "cpu", nb::arg("compute_streams") = 1,
-          nb::arg("compile_subgraphs") = true, nb::arg("release_temporaries") = true)
+          nb::arg("compile_subgraphs") = true, nb::arg("release_temporaries") = true,
+          nb::arg("inplace") = true)
       .def_prop_ro("device", [](const PyExecutor& e) { return e.device.ToString(); })
       .def("run", &Run, nb::arg("program"), nb::arg("feed"), nb::arg("fetch_list"),
            nb::arg("scope"), nb::arg("return_numpy") = true,
@@ -237,6 +239,9 @@ void BindExecutor(nb::module_& m) {
         out["compiled_subgraphs"] = stats.compiled_subgraphs;
         out["fused_ops"] = stats.fused_ops;
         out["compile_fallbacks"] = stats.compile_fallbacks;
+        out["inplace_reuses"] = stats.inplace_reuses;
+        out["storage_handoffs"] = stats.storage_handoffs;
+        out["peak_temporary_bytes"] = stats.peak_temporary_bytes;
         return out;
       });
 

@@ -28,13 +28,14 @@ class ExecutorTest : public ::testing::Test {
     EXPECT_TRUE(IsOk(sluice_program_load((kExample + name).c_str(), &program)));
     return ProgramPtr(program);
   }
-  ExecutorPtr NewExecutor(const char* device = "cpu") {
+  ExecutorPtr NewExecutor(const char* device = "cpu", int compile = 1, int inplace = 1) {
     SluiceExecutorOptions* raw = nullptr;
     EXPECT_TRUE(IsOk(sluice_executor_options_create(&raw)));
     ExecutorOptionsPtr options(raw);
     EXPECT_TRUE(IsOk(sluice_executor_options_set_device(options.get(), device)));
     EXPECT_TRUE(IsOk(sluice_executor_options_set_compute_streams(options.get(), 2)));
-    EXPECT_TRUE(IsOk(sluice_executor_options_set_compile_subgraphs(options.get(), 1)));
+    EXPECT_TRUE(IsOk(sluice_executor_options_set_compile_subgraphs(options.get(), compile)));
+    EXPECT_TRUE(IsOk(sluice_executor_options_set_inplace(options.get(), inplace)));
     SluiceExecutor* executor = nullptr;
     EXPECT_TRUE(IsOk(sluice_executor_create(context_.get(), options.get(), &executor)));
     return ExecutorPtr(executor);
@@ -224,6 +225,21 @@ TEST_F(ExecutorTest, BadFeedsAndFetches) {
   EXPECT_GT(Step(e), 0);
 }
 
+// The in-place pass changes where outputs live, not what they hold: five training steps give
+// the same losses, bit for bit, with it on and off (each executor on a fresh context).
+TEST_F(ExecutorTest, InPlaceOnAndOffTrainTheSameLosses) {
+  std::vector<float> losses[2];
+  for (int inplace = 0; inplace < 2; ++inplace) {
+    context_ = NewContext();
+    ExecutorPtr executor = NewExecutor("cpu", /*compile=*/0, inplace);
+    ASSERT_TRUE(IsOk(sluice_executor_run(executor.get(), startup_.get(), nullptr, nullptr, 0,
+                                         nullptr, 0, nullptr)));
+    for (int step = 0; step < 5; ++step) losses[inplace].push_back(Step(executor.get()));
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  EXPECT_LT(losses[1].back(), losses[1].front());
+}
+
 TEST_F(ExecutorTest, NullHandlesAreInvalidArguments) {
   SluiceProgram* program = nullptr;
   EXPECT_TRUE(IsError(sluice_program_load(nullptr, &program), SLUICE_INVALID_ARGUMENT, "path"));
@@ -235,6 +251,8 @@ TEST_F(ExecutorTest, NullHandlesAreInvalidArguments) {
                       SLUICE_INVALID_ARGUMENT, "options is NULL"));
   EXPECT_TRUE(IsError(sluice_executor_options_set_compile_subgraphs(nullptr, 1),
                       SLUICE_INVALID_ARGUMENT, "options is NULL"));
+  EXPECT_TRUE(IsError(sluice_executor_options_set_inplace(nullptr, 1), SLUICE_INVALID_ARGUMENT,
+                      "options is NULL"));
   SluiceExecutorOptions* raw = nullptr;
   ASSERT_TRUE(IsOk(sluice_executor_options_create(&raw)));
   ExecutorOptionsPtr options(raw);

@@ -112,3 +112,44 @@ def test_a_saved_operand_changed_in_place_fails_backward(ctx):
     sluice.add_(x, sluice.tensor(np.array([1.0, 1.0], np.float32)))
     with pytest.raises(sluice.errors.FailedPreconditionError, match="modified in place"):
         loss.backward()
+
+
+def _train_losses(strategy):
+    """Five steps of the seed's model with `strategy`; the losses and the last lowering."""
+    main, startup = sluice.static.Program(), sluice.static.Program()
+    with sluice.static.program_guard(main, startup):
+        x = sluice.static.data(shape=[16, 16], name="x")
+        label = sluice.static.data(shape=[16, 1], name="label")
+        out = sluice.nn.Linear(in_features=16, out_features=1)(x)
+        loss = sluice.nn.MSELoss()(out, label)
+        sluice.optimizer.Adam().minimize(loss)
+    exe = sluice.static.Executor(sluice.CPUPlace(), compile_subgraphs=False,
+                                 build_strategy=strategy)
+    scope = sluice.static.Scope()
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(3)
+    feed = {"x": rng.standard_normal((16, 16)).astype(np.float32),
+            "label": rng.standard_normal((16, 1)).astype(np.float32)}
+    losses = [exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0] for _ in range(5)]
+    return losses, exe._exe.last_lowering()
+
+
+def test_build_strategy_inplace_gives_the_same_losses(ctx):
+    on, off = sluice.static.BuildStrategy(), sluice.static.BuildStrategy()
+    assert on.enable_inplace and not on.enable_addto
+    off.enable_inplace = False
+    losses_on, lowering_on = _train_losses(on)
+    losses_off, lowering_off = _train_losses(off)
+    np.testing.assert_array_equal(np.array(losses_on), np.array(losses_off))
+    assert lowering_off["inplace_reuses"] == 0
+    assert lowering_on["inplace_reuses"] > 0
+    assert lowering_on["peak_temporary_bytes"] > 0
+
+
+def test_build_strategy_refuses_addto_and_other_objects(ctx):
+    addto = sluice.static.BuildStrategy()
+    addto.enable_addto = True
+    with pytest.raises(NotImplementedError, match="add-to pass is not built"):
+        sluice.static.Executor(sluice.CPUPlace(), build_strategy=addto)
+    with pytest.raises(TypeError, match="BuildStrategy"):
+        sluice.static.Executor(sluice.CPUPlace(), build_strategy={"enable_inplace": True})

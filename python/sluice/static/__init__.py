@@ -155,22 +155,45 @@ def global_scope():
     return _global_scope[0]
 
 
+class BuildStrategy:
+    """How an Executor prepares a program, with Paddle's names for the memory passes.
+
+    ``enable_inplace`` (True): an op writes its output into an input that dies at it, where
+    the op allows it (the interpreter's in-place pass); the results are the same bits either
+    way. ``enable_addto`` (False): accumulate gradients where they lie; the add-to pass is
+    not built yet, so setting it raises NotImplementedError when an Executor takes the
+    strategy."""
+
+    def __init__(self):
+        self.enable_inplace = True
+        self.enable_addto = False
+
+
 class Executor:
     """Runs programs on a place (``CPUPlace()``, ``CUDAPlace(i)``, ``SimPlace(i)``, or a
     device string). Keyword options: ``compute_streams`` (1), ``compile_subgraphs``
-    (True), ``release_temporaries`` (True: the GC plan). Runs of one program with the
-    same feed and fetch names reuse its lowered instruction graph."""
+    (True), ``release_temporaries`` (True: the GC plan), ``build_strategy`` (a
+    :class:`BuildStrategy`; default: its defaults). Runs of one program with the same feed
+    and fetch names reuse its lowered instruction graph."""
 
     def __init__(self, place=None, context=None, compute_streams=1, compile_subgraphs=True,
-                 release_temporaries=True):
+                 release_temporaries=True, build_strategy=None):
         from .. import _device_of
 
+        strategy = build_strategy if build_strategy is not None else BuildStrategy()
+        if not isinstance(strategy, BuildStrategy):
+            raise TypeError(f"build_strategy must be a sluice.static.BuildStrategy, got "
+                            f"{type(strategy).__name__}")
+        if strategy.enable_addto:
+            raise NotImplementedError("BuildStrategy.enable_addto: the add-to pass is not built "
+                                      "yet; leave it False")
         self.place = place
         self._context = context if context is not None else current_context()
         self._exe = _sluice.Executor(self._context, _device_of(place),
                                      compute_streams=compute_streams,
                                      compile_subgraphs=compile_subgraphs,
-                                     release_temporaries=release_temporaries)
+                                     release_temporaries=release_temporaries,
+                                     inplace=bool(strategy.enable_inplace))
 
     def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True,
             fetch_on_device=None, trace_path=""):
@@ -230,6 +253,6 @@ def load_program(path, context=None):
 
 __all__ = [
     "Program", "Variable", "program_guard", "data", "Executor", "Scope", "global_scope",
-    "default_main_program", "default_startup_program", "cond", "while_loop",
+    "default_main_program", "default_startup_program", "cond", "while_loop", "BuildStrategy",
     "save_persistables", "load_persistables", "load_program", "NotFoundError",
 ]
