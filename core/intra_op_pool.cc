@@ -1,6 +1,7 @@
 #include "core/intra_op_pool.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "absl/strings/str_cat.h"
 #include "core/thread_name.h"
@@ -48,6 +49,9 @@ struct IntraOpPool::Job {
   std::atomic<int64_t> next{0};
   std::atomic<bool> skipped{false};  // relaxed: read by the caller after the join
   int refs = 0;                      // helpers inside RunChunks; guarded by the pool's mu_
+  // The first exception a chunk threw; guarded by the pool's mu_. Chunks not yet claimed
+  // are then skipped, and the caller rethrows it after the join.
+  std::exception_ptr error;
 };
 
 IntraOpPool::IntraOpPool(int parallelism)
@@ -80,7 +84,7 @@ void IntraOpPool::StartHelpersLocked() {
   }
 }
 
-void IntraOpPool::RunChunks(Job& job, bool helper) {
+void IntraOpPool::RunChunks(Job& job, bool helper, absl::Mutex& mu) {
   InChunk in_chunk;
   int64_t ran = 0;
   int64_t skipped = 0;
@@ -93,7 +97,16 @@ void IntraOpPool::RunChunks(Job& job, bool helper) {
       continue;
     }
     const int64_t begin = c * job.chunk;
-    job.fn(begin, std::min(job.n, begin + job.chunk));
+    try {
+      job.fn(begin, std::min(job.n, begin + job.chunk));
+    } catch (...) {
+      // Kept for the caller (a helper thread must not let it escape, and the caller must
+      // join before it unwinds past the job); nothing further is claimed.
+      job.next.store(job.num_chunks, std::memory_order_relaxed);
+      absl::MutexLock lock(&mu);
+      if (job.error == nullptr) job.error = std::current_exception();
+      break;
+    }
     ++ran;
   }
   if (job.counters != nullptr) {
@@ -114,7 +127,7 @@ void IntraOpPool::HelperLoop() {
     Job* job = jobs_.front();
     ++job->refs;
     mu_.Unlock();
-    RunChunks(*job, /*helper=*/true);
+    RunChunks(*job, /*helper=*/true, mu_);
     mu_.Lock();
     // Every chunk is claimed: no other helper should pick the job up again.
     auto it = std::find(jobs_.begin(), jobs_.end(), job);
@@ -130,25 +143,35 @@ bool IntraOpPool::ParallelFor(int64_t n, int64_t grain,
   grain = std::max<int64_t>(1, grain);
   const int64_t per_thread_chunks = parallelism_ * kChunksPerThread;
   const int64_t chunk = std::max(grain, (n + per_thread_chunks - 1) / per_thread_chunks);
-  Job job(fn, n, chunk, cancel, counters);
-  if (job.num_chunks <= 1 || parallelism_ <= 1 || t_in_chunk) {
-    RunChunks(job, /*helper=*/false);
-    return !job.skipped.load(std::memory_order_relaxed);
+  if ((n + chunk - 1) / chunk <= 1 || parallelism_ <= 1 || t_in_chunk) {
+    // Not split: the whole range at once, on this thread (an exception propagates as is).
+    if (cancel != nullptr && cancel->load(std::memory_order_acquire)) {
+      if (counters != nullptr) counters->skipped_chunks.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    InChunk in_chunk;
+    fn(0, n);
+    if (counters != nullptr) counters->chunks.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
+  Job job(fn, n, chunk, cancel, counters);
   if (counters != nullptr) counters->regions.fetch_add(1, std::memory_order_relaxed);
   {
     absl::MutexLock lock(&mu_);
     StartHelpersLocked();
     jobs_.push_back(&job);
   }
-  RunChunks(job, /*helper=*/false);
+  RunChunks(job, /*helper=*/false, mu_);
+  std::exception_ptr error;
   {
     absl::MutexLock lock(&mu_);
     auto it = std::find(jobs_.begin(), jobs_.end(), &job);
     if (it != jobs_.end()) jobs_.erase(it);
     mu_.Await(absl::Condition(
         +[](Job* j) ABSL_NO_THREAD_SAFETY_ANALYSIS { return j->refs == 0; }, &job));
+    error = job.error;
   }
+  if (error != nullptr) std::rethrow_exception(error);  // no helper holds the job now
   return !job.skipped.load(std::memory_order_relaxed);
 }
 

@@ -52,11 +52,14 @@ class IntraOpPool {
 
   // Calls fn(begin, end) over disjoint ranges covering [0, n), each at least `grain` long
   // (but the last), on the calling thread and the helpers; returns when all have returned.
-  // `fn` must be safe to call concurrently on disjoint ranges and must not throw.
+  // `fn` must be safe to call concurrently on disjoint ranges. If a chunk throws, no further
+  // chunk starts, the call joins the ones running, and rethrows the first exception on the
+  // calling thread (the kernel's entry point turns it into a Status).
   // Before each chunk, `cancel` (may be null) is read with acquire ordering; once it is true
   // the chunks not yet started are skipped and the call returns false. True when every chunk
-  // ran. Everything the chunks wrote happens-before the return. A call from inside a chunk
-  // (a nested region) runs its range on its own thread. `counters` (may be null) is counted.
+  // ran. Everything the chunks wrote happens-before the return. A range that does not split
+  // (one chunk's worth, parallelism 1, or a call from inside a chunk: a nested region) runs
+  // as one fn(0, n) on the calling thread. `counters` (may be null) is counted.
   bool ParallelFor(int64_t n, int64_t grain, absl::FunctionRef<void(int64_t, int64_t)> fn,
                    const std::atomic<bool>* cancel = nullptr, ParallelCounters* counters = nullptr);
 
@@ -68,8 +71,9 @@ class IntraOpPool {
 
   void StartHelpersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HelperLoop();
-  // Claims and runs `job`'s chunks until none is left; `helper` says who is counted.
-  static void RunChunks(Job& job, bool helper);
+  // Claims and runs `job`'s chunks until none is left; `helper` says who is counted. A chunk
+  // that throws stops the claiming and leaves its exception in the job (under `mu`).
+  static void RunChunks(Job& job, bool helper, absl::Mutex& mu);
 
   const int parallelism_;
   mutable absl::Mutex mu_;

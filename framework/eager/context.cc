@@ -340,7 +340,7 @@ absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vect
   ops::SlotBlobs in, out;
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, inputs, "input", &in));
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, outputs, "output", &out));
-  absl::InlinedVector<internal::TensorState*, 4> written;
+  absl::InlinedVector<internal::TensorState*, 4> written, read;
   bool tracked = false;
   for (const std::vector<Tensor>& slot : outputs) {
     for (const Tensor& t : slot) {
@@ -348,9 +348,15 @@ absl::Status Context::CallInto(absl::string_view op, const std::vector<std::vect
       tracked = tracked || t.state_->requires_grad();
     }
   }
+  for (const std::vector<Tensor>& slot : inputs) {
+    for (const Tensor& t : slot) {
+      read.push_back(t.state_);
+      tracked = tracked || t.state_->requires_grad();
+    }
+  }
   if (internal::GradRecorder* recorder = state_->grad_recorder.load(std::memory_order_acquire);
       recorder != nullptr && tracked) {
-    SLUICE_RETURN_IF_ERROR(recorder->CheckInPlace(op, written));
+    SLUICE_RETURN_IF_ERROR(recorder->CheckInPlace(op, read, written));
   }
   {
     PlainMutexLock lock(&state_->mu);

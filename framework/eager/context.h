@@ -79,7 +79,10 @@ class Context {
   absl::StatusOr<Tensor> CallSingle(absl::string_view op, absl::Span<const Tensor> inputs,
                                     const vm::AttrMap& attrs = {},
                                     std::optional<Device> device = std::nullopt);
-  // Runs `op` writing into existing tensors (in-place updates: sgd, adam).
+  // Runs `op` writing into existing tensors (in-place updates: sgd, adam, fn::<Op>InPlace).
+  // Not recorded for autograd: while gradients are recorded, a call that writes or reads a
+  // tensor that requires a gradient is refused (FailedPrecondition naming the op), and the
+  // written tensors' versions are bumped, so a gradient that saved one fails at Backward.
   absl::Status CallInto(absl::string_view op, const std::vector<std::vector<Tensor>>& inputs,
                         const std::vector<std::vector<Tensor>>& outputs,
                         const vm::AttrMap& attrs = {});

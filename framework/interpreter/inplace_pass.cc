@@ -77,6 +77,7 @@ int PlanInPlace(const std::vector<OpFunc>& funcs, std::vector<Node>& nodes, VarT
         nodes[r].handoff_to = y;
         vars.slots[y].blob = vars.slots[x].blob;
         vars.slots[y].took_storage = true;
+        vars.slots[x].gave_in_place = true;
         ++reuses;
         break;
       }

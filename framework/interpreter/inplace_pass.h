@@ -21,7 +21,8 @@
 // Then Y is bound to X's blob and X's release node is marked `handoff_to = Y`: it runs no
 // step and stays an ordering point, as a storage hand-off's release does (storage_handoff.h).
 // Y may in turn pass the storage on. The pass runs before the storage hand-offs, which skip
-// what it took. Without release nodes (GC plan off) nothing changes.
+// what it took and never rebind a giver (VarSlot::gave_in_place: its blob is Y's too).
+// Without release nodes (GC plan off) nothing changes.
 #ifndef SLUICE_FRAMEWORK_INTERPRETER_INPLACE_PASS_H_
 #define SLUICE_FRAMEWORK_INTERPRETER_INPLACE_PASS_H_
 
@@ -34,8 +35,8 @@ namespace sluice::framework {
 
 // Applies the rules above over `nodes` (PlanNodes' result for `funcs`): marks the releases
 // and rebinds the takers' slots in `vars` (slots must be bound: BindBlobs), setting
-// VarSlot::took_storage on each taker. Returns the number of reuses. Pure but for its
-// in/out arguments; thread-compatible.
+// VarSlot::took_storage on each taker and VarSlot::gave_in_place on each giver. Returns the number
+// of reuses. Pure but for its in/out arguments; thread-compatible.
 int PlanInPlace(const std::vector<OpFunc>& funcs, std::vector<Node>& nodes, VarTable& vars);
 
 // The most bytes of temporaries' storage held at once when the nodes run in order (the list

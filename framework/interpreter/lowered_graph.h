@@ -54,6 +54,9 @@ struct VarSlot {
   // Its blob is a dying temporary's, handed on at this slot's first write (in place:
   // inplace_pass.h; or after a release: storage_handoff.h), so that write allocates nothing.
   bool took_storage = false;
+  // Its blob is also a later slot's, which took it in place when this one died
+  // (inplace_pass.h): no later pass may rebind this slot to another blob.
+  bool gave_in_place = false;
 };
 
 // The variables one block's passes see. A block's variables come first, in declaration

@@ -44,6 +44,12 @@ int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segm
         if (first_writer[y] != node.op || placed[y]) continue;
         placed[y] = true;
         if (TookInPlace(vars.slots[y])) continue;  // allocates nothing, takes nothing here
+        if (vars.slots[y].gave_in_place) {
+          // Its blob is shared with the slot that took it in place: rebinding it would part
+          // the two and strand the giver's storage. It allocates as usual.
+          allocates = true;
+          continue;
+        }
         if (!CanTake(vars.slots[y])) {
           // A fetched temporary or a persistable may be allocated here; a feed has storage.
           if (vars.slots[y].kind != VarKind::kFeed) allocates = true;

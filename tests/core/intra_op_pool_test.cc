@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -185,6 +186,45 @@ TEST(IntraOpPoolTest, AScopeWithoutAPoolRunsInline) {
                 .For(10, 1, [&](int64_t, int64_t) { ++calls; })
                 .code(),
             absl::StatusCode::kCancelled);
+  EXPECT_EQ(calls, 1);
+}
+
+// A chunk that throws, on a helper or on the caller, stops the region: the call joins the
+// chunks running and rethrows on the calling thread (no helper terminates the process, no
+// helper touches the finished job), and the pool serves the next region. Every chunk throws
+// here, so whichever thread runs one first throws; over 50 regions both kinds occur.
+TEST(IntraOpPoolTest, AnExceptionInAChunkReachesTheCaller) {
+  IntraOpPool pool(3);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> thrown_by_helpers{0};
+  for (int round = 0; round < 50; ++round) {
+    EXPECT_THROW(pool.ParallelFor(64, 1,
+                                  [&](int64_t, int64_t) {
+                                    if (std::this_thread::get_id() != caller) {
+                                      thrown_by_helpers.fetch_add(1);
+                                    }
+                                    throw std::runtime_error("chunk failed");
+                                  }),
+                 std::runtime_error);
+  }
+  // Inline (one chunk): the exception propagates as is.
+  EXPECT_THROW(pool.ParallelFor(1, 1, [](int64_t, int64_t) { throw std::runtime_error("x"); }),
+               std::runtime_error);
+  std::atomic<int64_t> total{0};
+  EXPECT_TRUE(pool.ParallelFor(1000, 1, [&](int64_t b, int64_t e) { total.fetch_add(e - b); }));
+  EXPECT_EQ(total.load(), 1000);
+}
+
+// A range that does not split runs as one call on the calling thread: with parallelism 1,
+// and for a nested region.
+TEST(IntraOpPoolTest, AnUnsplitRangeIsOneCall) {
+  IntraOpPool alone(1);
+  int calls = 0;
+  EXPECT_TRUE(alone.ParallelFor(1000, 1, [&](int64_t b, int64_t e) {
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 1000);
+    ++calls;
+  }));
   EXPECT_EQ(calls, 1);
 }
 

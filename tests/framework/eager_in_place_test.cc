@@ -114,6 +114,25 @@ TEST_P(EagerInPlaceTest, RefusedOnATensorThatRequiresAGradient) {
   EXPECT_EQ(Values(w), (std::vector<float>{1.0f, 0.0f}));
 }
 
+// An in-place call is not recorded: one that reads a tensor requiring a gradient while
+// gradients are recorded is refused (its gradient would be lost), naming the op and the
+// input, and nothing is written; under NoGradGuard it runs.
+TEST_P(EagerInPlaceTest, RefusedWhenItReadsATensorThatRequiresAGradient) {
+  const Tensor x = Vec({1.0f, 2.0f});
+  const Tensor w = Vec({0.5f, -0.5f});
+  ASSERT_TRUE(autograd::SetRequiresGrad(w).ok());
+  const absl::Status refused = fn::AddInPlace(x, w);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("op 'add' writes in place and reads input 1"));
+  EXPECT_EQ(Values(x), (std::vector<float>{1.0f, 2.0f}));
+  {
+    autograd::NoGradGuard no_grad;
+    ASSERT_TRUE(fn::AddInPlace(x, w).ok());
+  }
+  EXPECT_EQ(Values(x), (std::vector<float>{1.5f, 1.5f}));
+}
+
 // A tensor that a gradient saved, then changed in place, makes Backward fail naming the op
 // and the operand (the version counter); without the in-place call the same Backward passes,
 // so the failure is the write's.

@@ -99,6 +99,10 @@ def test_in_place_functions_refuse_variables_and_recorded_leaves(ctx):
     w = sluice.tensor(np.array([1.0, -1.0], np.float32), requires_grad=True)
     with pytest.raises(sluice.errors.FailedPreconditionError, match="'relu' writes in place"):
         sluice.relu_(w)
+    x = sluice.tensor(np.array([3.0, 4.0], np.float32))
+    with pytest.raises(sluice.errors.FailedPreconditionError, match="reads input 1"):
+        sluice.add_(x, w)  # not recorded: w's gradient would be lost
+    np.testing.assert_array_equal(np.asarray(x), [3.0, 4.0])
     np.testing.assert_array_equal(np.asarray(w), [1.0, -1.0])
     with sluice.no_grad():
         sluice.relu_(w)

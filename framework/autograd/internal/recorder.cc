@@ -74,8 +74,18 @@ absl::Status Recorder::Record(absl::string_view op, const vm::AttrMap& attrs,
   return absl::OkStatus();
 }
 
-absl::Status Recorder::CheckInPlace(absl::string_view op, absl::Span<TensorState* const> outputs) {
+absl::Status Recorder::CheckInPlace(absl::string_view op, absl::Span<TensorState* const> inputs,
+                                    absl::Span<TensorState* const> outputs) {
   if (!Recording()) return absl::OkStatus();
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k]->requires_grad()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "op '", op, "' writes in place and reads input ", k,
+          ", a tensor that requires a gradient, while gradients are being recorded: the "
+          "in-place call is not recorded, so that gradient would be lost; use the "
+          "out-of-place op, or update under autograd::NoGradGuard"));
+    }
+  }
   for (size_t k = 0; k < outputs.size(); ++k) {
     if (outputs[k]->requires_grad()) {
       return absl::FailedPreconditionError(absl::StrCat(

@@ -29,6 +29,7 @@ class Recorder final : public eager::internal::GradRecorder {
                       absl::Span<eager::internal::TensorState*> outputs,
                       absl::Span<const int> output_slots) override;
   absl::Status CheckInPlace(absl::string_view op,
+                            absl::Span<eager::internal::TensorState* const> inputs,
                             absl::Span<eager::internal::TensorState* const> outputs) override;
 
  private:

@@ -41,10 +41,11 @@ class GradRecorder {
                               absl::Span<TensorState* const> inputs,
                               absl::Span<const int> input_slots, absl::Span<TensorState*> outputs,
                               absl::Span<const int> output_slots) = 0;
-  // Before `op` writes into `outputs` in place (an optimizer step), some of which require
-  // a gradient: an error refuses the call (an in-place update of such a tensor while
-  // recording would change what backward reads).
-  virtual absl::Status CheckInPlace(absl::string_view op,
+  // Before `op` reads `inputs` and writes into `outputs` in place (an optimizer step, an
+  // eager in-place call), some of which require a gradient: an error refuses the call. An
+  // in-place update of such an output while recording would change what backward reads, and
+  // such an input would reach a result the tape never sees (its gradient silently lost).
+  virtual absl::Status CheckInPlace(absl::string_view op, absl::Span<TensorState* const> inputs,
                                     absl::Span<TensorState* const> outputs) = 0;
 };
 
