@@ -292,11 +292,12 @@ def wrap(text, width, indent):
     return lines
 
 
-def signature(ret, name, params):
-    one = f"absl::StatusOr<{ret}> {name}({', '.join(params)})"
+def declaration(returns, name, params):
+    """`returns name(params)`, wrapped at 99 columns with the parameters aligned."""
+    one = f"{returns} {name}({', '.join(params)})"
     if len(one) <= 99:
         return one
-    head = f"absl::StatusOr<{ret}> {name}("
+    head = f"{returns} {name}("
     lines, line = [], head
     for i, p in enumerate(params):
         piece = p + ("," if i + 1 < len(params) else ")")
@@ -308,13 +309,13 @@ def signature(ret, name, params):
     return "\n".join(lines)
 
 
+def signature(ret, name, params):
+    return declaration(f"absl::StatusOr<{ret}>", name, params)
+
+
 def in_place_signature(op, defaults):
-    params = op.operands("eager::Tensor") + op.attr_params(defaults)
-    one = f"absl::Status {op.cpp}InPlace({', '.join(params)})"
-    if len(one) <= 99:
-        return one
-    head = f"absl::Status {op.cpp}InPlace("
-    return head + (",\n" + " " * len(head)).join(params) + ")"
+    return declaration("absl::Status", f"{op.cpp}InPlace",
+                       op.operands("eager::Tensor") + op.attr_params(defaults))
 
 
 def gen_header(ops):

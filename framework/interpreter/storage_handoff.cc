@@ -10,10 +10,6 @@ namespace {
 
 bool CanTake(const VarSlot& var) { return var.kind == VarKind::kTemp && !var.fetched; }
 
-// A slot whose first write takes no storage from here: it already took a dying input's in
-// place (inplace_pass.h).
-bool TookInPlace(const VarSlot& var) { return var.took_storage; }
-
 }  // namespace
 
 int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segment>& segments,
@@ -43,7 +39,9 @@ int PlanStorageHandoffs(const std::vector<OpFunc>& funcs, const std::vector<Segm
         // Each slot once (an op may list one twice): its first write, by this op.
         if (first_writer[y] != node.op || placed[y]) continue;
         placed[y] = true;
-        if (TookInPlace(vars.slots[y])) continue;  // allocates nothing, takes nothing here
+        // It took a dying input's storage in place (inplace_pass.h): it allocates nothing
+        // and takes nothing here.
+        if (vars.slots[y].took_storage) continue;
         if (vars.slots[y].gave_in_place) {
           // Its blob is shared with the slot that took it in place: rebinding it would part
           // the two and strand the giver's storage. It allocates as usual.

@@ -28,19 +28,20 @@ namespace {
 constexpr int64_t kParallelElements = int64_t{1} << 17;
 constexpr int64_t kParallelGrain = int64_t{1} << 15;
 
+// The scope a loop of `n` elements captures: none below the threshold, so that small ops do
+// not look it up (and run on their thread).
+ParallelScope ScopeFor(const HostArgs& a, int64_t n) {
+  return n < kParallelElements ? ParallelScope() : a.parallel();
+}
+
+// body(begin, end) over [0, n): split across `parallel` (ScopeFor's), or at once without a pool.
 template <typename Body>
 absl::Status SplitElements(const ParallelScope& parallel, int64_t n, Body body) {
-  if (n < kParallelElements || parallel.pool() == nullptr) {
+  if (parallel.pool() == nullptr) {
     body(int64_t{0}, n);
     return absl::OkStatus();
   }
   return parallel.For(n, kParallelGrain, body, "elementwise loop");
-}
-
-// The scope a loop of `n` elements captures: none below the threshold, so that small ops do
-// not look it up.
-ParallelScope ScopeFor(const HostArgs& a, int64_t n) {
-  return n < kParallelElements ? ParallelScope() : a.parallel();
 }
 
 using elementwise::BroadcastPlan;

@@ -34,6 +34,17 @@ vm::AttrMap NoTranspose() {
   return vm::AttrMap().Set("transpose_x", int64_t{0}).Set("transpose_y", int64_t{0});
 }
 
+// Options for an executor whose ops stay ops (no subgraph compilation: the pass sees every
+// op), with the in-place pass on or off.
+ExecutorOptions Unfused(bool inplace, Device device = program_test::kCpu, int streams = 1) {
+  ExecutorOptions options;
+  options.interpreter.device = device;
+  options.interpreter.compute_streams = streams;
+  options.interpreter.compile_subgraphs = false;
+  options.interpreter.inplace = inplace;
+  return options;
+}
+
 // What each variant changes in the base program.
 struct Variant {
   bool undeclared = false;        // b = softmax(a): softmax declares no pair in place
@@ -100,11 +111,7 @@ class InterpreterInPlaceTest : public ::testing::Test {
     LoweringStats on;
     std::vector<HostTensor> results[2];
     for (int inplace = 0; inplace < 2; ++inplace) {
-      ExecutorOptions options;
-      options.interpreter.device = device;
-      options.interpreter.compute_streams = streams;
-      options.interpreter.compile_subgraphs = false;  // ops stay ops: the pass sees them
-      options.interpreter.inplace = inplace == 1;
+      const ExecutorOptions options = Unfused(inplace == 1, device, streams);
       Executor executor(&context_->registry(), context_->vm(), options);
       Scope scope;
       absl::StatusOr<RunResult> result = executor.Run(program, feeds, fetches, &scope);
@@ -146,9 +153,7 @@ TEST_F(InterpreterInPlaceTest, AChainRunsOnOneBuffer) {
   int64_t reuses[2] = {0, 0};
   std::vector<float> sums[2];
   for (int inplace = 0; inplace < 2; ++inplace) {
-    ExecutorOptions options;
-    options.interpreter.compile_subgraphs = false;
-    options.interpreter.inplace = inplace == 1;
+    const ExecutorOptions options = Unfused(inplace == 1);
     Executor executor(&context_->registry(), context_->vm(), options);
     Scope scope;
     absl::StatusOr<RunResult> result =
@@ -196,9 +201,7 @@ TEST_F(InterpreterInPlaceTest, AnUnorderedReaderOnAnotherStreamLeavesNoReuse) {
   for (ir::OpDesc& op : one_stream.mutable_global_block().mutable_ops()) {
     op.attrs.Set("stream", "compute:0");
   }
-  ExecutorOptions options;
-  options.interpreter.device = program_test::kSim;
-  options.interpreter.compile_subgraphs = false;
+  const ExecutorOptions options = Unfused(/*inplace=*/true, program_test::kSim);
   Executor executor(&context_->registry(), context_->vm(), options);
   Scope scope;
   const Feeds feeds = {{"x", Filled(kSquare, 1.0f)}, {"y", Filled(kSquare, 0.5f)}};
@@ -230,9 +233,7 @@ TEST_F(InterpreterInPlaceTest, AHandOffNeverPartsAnInPlacePair) {
   int64_t held[2] = {0, 0};
   std::vector<HostTensor> fetched[2];
   for (int inplace = 0; inplace < 2; ++inplace) {
-    ExecutorOptions options;
-    options.interpreter.compile_subgraphs = false;
-    options.interpreter.inplace = inplace == 1;
+    const ExecutorOptions options = Unfused(inplace == 1);
     Executor executor(&context_->registry(), context_->vm(), options);
     Scope scope;
     ASSERT_TRUE(context_->Sync().ok());
@@ -266,11 +267,9 @@ TEST_F(InterpreterInPlaceTest, RandomProgramsMatchWithThePassOff) {
         compiled_test::MakeRandomElementwiseProgram(seed, /*on_streams=*/sim);
     std::vector<std::vector<HostTensor>> results[2];
     for (int inplace = 0; inplace < 2; ++inplace) {
-      ExecutorOptions options;
-      options.interpreter.device = sim ? program_test::kSim : program_test::kCpu;
-      options.interpreter.compute_streams = sim ? 2 : 1;
+      ExecutorOptions options =
+          Unfused(inplace == 1, sim ? program_test::kSim : program_test::kCpu, sim ? 2 : 1);
       options.interpreter.compile_subgraphs = seed % 3 == 0;
-      options.interpreter.inplace = inplace == 1;
       Executor executor(&context_->registry(), context_->vm(), options);
       Scope scope;
       ASSERT_TRUE(executor.Run(r.startup, {}, {}, &scope).ok());
