@@ -22,6 +22,8 @@
 //   SLUICE_BENCH_IDLE_SPIN_NS=N  VmOptions::idle_spin of its workers (default 200000);
 //   SLUICE_BENCH_CALLER_THREAD=1  caller-thread scheduling instead of a scheduler thread;
 //   SLUICE_BENCH_LANES=0     InterpreterOptions::lane_sequences off (instruction-level lowering);
+//   SLUICE_BENCH_WORK_SHARING=0  InterpreterOptions::work_sharing off (cpu streams as lanes
+//                            instead of one shared step graph);
 //   SLUICE_BENCH_TRACE=FILE  after the timed loop, one more run writes a Chrome trace;
 //   SLUICE_BENCH_CROSS_COST=X  InterpreterOptions::cross_stream_cost (default 2; 0 is the
 //                            start-time-only list schedule of earlier figures).
@@ -209,6 +211,8 @@ void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device d
   options.interpreter.compute_streams = streams;
   if (const char* lanes = std::getenv("SLUICE_BENCH_LANES"))
     options.interpreter.lane_sequences = std::atoi(lanes) != 0;
+  if (const char* sharing = std::getenv("SLUICE_BENCH_WORK_SHARING"))
+    options.interpreter.work_sharing = std::atoi(sharing) != 0;
   if (const char* cost = std::getenv("SLUICE_BENCH_CROSS_COST"))
     options.interpreter.cross_stream_cost = std::atof(cost);
   options.interpreter.release_temporaries = state.range(1) != 0;
@@ -235,6 +239,7 @@ void RunInterpreter(benchmark::State& state, const Dag& dag, bool spin, Device d
   }
   const LoweringStats lowering = executor.LastLowering().value();
   state.counters["instructions"] = static_cast<double>(lowering.instructions);
+  state.counters["graph_tasks"] = static_cast<double>(lowering.graph_tasks);
   state.counters["syncs"] = static_cast<double>(lowering.stream_waits + lowering.record_events);
   state.counters["releases"] = static_cast<double>(lowering.releases);
   state.counters["handoffs"] = static_cast<double>(lowering.storage_handoffs);

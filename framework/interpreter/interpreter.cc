@@ -10,6 +10,7 @@
 #include "framework/interpreter/batch_lowering.h"
 #include "framework/interpreter/control_flow/lower_sub_blocks.h"
 #include "framework/interpreter/gc_plan.h"
+#include "framework/interpreter/graph_lowering.h"
 #include "framework/interpreter/inplace_pass.h"
 #include "framework/interpreter/lane_lowering.h"
 #include "framework/interpreter/list_schedule.h"
@@ -232,6 +233,15 @@ absl::Status Interpreter::Builder::Lower(const VarTable& vars, const std::vector
   LoweringOutput lowered{out.batch_, out.sequences_, *out.release_counts_, out.lowering_,
                          SequenceCounters{&out.cancel_, &out.ops_run_, &out.run_number_}};
   const LaneSupport support = QueryLaneSupport(vm, streams);
+  const bool pipelined = std::any_of(
+      out.control_steps_.begin(), out.control_steps_.end(), [](const auto& kernel) {
+        const auto* step = dynamic_cast<const control_flow::ControlStep*>(kernel.get());
+        return step != nullptr && step->pipeline() != nullptr;
+      });
+  if (UseGraphLowering(support, options, streams, vm.recorder() != nullptr, pipelined) &&
+      LowerToGraph(in, lowered, out.graph_)) {
+    return absl::OkStatus();
+  }
   if (UseLaneLowering(support, options, static_cast<int>(streams.size()))) {
     LowerToLanes(in, lowered);
     return absl::OkStatus();

@@ -45,6 +45,12 @@ struct InterpreterOptions {
   // (vm/step_sequence.h) instead of one instruction per fused segment and StreamWait. Off: the
   // instruction-level lowering (for comparison).
   bool lane_sequences = true;
+  // Where lanes would be used (above): the streams' workers share one graph of the block's
+  // tasks, each worker taking whatever task is ready (graph_lowering.h, vm/step_graph.h),
+  // instead of each running its own stream's steps in order. A worker that loses its core
+  // then holds up one task instead of a lane. Lanes are still used with a recorder attached
+  // or a pipelined loop. Off: lanes (for comparison).
+  bool work_sharing = true;
   // Subgraph compilation (framework/compiler/, docs/design.md "Subgraph compilation"):
   // groups of fusible elementwise ops run as one compiled kernel each. Needs `compiler`
   // (the Executor passes its own); without one nothing is compiled.
@@ -77,6 +83,7 @@ struct LoweringStats {
   int64_t instructions = 0;  // batch nodes per run
   int64_t op_sequences = 0;
   int64_t lane_sequences = 0;  // streams run as one sequence each (0: not lane mode)
+  int64_t graph_tasks = 0;     // tasks of the shared step graph (0: not graph mode)
   // while loops whose iterations overlap across lanes (parallel_iterations > 1; each lane
   // but the loop's runs a helper step)
   int64_t pipelined_loops = 0;

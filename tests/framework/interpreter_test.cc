@@ -591,12 +591,13 @@ TEST_F(InterpreterTest, RandomProgramsOnStreamsMatchACpuRun) {
   EXPECT_EQ(context.vm()->sync_checker()->violation_count(), 0);
 }
 
-// Lane mode (every stream a cpu stream of its own worker): each stream's work is one
-// sequence with cross-sequence waits. The same random programs, run for several steps (so
-// every run's waits must tell it from the previous run), give the bytes of a single-stream
-// run that keeps every temporary. Lane mode is the default lowering on cpu streams; it runs
-// here under the sync checker, which checks every step and takes each wait step as an
-// ordering edge. The SSA programs release temporaries mid-run and hand their storage on.
+// Host streams (every stream a cpu stream of its own worker), lowered two ways: the default
+// shared step graph (graph_lowering.h: the workers take whatever task is ready) and lanes
+// (work_sharing off: each stream's work is one sequence with cross-sequence waits). The same
+// random programs, run for several steps (so every run must tell itself from the previous
+// one), give the bytes of a single-stream run that keeps every temporary. Both run here under
+// the sync checker, which checks every step and takes each wait step, and each graph edge,
+// as an ordering edge. The SSA programs release temporaries mid-run and hand their storage on.
 // Four of the programs run beside a busy core (the load the lane benchmarks measure).
 TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
   ::sluice::eager::ContextOptions context_options;
@@ -654,8 +655,17 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
         InterpreterOptions options;
         options.release_temporaries = release;
         options.compute_streams = streams;
+        const Outcome graph = run(plain, options);
+        EXPECT_EQ(graph.fetched, want.fetched) << streams << " streams, release " << release;
+        EXPECT_EQ(graph.lowering.lane_sequences, 0);
+        EXPECT_GE(graph.lowering.graph_tasks, 60);  // a task per op
+        EXPECT_GE(graph.lowering.instructions, 2);  // a member per stream
+        EXPECT_LE(graph.lowering.instructions, streams);
+        handoffs += graph.lowering.storage_handoffs;
+        options.work_sharing = false;
         const Outcome lanes = run(plain, options);
         EXPECT_EQ(lanes.fetched, want.fetched) << streams << " streams, release " << release;
+        EXPECT_EQ(lanes.lowering.graph_tasks, 0);
         handoffs += lanes.lowering.storage_handoffs;
         drops += lanes.lowering.shared_releases;
         // The list schedule may leave a stream unused when the program is narrow.
@@ -671,6 +681,10 @@ TEST_F(InterpreterTest, RandomProgramsInLaneModeMatchASingleStreamRun) {
       }
       InterpreterOptions options;
       options.release_temporaries = release;
+      const Outcome graph = run(placed, options);
+      EXPECT_EQ(graph.fetched, want.fetched) << "stream attributes, release " << release;
+      EXPECT_EQ(graph.lowering.instructions, 3);
+      options.work_sharing = false;
       const Outcome lanes = run(placed, options);
       EXPECT_EQ(lanes.fetched, want.fetched) << "stream attributes, release " << release;
       EXPECT_EQ(lanes.lowering.lane_sequences, 3);
@@ -715,26 +729,31 @@ TEST_F(InterpreterTest, LaneModeNeedsAWorkerPerStream) {
   }
 }
 
-// The sync checker sees inside lanes, so lane mode stays on under it and the run is clean.
-TEST_F(InterpreterTest, LaneModeRunsUnderTheSyncChecker) {
+// The sync checker sees inside lanes and the step graph's edges, so both stay on under it
+// and the runs are clean.
+TEST_F(InterpreterTest, LaneAndGraphModesRunUnderTheSyncChecker) {
   ::sluice::eager::ContextOptions context_options;
   context_options.runtime.num_sim_devices = 0;
   context_options.runtime.enable_cuda = false;
   context_options.vm.check_sync = true;
   absl::StatusOr<eager::Context> created = eager::Context::Create(context_options);
   ASSERT_TRUE(created.ok()) << created.status();
-  ExecutorOptions executor_options;
-  executor_options.interpreter.compute_streams = 2;
-  Executor executor(&created->registry(), created->vm(), executor_options);
-  Scope scope;
-  const RandomProgram r = MakeRandomProgram(31, 40, 0);
-  std::vector<float> x(64, 0.5f);
-  const Feeds feeds = {{"x", HostTensor::FromVector(x, Shape({8, 8}))}};
-  ASSERT_TRUE(executor.Run(r.program, feeds, r.fetches, &scope).ok());
-  const LoweringStats lowering = executor.LastLowering().value();
-  EXPECT_EQ(lowering.lane_sequences, 2);
-  EXPECT_EQ(lowering.instructions, 2);
-  EXPECT_GT(lowering.stream_waits, 0);
+  for (bool sharing : {true, false}) {
+    ExecutorOptions executor_options;
+    executor_options.interpreter.compute_streams = 2;
+    executor_options.interpreter.work_sharing = sharing;
+    Executor executor(&created->registry(), created->vm(), executor_options);
+    Scope scope;
+    const RandomProgram r = MakeRandomProgram(31, 40, 0);
+    std::vector<float> x(64, 0.5f);
+    const Feeds feeds = {{"x", HostTensor::FromVector(x, Shape({8, 8}))}};
+    ASSERT_TRUE(executor.Run(r.program, feeds, r.fetches, &scope).ok());
+    const LoweringStats lowering = executor.LastLowering().value();
+    EXPECT_EQ(lowering.lane_sequences, sharing ? 0 : 2);
+    EXPECT_EQ(lowering.graph_tasks > 0, sharing);
+    EXPECT_EQ(lowering.instructions, 2);
+    EXPECT_GT(lowering.stream_waits, 0);
+  }
   EXPECT_EQ(created->vm()->sync_checker()->violation_count(), 0);
 }
 
