@@ -11,12 +11,17 @@
 //
 // How it runs. The graph is handed to the VM as one OpCall per member (member(i)), each on a
 // host stream of its own worker (the same condition as lanes: VirtualMachine::CanRunLanes).
-// A member's Launch joins the current run (the first member of a run resets the counts),
-// then loops: take the ready task with the smallest index (program order: the oldest work
-// first), run its steps through KernelContext::RunStep on the member's own stream, count
-// down its successors, and make those that reach zero ready. It leaves once every task of
-// the run is done. A member that arrives after that leaves at once, so no member waits for
-// another to arrive.
+// A member's Launch joins the current run (the first member of a run resets the counts and
+// deals the root tasks to the members' queues), then loops: take the newest task of its own
+// queue, or else steal the oldest of another member's; run its steps through
+// KernelContext::RunStep on the member's own stream; count down each successor's pending
+// predecessors and queue, on its own queue, those that reach zero. A member whose search
+// finds nothing spins briefly, then parks; it leaves once every task of the run is done. A
+// member that arrives after that leaves at once, so no member waits for another to arrive.
+// Each member keeps its queue and its count of finished tasks on a cache line of its own:
+// the members share a line only where a task's successor was made ready by another member,
+// or where one steals (a single shared queue, tried first, cost every task a few line
+// transfers between cores, and ran the unloaded random DAG 7% slower than lanes).
 //
 // Runs of one graph follow one another (the interpreter submits a run after the previous
 // one completed, and every member's instruction belongs to its run), so a member of run k+1
@@ -42,6 +47,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "core/spin_lock.h"
 #include "core/waker.h"
 #include "vm/kernel.h"
 #include "vm/step_sequence.h"
@@ -49,12 +55,16 @@
 namespace sluice::vm {
 
 // Thread-compatible while it is built (AddTask, Close). Then its tasks and edges are
-// immutable and the members of one run share the per-run state under `mu_`.
+// immutable, and the members of one run share the per-run state: the pending counts
+// (atomics), the queues (each under its lock) and the finished counts (atomics).
 class StepGraph {
  public:
   // `run_counter`: the run number every member reads at Launch (as
-  // StepSequence::set_run_counter); must outlive the graph.
-  explicit StepGraph(const std::atomic<uint32_t>* run_counter);
+  // StepSequence::set_run_counter); must outlive the graph. `ops_run` (may be null): each
+  // member adds the OpCall steps it launched, once, as it leaves (the tasks' own counters
+  // are not used).
+  explicit StepGraph(const std::atomic<uint32_t>* run_counter,
+                     std::atomic<int64_t>* ops_run = nullptr);
   ~StepGraph();
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
@@ -72,18 +82,33 @@ class StepGraph {
 
  private:
   class Member;
+  // A member's ready tasks, and how many tasks it finished in the run. Its owner pushes and
+  // pops at the back (the task it just made ready runs next, its operands in this core's
+  // cache); thieves take the front (the oldest). A line of its own.
+  struct alignas(64) Queue {
+    SpinLock lock;
+    std::vector<int> tasks ABSL_GUARDED_BY(lock);
+    size_t head ABSL_GUARDED_BY(lock) = 0;  // tasks before it were stolen
+    // Mirrors for members looking for work without the lock (seq_cst: the Waker protocol).
+    std::atomic<int> size{0};
+    std::atomic<int> finished{0};
+  };
 
-  // A member's Launch.
-  void Work(KernelContext& ctx) const;
-  // Under mu_: the first member of the run tagged `run_tag` restores the counts.
-  void JoinRun(uint64_t run_tag) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Under mu_: `done` (or -1) finished; returns the next task to run, or -1 when none is
-  // ready. Sets `more` when others are still ready after it.
-  int FinishAndTake(int done, bool& more) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Until a task is ready or the run is done; false once the VM cancels its work.
+  // Member `self`'s Launch.
+  void Work(KernelContext& ctx, int self) const;
+  // The first member of the run tagged `run_tag` resets the counts and deals the roots.
+  void JoinRun(uint64_t run_tag) const;
+  // The newest task of `self`'s queue, else the oldest of another's; -1 when all are empty.
+  int Take(int self) const;
+  // Queues `ready` (tasks whose last predecessor just finished) on `self`'s queue.
+  void Push(int self, const std::vector<int>& ready) const;
+  bool AnyQueued() const;
+  bool AllDone() const;
+  // Until a task is queued or the run is done; false once the VM cancels its work.
   bool AwaitWork(KernelContext& ctx) const;
 
   const std::atomic<uint32_t>* const run_;
+  std::atomic<int64_t>* const ops_run_;
   std::vector<std::unique_ptr<StepSequence>> tasks_;
   std::vector<std::vector<int>> predecessors_;
   std::vector<std::vector<int>> successors_;
@@ -94,13 +119,10 @@ class StepGraph {
   bool closed_ = false;
 
   // Per-run state.
-  mutable absl::Mutex mu_;
-  mutable uint64_t run_tag_ ABSL_GUARDED_BY(mu_) = ~uint64_t{0};
-  mutable std::vector<int> pending_ ABSL_GUARDED_BY(mu_);  // predecessors not yet done
-  mutable std::vector<int> ready_ ABSL_GUARDED_BY(mu_);    // a min-heap of task indices
-  // Mirrors for parked members' conditions (written under mu_, read without it).
-  mutable std::atomic<int> ready_count_{0};
-  mutable std::atomic<int> done_{0};
+  mutable absl::Mutex run_mu_;
+  mutable uint64_t run_tag_ ABSL_GUARDED_BY(run_mu_) = ~uint64_t{0};
+  std::unique_ptr<std::atomic<int>[]> pending_;  // predecessors not yet finished, per task
+  std::unique_ptr<Queue[]> queues_;              // one per member
   mutable Waker work_waker_;
 };
 

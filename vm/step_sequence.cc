@@ -316,6 +316,11 @@ int64_t StepSequence::RunSteps(size_t begin, size_t end, KernelContext& ctx, boo
   return launched;
 }
 
+int64_t StepSequence::RunUncounted(KernelContext& ctx) const {
+  SLUICE_CHECK(waits_.empty() && announcements_.empty());
+  return RunSteps(0, size_, ctx, ctx.sync_checker() != nullptr);
+}
+
 absl::Status StepSequence::Launch(KernelContext& ctx) const {
   const bool check = ctx.sync_checker() != nullptr;
   const size_t n = size_;

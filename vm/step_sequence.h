@@ -192,6 +192,10 @@ class StepSequence final : public OpKernel {
   // Runs every step through KernelContext::RunStep, waiting where AddWait said; reports
   // steps and waits to the sync checker when the context has one.
   absl::Status Launch(KernelContext& ctx) const override;
+  // Launch of a sequence with no waits and no announcements (a StepGraph's task), counting
+  // nothing: returns the OpCall steps it launched, for the caller to add to the ops counter
+  // once (the counter's line is shared by every worker running the graph).
+  int64_t RunUncounted(KernelContext& ctx) const;
   bool handles_poison() const override { return true; }
   bool checks_own_steps() const override { return true; }
 

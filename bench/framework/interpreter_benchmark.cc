@@ -12,6 +12,7 @@
 //   BM_Interpreter_Build/N   Interpreter::Build of a random DAG of N ops (no run).
 //   *_RandomDagWorkLoaded    RandomDagWork with one core kept busy by a spinning thread
 //                            for the duration (outside load).
+//   *_RandomDagUneven        RandomDagWork with op costs of 1 to 9 us (seeded), cpu.
 //   BM_Interpreter_ChainShapes  Chain with values of three sizes in turn: the GC plan's
 //                            releases cannot hand storage on (every release frees, every
 //                            op allocates).
@@ -80,6 +81,8 @@ using sluice::testing::BusyCore;  // outside load (the "Loaded" variants)
 // --- The DAGs. ---
 struct Dag {
   std::vector<std::vector<int>> preds;  // per op, earlier ops it reads
+  std::vector<int64_t> spin_ns;         // per op, its work with "bench_spin" (empty: kSpinNs)
+  int64_t SpinNs(int op) const { return spin_ns.empty() ? kSpinNs : spin_ns[op]; }
 };
 
 Dag Chain(int n) {
@@ -113,6 +116,15 @@ Dag RandomDag(int n, uint64_t seed = 7) {
   return dag;
 }
 
+// RandomDag whose ops take 1 to 9 us of work (seeded; 5 us on average): uneven costs that
+// no schedule made before the run knows.
+Dag UnevenRandomDag(int n, uint64_t seed = 11) {
+  Dag dag = RandomDag(n);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < n; ++i) dag.spin_ns.push_back(1000 + static_cast<int64_t>(rng() % 9) * 1000);
+  return dag;
+}
+
 // --- Ops for the interpreter. ---
 class NoopKernel final : public vm::OpKernel {
  public:
@@ -124,8 +136,9 @@ class SpinKernel final : public vm::OpKernel {
  public:
   absl::string_view name() const override { return "bench_spin"; }
   absl::Status Launch(vm::KernelContext& ctx) const override {
-    return ctx.LaunchHostWork([] {
-      Spin(kSpinNs);
+    const int64_t ns = ctx.attrs().GetInt("ns").value_or(kSpinNs);
+    return ctx.LaunchHostWork([ns] {
+      Spin(ns);
       return absl::OkStatus();
     });
   }
@@ -139,6 +152,7 @@ absl::Status RegisterBenchOps(ops::OpRegistry* registry) {
             .Input("X", /*variadic=*/true, /*optional=*/true)
             .Output("Out")
             .Attr("size", ops::AttrType::kInt, vm::AttrValue(int64_t{1}))
+            .Attr("ns", ops::AttrType::kInt, vm::AttrValue(kSpinNs))
             .Infer([](const ops::InferContext& ctx)
                        -> absl::StatusOr<std::vector<std::vector<ops::TensorMeta>>> {
               const int64_t size = ctx.attrs().GetInt("size").value_or(1);
@@ -174,6 +188,7 @@ ir::ProgramDesc ToProgram(const Dag& dag, bool spin, int shapes = 1) {
     if (!inputs.empty()) op.inputs.emplace_back("X", inputs);
     op.outputs.emplace_back("Out", std::vector<std::string>{"v" + std::to_string(i)});
     if (shapes > 1) op.attrs.Set("size", size_of(i));
+    if (spin && !dag.spin_ns.empty()) op.attrs.Set("ns", dag.spin_ns[i]);
     block.AppendOp(std::move(op));
   }
   return program;
@@ -256,8 +271,8 @@ void RunTbb(benchmark::State& state, const Dag& dag, bool spin, bool loaded = fa
   nodes.reserve(n);
   for (int i = 0; i < n; ++i) {
     nodes.push_back(std::make_unique<tbb::flow::continue_node<tbb::flow::continue_msg>>(
-        graph, [spin](const tbb::flow::continue_msg&) {
-          if (spin) Spin(kSpinNs);
+        graph, [spin, ns = dag.SpinNs(i)](const tbb::flow::continue_msg&) {
+          if (spin) Spin(ns);
           benchmark::ClobberMemory();
         }));
   }
@@ -284,7 +299,7 @@ void RunSequential(benchmark::State& state, const Dag& dag, bool spin, bool load
   if (loaded) load.emplace();
   for (auto _ : state) {
     for (int i = 0; i < n; ++i) {
-      if (spin) Spin(kSpinNs);
+      if (spin) Spin(dag.SpinNs(i));
       float v = 1.0f;
       for (int p : dag.preds[i]) v += values[p];
       values[i] = v;
@@ -337,6 +352,18 @@ void BM_TbbFlowGraph_RandomDagWorkLoaded(benchmark::State& s) {
 void BM_Sequential_RandomDagWorkLoaded(benchmark::State& s) {
   RunSequential(s, RandomDag(s.range(0)), true, /*loaded=*/true);
 }
+// The random DAG with uneven op costs (UnevenRandomDag), on cpu over two streams: a schedule
+// fixed before the run (lanes) cannot know them; workers that take whatever is ready can.
+void BM_Interpreter_RandomDagUneven(benchmark::State& s) {
+  RunInterpreter(s, UnevenRandomDag(s.range(0)), true, kCpu, 2);
+  s.SetLabel("cpu, 2 streams");
+}
+void BM_TbbFlowGraph_RandomDagUneven(benchmark::State& s) {
+  RunTbb(s, UnevenRandomDag(s.range(0)), true);
+}
+void BM_Sequential_RandomDagUneven(benchmark::State& s) {
+  RunSequential(s, UnevenRandomDag(s.range(0)), true);
+}
 // A chain whose values take three sizes in turn: no value two ops later shares a released
 // one's shape, so every release frees and every op allocates (no storage hand-off).
 void BM_Interpreter_ChainShapes(benchmark::State& s) {
@@ -372,6 +399,9 @@ BENCHMARK(BM_Sequential_RandomDagWorkLoaded)
     ->Arg(2000)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+BENCHMARK(BM_Interpreter_RandomDagUneven)->Args({2000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_TbbFlowGraph_RandomDagUneven)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Sequential_RandomDagUneven)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Interpreter_ChainShapes) SLUICE_DAG_ARGS(10000);
 
 void BM_Interpreter_Build(benchmark::State& state) {

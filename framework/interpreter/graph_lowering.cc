@@ -69,9 +69,11 @@ bool LowerToGraph(const LoweringInput& in, LoweringOutput& out,
   const absl::StatusOr<GraphTasks> tasks =
       PlanGraphTasks(in.funcs, in.nodes, static_cast<int>(in.vars.slots.size()));
   if (!tasks.ok()) return false;
-  graph = std::make_unique<vm::StepGraph>(out.counters.run_number);
+  graph = std::make_unique<vm::StepGraph>(out.counters.run_number, out.counters.ops_run);
+  SequenceCounters task_counters = out.counters;
+  task_counters.ops_run = nullptr;  // the graph's members count for their tasks
   for (size_t t = 0; t < tasks->nodes.size(); ++t) {
-    std::unique_ptr<vm::StepSequence> task = NewSequence(out.counters);
+    std::unique_ptr<vm::StepSequence> task = NewSequence(task_counters);
     Segment part;
     part.nodes = tasks->nodes[t];
     AppendSegment(in, part, *task, out.release_counts);
