@@ -160,6 +160,14 @@ SluiceStatus* sluice_executor_options_set_inplace(SluiceExecutorOptions* options
   });
 }
 
+SluiceStatus* sluice_executor_options_set_addto(SluiceExecutorOptions* options, int enabled) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(options, fn, "options"));
+    options->options.interpreter.addto = enabled != 0;
+    return absl::OkStatus();
+  });
+}
+
 SluiceStatus* sluice_executor_create(SluiceContext* context, const SluiceExecutorOptions* options,
                                      SluiceExecutor** out) {
   return Guard(__func__, [&, fn = __func__]() -> absl::Status {

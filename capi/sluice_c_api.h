@@ -236,6 +236,11 @@ SLUICE_C_EXPORT SluiceStatus* sluice_executor_options_set_compile_subgraphs(
  * storage of its own. Results are the same bits either way. */
 SLUICE_C_EXPORT SluiceStatus* sluice_executor_options_set_inplace(SluiceExecutorOptions* options,
                                                                   int enabled);
+/* The add-to pass (off by default, as Paddle's enable_addto): a gradient that several ops
+ * contribute to is accumulated in one buffer, the later contributors adding into it, and its
+ * sum op goes. Results are the same bits either way. */
+SLUICE_C_EXPORT SluiceStatus* sluice_executor_options_set_addto(SluiceExecutorOptions* options,
+                                                                int enabled);
 
 /* An executor over `context`'s VM with a scope of its own for the persistable variables
  * (parameters) the programs it runs create and update. `options` may be NULL. The caller

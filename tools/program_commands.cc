@@ -49,6 +49,8 @@ struct CommonOptions {
   bool check_sync = false;
   bool no_compile = false;
   bool no_inplace = false;
+  bool addto = false;
+  bool no_addto = false;
   std::string trace;
   std::string record;
   bool data_parallel = false;
@@ -165,6 +167,12 @@ void AddCommonOptions(OptionParser& parser, const char* steps_help, CommonOption
                  "give every op output storage of its own (no in-place pass: an output otherwise "
                  "takes the storage of an input that dies at its op, where the op allows it)",
                  &o->no_inplace);
+  parser.AddFlag("--addto",
+                 "accumulate a gradient that several ops contribute to in one buffer (the add-to "
+                 "pass: the later contributors add into it and its sum op goes; off by default, "
+                 "as Paddle's enable_addto)",
+                 &o->addto);
+  parser.AddFlag("--no-addto", "leave every gradient sum as it is (the default)", &o->no_addto);
   parser.AddString("--record", "FILE",
                    "write every VM instruction to FILE (replay it with `sluice replay FILE "
                    "--ops standard`)",
@@ -193,6 +201,7 @@ absl::StatusOr<framework::ExecutorOptions> MakeExecutorOptions(const CommonOptio
   options.interpreter.compute_streams = common.streams;
   options.interpreter.compile_subgraphs = !common.no_compile;
   options.interpreter.inplace = !common.no_inplace;
+  options.interpreter.addto = common.addto && !common.no_addto;
   if (common.data_parallel) {
     framework::DataParallelOptions data_parallel;
     data_parallel.bucket_bytes = common.bucket_bytes;
@@ -291,10 +300,11 @@ int PrintRunSummary(const CommonOptions& common, eager::Context& context,
   if (lowering.ok()) {
     std::printf(
         "memory: peak temporary bytes %lld (the plan's bound), %lld in-place reuses, "
-        "%lld storage hand-offs\n",
+        "%lld storage hand-offs, %lld gradient sums added in place\n",
         static_cast<long long>(lowering->peak_temporary_bytes),
         static_cast<long long>(lowering->inplace_reuses),
-        static_cast<long long>(lowering->storage_handoffs));
+        static_cast<long long>(lowering->storage_handoffs),
+        static_cast<long long>(lowering->addto_sums));
   }
   const vm::VmStats vm_stats = context.vm()->stats();
   if (vm_stats.parallel_regions > 0) {

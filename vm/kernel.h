@@ -114,6 +114,10 @@ class KernelContext {
   bool ran_host_work_ = false;
 };
 
+// The attribute (an int, a bit per flat output position) that makes a kernel add into its
+// outputs instead of overwriting them; see OpKernel::CanAddTo.
+inline constexpr char kAddToAttr[] = "addto";
+
 // Which of a kernel's (input, output) operand pairs may be one blob. Kernels written for
 // distinct operands (a cuda matmul's threads read operands other threads' outputs overwrite)
 // compute wrong values when an output is also an input; ops declare the pairs whose kernels
@@ -162,6 +166,12 @@ class OpKernel {
   // logs them for the recorder (vm/step_log.h): a StepSequence logging its steps leaves
   // such a step out, since its own steps are logged.
   virtual bool logs_own_steps() const { return false; }
+
+  // True when the kernel honours kAddToAttr for flat output `output`: with that bit set it
+  // adds its result into the output's current value instead of overwriting it (Paddle's
+  // use_addto; the add-to pass, framework/interpreter/addto_pass.h). Such an output is read:
+  // the sim leaves it unpoisoned. Must hold on every device the kernel is registered for.
+  virtual bool CanAddTo(int /*output*/) const { return false; }
 
   // The op's in-place contract (InPlaceContract). Set once by the op registry as it
   // registers the kernel, before any lookup; read-only afterwards.

@@ -8,11 +8,12 @@
 //   BM_Compiler_ColdCompile         partition-free compile of the chain's subgraph, cache cold
 //   BM_Compiler_CacheHit            the same lookup, cache warm, key made once (MakeKey)
 //   BM_Compiler_MakeKey             making that key (the subgraph's text and hash)
-//   BM_Compiled_GatedMlpStep/C/I    one training step of the gated MLP with Adam
+//   BM_Compiled_GatedMlpStep/C/I/A  one training step of the gated MLP with Adam
 //                                   (framework/models/gated_mlp.h: 64x32 batch, two hidden
 //                                   layers of 64) on cpu; C = 1 compilation on, 0 off; I = 1
-//                                   the in-place pass on, 0 off (counters: peak_bytes, the
-//                                   plan's peak temporary bytes, and inplace reuses)
+//                                   the in-place pass on, 0 off; A = 1 the add-to pass on, 0
+//                                   off (counters: peak_bytes, the plan's peak temporary
+//                                   bytes, inplace reuses and addto_sums)
 // The chain benchmarks read x and write y once per iteration: bytes processed = 2 * 4 * 2^24.
 #include <cstring>
 #include <memory>
@@ -228,6 +229,7 @@ void BM_Compiled_GatedMlpStep(benchmark::State& state) {
   ExecutorOptions options;
   options.interpreter.compile_subgraphs = state.range(0) != 0;
   options.interpreter.inplace = state.range(1) != 0;
+  options.interpreter.addto = state.range(2) != 0;
   Executor executor(&engine.registry, engine.vm.get(), options);
   Scope scope;
   SLUICE_CHECK(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
@@ -242,14 +244,18 @@ void BM_Compiled_GatedMlpStep(benchmark::State& state) {
   state.counters["fused_ops"] = static_cast<double>(step.lowering().fused_ops);
   state.counters["peak_bytes"] = static_cast<double>(step.lowering().peak_temporary_bytes);
   state.counters["inplace"] = static_cast<double>(step.lowering().inplace_reuses);
+  state.counters["addto_sums"] = static_cast<double>(step.lowering().addto_sums);
   state.SetItemsProcessed(state.iterations());
 }
-// Arguments: subgraph compilation (1 on, the default), the in-place pass (1 on, the default).
+// Arguments: subgraph compilation (1 on, the default), the in-place pass (1 on, the
+// default), the add-to pass (0 off, the default).
 BENCHMARK(BM_Compiled_GatedMlpStep)
-    ->Args({1, 1})
-    ->Args({0, 1})
-    ->Args({1, 0})
-    ->Args({0, 0})
+    ->Args({1, 1, 0})
+    ->Args({0, 1, 0})
+    ->Args({1, 0, 0})
+    ->Args({0, 0, 0})
+    ->Args({1, 1, 1})
+    ->Args({0, 1, 1})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

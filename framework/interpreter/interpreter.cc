@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "core/status.h"
+#include "framework/interpreter/addto_pass.h"
 #include "framework/interpreter/batch_lowering.h"
 #include "framework/interpreter/control_flow/lower_sub_blocks.h"
 #include "framework/interpreter/gc_plan.h"
@@ -149,6 +150,11 @@ absl::Status Interpreter::Builder::Run(const std::vector<std::string>& feed_name
     stats.compile_fallbacks = fusion.stats.fallbacks;
     stats.compile_cache_hits = fusion.stats.cache_hits;
     stats.compile_ns = fusion.stats.compile_ns;
+  }
+  if (options.addto) {
+    const AddToStats addto = PlanAddTo(funcs, vars);
+    stats.addto_sums = addto.sums_removed;
+    stats.addto_writes = addto.addto_writes;
   }
   const std::vector<int> must_check = PersistablesReadBeforeWritten(funcs, vars, fetch_names);
   SLUICE_RETURN_IF_ERROR(CheckHaveValues(must_check, vars, scope));

@@ -38,6 +38,11 @@ struct InterpreterOptions {
   // the storage hand-offs. Off: every such output gets storage of its own (for comparison,
   // and `sluice run --no-inplace`).
   bool inplace = true;
+  // A gradient that several ops contribute to is accumulated in one buffer: the first
+  // contributor writes it, the later ones add into it, and the `sum` op goes (addto_pass.h;
+  // Paddle's `addto` pass, BuildStrategy::enable_addto). Off by default, as in Paddle, until
+  // it lowers the measured peaks (docs/benchmarks.md, "Memory"); `sluice run --addto`.
+  bool addto = false;
   // Fuse same-stream runs into StepSequences. Off: one instruction per op (for comparison).
   bool fuse = true;
   // When every stream is a cpu stream with a worker of its own (VirtualMachine::CanRunLanes)
@@ -93,6 +98,8 @@ struct LoweringStats {
   int64_t shared_releases = 0;   // of which drops of shared releases (gc_plan.h)
   int64_t storage_handoffs = 0;  // releases that hand their storage on instead (no step)
   int64_t inplace_reuses = 0;    // outputs written into a dying input's storage (inplace_pass.h)
+  int64_t addto_sums = 0;        // `sum` ops the add-to pass removed (addto_pass.h)
+  int64_t addto_writes = 0;      // contributions that add into their sum's output instead
   // The most bytes of temporaries held at once, the nodes taken in order (PeakTemporaryBytes:
   // a bound from the plan, not a measurement).
   int64_t peak_temporary_bytes = 0;

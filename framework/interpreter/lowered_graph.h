@@ -79,6 +79,8 @@ struct OpFunc {
   std::optional<StreamKey> stream;  // fixed by placement or attribute; else the list schedule's
   std::vector<int> inputs;          // var slots, flattened in slot order
   std::vector<int> outputs;
+  // Outputs the func adds into (the add-to pass, addto_pass.h): read as well as written.
+  std::vector<int> accumulates;
   bool random = false;
 };
 
@@ -104,6 +106,8 @@ inline std::vector<OpAccess> AccessesOf(const std::vector<OpFunc>& funcs) {
   std::vector<OpAccess> accesses(funcs.size());
   for (size_t f = 0; f < funcs.size(); ++f) {
     accesses[f].reads = funcs[f].inputs;
+    accesses[f].reads.insert(accesses[f].reads.end(), funcs[f].accumulates.begin(),
+                             funcs[f].accumulates.end());
     accesses[f].writes = funcs[f].outputs;
     accesses[f].random = funcs[f].random;
   }

@@ -217,11 +217,13 @@ class UnaryKernel final : public ElementwiseKernel<T> {
   }
 };
 
-// V (X or Out), OutGrad -> XGrad.
+// V (X or Out), OutGrad -> XGrad; with vm::kAddToAttr bit 0, XGrad += the gradient (an
+// XGrad that aliases an input is refused then: it would be read after it was written).
 template <typename T, typename Fn>
 class UnaryGradKernel final : public ElementwiseKernel<T> {
  public:
   using ElementwiseKernel<T>::ElementwiseKernel;
+  bool CanAddTo(int output) const override { return output == 0; }
 
  protected:
   absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
@@ -232,9 +234,17 @@ class UnaryGradKernel final : public ElementwiseKernel<T> {
     const T* v = a.inputs[0].template as<const T>();
     const T* g = a.inputs[1].template as<const T>();
     T* dx = a.outputs[0].template as<T>();
-    return HostWork([v, g, dx, n, parallel = ScopeFor(a, n)] {
+    const bool add = (a.attrs->GetInt(vm::kAddToAttr).value_or(0) & 1) != 0;
+    if (add && (dx == v || dx == g)) {
+      return this->Error("output 0 adds into itself (addto) but is also an input");
+    }
+    return HostWork([v, g, dx, n, add, parallel = ScopeFor(a, n)] {
       return SplitElements(parallel, n, [&](int64_t b, int64_t e) {
-        elementwise::RunUnaryGrad(v + b, g + b, dx + b, e - b, Fn{});
+        if (add) {
+          elementwise::UnaryGradAddLoop(v + b, g + b, dx + b, e - b, Fn{});
+        } else {
+          elementwise::RunUnaryGrad(v + b, g + b, dx + b, e - b, Fn{});
+        }
       });
     });
   }

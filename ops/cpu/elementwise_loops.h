@@ -382,6 +382,15 @@ template <typename T, typename Fn>
 inline void UnaryGradLoopMayAlias(const T* v, const T* g, T* dx, int64_t n, Fn fn) {
   for (int64_t i = 0; i < n; ++i) dx[i] = fn(v[i], g[i]);
 }
+// dx[i] += fn(v[i], g[i]) (add-to: vm::kAddToAttr). The sum is dx + fn(...) in T, as a
+// `sum` op of the two would add them, so the result is bit-identical.
+template <typename T, typename Fn>
+inline void UnaryGradAddLoop(const T* v, const T* g, T* dx, int64_t n, Fn fn) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T term = fn(v[i], g[i]);
+    dx[i] = dx[i] + term;
+  }
+}
 template <typename T, typename Fn>
 inline void RunUnaryGrad(const T* v, const T* g, T* dx, int64_t n, Fn fn) {
   if (dx == v || dx == g) {

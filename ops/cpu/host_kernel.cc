@@ -52,11 +52,14 @@ void FillPoison(const HostTensor& t) {
 // overwrite what others still read (and a kernel reading its output before writing it shows
 // too). Outputs of declared pairs keep their bytes: they hold an input's value. Returns `work`
 // itself when nothing is poisoned (an elementwise op, an in-place update).
+// An output the kernel adds into (vm::kAddToAttr) is read: it keeps its bytes too.
 HostWork PoisonOutputs(const vm::InPlaceContract& contract, const HostArgs& args, HostWork work) {
   const int n_in = static_cast<int>(args.inputs.size());
   const int n_out = static_cast<int>(args.outputs.size());
+  const int64_t adds = args.attrs->GetInt(vm::kAddToAttr).value_or(0);
   absl::InlinedVector<HostTensor, 2> poisoned;
   for (int o = 0; o < n_out; ++o) {
+    if (o < 63 && (adds >> o & 1) != 0) continue;
     bool poison = !contract.OutputMayAlias(o, n_in, n_out);
     for (int i = 0; i < n_in && !poison; ++i) {
       poison = args.inputs[i].data == args.outputs[o].data && !contract.Allows(i, o, n_in, n_out);

@@ -208,7 +208,7 @@ void BindExecutor(nb::module_& m) {
       .def(
           "__init__",
           [](PyExecutor* self, eager::Context ctx, const std::string& device, int compute_streams,
-             bool compile_subgraphs, bool release_temporaries, bool inplace) {
+             bool compile_subgraphs, bool release_temporaries, bool inplace, bool addto) {
             framework::ExecutorOptions options;
             options.interpreter.device = ParseDevice(device);
             Unwrap(ctx.runtime()->GetDevice(options.interpreter.device));
@@ -216,12 +216,13 @@ void BindExecutor(nb::module_& m) {
             options.interpreter.compile_subgraphs = compile_subgraphs;
             options.interpreter.release_temporaries = release_temporaries;
             options.interpreter.inplace = inplace;
+            options.interpreter.addto = addto;
             new (self) PyExecutor(std::move(ctx), options);
             self->device = options.interpreter.device;
           },
           nb::arg("context"), nb::arg("device") = "cpu", nb::arg("compute_streams") = 1,
           nb::arg("compile_subgraphs") = true, nb::arg("release_temporaries") = true,
-          nb::arg("inplace") = true)
+          nb::arg("inplace") = true, nb::arg("addto") = false)
       .def_prop_ro("device", [](const PyExecutor& e) { return e.device.ToString(); })
       .def("run", &Run, nb::arg("program"), nb::arg("feed"), nb::arg("fetch_list"),
            nb::arg("scope"), nb::arg("return_numpy") = true,
@@ -240,6 +241,8 @@ void BindExecutor(nb::module_& m) {
         out["fused_ops"] = stats.fused_ops;
         out["compile_fallbacks"] = stats.compile_fallbacks;
         out["inplace_reuses"] = stats.inplace_reuses;
+        out["addto_sums"] = stats.addto_sums;
+        out["addto_writes"] = stats.addto_writes;
         out["storage_handoffs"] = stats.storage_handoffs;
         out["peak_temporary_bytes"] = stats.peak_temporary_bytes;
         return out;

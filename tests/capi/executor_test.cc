@@ -253,6 +253,8 @@ TEST_F(ExecutorTest, NullHandlesAreInvalidArguments) {
                       SLUICE_INVALID_ARGUMENT, "options is NULL"));
   EXPECT_TRUE(IsError(sluice_executor_options_set_inplace(nullptr, 1), SLUICE_INVALID_ARGUMENT,
                       "options is NULL"));
+  EXPECT_TRUE(IsError(sluice_executor_options_set_addto(nullptr, 1), SLUICE_INVALID_ARGUMENT,
+                      "options is NULL"));
   SluiceExecutorOptions* raw = nullptr;
   ASSERT_TRUE(IsOk(sluice_executor_options_create(&raw)));
   ExecutorOptionsPtr options(raw);

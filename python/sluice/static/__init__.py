@@ -159,10 +159,10 @@ class BuildStrategy:
     """How an Executor prepares a program, with Paddle's names for the memory passes.
 
     ``enable_inplace`` (True): an op writes its output into an input that dies at it, where
-    the op allows it (the interpreter's in-place pass); the results are the same bits either
-    way. ``enable_addto`` (False): accumulate gradients where they lie; the add-to pass is
-    not built yet, so setting it raises NotImplementedError when an Executor takes the
-    strategy."""
+    the op allows it (the interpreter's in-place pass). ``enable_addto`` (False, as in
+    Paddle): a gradient that several ops contribute to is accumulated in one buffer, the
+    later contributors adding into it, and its ``sum`` op goes (the add-to pass). The results
+    are the same bits either way."""
 
     def __init__(self):
         self.enable_inplace = True
@@ -184,16 +184,14 @@ class Executor:
         if not isinstance(strategy, BuildStrategy):
             raise TypeError(f"build_strategy must be a sluice.static.BuildStrategy, got "
                             f"{type(strategy).__name__}")
-        if strategy.enable_addto:
-            raise NotImplementedError("BuildStrategy.enable_addto: the add-to pass is not built "
-                                      "yet; leave it False")
         self.place = place
         self._context = context if context is not None else current_context()
         self._exe = _sluice.Executor(self._context, _device_of(place),
                                      compute_streams=compute_streams,
                                      compile_subgraphs=compile_subgraphs,
                                      release_temporaries=release_temporaries,
-                                     inplace=bool(strategy.enable_inplace))
+                                     inplace=bool(strategy.enable_inplace),
+                                     addto=bool(strategy.enable_addto))
 
     def run(self, program=None, feed=None, fetch_list=None, scope=None, return_numpy=True,
             fetch_on_device=None, trace_path=""):

@@ -1,0 +1,236 @@
+// The add-to pass (framework/interpreter/addto_pass.h): a gradient summed from three unary
+// grads is accumulated in its own buffer (the sum goes, the contributions' temporaries are
+// never allocated, the peak falls), bit for bit as the sum computed it, on cpu over one to
+// three streams and on two sim streams under the sync checker; one variant per rule breaks
+// exactly that rule and keeps the sum; and the gated MLP trains with the same losses with
+// the pass on and off.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/executor/executor.h"
+#include "framework/interpreter/interpreter_options.h"
+#include "framework/ir/program_desc.h"
+#include "framework/models/gated_mlp.h"
+#include "gtest/gtest.h"
+#include "tests/framework/compiled_program_test_util.h"
+#include "tests/framework/program_test_util.h"
+#include "vm/sync_checker.h"
+
+namespace sluice::framework::interpreter_addto_test {
+namespace {
+
+using program_test::AddVar;
+using program_test::Fill;
+using program_test::Op;
+using program_test::Var;
+
+const Shape kSquare({4, 4});
+
+ExecutorOptions Unfused(bool addto, Device device = program_test::kCpu, int streams = 1,
+                        bool inplace = true) {
+  ExecutorOptions options;
+  options.interpreter.inplace = inplace;
+  options.interpreter.device = device;
+  options.interpreter.compute_streams = streams;
+  options.interpreter.compile_subgraphs = false;
+  options.interpreter.addto = addto;
+  return options;
+}
+
+// What each variant changes in the base program.
+struct Variant {
+  bool reversed = false;        // the sum lists its inputs against the writers' order
+  bool fetch_contribution = false;  // gs is fetched too
+  bool read_contribution = false;   // relu(gs) is fetched: gs has a second reader
+  bool cannot_add = false;      // gs = mul(s, g): mul adds into nothing
+  bool out_written_before = false;  // out = fill_constant first: the sum is not its first write
+};
+
+// x, g fed; t = tanh(x), s = sigmoid(x), e = exp(x); gt = tanh_grad(t, g),
+// gs = sigmoid_grad(s, g), ge = exp_grad(e, g); out = sum(gt, gs, ge); out, t, s, e fetched.
+ir::ProgramDesc Program(const Variant& v, std::vector<std::string>& fetches) {
+  ir::ProgramDesc p;
+  ir::BlockDesc& b = p.mutable_global_block();
+  for (const char* name : {"x", "g", "t", "s", "e", "gt", "gs", "ge", "out", "r"}) {
+    AddVar(b, Var(name, kSquare));
+  }
+  // t, s and e are fetched, so they live to the end: the contributions cannot take their
+  // storage, and all of them are live at the sum.
+  fetches = {"out", "t", "s", "e"};
+  b.AppendOp(Op("tanh", {{"X", {"x"}}}, {{"Out", {"t"}}}));
+  b.AppendOp(Op("sigmoid", {{"X", {"x"}}}, {{"Out", {"s"}}}));
+  b.AppendOp(Op("exp", {{"X", {"x"}}}, {{"Out", {"e"}}}));
+  if (v.out_written_before) b.AppendOp(Op("fill_constant", {}, {{"Out", {"out"}}}, Fill(kSquare, 2.0)));
+  b.AppendOp(Op("tanh_grad", {{"Out", {"t"}}, {"OutGrad", {"g"}}}, {{"XGrad", {"gt"}}}));
+  if (v.cannot_add) {
+    b.AppendOp(Op("mul", {{"X", {"s"}}, {"Y", {"g"}}}, {{"Out", {"gs"}}}));
+  } else {
+    b.AppendOp(Op("sigmoid_grad", {{"Out", {"s"}}, {"OutGrad", {"g"}}}, {{"XGrad", {"gs"}}}));
+  }
+  b.AppendOp(Op("exp_grad", {{"Out", {"e"}}, {"OutGrad", {"g"}}}, {{"XGrad", {"ge"}}}));
+  const std::vector<std::string> order =
+      v.reversed ? std::vector<std::string>{"ge", "gs", "gt"} : std::vector<std::string>{"gt", "gs", "ge"};
+  b.AppendOp(Op("sum", {{"X", order}}, {{"Out", {"out"}}}));
+  if (v.fetch_contribution) fetches.push_back("gs");
+  if (v.read_contribution) {
+    b.AppendOp(Op("relu", {{"X", {"gs"}}}, {{"Out", {"r"}}}));
+    fetches.push_back("r");
+  }
+  return p;
+}
+
+Feeds BaseFeeds() {
+  std::vector<float> x(16), g(16);
+  for (size_t i = 0; i < 16; ++i) {
+    x[i] = 0.37f * static_cast<float>(i) - 2.9f;
+    g[i] = 1.0f / (1.0f + static_cast<float>(i)) - 0.31f;
+  }
+  return {{"x", HostTensor::FromVector(x, kSquare)}, {"g", HostTensor::FromVector(g, kSquare)}};
+}
+
+class InterpreterAddToTest : public ::testing::Test {
+ protected:
+  InterpreterAddToTest() : context_(program_test::NewContext(1, /*check_sync=*/true)) {}
+  ~InterpreterAddToTest() override {
+    EXPECT_EQ(context_->vm()->sync_checker()->violation_count(), 0)
+        << context_->vm()->sync_checker()->status().message();
+  }
+
+  // Runs the variant with the pass off and on (fetches compared bit for bit); the stats of
+  // each.
+  std::pair<LoweringStats, LoweringStats> Run(const Variant& v, Device device = program_test::kCpu,
+                                              int streams = 1, bool inplace = true) {
+    std::vector<std::string> fetches;
+    const ir::ProgramDesc program = Program(v, fetches);
+    LoweringStats stats[2];
+    std::vector<HostTensor> results[2];
+    for (int addto = 0; addto < 2; ++addto) {
+      Executor executor(&context_->registry(), context_->vm(),
+                        Unfused(addto == 1, device, streams, inplace));
+      Scope scope;
+      for (int step = 0; step < 2; ++step) {
+        absl::StatusOr<RunResult> result = executor.Run(program, BaseFeeds(), fetches, &scope);
+        EXPECT_TRUE(result.ok()) << result.status();
+        if (!result.ok()) return {stats[0], stats[1]};
+        results[addto] = result->fetches;
+      }
+      stats[addto] = executor.LastLowering().value();
+    }
+    EXPECT_EQ(results[0].size(), results[1].size());
+    for (size_t f = 0; f < results[0].size() && f < results[1].size(); ++f) {
+      EXPECT_TRUE(compiled_test::SameValues(results[0][f], results[1][f])) << "fetch " << f;
+    }
+    return {stats[0], stats[1]};
+  }
+
+  std::unique_ptr<eager::Context> context_;
+};
+
+TEST_F(InterpreterAddToTest, ThreeContributionsAccumulateWhereTheyLie) {
+  struct Where {
+    Device device;
+    int streams;
+  };
+  for (const Where& w : {Where{program_test::kCpu, 1}, Where{program_test::kCpu, 2},
+                         Where{program_test::kCpu, 3}, Where{program_test::kSim, 2}}) {
+    SCOPED_TRACE(w.device.ToString() + " x" + std::to_string(w.streams));
+    for (bool inplace : {false, true}) {
+      const auto [off, on] = Run({}, w.device, w.streams, inplace);
+      EXPECT_EQ(off.addto_sums, 0);
+      EXPECT_EQ(on.addto_sums, 1);
+      EXPECT_EQ(on.addto_writes, 2);
+      EXPECT_EQ(on.ops, off.ops - 1);
+      if (w.device == program_test::kCpu) {
+        // Off: gt, gs, ge and out live at the sum beside t, s and e (7 x 64 B); on: out
+        // alone beside them.
+        EXPECT_EQ(off.peak_temporary_bytes, 448);
+        EXPECT_EQ(on.peak_temporary_bytes, 256);
+      } else {
+        // On sim the fetch copies to the host peak first.
+        EXPECT_LE(on.peak_temporary_bytes, off.peak_temporary_bytes);
+      }
+    }
+  }
+}
+
+// The sum's value, computed by hand in the sum's order: the pass must reproduce it.
+TEST_F(InterpreterAddToTest, TheAccumulatedValueIsTheSumsBitForBit) {
+  std::vector<std::string> fetches;
+  const ir::ProgramDesc program = Program({}, fetches);
+  Executor executor(&context_->registry(), context_->vm(), Unfused(true));
+  Scope scope;
+  const Feeds feeds = BaseFeeds();
+  absl::StatusOr<RunResult> result = executor.Run(program, feeds, fetches, &scope);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(executor.LastLowering().value().addto_sums, 1);
+  const std::vector<float> x = feeds[0].second.ToVector<float>();
+  const std::vector<float> g = feeds[1].second.ToVector<float>();
+  const std::vector<float> got = result->fetches[0].ToVector<float>();
+  ASSERT_EQ(got.size(), 16u);
+  for (size_t i = 0; i < 16; ++i) {
+    const float t = std::tanh(x[i]);
+    const float s = 1.0f / (1.0f + std::exp(-x[i]));
+    const float e = std::exp(x[i]);
+    const float gt = g[i] * (1.0f - t * t);
+    const float gs = g[i] * s * (1.0f - s);
+    const float ge = g[i] * e;
+    EXPECT_NEAR(got[i], (gt + gs) + ge, 1e-5f * (1.0f + std::abs(ge))) << i;
+  }
+}
+
+TEST_F(InterpreterAddToTest, EachBrokenRuleKeepsTheSum) {
+  struct Case {
+    const char* rule;
+    Variant variant;
+  };
+  const std::vector<Case> cases = {
+      {"the sum's order is not the writers'", {.reversed = true}},
+      {"a contribution is fetched", {.fetch_contribution = true}},
+      {"a contribution has another reader", {.read_contribution = true}},
+      {"a later contributor cannot add (mul)", {.cannot_add = true}},
+      {"the sum is not its output's first write", {.out_written_before = true}},
+  };
+  for (const Case& c : cases) {
+    const auto [off, on] = Run(c.variant);
+    EXPECT_EQ(on.addto_sums, 0) << c.rule;
+    EXPECT_EQ(on.ops, off.ops) << c.rule;
+  }
+}
+
+// Autodiff's own sums: the gated MLP's h feeds tanh, sigmoid and a scale, so its gradient
+// has three contributions per hidden layer. Adam's losses over several steps are the same
+// bits with the pass on and off, on cpu and on two sim streams under the sync checker.
+TEST_F(InterpreterAddToTest, TheGatedMlpTrainsToTheSameLosses) {
+  GatedMlpOptions mlp;
+  mlp.batch = 16;
+  mlp.features = 8;
+  mlp.hidden = 12;
+  GatedMlp model = BuildGatedMlp(&context_->registry(), mlp).value();
+  const Feeds feeds = {{model.x, GatedMlpInput(mlp)}, {model.y, GatedMlpTarget(mlp)}};
+  for (const Device& device : {program_test::kCpu, program_test::kSim}) {
+    SCOPED_TRACE(device.ToString());
+    std::vector<std::vector<uint8_t>> losses[2];
+    int64_t sums = 0;
+    for (int addto = 0; addto < 2; ++addto) {
+      Executor executor(&context_->registry(), context_->vm(),
+                        Unfused(addto == 1, device, device == program_test::kSim ? 2 : 1));
+      Scope scope;
+      ASSERT_TRUE(executor.Run(model.startup->desc(), {}, {}, &scope).ok());
+      for (int step = 0; step < 6; ++step) {
+        absl::StatusOr<RunResult> result =
+            executor.Run(model.main->desc(), feeds, {model.loss}, &scope);
+        ASSERT_TRUE(result.ok()) << result.status();
+        losses[addto].push_back(result->fetches[0].bytes);
+      }
+      if (addto == 1) sums = executor.LastLowering().value().addto_sums;
+    }
+    EXPECT_EQ(losses[0], losses[1]);
+    EXPECT_NE(losses[1].front(), losses[1].back());  // training moved the loss
+    EXPECT_EQ(sums, mlp.hidden_layers);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::framework::interpreter_addto_test
