@@ -172,6 +172,12 @@ class OpKernel {
   // use_addto; the add-to pass, framework/interpreter/addto_pass.h). Such an output is read:
   // the sim leaves it unpoisoned. Must hold on every device the kernel is registered for.
   virtual bool CanAddTo(int /*output*/) const { return false; }
+  // True when the kernel reads only flat input `input`'s shape and dtype, never its values
+  // (Paddle's "no need buffer" inputs: add_grad's X and Y). The interpreter's GC plan then
+  // does not keep the input's storage alive for this op, the host kernels see its data
+  // pointer as null (so a kernel that reads it anyway crashes in every test, on every host
+  // device), and the sync checker does not count it as an access.
+  virtual bool ReadsShapeOnly(int /*input*/) const { return false; }
 
   // The op's in-place contract (InPlaceContract). Set once by the op registry as it
   // registers the kernel, before any lookup; read-only afterwards.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "vm/kernel.h"
+
 namespace sluice::framework {
 
 namespace {
@@ -18,7 +20,14 @@ Accesses CollectAccesses(const std::vector<OpFunc>& funcs, int num_vars) {
   a.accessors.resize(num_vars);
   a.first_writer.assign(num_vars, -1);
   for (int f = 0; f < static_cast<int>(funcs.size()); ++f) {
-    for (int v : funcs[f].inputs) {
+    const vm::OpKernel* kernel = funcs[f].kernel;
+    for (size_t i = 0; i < funcs[f].inputs.size(); ++i) {
+      // A read of the shape alone keeps no storage alive (vm::OpKernel::ReadsShapeOnly).
+      if (kernel != nullptr && kernel->ReadsShapeOnly(static_cast<int>(i))) continue;
+      const int v = funcs[f].inputs[i];
+      if (a.accessors[v].empty() || a.accessors[v].back() != f) a.accessors[v].push_back(f);
+    }
+    for (int v : funcs[f].accumulates) {
       if (a.accessors[v].empty() || a.accessors[v].back() != f) a.accessors[v].push_back(f);
     }
     for (int v : funcs[f].outputs) {

@@ -24,6 +24,17 @@ HostTensor ViewOf(const vm::Blob* blob) {
   return t;
 }
 
+// The view of an input the kernel reads only the shape of (vm::OpKernel::ReadsShapeOnly):
+// no data pointer, whether or not the blob still has storage.
+HostTensor ShapeView(const vm::Blob* blob) {
+  HostTensor t;
+  t.dtype = blob->dtype();
+  t.shape = &blob->shape();
+  t.size = blob->shape().NumElements();
+  t.blob = blob;
+  return t;
+}
+
 // Fills `t` with the poison pattern: quiet NaN for floats, bytes 0xA5 for integers, true for
 // bool (any other byte would not be a bool).
 void FillPoison(const HostTensor& t) {
@@ -100,6 +111,12 @@ absl::Status HostKernel::Launch(vm::KernelContext& ctx) const {
   // ViewBlob without its StatusOr for the usual operand, which has storage.
   int i = 0;
   for (const vm::Blob* blob : ctx.inputs()) {
+    if (ReadsShapeOnly(i)) {
+      // Its storage may be gone (the GC plan released it): the kernel gets no data pointer.
+      args.inputs.push_back(ShapeView(blob));
+      ++i;
+      continue;
+    }
     if (blob->raw_storage() == nullptr) return ViewBlob(blob, "input", i, op_).status();
     args.inputs.push_back(ViewOf(blob));
     ++i;

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/framework/lowered_graph_test_util.h"
+#include "vm/kernel.h"
 
 namespace sluice::framework::gc_plan_test {
 namespace {
@@ -162,6 +163,45 @@ TEST_F(SharedReleaseTest, OffTheHostOneReleaseWaitsForEveryToucher) {
 
 TEST_F(GcPlanTest, NoFuncsNoNodes) {
   EXPECT_THAT(PlanNodes({}, vars_, Deps({}), {}, true), IsEmpty());
+}
+
+}  // namespace
+}  // namespace sluice::framework::gc_plan_test
+
+namespace sluice::framework::gc_plan_test {
+namespace {
+
+// Reads its first input's shape alone (as add_grad reads X and Y).
+class ShapeOnlyKernel final : public vm::OpKernel {
+ public:
+  absl::string_view name() const override { return "shape_only"; }
+  absl::Status Launch(vm::KernelContext&) const override { return absl::OkStatus(); }
+  bool ReadsShapeOnly(int input) const override { return input == 0; }
+};
+
+// v0 fed, v1..v3 temporaries, v3 fetched: f0 writes v1, f1 reads v1's values, f2 reads
+// v1's shape alone. v1's release follows f1, its last reader of values; with a kernel that
+// reads values there, it follows f2.
+TEST(GcPlanShapeOnlyTest, AShapeOnlyReadKeepsNoStorageAlive) {
+  VarTable vars = Vars({VarKind::kFeed, VarKind::kTemp, VarKind::kTemp, VarKind::kTemp});
+  vars.slots[3].fetched = true;
+  std::vector<OpFunc> funcs = {Func({0}, {1}), Func({1}, {2}), Func({1, 2}, {3})};
+  const ShapeOnlyKernel shape_only;
+  const DependencyGraph deps = Deps({{}, {0}, {0, 1}});
+  const std::vector<int> streams = {0, 0, 0};
+  auto release_after = [&](int var) {
+    const std::vector<Node> nodes = PlanNodes(funcs, vars, deps, streams, true);
+    int last_op = -1;
+    for (const Node& node : nodes) {
+      if (node.op >= 0) last_op = node.op;
+      if (node.op < 0 && node.var == var) return last_op;
+    }
+    return -2;
+  };
+  EXPECT_EQ(release_after(1), 2);  // no kernel: every input is a use
+  funcs[2].kernel = &shape_only;
+  EXPECT_EQ(release_after(1), 1);
+  EXPECT_EQ(release_after(2), 2);  // input 1 of f2 is read for its values
 }
 
 }  // namespace

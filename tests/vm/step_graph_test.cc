@@ -165,8 +165,25 @@ TEST_P(StepGraphTest, AMemberThatCannotStartHoldsNothingUp) {
   SLUICE_ASSERT_OK(h.vm->Sync());
 }
 
-// Task 0 holds its member at a gate, then writes 2 into x; task 1 reads x. With the edge
-// the reader waits for the writer; without it the other member reads first.
+// Waits (up to the hang guard) until `log` holds `entry`, then does nothing.
+class AwaitLogKernel final : public OpKernel {
+ public:
+  AwaitLogKernel(OrderLog* log, std::string entry) : log_(log), entry_(std::move(entry)) {}
+  absl::string_view name() const override { return "await_log"; }
+  absl::Status Launch(KernelContext&) const override {
+    return log_->WaitFor(entry_) ? absl::OkStatus()
+                                 : absl::DeadlineExceededError("never logged: " + entry_);
+  }
+
+ private:
+  OrderLog* const log_;
+  const std::string entry_;
+};
+
+// Task 0 holds its member at a gate, then writes 2 into x; task 1 waits until the gate
+// holds a member, then reads x. With the edge the reader's task waits for the writer's;
+// without it the other member reads while the first is held (never the same member: one
+// member cannot be in both places).
 std::string RunGatedPair(Scheduling scheduling, bool edge, OrderLog& log, int* violations) {
   VmOptions options;
   options.scheduling = scheduling;
@@ -186,8 +203,10 @@ std::string RunGatedPair(Scheduling scheduling, bool edge, OrderLog& log, int* v
   writer->AddCall(held, {}, {}, Shared(Tag("hold")));
   writer->AddCall(producer, {}, {x.get()}, Shared(Tag("W", 2)));
   writer->Close();
+  AwaitLogKernel held_somewhere(&log, "hold:start");
   auto reader = std::make_unique<StepSequence>();
   reader->set_run_counter(&run);
+  reader->AddCall(held_somewhere, {}, {}, nullptr);
   reader->AddCall(consumer, {x.get()}, {}, Shared(Tag("R")));
   reader->Close();
   graph.AddTask(std::move(writer), {});

@@ -368,8 +368,12 @@ void InstructionExecutor::RunKernel(Instruction* instruction) {
     }
   }
   if (stream_ordered) {
-    for (Blob* blob : instruction->inputs) {
+    for (size_t i = 0; i < instruction->inputs.size(); ++i) {
+      Blob* blob = instruction->inputs[i];
       if (blob->raw_storage() != nullptr || !blob->lazy()) continue;
+      // An input the kernel reads the shape of alone needs no bytes (its storage may have
+      // been released already: OpKernel::ReadsShapeOnly).
+      if (kernel->ReadsShapeOnly(static_cast<int>(i))) continue;
       // A lazy input without storage: its last writer failed before allocating (its poison
       // lands in stream order, so it may not show yet), or nothing wrote it. The kernel
       // would only fail on the missing bytes under its own name: settle in stream order
