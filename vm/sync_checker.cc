@@ -136,7 +136,8 @@ void SyncChecker::CheckOperands(const Instruction& instruction, int stream, cons
       instruction.kernel->in_place().declared && !instruction.outputs.empty()) {
     CheckAliases(instruction);
   }
-  const OpKernel* kernel = instruction.kind == InstructionKind::kOpCall ? instruction.kernel : nullptr;
+  const OpKernel* kernel =
+      instruction.kind == InstructionKind::kOpCall ? instruction.kernel : nullptr;
   for (size_t i = 0; i < instruction.inputs.size(); ++i) {
     if (kernel != nullptr && kernel->ReadsShapeOnly(static_cast<int>(i))) continue;
     Blob* blob = instruction.inputs[i];

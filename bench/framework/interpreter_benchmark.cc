@@ -399,7 +399,10 @@ BENCHMARK(BM_Sequential_RandomDagWorkLoaded)
     ->Arg(2000)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK(BM_Interpreter_RandomDagUneven)->Args({2000, 1})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Interpreter_RandomDagUneven)
+    ->Args({2000, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_TbbFlowGraph_RandomDagUneven)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Sequential_RandomDagUneven)->Arg(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Interpreter_ChainShapes) SLUICE_DAG_ARGS(10000);

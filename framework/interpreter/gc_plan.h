@@ -1,8 +1,9 @@
 // The GC plan: the graph's nodes — each op func, followed by the releases of the
 // temporaries it is the last to touch. A func touches its outputs, the outputs it adds into
 // (OpFunc::accumulates) and its inputs, except those its kernel reads the shape of alone
-// (vm::OpKernel::ReadsShapeOnly: add_grad's X and Y), which keep no storage alive. A temporary (not fed, fetched or persistable) that
-// some func touches is released after every func that touches it, in one of three ways:
+// (vm::OpKernel::ReadsShapeOnly: add_grad's X and Y), which keep no storage alive. A temporary (not
+// fed, fetched or persistable) that some func touches is released after every func that touches it,
+// in one of three ways:
 //  - ordered: every toucher on another stream than the last toucher's is a transitive
 //    predecessor of the last, so one release right after the last toucher, depending on
 //    the touchers of its stream alone, needs no wait; it runs on the last toucher's stream

@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-
 #include "framework/interpreter/interpreter_options.h"
 #include "framework/interpreter/lane_lowering.h"
 #include "framework/interpreter/lowered_graph.h"
@@ -53,7 +52,8 @@ absl::StatusOr<GraphTasks> PlanGraphTasks(const std::vector<OpFunc>& funcs,
 // Builds the graph into `graph` and appends one member per stream of `in.streams` to
 // `out.batch`. Returns false, with nothing appended, when a hand-off's taker comes before
 // its release in node order (no plan makes one; the caller then lowers to lanes).
-bool LowerToGraph(const LoweringInput& in, LoweringOutput& out, std::unique_ptr<vm::StepGraph>& graph);
+bool LowerToGraph(const LoweringInput& in, LoweringOutput& out,
+                  std::unique_ptr<vm::StepGraph>& graph);
 
 }  // namespace sluice::framework
 

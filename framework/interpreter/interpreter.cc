@@ -239,8 +239,8 @@ absl::Status Interpreter::Builder::Lower(const VarTable& vars, const std::vector
   LoweringOutput lowered{out.batch_, out.sequences_, *out.release_counts_, out.lowering_,
                          SequenceCounters{&out.cancel_, &out.ops_run_, &out.run_number_}};
   const LaneSupport support = QueryLaneSupport(vm, streams);
-  const bool pipelined = std::any_of(
-      out.control_steps_.begin(), out.control_steps_.end(), [](const auto& kernel) {
+  const bool pipelined =
+      std::any_of(out.control_steps_.begin(), out.control_steps_.end(), [](const auto& kernel) {
         const auto* step = dynamic_cast<const control_flow::ControlStep*>(kernel.get());
         return step != nullptr && step->pipeline() != nullptr;
       });

@@ -152,7 +152,7 @@ class Interpreter {
   // that call them (declared before them, so destroyed after them).
   std::vector<std::unique_ptr<vm::OpKernel>> control_steps_;
   std::vector<std::unique_ptr<vm::StepSequence>> sequences_;
-  std::unique_ptr<vm::StepGraph> graph_;  // graph lowering's (graph_lowering.h), or null
+  std::unique_ptr<vm::StepGraph> graph_;           // graph lowering's (graph_lowering.h), or null
   std::unique_ptr<ReleaseCounts> release_counts_;  // the sequences' shared releases
   vm::PrecomputedBatch batch_;
   std::vector<Device> devices_;

@@ -149,7 +149,8 @@ class BinaryGradKernel final : public ElementwiseKernel<T> {
  public:
   using ElementwiseKernel<T>::ElementwiseKernel;
   static constexpr bool kShapeOnlyXY =
-      std::is_same_v<GradX, GradG> && (std::is_same_v<GradY, GradG> || std::is_same_v<GradY, GradNegG>);
+      std::is_same_v<GradX, GradG> &&
+      (std::is_same_v<GradY, GradG> || std::is_same_v<GradY, GradNegG>);
   bool ReadsShapeOnly(int input) const override { return kShapeOnlyXY && input < 2; }
 
  protected:

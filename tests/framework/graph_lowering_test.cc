@@ -3,9 +3,10 @@
 // stream order gave lanes for free: a hand-off's taker waits for the release's task (shown
 // to be missing from the dependence edges alone), and an in-place op's task holds the
 // release, so it waits for the input's other readers.
+#include "framework/interpreter/graph_lowering.h"
+
 #include <vector>
 
-#include "framework/interpreter/graph_lowering.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -41,8 +42,8 @@ Node Release(int var, std::vector<int> preds, int handoff_to = -1) {
 TEST(GraphLoweringTest, ATaskIsAnOpAndTheReleasesAfterIt) {
   // v0 = f0(); v1 = f1(v0); release v0; v2 = f2(v1); release v1.
   const std::vector<OpFunc> funcs = {Func({}, {0}), Func({0}, {1}), Func({1}, {2})};
-  const std::vector<Node> nodes = {OpNode(0, {}), OpNode(1, {0}), Release(0, {1}),
-                                   OpNode(2, {1}), Release(1, {3})};
+  const std::vector<Node> nodes = {OpNode(0, {}), OpNode(1, {0}), Release(0, {1}), OpNode(2, {1}),
+                                   Release(1, {3})};
   absl::StatusOr<GraphTasks> tasks = PlanGraphTasks(funcs, nodes, 3);
   ASSERT_TRUE(tasks.ok()) << tasks.status();
   ASSERT_EQ(tasks->nodes.size(), 3u);

@@ -41,10 +41,10 @@ ExecutorOptions Unfused(bool addto, Device device = program_test::kCpu, int stre
 
 // What each variant changes in the base program.
 struct Variant {
-  bool reversed = false;        // the sum lists its inputs against the writers' order
+  bool reversed = false;            // the sum lists its inputs against the writers' order
   bool fetch_contribution = false;  // gs is fetched too
   bool read_contribution = false;   // relu(gs) is fetched: gs has a second reader
-  bool cannot_add = false;      // gs = mul(s, g): mul adds into nothing
+  bool cannot_add = false;          // gs = mul(s, g): mul adds into nothing
   bool out_written_before = false;  // out = fill_constant first: the sum is not its first write
 };
 
@@ -62,7 +62,8 @@ ir::ProgramDesc Program(const Variant& v, std::vector<std::string>& fetches) {
   b.AppendOp(Op("tanh", {{"X", {"x"}}}, {{"Out", {"t"}}}));
   b.AppendOp(Op("sigmoid", {{"X", {"x"}}}, {{"Out", {"s"}}}));
   b.AppendOp(Op("exp", {{"X", {"x"}}}, {{"Out", {"e"}}}));
-  if (v.out_written_before) b.AppendOp(Op("fill_constant", {}, {{"Out", {"out"}}}, Fill(kSquare, 2.0)));
+  if (v.out_written_before)
+    b.AppendOp(Op("fill_constant", {}, {{"Out", {"out"}}}, Fill(kSquare, 2.0)));
   b.AppendOp(Op("tanh_grad", {{"Out", {"t"}}, {"OutGrad", {"g"}}}, {{"XGrad", {"gt"}}}));
   if (v.cannot_add) {
     b.AppendOp(Op("mul", {{"X", {"s"}}, {"Y", {"g"}}}, {{"Out", {"gs"}}}));
@@ -70,8 +71,8 @@ ir::ProgramDesc Program(const Variant& v, std::vector<std::string>& fetches) {
     b.AppendOp(Op("sigmoid_grad", {{"Out", {"s"}}, {"OutGrad", {"g"}}}, {{"XGrad", {"gs"}}}));
   }
   b.AppendOp(Op("exp_grad", {{"Out", {"e"}}, {"OutGrad", {"g"}}}, {{"XGrad", {"ge"}}}));
-  const std::vector<std::string> order =
-      v.reversed ? std::vector<std::string>{"ge", "gs", "gt"} : std::vector<std::string>{"gt", "gs", "ge"};
+  const std::vector<std::string> order = v.reversed ? std::vector<std::string>{"ge", "gs", "gt"}
+                                                    : std::vector<std::string>{"gt", "gs", "ge"};
   b.AppendOp(Op("sum", {{"X", order}}, {{"Out", {"out"}}}));
   if (v.fetch_contribution) fetches.push_back("gs");
   if (v.read_contribution) {

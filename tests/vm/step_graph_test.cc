@@ -9,6 +9,8 @@
 //    clean and the reader sees the value; the same pair without the edge is reported, with
 //    the blob (so the check can fail).
 // Both scheduling modes.
+#include "vm/step_graph.h"
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -24,7 +26,6 @@
 #include "tests/vm/test_kernels.h"
 #include "tests/vm/vm_test_util.h"
 #include "vm/precomputed_batch.h"
-#include "vm/step_graph.h"
 #include "vm/sync_checker.h"
 
 namespace sluice::vm::step_graph_test {
@@ -108,7 +109,8 @@ class StepGraphTest : public ::testing::TestWithParam<Scheduling> {
                                 int members) {
     run.fetch_add(1, std::memory_order_relaxed);
     PrecomputedBatch batch;
-    for (int m = 0; m < members; ++m) batch.AddOpCall(graph.member(m), {}, {}, nullptr, h.S(kCpu[m]));
+    for (int m = 0; m < members; ++m)
+      batch.AddOpCall(graph.member(m), {}, {}, nullptr, h.S(kCpu[m]));
     return batch.Submit(h.vm.get());
   }
 };
@@ -131,7 +133,8 @@ TEST_P(StepGraphTest, RandomGraphsRunEveryTaskAfterItsPredecessors) {
           for (size_t t = 0; t < g.start.size(); ++t) {
             ASSERT_GE(g.start[t], 0) << "task " << t << " did not run in run " << r;
             for (int p : g.preds[t]) {
-              ASSERT_LT(g.end[p], g.start[t]) << "task " << t << " started before " << p << " ended";
+              ASSERT_LT(g.end[p], g.start[t])
+                  << "task " << t << " started before " << p << " ended";
             }
           }
         }
@@ -157,10 +160,12 @@ TEST_P(StepGraphTest, AMemberThatCannotStartHoldsNothingUp) {
   // Member 0 finishes the whole graph while member 1's worker is still held.
   // (The tickets are plain memory: read them only once every task has been seen to end,
   // through the clock, which each task bumps after writing its slots.)
-  ASSERT_TRUE(testing::WaitUntil(
-      [&] { return g.clock.load(std::memory_order_acquire) == 2 * static_cast<int64_t>(g.end.size()); }));
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return g.clock.load(std::memory_order_acquire) == 2 * static_cast<int64_t>(g.end.size());
+  }));
   const ep::Stream* first = h.S(kCpu[0])->ep_stream();
-  EXPECT_TRUE(std::all_of(g.ran.begin(), g.ran.end(), [&](const ep::Stream* s) { return s == first; }));
+  EXPECT_TRUE(
+      std::all_of(g.ran.begin(), g.ran.end(), [&](const ep::Stream* s) { return s == first; }));
   gate.Open();
   SLUICE_ASSERT_OK(h.vm->Sync());
 }
