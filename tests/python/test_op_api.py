@@ -118,14 +118,25 @@ def test_a_saved_operand_changed_in_place_fails_backward(ctx):
         loss.backward()
 
 
-def _train_losses(strategy):
-    """Five steps of the seed's model with `strategy`; the losses and the last lowering."""
+def _linear(x):
+    """The seed's model: Linear(16 -> 1)."""
+    return sluice.nn.Linear(in_features=16, out_features=1)(x)
+
+
+def _gated(x):
+    """A hidden value feeding tanh and sigmoid: its gradient has two contributions, summed."""
+    h = sluice.nn.Linear(in_features=16, out_features=16)(x)
+    return _linear(sluice.add(sluice.tanh(h), sluice.sigmoid(h)))
+
+
+def _train_losses(strategy, model=_linear):
+    """Five Adam steps of `model` (x -> prediction) with `strategy`, unfused; the losses and
+    the last lowering."""
     main, startup = sluice.static.Program(), sluice.static.Program()
     with sluice.static.program_guard(main, startup):
         x = sluice.static.data(shape=[16, 16], name="x")
         label = sluice.static.data(shape=[16, 1], name="label")
-        out = sluice.nn.Linear(in_features=16, out_features=1)(x)
-        loss = sluice.nn.MSELoss()(out, label)
+        loss = sluice.nn.MSELoss()(model(x), label)
         sluice.optimizer.Adam().minimize(loss)
     exe = sluice.static.Executor(sluice.CPUPlace(), compile_subgraphs=False,
                                  build_strategy=strategy)
@@ -150,34 +161,11 @@ def test_build_strategy_inplace_gives_the_same_losses(ctx):
     assert lowering_on["peak_temporary_bytes"] > 0
 
 
-def _gated_losses(strategy):
-    """Five steps of a model whose hidden value feeds tanh and sigmoid (its gradient has two
-    contributions, summed); the losses and the last lowering."""
-    main, startup = sluice.static.Program(), sluice.static.Program()
-    with sluice.static.program_guard(main, startup):
-        x = sluice.static.data(shape=[16, 16], name="x")
-        label = sluice.static.data(shape=[16, 1], name="label")
-        h = sluice.nn.Linear(in_features=16, out_features=16)(x)
-        g = sluice.add(sluice.tanh(h), sluice.sigmoid(h))
-        out = sluice.nn.Linear(in_features=16, out_features=1)(g)
-        loss = sluice.nn.MSELoss()(out, label)
-        sluice.optimizer.Adam().minimize(loss)
-    exe = sluice.static.Executor(sluice.CPUPlace(), compile_subgraphs=False,
-                                 build_strategy=strategy)
-    scope = sluice.static.Scope()
-    exe.run(startup, scope=scope)
-    rng = np.random.default_rng(5)
-    feed = {"x": rng.standard_normal((16, 16)).astype(np.float32),
-            "label": rng.standard_normal((16, 1)).astype(np.float32)}
-    losses = [exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0] for _ in range(5)]
-    return losses, exe._exe.last_lowering()
-
-
 def test_build_strategy_addto_gives_the_same_losses(ctx):
     on, off = sluice.static.BuildStrategy(), sluice.static.BuildStrategy()
     on.enable_addto = True
-    losses_on, lowering_on = _gated_losses(on)
-    losses_off, lowering_off = _gated_losses(off)
+    losses_on, lowering_on = _train_losses(on, _gated)
+    losses_off, lowering_off = _train_losses(off, _gated)
     np.testing.assert_array_equal(np.array(losses_on), np.array(losses_off))
     assert losses_on[0] != losses_on[-1]
     assert lowering_off["addto_sums"] == 0
