@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -95,12 +96,19 @@ absl::StatusOr<HostWork> PrepareMatmulGrad(const std::string& op, const HostArgs
   SLUICE_RETURN_IF_ERROR(CheckMeta(op, a.outputs[0], "output", 0, MetaOf(a.inputs[0])));
   SLUICE_RETURN_IF_ERROR(CheckMeta(op, a.outputs[1], "output", 1, MetaOf(a.inputs[1])));
   if (a.outputs[0].size == 0 && a.outputs[1].size == 0) return HostWork(nullptr);
+  // vm::kAddToAttr: a gradient added into its output's value. It is computed as without
+  // the bit, into a buffer of its own, then added: the result is the sum op's, bit for bit.
+  const int64_t adds = a.attrs->GetInt(vm::kAddToAttr).value_or(0);
   return HostWork([s = std::move(s), x = a.inputs[0].as<const T>(), y = a.inputs[1].as<const T>(),
-                   g = a.inputs[2].as<const T>(), dx = a.outputs[0].as<T>(),
-                   dy = a.outputs[1].as<T>(), dx_size = a.outputs[0].size,
-                   dy_size = a.outputs[1].size, parallel = a.parallel()] {
+                   g = a.inputs[2].as<const T>(), out_dx = a.outputs[0].as<T>(),
+                   out_dy = a.outputs[1].as<T>(), dx_size = a.outputs[0].size,
+                   dy_size = a.outputs[1].size, add_dx = (adds & 1) != 0, add_dy = (adds & 2) != 0,
+                   parallel = a.parallel()]() -> absl::Status {
     const int64_t m = s.d.m, k = s.d.k, n = s.d.n;
     const int64_t ldx = s.tx ? m : k, ldy = s.ty ? k : n;
+    std::vector<T> added_dx(add_dx ? dx_size : 0), added_dy(add_dy ? dy_size : 0);
+    T* dx = add_dx ? added_dx.data() : out_dx;
+    T* dy = add_dy ? added_dy.data() : out_dy;
     std::fill(dx, dx + dx_size, T(0));
     std::fill(dy, dy + dy_size, T(0));
     for (size_t b = 0; b < s.x_batch.size(); ++b) {
@@ -124,9 +132,24 @@ absl::StatusOr<HostWork> PrepareMatmulGrad(const std::string& op, const HostArgs
             nn::ParallelGemm<T>(parallel, n, k, m, {gb, n, true}, {xb, ldx, s.tx}, dyb, k, true));
       }
     }
+    for (int64_t i = 0; add_dx && i < dx_size; ++i) out_dx[i] = out_dx[i] + dx[i];
+    for (int64_t i = 0; add_dy && i < dy_size; ++i) out_dy[i] = out_dy[i] + dy[i];
     return absl::OkStatus();
   });
 }
+
+// matmul_grad adds into either gradient on request (OpKernel::CanAddTo).
+template <typename T>
+class MatmulGradKernel final : public HostKernel {
+ public:
+  MatmulGradKernel() : HostKernel("matmul_grad") {}
+  bool CanAddTo(int output) const override { return output == 0 || output == 1; }
+
+ protected:
+  absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
+    return PrepareMatmulGrad<T>("matmul_grad", a);
+  }
+};
 
 // ---------------------------------------------------------------------------------------
 // reduce_sum, reduce_mean
@@ -445,7 +468,10 @@ absl::Status RegisterNnHostKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(
       RegisterFloat(registry, "matmul", PrepareMatmul<float>, PrepareMatmul<double>));
   SLUICE_RETURN_IF_ERROR(
-      RegisterFloat(registry, "matmul_grad", PrepareMatmulGrad<float>, PrepareMatmulGrad<double>));
+      (RegisterStressKernelsFor<float, double>(registry, "matmul_grad", [](auto tag) {
+        using T = typename decltype(tag)::type;
+        return std::shared_ptr<const vm::OpKernel>(std::make_shared<MatmulGradKernel<T>>());
+      })));
   SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "reduce_sum", PrepareReduce<float, false>,
                                        PrepareReduce<double, false>));
   SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "reduce_mean", PrepareReduce<float, true>,

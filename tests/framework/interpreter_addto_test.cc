@@ -5,7 +5,8 @@
 // exactly that rule and keeps the sum; the gated MLP trains with the same losses with the
 // pass on and off; and random differentiable programs give the same gradients, bit for bit,
 // on cpu over 1-3 streams and on two sim streams. (A kernel that overwrote instead of
-// adding fails all but the rule test.)
+// adding fails all but the rule test; a sim that poisoned added-into outputs fails the
+// random programs, through matmul_grad, whose outputs are in no in-place pair.)
 #include <cmath>
 #include <memory>
 #include <random>
@@ -241,7 +242,8 @@ TEST_F(InterpreterAddToTest, TheGatedMlpTrainsToTheSameLosses) {
 }
 
 // A random differentiable program (seeded): x -> Linear(4, 4) -> h_0, then ops taking a
-// random earlier value — tanh, sigmoid, relu, exp of a scaled value, scale, add, mul — so
+// random earlier value — tanh, sigmoid, relu, exp of a scaled value, scale, add, mul, a
+// scaled matmul — so
 // that values have several readers and their gradients several contributions; the loss is
 // the mean of the sum of the last three values. Its parameter gradients are fetched.
 struct RandomTraining {
@@ -262,7 +264,7 @@ RandomTraining MakeRandomTraining(const ops::OpRegistry* registry, uint32_t seed
   for (int i = 0; i < 10; ++i) {
     const Value& a = pool[rng() % pool.size()];
     const Value& b = pool[rng() % pool.size()];
-    switch (rng() % 7) {
+    switch (rng() % 8) {
       case 0:
         pool.push_back(fn::Tanh(a).value());
         break;
@@ -281,8 +283,11 @@ RandomTraining MakeRandomTraining(const ops::OpRegistry* registry, uint32_t seed
       case 5:
         pool.push_back(fn::Add(a, b).value());
         break;
-      default:
+      case 6:
         pool.push_back(fn::Mul(a, b).value());
+        break;
+      default:  // both gradients of a matmul may add into their sums
+        pool.push_back(fn::Scale(fn::Matmul(a, b).value(), 0.25).value());
         break;
     }
   }
