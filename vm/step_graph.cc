@@ -176,14 +176,14 @@ void StepGraph::Work(KernelContext& ctx, int self) const {
   Queue& own = queues_[static_cast<size_t>(self)];
   std::vector<int> ready;
   int64_t launched = 0;
-  while (true) {
+  while (!ctx.vm_cancelling()) {
     const int task = Take(self);
     if (task < 0) {
       if (AllDone()) {
         work_waker_.Notify();  // the members waiting for work leave too
         break;
       }
-      if (!AwaitWork(ctx) || ctx.vm_cancelling()) break;
+      if (!AwaitWork(ctx)) break;
       continue;
     }
     if (check) {

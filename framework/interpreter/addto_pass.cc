@@ -62,9 +62,13 @@ bool Contributions(const std::vector<OpFunc>& funcs, const VarTable& vars, const
     const OpFunc& writer = funcs[static_cast<size_t>(w)];
     const auto at = std::find(writer.outputs.begin(), writer.outputs.end(), g);
     const int position = static_cast<int>(at - writer.outputs.begin());
-    if (writer.device != sum.device) return false;
+    // Every contributor's kernel is known here, and binds its outputs by position: a
+    // control-flow func (its step is built later, binding outputs by variable name) is not.
+    if (writer.device != sum.device || writer.kernel == nullptr || writer.schema == nullptr) {
+      return false;
+    }
     if (!out.empty()) {
-      if (writer.kernel == nullptr || !writer.kernel->CanAddTo(position)) return false;
+      if (!writer.kernel->CanAddTo(position)) return false;
       if (std::find(writer.accumulates.begin(), writer.accumulates.end(), result) !=
           writer.accumulates.end()) {
         return false;

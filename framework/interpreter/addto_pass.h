@@ -12,6 +12,8 @@
 //  - each g_i is a temporary (not fed, fetched or persistable) on Out's device with Out's
 //    dtype and shape, written once, by a func w_i other than s, at one output position,
 //    and read by s alone, once;
+//  - every w_i is an op with its kernel chosen (not a control-flow func, whose step binds
+//    its outputs by name when it is built, after this pass);
 //  - w_0 < w_1 < ... < w_k < s: the contributors come in the sum's order, so the
 //    accumulation adds in the order the sum did and the results are bit-identical
 //    (((g_0 + g_1) + g_2) ...);

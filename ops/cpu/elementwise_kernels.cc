@@ -4,6 +4,7 @@
 // broadcast scalar as one row against a constant, and other broadcasts as rows of the
 // collapsed output with the innermost dimension contiguous. An output may be an input's
 // tensor (in-place use, through OpDispatcher::CallInto).
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -175,11 +176,21 @@ class BinaryGradKernel final : public ElementwiseKernel<T> {
       ops.in[i] = a.inputs[i].template as<const T>();
       ops.in_size[i] = a.inputs[i].size;
     }
-    if constexpr (kShapeOnlyXY) ops.in[0] = ops.in[1] = ops.in[2];
     ops.dx = a.outputs[0].template as<T>();
     ops.dy = a.outputs[1].template as<T>();
     ops.dx_size = a.outputs[0].size;
     ops.dy_size = a.outputs[1].size;
+    if constexpr (kShapeOnlyXY) {
+      if (ops.in_size[2] == 0) {
+        // No element to stand in with (X may be [1] while Out is [0]): every sum is empty.
+        return HostWork([ops] {
+          std::fill(ops.dx, ops.dx + ops.dx_size, T(0));
+          std::fill(ops.dy, ops.dy + ops.dy_size, T(0));
+          return absl::OkStatus();
+        });
+      }
+      ops.in[0] = ops.in[1] = ops.in[2];
+    }
     return HostWork([plan = std::move(plan), ops] {
       // An output may be an input's tensor (in-place use). The XGrad pass would then
       // overwrite what the YGrad pass reads: read such inputs from a copy.
@@ -246,7 +257,8 @@ class UnaryGradKernel final : public ElementwiseKernel<T> {
     if (add && (dx == v || dx == g)) {
       return this->Error("output 0 adds into itself (addto) but is also an input");
     }
-    return HostWork([v, g, dx, n, add, parallel = ScopeFor(a, n)] {
+    return HostWork([v, g, dx, n, add, out = a.outputs[0], parallel = ScopeFor(a, n)] {
+      if (add) SLUICE_RETURN_IF_ERROR(AddedIntoPoison(out));
       return SplitElements(parallel, n, [&](int64_t b, int64_t e) {
         if (add) {
           elementwise::UnaryGradAddLoop(v + b, g + b, dx + b, e - b, Fn{});

@@ -76,6 +76,15 @@ struct HostArgs {
 
 using HostWork = absl::AnyInvocable<absl::Status()>;
 
+// For a kernel adding into `out` (vm::kAddToAttr), from its work: the error `out` carries
+// when an earlier contributor failed or was skipped, else OK. The executor checks only the
+// inputs' poison; an added-into output is read too, so a kernel that added into it anyway
+// would clear the poison and hand a garbage gradient on. Returning it makes this op fail
+// with the earlier error, and the outputs stay poisoned.
+inline absl::Status AddedIntoPoison(const HostTensor& out) {
+  return out.blob != nullptr && out.blob->poisoned() ? out.blob->poison() : absl::OkStatus();
+}
+
 // Thread-safe (no mutable state).
 class HostKernel : public vm::OpKernel {
  public:

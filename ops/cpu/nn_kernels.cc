@@ -103,7 +103,10 @@ absl::StatusOr<HostWork> PrepareMatmulGrad(const std::string& op, const HostArgs
                    g = a.inputs[2].as<const T>(), out_dx = a.outputs[0].as<T>(),
                    out_dy = a.outputs[1].as<T>(), dx_size = a.outputs[0].size,
                    dy_size = a.outputs[1].size, add_dx = (adds & 1) != 0, add_dy = (adds & 2) != 0,
+                   out0 = a.outputs[0], out1 = a.outputs[1],
                    parallel = a.parallel()]() -> absl::Status {
+    if (add_dx) SLUICE_RETURN_IF_ERROR(AddedIntoPoison(out0));
+    if (add_dy) SLUICE_RETURN_IF_ERROR(AddedIntoPoison(out1));
     const int64_t m = s.d.m, k = s.d.k, n = s.d.n;
     const int64_t ldx = s.tx ? m : k, ldy = s.ty ? k : n;
     std::vector<T> added_dx(add_dx ? dx_size : 0), added_dy(add_dy ? dy_size : 0);

@@ -7,6 +7,7 @@
 // on cpu over 1-3 streams and on two sim streams. (A kernel that overwrote instead of
 // adding fails all but the rule test; a sim that poisoned added-into outputs fails the
 // random programs, through matmul_grad, whose outputs are in no in-place pair.)
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "framework/autodiff/backward.h"
+#include "framework/builder/control_flow.h"
 #include "framework/builder/functional.h"
 #include "framework/builder/layers.h"
 #include "framework/builder/program.h"
@@ -164,6 +166,41 @@ TEST_F(InterpreterAddToTest, ThreeContributionsAccumulateWhereTheyLie) {
   }
 }
 
+// The first contributor is skipped (its input comes from a uniform_random whose bounds are
+// crossed, which fails), so the sum's output carries that error. The later contributors must
+// not add into it as if it held a value: the gradient and the persistable copied from it
+// stay poisoned, and the next run is refused for it, as without the pass.
+TEST_F(InterpreterAddToTest, AFailedContributorPoisonsTheAccumulatedGradient) {
+  std::vector<std::string> fetches;
+  ir::ProgramDesc program = Program({}, fetches);
+  ir::BlockDesc& b = program.mutable_global_block();
+  AddVar(b, Var("bad", kSquare));
+  AddVar(b, Var("p", kSquare, /*persistable=*/true));
+  b.AppendOp(
+      Op("uniform_random", {}, {{"Out", {"bad"}}},
+         vm::AttrMap().Set("shape", std::vector<int64_t>{4, 4}).Set("min", 1.0).Set("max", 0.0)));
+  b.AppendOp(Op("assign", {{"X", {"out"}}}, {{"Out", {"p"}}}));
+  // tanh reads `bad` instead of x: t, and so gt (the first contribution), are skipped.
+  for (ir::OpDesc& op : b.mutable_ops()) {
+    if (op.type == "tanh") op.inputs = {{"X", {"bad"}}};
+  }
+  // uniform_random must come first: move it to the front.
+  std::vector<ir::OpDesc>& ops = b.mutable_ops();
+  std::rotate(ops.begin(), ops.end() - 2, ops.end() - 1);
+  for (int addto = 0; addto < 2; ++addto) {
+    SCOPED_TRACE(addto == 1 ? "add-to on" : "add-to off");
+    Executor executor(&context_->registry(), context_->vm(), Unfused(addto == 1));
+    Scope scope;
+    absl::StatusOr<RunResult> first = executor.Run(program, BaseFeeds(), {"t"}, &scope);
+    ASSERT_FALSE(first.ok());
+    EXPECT_EQ(executor.LastLowering().value().addto_sums, addto);
+    absl::StatusOr<RunResult> second = executor.Run(program, BaseFeeds(), {"t"}, &scope);
+    ASSERT_FALSE(second.ok());
+    EXPECT_NE(std::string(second.status().message()).find("persistable 'p'"), std::string::npos)
+        << second.status();
+  }
+}
+
 // The sum's value, computed by hand in the sum's order: the pass must reproduce it.
 TEST_F(InterpreterAddToTest, TheAccumulatedValueIsTheSumsBitForBit) {
   std::vector<std::string> fetches;
@@ -243,7 +280,7 @@ TEST_F(InterpreterAddToTest, TheGatedMlpTrainsToTheSameLosses) {
 
 // A random differentiable program (seeded): x -> Linear(4, 4) -> h_0, then ops taking a
 // random earlier value — tanh, sigmoid, relu, exp of a scaled value, scale, add, mul, a
-// scaled matmul — so
+// scaled matmul, a cond — so
 // that values have several readers and their gradients several contributions; the loss is
 // the mean of the sum of the last three values. Its parameter gradients are fetched.
 struct RandomTraining {
@@ -264,7 +301,7 @@ RandomTraining MakeRandomTraining(const ops::OpRegistry* registry, uint32_t seed
   for (int i = 0; i < 10; ++i) {
     const Value& a = pool[rng() % pool.size()];
     const Value& b = pool[rng() % pool.size()];
-    switch (rng() % 8) {
+    switch (rng() % 9) {
       case 0:
         pool.push_back(fn::Tanh(a).value());
         break;
@@ -286,6 +323,20 @@ RandomTraining MakeRandomTraining(const ops::OpRegistry* registry, uint32_t seed
       case 6:
         pool.push_back(fn::Mul(a, b).value());
         break;
+      case 7: {  // a cond: its gradient is a control-flow op, which adds into nothing
+        const Value pred =
+            fn::GreaterThan(fn::ReduceMean(a).value(), fn::ReduceMean(b).value()).value();
+        pool.push_back(fn::Cond(
+                           pred,
+                           [&]() -> absl::StatusOr<std::vector<Value>> {
+                             return std::vector<Value>{fn::Tanh(a).value()};
+                           },
+                           [&]() -> absl::StatusOr<std::vector<Value>> {
+                             return std::vector<Value>{fn::Scale(b, 2.0).value()};
+                           })
+                           .value()[0]);
+        break;
+      }
       default:  // both gradients of a matmul may add into their sums
         pool.push_back(fn::Scale(fn::Matmul(a, b).value(), 0.25).value());
         break;

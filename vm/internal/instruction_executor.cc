@@ -76,9 +76,17 @@ namespace {
 
 // True when an input of `instruction` is poisoned (then InstructionExecutor::InputPoison
 // says with what): a load per input, no Status built.
+// Whether input `i` of `instruction` counts for poison: not one its kernel reads the shape
+// of alone (OpKernel::ReadsShapeOnly): its blob may be a later value's by now, through a
+// storage hand-off, whose poison is not this op's business. Asked only of a poisoned input.
+bool PoisonCounts(const Instruction& instruction, size_t i) {
+  return instruction.kind != InstructionKind::kOpCall || instruction.kernel == nullptr ||
+         !instruction.kernel->ReadsShapeOnly(static_cast<int>(i));
+}
+
 bool AnyInputPoisoned(const Instruction& instruction) {
-  for (const Blob* blob : instruction.inputs) {
-    if (blob->poisoned()) return true;
+  for (size_t i = 0; i < instruction.inputs.size(); ++i) {
+    if (instruction.inputs[i]->poisoned() && PoisonCounts(instruction, i)) return true;
   }
   return false;
 }
@@ -220,8 +228,9 @@ int64_t Tracer::NowNs() {
 // --- InstructionExecutor. ---
 
 absl::Status InstructionExecutor::InputPoison(const Instruction& instruction) {
-  for (Blob* blob : instruction.inputs) {
-    if (blob->poisoned()) {
+  for (size_t i = 0; i < instruction.inputs.size(); ++i) {
+    Blob* blob = instruction.inputs[i];
+    if (blob->poisoned() && PoisonCounts(instruction, i)) {
       absl::Status cause = blob->poison();
       if (!cause.ok()) return cause;
     }
@@ -369,11 +378,12 @@ void InstructionExecutor::RunKernel(Instruction* instruction) {
   }
   if (stream_ordered) {
     for (size_t i = 0; i < instruction->inputs.size(); ++i) {
+      // An input the kernel reads the shape of alone needs no bytes, and its storage may be
+      // released (or taken) meanwhile by another worker: not even looked at
+      // (OpKernel::ReadsShapeOnly).
+      if (kernel->ReadsShapeOnly(static_cast<int>(i))) continue;
       Blob* blob = instruction->inputs[i];
       if (blob->raw_storage() != nullptr || !blob->lazy()) continue;
-      // An input the kernel reads the shape of alone needs no bytes (its storage may have
-      // been released already: OpKernel::ReadsShapeOnly).
-      if (kernel->ReadsShapeOnly(static_cast<int>(i))) continue;
       // A lazy input without storage: its last writer failed before allocating (its poison
       // lands in stream order, so it may not show yet), or nothing wrote it. The kernel
       // would only fail on the missing bytes under its own name: settle in stream order
