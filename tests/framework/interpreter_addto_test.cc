@@ -347,7 +347,9 @@ RandomTraining MakeRandomTraining(const ops::OpRegistry* registry, uint32_t seed
     total = fn::Add(total, pool[k]).value();
   const framework::Var loss = fn::ReduceMean(total).value().var();
   r.fetches = {loss.name()};
-  for (const auto& [param, grad] : AppendBackward(loss).value()) r.fetches.push_back(grad.name());
+  // Held in a local: a range-for over `.value()` of the temporary would outlive it.
+  const std::vector<std::pair<framework::Var, framework::Var>> grads = AppendBackward(loss).value();
+  for (const auto& [param, grad] : grads) r.fetches.push_back(grad.name());
   return r;
 }
 
