@@ -153,6 +153,10 @@ class BinaryGradKernel final : public ElementwiseKernel<T> {
       std::is_same_v<GradX, GradG> &&
       (std::is_same_v<GradY, GradG> || std::is_same_v<GradY, GradNegG>);
   bool ReadsShapeOnly(int input) const override { return kShapeOnlyXY && input < 2; }
+  // Either gradient can be added into its output (vm::kAddToAttr): it is computed as
+  // without the bit, into a buffer that lives only during the kernel, then added, so the
+  // result is the sum op's bit for bit (a broadcast input's gradient is itself a sum).
+  bool CanAddTo(int output) const override { return output == 0 || output == 1; }
 
  protected:
   absl::StatusOr<HostWork> Prepare(const HostArgs& a) const override {
@@ -180,18 +184,26 @@ class BinaryGradKernel final : public ElementwiseKernel<T> {
     ops.dy = a.outputs[1].template as<T>();
     ops.dx_size = a.outputs[0].size;
     ops.dy_size = a.outputs[1].size;
+    const int64_t adds = a.attrs->GetInt(vm::kAddToAttr).value_or(0) & 3;
     if constexpr (kShapeOnlyXY) {
       if (ops.in_size[2] == 0) {
         // No element to stand in with (X may be [1] while Out is [0]): every sum is empty.
-        return HostWork([ops] {
-          std::fill(ops.dx, ops.dx + ops.dx_size, T(0));
-          std::fill(ops.dy, ops.dy + ops.dy_size, T(0));
+        return HostWork([ops, adds, outs = a.outputs]() -> absl::Status {
+          SLUICE_RETURN_IF_ERROR(CheckAddedInto(outs, adds));
+          T* targets[2] = {ops.dx, ops.dy};
+          const int64_t sizes[2] = {ops.dx_size, ops.dy_size};
+          for (int o = 0; o < 2; ++o) {
+            for (int64_t i = 0; i < sizes[o]; ++i) {
+              targets[o][i] = (adds >> o & 1) != 0 ? targets[o][i] + T(0) : T(0);
+            }
+          }
           return absl::OkStatus();
         });
       }
       ops.in[0] = ops.in[1] = ops.in[2];
     }
-    return HostWork([plan = std::move(plan), ops] {
+    return HostWork([plan = std::move(plan), ops, adds, outs = a.outputs]() -> absl::Status {
+      SLUICE_RETURN_IF_ERROR(CheckAddedInto(outs, adds));
       // An output may be an input's tensor (in-place use). The XGrad pass would then
       // overwrite what the YGrad pass reads: read such inputs from a copy.
       std::vector<T> copies[3];
@@ -203,10 +215,26 @@ class BinaryGradKernel final : public ElementwiseKernel<T> {
           in[i] = copies[i].data();
         }
       }
-      elementwise::RunGradPass<true>(plan, in[0], in[1], in[2], ops.dx, ops.dx_size, GradX{});
-      elementwise::RunGradPass<false>(plan, in[0], in[1], in[2], ops.dy, ops.dy_size, GradY{});
+      std::vector<T> added_dx((adds & 1) != 0 ? ops.dx_size : 0);
+      std::vector<T> added_dy((adds & 2) != 0 ? ops.dy_size : 0);
+      T* dx = (adds & 1) != 0 ? added_dx.data() : ops.dx;
+      T* dy = (adds & 2) != 0 ? added_dy.data() : ops.dy;
+      elementwise::RunGradPass<true>(plan, in[0], in[1], in[2], dx, ops.dx_size, GradX{});
+      elementwise::RunGradPass<false>(plan, in[0], in[1], in[2], dy, ops.dy_size, GradY{});
+      for (size_t i = 0; i < added_dx.size(); ++i) ops.dx[i] = ops.dx[i] + added_dx[i];
+      for (size_t i = 0; i < added_dy.size(); ++i) ops.dy[i] = ops.dy[i] + added_dy[i];
       return absl::OkStatus();
     });
+  }
+
+ private:
+  // The earlier error an added-into output carries (AddedIntoPoison), if any.
+  static absl::Status CheckAddedInto(const absl::InlinedVector<HostTensor, 2>& outs, int64_t adds) {
+    for (int o = 0; o < 2; ++o) {
+      if ((adds >> o & 1) != 0)
+        SLUICE_RETURN_IF_ERROR(AddedIntoPoison(outs[static_cast<size_t>(o)]));
+    }
+    return absl::OkStatus();
   }
 };
 
