@@ -184,57 +184,39 @@ class BinaryGradKernel final : public ElementwiseKernel<T> {
     ops.dy = a.outputs[1].template as<T>();
     ops.dx_size = a.outputs[0].size;
     ops.dy_size = a.outputs[1].size;
-    const int64_t adds = a.attrs->GetInt(vm::kAddToAttr).value_or(0) & 3;
-    if constexpr (kShapeOnlyXY) {
-      if (ops.in_size[2] == 0) {
-        // No element to stand in with (X may be [1] while Out is [0]): every sum is empty.
-        return HostWork([ops, adds, outs = a.outputs]() -> absl::Status {
-          SLUICE_RETURN_IF_ERROR(CheckAddedInto(outs, adds));
-          T* targets[2] = {ops.dx, ops.dy};
-          const int64_t sizes[2] = {ops.dx_size, ops.dy_size};
-          for (int o = 0; o < 2; ++o) {
-            for (int64_t i = 0; i < sizes[o]; ++i) {
-              targets[o][i] = (adds >> o & 1) != 0 ? targets[o][i] + T(0) : T(0);
+    const int64_t adds = AddToBits(a);
+    // No element to stand in with (X may be [1] while Out is [0]): every sum is empty.
+    const bool empty_stand_in = kShapeOnlyXY && ops.in_size[2] == 0;
+    if (kShapeOnlyXY) ops.in[0] = ops.in[1] = ops.in[2];
+    return HostWork(
+        [plan = std::move(plan), ops, adds, empty_stand_in, outs = a.outputs]() -> absl::Status {
+          SLUICE_RETURN_IF_ERROR(AddedIntoPoison(outs, adds));
+          AddedOutput<T> dx(ops.dx, ops.dx_size, (adds & 1) != 0);
+          AddedOutput<T> dy(ops.dy, ops.dy_size, (adds & 2) != 0);
+          if (empty_stand_in) {
+            std::fill(dx.target(), dx.target() + ops.dx_size, T(0));
+            std::fill(dy.target(), dy.target() + ops.dy_size, T(0));
+          } else {
+            // An output may be an input's tensor (in-place use). The XGrad pass would then
+            // overwrite what the YGrad pass reads: read such inputs from a copy.
+            std::vector<T> copies[3];
+            const T* in[3];
+            for (int i = 0; i < 3; ++i) {
+              in[i] = ops.in[i];
+              if (in[i] == ops.dx || in[i] == ops.dy) {
+                copies[i].assign(in[i], in[i] + ops.in_size[i]);
+                in[i] = copies[i].data();
+              }
             }
+            elementwise::RunGradPass<true>(plan, in[0], in[1], in[2], dx.target(), ops.dx_size,
+                                           GradX{});
+            elementwise::RunGradPass<false>(plan, in[0], in[1], in[2], dy.target(), ops.dy_size,
+                                            GradY{});
           }
+          dx.AddInto();
+          dy.AddInto();
           return absl::OkStatus();
         });
-      }
-      ops.in[0] = ops.in[1] = ops.in[2];
-    }
-    return HostWork([plan = std::move(plan), ops, adds, outs = a.outputs]() -> absl::Status {
-      SLUICE_RETURN_IF_ERROR(CheckAddedInto(outs, adds));
-      // An output may be an input's tensor (in-place use). The XGrad pass would then
-      // overwrite what the YGrad pass reads: read such inputs from a copy.
-      std::vector<T> copies[3];
-      const T* in[3];
-      for (int i = 0; i < 3; ++i) {
-        in[i] = ops.in[i];
-        if (in[i] == ops.dx || in[i] == ops.dy) {
-          copies[i].assign(in[i], in[i] + ops.in_size[i]);
-          in[i] = copies[i].data();
-        }
-      }
-      std::vector<T> added_dx((adds & 1) != 0 ? ops.dx_size : 0);
-      std::vector<T> added_dy((adds & 2) != 0 ? ops.dy_size : 0);
-      T* dx = (adds & 1) != 0 ? added_dx.data() : ops.dx;
-      T* dy = (adds & 2) != 0 ? added_dy.data() : ops.dy;
-      elementwise::RunGradPass<true>(plan, in[0], in[1], in[2], dx, ops.dx_size, GradX{});
-      elementwise::RunGradPass<false>(plan, in[0], in[1], in[2], dy, ops.dy_size, GradY{});
-      for (size_t i = 0; i < added_dx.size(); ++i) ops.dx[i] = ops.dx[i] + added_dx[i];
-      for (size_t i = 0; i < added_dy.size(); ++i) ops.dy[i] = ops.dy[i] + added_dy[i];
-      return absl::OkStatus();
-    });
-  }
-
- private:
-  // The earlier error an added-into output carries (AddedIntoPoison), if any.
-  static absl::Status CheckAddedInto(const absl::InlinedVector<HostTensor, 2>& outs, int64_t adds) {
-    for (int o = 0; o < 2; ++o) {
-      if ((adds >> o & 1) != 0)
-        SLUICE_RETURN_IF_ERROR(AddedIntoPoison(outs[static_cast<size_t>(o)]));
-    }
-    return absl::OkStatus();
   }
 };
 
@@ -281,12 +263,12 @@ class UnaryGradKernel final : public ElementwiseKernel<T> {
     const T* v = a.inputs[0].template as<const T>();
     const T* g = a.inputs[1].template as<const T>();
     T* dx = a.outputs[0].template as<T>();
-    const bool add = (a.attrs->GetInt(vm::kAddToAttr).value_or(0) & 1) != 0;
+    const bool add = (AddToBits(a) & 1) != 0;
     if (add && (dx == v || dx == g)) {
       return this->Error("output 0 adds into itself (addto) but is also an input");
     }
-    return HostWork([v, g, dx, n, add, out = a.outputs[0], parallel = ScopeFor(a, n)] {
-      if (add) SLUICE_RETURN_IF_ERROR(AddedIntoPoison(out));
+    return HostWork([v, g, dx, n, add, outs = a.outputs, parallel = ScopeFor(a, n)] {
+      SLUICE_RETURN_IF_ERROR(AddedIntoPoison(outs, add ? 1 : 0));
       return SplitElements(parallel, n, [&](int64_t b, int64_t e) {
         if (add) {
           elementwise::UnaryGradAddLoop(v + b, g + b, dx + b, e - b, Fn{});

@@ -67,7 +67,7 @@ void FillPoison(const HostTensor& t) {
 HostWork PoisonOutputs(const vm::InPlaceContract& contract, const HostArgs& args, HostWork work) {
   const int n_in = static_cast<int>(args.inputs.size());
   const int n_out = static_cast<int>(args.outputs.size());
-  const int64_t adds = args.attrs->GetInt(vm::kAddToAttr).value_or(0);
+  const int64_t adds = AddToBits(args);
   absl::InlinedVector<HostTensor, 2> poisoned;
   for (int o = 0; o < n_out; ++o) {
     if (o < 63 && (adds >> o & 1) != 0) continue;

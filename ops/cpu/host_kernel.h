@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/data_type.h"
 #include "core/intra_op_pool.h"
 #include "core/shape.h"
@@ -76,14 +78,46 @@ struct HostArgs {
 
 using HostWork = absl::AnyInvocable<absl::Status()>;
 
-// For a kernel adding into `out` (vm::kAddToAttr), from its work: the error `out` carries
-// when an earlier contributor failed or was skipped, else OK. The executor checks only the
-// inputs' poison; an added-into output is read too, so a kernel that added into it anyway
-// would clear the poison and hand a garbage gradient on. Returning it makes this op fail
-// with the earlier error, and the outputs stay poisoned.
-inline absl::Status AddedIntoPoison(const HostTensor& out) {
-  return out.blob != nullptr && out.blob->poisoned() ? out.blob->poison() : absl::OkStatus();
+// The launch's vm::kAddToAttr bits: output o is added into when bit o is set (0 without the
+// attribute).
+inline int64_t AddToBits(const HostArgs& args) {
+  return args.attrs->GetInt(vm::kAddToAttr).value_or(0);
 }
+
+// For a kernel adding into some of `outs` (the `adds` bits), from its work: the error an
+// added-into output carries when an earlier contributor failed or was skipped, else OK. The
+// executor checks only the inputs' poison; an added-into output is read too, so a kernel
+// that added into it anyway would clear the poison and hand a garbage gradient on.
+// Returning it makes this op fail with the earlier error, and the outputs stay poisoned.
+inline absl::Status AddedIntoPoison(absl::Span<const HostTensor> outs, int64_t adds) {
+  for (size_t o = 0; o < outs.size() && o < 63; ++o) {
+    const vm::Blob* blob = outs[o].blob;
+    if ((adds >> o & 1) != 0 && blob != nullptr && blob->poisoned()) return blob->poison();
+  }
+  return absl::OkStatus();
+}
+
+// An output a kernel computes in full and then, with its add-to bit set, adds into the
+// output's value (vm::kAddToAttr): target() is where the kernel writes the result (a buffer
+// of its own that lives as long as this object, or the output itself), and AddInto() adds
+// the buffer in. Adding a finished result, rather than accumulating into the old value,
+// rounds as a `sum` op of the two would: the result is bit for bit the same.
+template <typename T>
+class AddedOutput {
+ public:
+  AddedOutput(T* out, int64_t size, bool add)
+      : out_(out), size_(size), buffer_(add ? static_cast<size_t>(size) : 0), add_(add) {}
+  T* target() { return add_ ? buffer_.data() : out_; }
+  void AddInto() {
+    for (int64_t i = 0; add_ && i < size_; ++i) out_[i] = out_[i] + buffer_[static_cast<size_t>(i)];
+  }
+
+ private:
+  T* const out_;
+  const int64_t size_;
+  std::vector<T> buffer_;
+  const bool add_;
+};
 
 // Thread-safe (no mutable state).
 class HostKernel : public vm::OpKernel {

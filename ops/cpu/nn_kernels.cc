@@ -96,24 +96,21 @@ absl::StatusOr<HostWork> PrepareMatmulGrad(const std::string& op, const HostArgs
   SLUICE_RETURN_IF_ERROR(CheckMeta(op, a.outputs[0], "output", 0, MetaOf(a.inputs[0])));
   SLUICE_RETURN_IF_ERROR(CheckMeta(op, a.outputs[1], "output", 1, MetaOf(a.inputs[1])));
   if (a.outputs[0].size == 0 && a.outputs[1].size == 0) return HostWork(nullptr);
-  // vm::kAddToAttr: a gradient added into its output's value. It is computed as without
-  // the bit, into a buffer of its own, then added: the result is the sum op's, bit for bit.
-  const int64_t adds = a.attrs->GetInt(vm::kAddToAttr).value_or(0);
+  // vm::kAddToAttr: a gradient added into its output's value, computed in full first
+  // (AddedOutput), so the result is the sum op's, bit for bit.
+  const int64_t adds = AddToBits(a);
   return HostWork([s = std::move(s), x = a.inputs[0].as<const T>(), y = a.inputs[1].as<const T>(),
-                   g = a.inputs[2].as<const T>(), out_dx = a.outputs[0].as<T>(),
-                   out_dy = a.outputs[1].as<T>(), dx_size = a.outputs[0].size,
-                   dy_size = a.outputs[1].size, add_dx = (adds & 1) != 0, add_dy = (adds & 2) != 0,
-                   out0 = a.outputs[0], out1 = a.outputs[1],
+                   g = a.inputs[2].as<const T>(), outs = a.outputs, adds,
                    parallel = a.parallel()]() -> absl::Status {
-    if (add_dx) SLUICE_RETURN_IF_ERROR(AddedIntoPoison(out0));
-    if (add_dy) SLUICE_RETURN_IF_ERROR(AddedIntoPoison(out1));
+    SLUICE_RETURN_IF_ERROR(AddedIntoPoison(outs, adds));
     const int64_t m = s.d.m, k = s.d.k, n = s.d.n;
     const int64_t ldx = s.tx ? m : k, ldy = s.ty ? k : n;
-    std::vector<T> added_dx(add_dx ? dx_size : 0), added_dy(add_dy ? dy_size : 0);
-    T* dx = add_dx ? added_dx.data() : out_dx;
-    T* dy = add_dy ? added_dy.data() : out_dy;
-    std::fill(dx, dx + dx_size, T(0));
-    std::fill(dy, dy + dy_size, T(0));
+    AddedOutput<T> added_dx(outs[0].as<T>(), outs[0].size, (adds & 1) != 0);
+    AddedOutput<T> added_dy(outs[1].as<T>(), outs[1].size, (adds & 2) != 0);
+    T* dx = added_dx.target();
+    T* dy = added_dy.target();
+    std::fill(dx, dx + outs[0].size, T(0));
+    std::fill(dy, dy + outs[1].size, T(0));
     for (size_t b = 0; b < s.x_batch.size(); ++b) {
       const T* xb = x + s.x_batch[b] * m * k;
       const T* yb = y + s.y_batch[b] * k * n;
@@ -135,8 +132,8 @@ absl::StatusOr<HostWork> PrepareMatmulGrad(const std::string& op, const HostArgs
             nn::ParallelGemm<T>(parallel, n, k, m, {gb, n, true}, {xb, ldx, s.tx}, dyb, k, true));
       }
     }
-    for (int64_t i = 0; add_dx && i < dx_size; ++i) out_dx[i] = out_dx[i] + dx[i];
-    for (int64_t i = 0; add_dy && i < dy_size; ++i) out_dy[i] = out_dy[i] + dy[i];
+    added_dx.AddInto();
+    added_dy.AddInto();
     return absl::OkStatus();
   });
 }
