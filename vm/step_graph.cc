@@ -53,7 +53,6 @@ int StepGraph::AddTask(std::unique_ptr<StepSequence> task, absl::Span<const int>
     SLUICE_CHECK(p >= 0 && p < index);
     successors_[static_cast<size_t>(p)].push_back(index);
   }
-  edges_ += static_cast<int>(preds.size());
   if (preds.empty()) roots_.push_back(index);
   initial_pending_.push_back(static_cast<int>(preds.size()));
   predecessors_.push_back(std::move(preds));
@@ -97,7 +96,7 @@ void StepGraph::JoinRun(uint64_t run_tag) const {
     queue.head = 0;
     for (size_t r = i; r < roots_.size(); r += members) queue.tasks.push_back(roots_[r]);
     queue.finished.store(0, std::memory_order_seq_cst);
-    queue.size.store(static_cast<int>(queue.tasks.size()), std::memory_order_seq_cst);
+    queue.SettleLocked();
   }
 }
 
@@ -109,11 +108,7 @@ int StepGraph::Take(int self) const {
     if (own.tasks.size() > own.head) {
       const int task = own.tasks.back();
       own.tasks.pop_back();
-      if (own.tasks.size() == own.head) {
-        own.tasks.clear();
-        own.head = 0;
-      }
-      own.size.store(static_cast<int>(own.tasks.size() - own.head), std::memory_order_seq_cst);
+      own.SettleLocked();
       return task;
     }
   }
@@ -123,12 +118,7 @@ int StepGraph::Take(int self) const {
     SpinLockHolder lock(&victim.lock);
     if (victim.tasks.size() == victim.head) continue;
     const int task = victim.tasks[victim.head++];
-    if (victim.tasks.size() == victim.head) {
-      victim.tasks.clear();
-      victim.head = 0;
-    }
-    victim.size.store(static_cast<int>(victim.tasks.size() - victim.head),
-                      std::memory_order_seq_cst);
+    victim.SettleLocked();
     return task;
   }
   return -1;
@@ -139,8 +129,7 @@ void StepGraph::Push(int self, const std::vector<int>& ready) const {
   {
     SpinLockHolder lock(&own.lock);
     own.tasks.insert(own.tasks.end(), ready.begin(), ready.end());
-    // seq_cst, then Notify: the Waker protocol.
-    own.size.store(static_cast<int>(own.tasks.size() - own.head), std::memory_order_seq_cst);
+    own.SettleLocked();  // seq_cst, then Notify: the Waker protocol
   }
   work_waker_.Notify();
 }

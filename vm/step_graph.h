@@ -76,7 +76,6 @@ class StepGraph {
   void Close(int members);
 
   int tasks() const { return static_cast<int>(tasks_.size()); }
-  int edges() const { return edges_; }
   // The kernel of the team's i-th member (0 <= i < members), valid while the graph lives.
   const OpKernel& member(int i) const;
 
@@ -92,6 +91,16 @@ class StepGraph {
     // Mirrors for members looking for work without the lock (seq_cst: the Waker protocol).
     std::atomic<int> size{0};
     std::atomic<int> finished{0};
+
+    // Under `lock`, after tasks were taken or added: an emptied queue starts over at the
+    // front, and `size` mirrors what is left.
+    void SettleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock) {
+      if (tasks.size() == head) {
+        tasks.clear();
+        head = 0;
+      }
+      size.store(static_cast<int>(tasks.size() - head), std::memory_order_seq_cst);
+    }
   };
 
   // Member `self`'s Launch.
@@ -114,7 +123,6 @@ class StepGraph {
   std::vector<std::vector<int>> successors_;
   std::vector<int> initial_pending_;
   std::vector<int> roots_;
-  int edges_ = 0;
   std::vector<std::unique_ptr<Member>> members_;
   bool closed_ = false;
 
