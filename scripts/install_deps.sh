@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-14-dev
   python3 python3-dev python3-venv
   openmpi-bin libopenmpi-dev
+  libonnx-dev libprotobuf-dev
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

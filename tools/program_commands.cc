@@ -24,6 +24,7 @@
 #include "framework/graph/graph.h"
 #include "framework/io/npy.h"
 #include "framework/io/persistables.h"
+#include "framework/io/scope_variables.h"
 #include "framework/ir/program_desc.h"
 #include "framework/models/linear_regression.h"
 #include "framework/models/linear_regression_graph.h"
@@ -31,6 +32,7 @@
 #include "framework/training/eager_optimizers.h"
 #include "tools/data_parallel_setup.h"
 #include "tools/interrupt_watcher.h"
+#include "tools/onnx_command.h"
 #include "tools/options.h"
 #include "vm/sync_checker.h"
 #include "vm/virtual_machine.h"
@@ -224,10 +226,41 @@ struct RunArgs {
   std::vector<std::pair<std::string, std::string>> feed_files;
   std::vector<std::string> fetches;
   bool load_partial = false;
+  framework::onnx::OnnxImportOptions onnx_options;
 };
 
+// The program `sluice run` runs: a program file, or an ONNX model imported (tools/
+// onnx_command.h), which renames `feeds` to their variables, sets `fetch_vars` and gives the
+// values of its persistables.
+struct LoadedRunProgram {
+  framework::ir::ProgramDesc program;
+  std::vector<std::string> fetch_vars;
+  std::vector<std::pair<std::string, HostTensor>> persistables;
+};
+
+absl::StatusOr<LoadedRunProgram> LoadRunProgram(RunArgs& args, const ops::OpRegistry* registry,
+                                                framework::Feeds* feeds) {
+  LoadedRunProgram loaded;
+  if (!IsOnnxPath(args.program_path)) {
+    SLUICE_ASSIGN_OR_RETURN(loaded.program, framework::ir::ProgramDesc::Load(args.program_path));
+    loaded.fetch_vars = args.fetches;
+    return loaded;
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      OnnxRunProgram run,
+      ImportForRun(args.program_path, registry, args.onnx_options, feeds, &args.fetches));
+  PrintOnnxImport(run.imported);
+  loaded.program = std::move(run.imported.program);
+  loaded.fetch_vars = std::move(run.fetch_vars);
+  loaded.persistables = std::move(run.imported.persistables);
+  return loaded;
+}
+
 void AddRunOptions(OptionParser& parser, RunArgs* args, CommonOptions* common) {
-  parser.AddPositional("PROGRAM", "the program file to run", &args->program_path);
+  parser.AddPositional("PROGRAM",
+                       "the program file to run, or an ONNX model (MODEL.onnx: feeds and "
+                       "fetches by ONNX name; every graph output is fetched when none is named)",
+                       &args->program_path);
   parser.AddString("--startup", "FILE", "run this program once first (parameter initializers)",
                    &args->startup_path);
   parser.AddRepeated(
@@ -261,6 +294,7 @@ void AddRunOptions(OptionParser& parser, RunArgs* args, CommonOptions* common) {
                    "replacing the whole set at once (written beside DIR, then swapped in: a "
                    "killed save leaves the old set); other files in DIR are kept",
                    &args->save_dir);
+  AddOnnxShapeOptions(parser, &args->onnx_options);
 }
 
 // --startup, then --load, into `scope`.
@@ -342,9 +376,6 @@ int RunMain(int argc, char** argv) {
     return kExitUsage;
   }
 
-  absl::StatusOr<framework::ir::ProgramDesc> program =
-      framework::ir::ProgramDesc::Load(args.program_path);
-  if (!program.ok()) return ReportFailure("run", program.status());
   framework::Feeds feeds;
   for (const auto& [name, path] : args.feed_files) {
     absl::StatusOr<io::NpyArray> array = io::ReadNpy(path);
@@ -353,6 +384,9 @@ int RunMain(int argc, char** argv) {
   }
   absl::StatusOr<eager::Context> context = NewContext("run", common);
   if (!context.ok()) return ReportFailure("run", context.status());
+  absl::StatusOr<LoadedRunProgram> loaded = LoadRunProgram(args, &context->registry(), &feeds);
+  if (!loaded.ok()) return ReportFailure("run", loaded.status());
+  const framework::ir::ProgramDesc* program = &loaded->program;
   // SIGINT/SIGTERM cancel the work in flight and end the run with a message (a data-parallel
   // run has the world's own handling: data_parallel_setup.h). Declared after the context,
   // so it is gone before the VM its action cancels.
@@ -373,12 +407,17 @@ int RunMain(int argc, char** argv) {
     return ReportFailure("run", status);
   };
   absl::StatusOr<framework::ExecutorOptions> executor_options =
-      MakeExecutorOptions(common, args.fetches, *context);
+      MakeExecutorOptions(common, loaded->fetch_vars, *context);
   if (!executor_options.ok()) return fail(executor_options.status());
   framework::Executor executor(&context->registry(), context->vm(), *executor_options);
   framework::Scope scope;
   if (absl::Status ready = RunStartupAndLoad(executor, *program, args, &scope); !ready.ok()) {
     return fail(ready);
+  }
+  for (const auto& [name, value] : loaded->persistables) {  // an ONNX model's initializers
+    if (absl::Status set = io::WriteVariable(executor, &scope, name, value); !set.ok()) {
+      return fail(set);
+    }
   }
   framework::StepStats last;
   absl::StatusOr<framework::LoweringStats> lowering = absl::NotFoundError("no step ran");
@@ -386,7 +425,7 @@ int RunMain(int argc, char** argv) {
     framework::RunOptions run_options;
     if (step == common.steps) run_options.trace_path = common.trace;
     absl::StatusOr<framework::RunResult> result =
-        executor.Run(*program, feeds, args.fetches, &scope, run_options);
+        executor.Run(*program, feeds, loaded->fetch_vars, &scope, run_options);
     if (!result.ok()) return fail(result.status());
     std::printf("step %d", step);
     for (size_t f = 0; f < args.fetches.size(); ++f) {

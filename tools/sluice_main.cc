@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "absl/strings/string_view.h"
+#include "tools/onnx_command.h"
 #include "tools/options.h"
 #include "tools/program_commands.h"
 #include "tools/replay_command.h"
@@ -17,7 +18,9 @@ void PrintUsage(FILE* out) {
                "commands:\n"
                "  demo        build the demo model (Linear + MSELoss + Adam) and train it,\n"
                "              printing the loss as it falls\n"
-               "  run         run a program file with .npy feeds, fetches and parameters\n"
+               "  run         run a program file (or an ONNX model) with .npy feeds, fetches\n"
+               "              and parameters\n"
+               "  import      turn an ONNX model into a program file and .npy parameters\n"
                "  selfcheck   create every execution provider (cpu, sim, cuda when present),\n"
                "              stream work through each device and print a summary\n"
                "  stress      run random multi-stream programs through the VM with the sync\n"
@@ -43,6 +46,7 @@ int main(int argc, char** argv) {
     return sluice::tools::kExitOk;
   }
   if (command == "demo") return sluice::tools::DemoMain(argc - 1, argv + 1);
+  if (command == "import") return sluice::tools::ImportMain(argc - 1, argv + 1);
   if (command == "run") return sluice::tools::RunMain(argc - 1, argv + 1);
   if (command == "selfcheck") return sluice::tools::SelfCheckMain(argc - 1, argv + 1);
   if (command == "stress") return sluice::tools::StressMain(argc - 1, argv + 1);

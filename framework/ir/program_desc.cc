@@ -513,6 +513,35 @@ VarDesc* BlockDesc::FindMutableVar(absl::string_view name) {
   return it == var_index_.end() ? nullptr : &vars_[it->second];
 }
 
+absl::Status BlockDesc::RenameVar(absl::string_view from, const std::string& to) {
+  auto it = var_index_.find(from);
+  if (it == var_index_.end()) {
+    return absl::NotFoundError(absl::StrCat("variable '", from, "' is not in block ", idx_));
+  }
+  if (std::string problem = VarNameProblem(to); !problem.empty()) {
+    return absl::InvalidArgumentError(problem);
+  }
+  if (var_index_.contains(to)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("variable '", to, "' already exists in block ", idx_));
+  }
+  const size_t index = it->second;
+  const std::string old_name = vars_[index].name;
+  var_index_.erase(it);
+  var_index_.emplace(to, index);
+  vars_[index].name = to;
+  for (OpDesc& op : ops_) {
+    for (OpSlots* slots : {&op.inputs, &op.outputs}) {
+      for (auto& [slot, names] : *slots) {
+        for (std::string& name : names) {
+          if (name == old_name) name = to;
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 int BlockDesc::AppendOp(OpDesc op) {
   ops_.push_back(std::move(op));
   return static_cast<int>(ops_.size()) - 1;

@@ -93,6 +93,11 @@ class BlockDesc {
   VarDesc* FindMutableVar(absl::string_view name);
   bool HasVar(absl::string_view name) const { return FindVar(name) != nullptr; }
   const std::vector<VarDesc>& vars() const { return vars_; }
+  // Renames variable `from` to `to` here and in every operand of this block's ops (not in
+  // sub-blocks: rename before any sub-block refers to it). NotFound naming `from` when the
+  // block lacks it; AlreadyExists / InvalidArgument for `to` as AddVar. Nothing changes on
+  // error.
+  absl::Status RenameVar(absl::string_view from, const std::string& to);
 
   // Appends (returns the op's index). No checking: see ProgramDesc::Validate.
   int AppendOp(OpDesc op);
