@@ -5,11 +5,16 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "capi/internal/handles.h"
 #include "capi/sluice_c_api.h"
 #include "core/status.h"
 #include "framework/io/persistables.h"
+#include "framework/io/scope_variables.h"
+#include "framework/onnx/onnx_import.h"
+#include "ops/standard_ops.h"
 
 using sluice::capi::Guard;
 using sluice::capi::NotNull;
@@ -52,6 +57,42 @@ absl::StatusOr<framework::Feeds> HostFeeds(const char* const* names,
   return feeds;
 }
 
+// `name` as the program calls it: an ONNX value name becomes its variable's name.
+std::string VarName(const SluiceProgram& program, std::string name) {
+  for (const auto& [onnx_name, var] : program.aliases) {
+    if (onnx_name == name) return var;
+  }
+  return name;
+}
+
+// Writes the program's initial values that the executor's scope lacks.
+absl::Status WriteInitialValues(SluiceExecutor* executor, const SluiceProgram& program) {
+  for (const auto& [name, value] : program.initial_values) {
+    if (executor->scope.Find(name) != nullptr) continue;
+    SLUICE_RETURN_IF_ERROR(
+        framework::io::WriteVariable(*executor->executor, &executor->scope, name, value));
+  }
+  return absl::OkStatus();
+}
+
+// "NAME=N[,NAME=N...]" as import options; InvalidArgument naming the bad entry.
+absl::StatusOr<framework::onnx::OnnxImportOptions> OnnxOptions(const char* dim_sizes,
+                                                               const char* function) {
+  framework::onnx::OnnxImportOptions options;
+  if (dim_sizes == nullptr) return options;
+  for (absl::string_view entry : absl::StrSplit(dim_sizes, ',', absl::SkipEmpty())) {
+    const size_t eq = entry.find('=');
+    int64_t size = 0;
+    if (eq == absl::string_view::npos || eq == 0 ||
+        !absl::SimpleAtoi(entry.substr(eq + 1), &size) || size < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(function, ": dim_sizes entry '", entry, "' is not NAME=N with N >= 0"));
+    }
+    options.dim_sizes[std::string(entry.substr(0, eq))] = size;
+  }
+  return options;
+}
+
 absl::Status Run(SluiceExecutor* executor, const SluiceProgram* program,
                  const char* const* feed_names, const SluiceHostBuffer* feeds, size_t num_feeds,
                  const char* const* device_feed_names, const SluiceTensor* const* device_feeds,
@@ -60,8 +101,9 @@ absl::Status Run(SluiceExecutor* executor, const SluiceProgram* program,
                  const char* function) {
   SLUICE_RETURN_IF_ERROR(NotNull(executor, function, "executor"));
   SLUICE_RETURN_IF_ERROR(NotNull(program, function, "program"));
-  SLUICE_ASSIGN_OR_RETURN(const framework::Feeds host_feeds,
+  SLUICE_ASSIGN_OR_RETURN(framework::Feeds host_feeds,
                           HostFeeds(feed_names, feeds, num_feeds, function));
+  for (auto& feed : host_feeds) feed.first = VarName(*program, feed.first);
   framework::DeviceIo io;
   for (size_t i = 0; i < num_device_feeds; ++i) {
     SLUICE_ASSIGN_OR_RETURN(std::string name,
@@ -70,14 +112,16 @@ absl::Status Run(SluiceExecutor* executor, const SluiceProgram* program,
       return absl::InvalidArgumentError(
           absl::StrCat(function, ": device_feeds[", i, "] ('", name, "') is NULL"));
     }
-    io.feeds.emplace_back(std::move(name), device_feeds[i]->tensor.blob());
+    io.feeds.emplace_back(VarName(*program, std::move(name)), device_feeds[i]->tensor.blob());
   }
   std::vector<std::string> fetches;
   for (size_t i = 0; i < num_fetches; ++i) {
     SLUICE_ASSIGN_OR_RETURN(std::string name, Name(fetch_names, i, function, "fetch_names"));
+    name = VarName(*program, std::move(name));
     if (fetch_on_device != nullptr && fetch_on_device[i] != 0) io.fetches.push_back(name);
     fetches.push_back(std::move(name));
   }
+  SLUICE_RETURN_IF_ERROR(WriteInitialValues(executor, *program));
   SLUICE_ASSIGN_OR_RETURN(
       framework::RunResult result,
       executor->executor->Run(program->program, host_feeds, io, fetches, &executor->scope));
@@ -105,6 +149,27 @@ SluiceStatus* sluice_program_load(const char* path, SluiceProgram** out) {
     SLUICE_ASSIGN_OR_RETURN(framework::ir::ProgramDesc program,
                             framework::ir::ProgramDesc::Load(path));
     *out = new SluiceProgram{std::move(program)};
+    return absl::OkStatus();
+  });
+}
+
+SluiceStatus* sluice_program_load_onnx(const char* path, const char* dim_sizes,
+                                       SluiceProgram** out) {
+  return Guard(__func__, [&, fn = __func__]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(NotNull(path, fn, "path"));
+    SLUICE_RETURN_IF_ERROR(NotNull(out, fn, "out"));
+    SLUICE_ASSIGN_OR_RETURN(framework::onnx::OnnxImportOptions options, OnnxOptions(dim_sizes, fn));
+    sluice::ops::OpRegistry registry;
+    SLUICE_RETURN_IF_ERROR(sluice::ops::RegisterStandardOps(&registry));
+    SLUICE_ASSIGN_OR_RETURN(framework::onnx::OnnxImport imported,
+                            framework::onnx::ImportOnnxFile(path, &registry, options));
+    auto program = std::make_unique<SluiceProgram>();
+    program->program = std::move(imported.program);
+    program->initial_values = std::move(imported.persistables);
+    for (const auto* values : {&imported.inputs, &imported.outputs}) {
+      for (const auto& value : *values) program->aliases.emplace_back(value.onnx_name, value.var);
+    }
+    *out = program.release();
     return absl::OkStatus();
   });
 }

@@ -217,6 +217,15 @@ typedef struct SluiceRunResult SluiceRunResult;
 /* A program file (docs/program-format.md); errors name the file and the line. The caller
  * owns *out; a program is immutable and may be run from several threads. */
 SLUICE_C_EXPORT SluiceStatus* sluice_program_load(const char* path, SluiceProgram** out);
+/* An ONNX model file imported (docs/onnx.md: the op types and opsets mapped). Its
+ * initializers travel with the program: a run writes them into the executor's scope when
+ * the scope lacks them. Feeds and fetches may be named by their ONNX names. Sluice programs
+ * are static: `dim_sizes` "NAME=N[,NAME=N...]" sizes the model's symbolic input dimensions
+ * (NULL when it has none). Errors name the file and, for a node that cannot be imported,
+ * the node, its op type and opset; Unimplemented in a build without ONNX. The caller owns
+ * *out. */
+SLUICE_C_EXPORT SluiceStatus* sluice_program_load_onnx(const char* path, const char* dim_sizes,
+                                                       SluiceProgram** out);
 SLUICE_C_EXPORT void sluice_program_release(SluiceProgram* program);
 
 /* Default options: device cpu, one compute stream, subgraph compilation on. */

@@ -21,6 +21,7 @@
 #include "framework/eager/context.h"
 #include "framework/eager/tensor.h"
 #include "framework/executor/executor.h"
+#include "framework/interpreter/host_tensor.h"
 #include "framework/interpreter/scope.h"
 #include "framework/ir/program_desc.h"
 #include "vm/attrs.h"
@@ -49,6 +50,12 @@ struct SluiceAttrs {
 
 struct SluiceProgram {
   sluice::framework::ir::ProgramDesc program;
+  // An imported ONNX model's initializers: written into an executor's scope by the first run
+  // that finds them missing there.
+  std::vector<std::pair<std::string, sluice::framework::HostTensor>> initial_values;
+  // ONNX value name -> variable, for the feeds and fetches that an ONNX model names
+  // differently from its variables (characters the program format cannot hold).
+  std::vector<std::pair<std::string, std::string>> aliases;
 };
 
 struct SluiceExecutorOptions {

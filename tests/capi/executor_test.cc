@@ -1,6 +1,7 @@
 // Program files run through an executor: host feeds and fetches, device-resident ones (I/O
 // binding), persistables saved and loaded; and every error: NULL handles, missing and
 // garbage program files, unknown feeds and fetches, wrong dtypes and sizes.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -304,6 +305,50 @@ TEST_F(ExecutorTest, NullHandlesAreInvalidArguments) {
   sluice_executor_release(nullptr);
   sluice_executor_options_release(nullptr);
   sluice_run_result_release(nullptr);
+}
+
+// An ONNX model (tests/data/onnx/add_relu.onnx: y/out = relu(x + b), b = [-1, 0.5, 2]):
+// its initializer reaches the scope on the first run, feeds and fetches take ONNX names,
+// and the symbolic batch dimension is sized at load.
+TEST_F(ExecutorTest, RunsAnOnnxModel) {
+  const std::string model = std::string(SLUICE_SOURCE_DIR) + "/tests/data/onnx/add_relu.onnx";
+  SluiceProgram* raw = nullptr;
+  SluiceStatus* status = sluice_program_load_onnx(model.c_str(), "batch=2", &raw);
+  if (status != nullptr && sluice_status_code(status) == SLUICE_UNIMPLEMENTED) {
+    sluice_status_release(status);
+    GTEST_SKIP() << "built without ONNX";
+  }
+  ASSERT_TRUE(IsOk(status));
+  ProgramPtr program(raw);
+  ExecutorPtr executor = NewExecutor();
+  const float x[6] = {0.5f, -1.0f, -3.0f, 2.0f, 0.25f, 1.0f};
+  const int64_t shape[2] = {2, 3};
+  const char* feed_names[1] = {"x"};
+  const SluiceHostBuffer feeds[1] = {{SLUICE_F32, shape, 2, x, sizeof x}};
+  const char* fetch_names[1] = {"y/out"};
+  const float b[3] = {-1.0f, 0.5f, 2.0f};
+  for (int run = 0; run < 2; ++run) {
+    SluiceRunResult* raw_result = nullptr;
+    ASSERT_TRUE(IsOk(sluice_executor_run(executor.get(), program.get(), feed_names, feeds, 1,
+                                         fetch_names, 1, &raw_result)));
+    RunResultPtr result(raw_result);
+    const void* data = nullptr;
+    size_t bytes = 0;
+    ASSERT_TRUE(
+        IsOk(sluice_run_result_fetch(result.get(), 0, nullptr, nullptr, nullptr, &data, &bytes)));
+    ASSERT_EQ(bytes, sizeof x);
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(static_cast<const float*>(data)[i], std::max(0.0f, x[i] + b[i % 3])) << i;
+    }
+  }
+  SluiceProgram* unsized = nullptr;
+  EXPECT_TRUE(IsError(sluice_program_load_onnx(model.c_str(), nullptr, &unsized),
+                      SLUICE_INVALID_ARGUMENT, "batch"));
+  EXPECT_TRUE(IsError(sluice_program_load_onnx(model.c_str(), "batch", &unsized),
+                      SLUICE_INVALID_ARGUMENT, "dim_sizes entry 'batch'"));
+  EXPECT_TRUE(IsError(sluice_program_load_onnx("/nonexistent/m.onnx", nullptr, &unsized),
+                      SLUICE_NOT_FOUND, "/nonexistent/m.onnx"));
+  EXPECT_EQ(unsized, nullptr);
 }
 
 }  // namespace
