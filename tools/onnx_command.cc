@@ -51,9 +51,8 @@ void PrintOnnxOps() {
   }
   std::printf("%-20s %-10s %s\n", "op type", "opsets", "limits");
   for (const onnx::OnnxOpRow& row : onnx::SupportedOnnxOps()) {
-    std::printf("%-20s %lld-%-7lld %s\n", row.op_type.c_str(),
-                static_cast<long long>(row.first_opset), static_cast<long long>(row.last_opset),
-                row.limits.c_str());
+    const std::string opsets = absl::StrCat(row.first_opset, "-", row.last_opset);
+    std::printf("%-20s %-10s %s\n", row.op_type.c_str(), opsets.c_str(), row.limits.c_str());
   }
 }
 

@@ -55,7 +55,12 @@ absl::StatusOr<absl::flat_hash_map<std::string, Shape>> CheckAndInfer(
     options.error_mode = 1;
     ::onnx::shape_inference::InferShapes(inferred, ::onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("ONNX checker: ", e.what()));
+    // The checker's messages span lines; one line reads better in a Status.
+    std::string message = e.what();
+    for (char& c : message) {
+      if (c == '\n') c = ' ';
+    }
+    return absl::InvalidArgumentError(absl::StrCat("ONNX checker: ", message));
   }
   for (const auto& info : inferred.graph().value_info()) {
     Shape shape;
