@@ -17,9 +17,9 @@
 //  4. Each node maps through the table (framework/onnx/internal/node_table.h) chosen by op
 //     type and the model's opset. Inputs that Sluice takes as attributes (Reshape's shape,
 //     a Reduce's axes, Clip's bounds, Pow's exponent) must be constants and are folded.
-//     An unsupported op type, opset, domain, data type or attribute value is
-//     InvalidArgument (Unimplemented for an op type the table lacks), naming the node (its
-//     name, op type and the opset) and the reason. Every op is appended through the
+//     An unsupported opset, data type or attribute value is InvalidArgument (Unimplemented
+//     for an op type the table lacks or a domain other than ONNX's default one), naming the
+//     node (its name, op type and the opset) and the reason. Every op is appended through the
 //     builder, so Sluice's own shape inference checks it; where ONNX's shape inference ran,
 //     each value's shape is checked against it too.
 //

@@ -1,0 +1,1348 @@
+// ONNX import: models built here with ONNX's protobuf classes are imported and run through an
+// Executor (the imported persistables written into the scope first), and their outputs are
+// compared with values computed here by plain loops: one or more models per op type of the
+// node table, at the opsets whose semantics differ. Then the refusals (each names its
+// culprit and leaves no half-imported result), the variable names the importer gives ONNX
+// value names, and the two paths through ONNX's checker (run, or skipped for a model newer
+// than the linked library).
+#include "framework/onnx/onnx_import.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/data_type.h"
+#include "core/shape.h"
+#include "framework/eager/context.h"
+#include "framework/executor/executor.h"
+#include "framework/interpreter/host_tensor.h"
+#include "framework/interpreter/scope.h"
+#include "framework/io/scope_variables.h"
+#include "framework/ir/program_desc.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
+#include "ops/op_registry.h"
+#include "ops/standard_ops.h"
+#include "tests/framework/program_test_util.h"
+
+namespace sluice::framework::onnx::onnx_import_test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Dims = std::vector<int64_t>;
+
+constexpr int32_t kFloat = ::onnx::TensorProto::FLOAT;
+constexpr int32_t kInt32 = ::onnx::TensorProto::INT32;
+constexpr int32_t kInt64 = ::onnx::TensorProto::INT64;
+constexpr int32_t kBool = ::onnx::TensorProto::BOOL;
+
+// ---------------------------------------------------------------------------------------
+// Building models.
+
+// One dimension of a declared shape: a size, a symbolic name (dim_param), or unknown.
+struct Dim {
+  Dim(int64_t v) : value(v) {}      // NOLINT(google-explicit-constructor): {2, "batch"} lists
+  Dim(int v) : value(v) {}          // NOLINT(google-explicit-constructor)
+  Dim(const char* p) : param(p) {}  // NOLINT(google-explicit-constructor)
+  int64_t value = -1;               // -1 with no param: unknown
+  std::string param;
+};
+
+void SetType(::onnx::ValueInfoProto* info, int32_t elem_type, const std::vector<Dim>& dims) {
+  auto* tensor = info->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(elem_type);
+  auto* shape = tensor->mutable_shape();
+  for (const Dim& d : dims) {
+    auto* dim = shape->add_dim();
+    if (!d.param.empty()) {
+      dim->set_dim_param(d.param);
+    } else if (d.value >= 0) {
+      dim->set_dim_value(d.value);
+    }
+  }
+}
+
+::onnx::TensorProto FloatTensor(const std::string& name, const Dims& dims,
+                                const std::vector<float>& values) {
+  ::onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(kFloat);
+  for (int64_t d : dims) t.add_dims(d);
+  for (float v : values) t.add_float_data(v);
+  return t;
+}
+
+// The same as raw_data (little-endian bytes), the way exporters usually write it.
+::onnx::TensorProto RawFloatTensor(const std::string& name, const Dims& dims,
+                                   const std::vector<float>& values) {
+  ::onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(kFloat);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(
+      std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  return t;
+}
+
+::onnx::TensorProto Int64Tensor(const std::string& name, const Dims& dims,
+                                const std::vector<int64_t>& values) {
+  ::onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(kInt64);
+  for (int64_t d : dims) t.add_dims(d);
+  for (int64_t v : values) t.add_int64_data(v);
+  return t;
+}
+
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int64_t opset = 13, int64_t ir_version = 8) {
+    model_.set_ir_version(ir_version);
+    model_.set_producer_name("onnx_import_test");
+    auto* op = model_.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    model_.mutable_graph()->set_name("test_graph");
+  }
+
+  ::onnx::ModelProto& model() { return model_; }
+  ::onnx::GraphProto& graph() { return *model_.mutable_graph(); }
+
+  void Input(const std::string& name, int32_t elem_type, const std::vector<Dim>& dims) {
+    auto* info = graph().add_input();
+    info->set_name(name);
+    SetType(info, elem_type, dims);
+  }
+  void Output(const std::string& name, int32_t elem_type, const std::vector<Dim>& dims) {
+    auto* info = graph().add_output();
+    info->set_name(name);
+    SetType(info, elem_type, dims);
+  }
+  void Initializer(::onnx::TensorProto tensor) { *graph().add_initializer() = std::move(tensor); }
+
+  // A node named `name` (op type and name are what errors quote).
+  ::onnx::NodeProto* Node(const std::string& op_type, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs, const std::string& name = "") {
+    auto* node = graph().add_node();
+    node->set_op_type(op_type);
+    node->set_name(name.empty() ? absl::StrCat(op_type, "_", graph().node_size()) : name);
+    for (const auto& in : inputs) node->add_input(in);
+    for (const auto& out : outputs) node->add_output(out);
+    return node;
+  }
+
+  std::string Bytes() const { return model_.SerializeAsString(); }
+
+ private:
+  ::onnx::ModelProto model_;
+};
+
+::onnx::AttributeProto* NewAttr(::onnx::NodeProto* node, const std::string& name,
+                                ::onnx::AttributeProto::AttributeType type) {
+  auto* attr = node->add_attribute();
+  attr->set_name(name);
+  attr->set_type(type);
+  return attr;
+}
+void IntAttr(::onnx::NodeProto* node, const std::string& name, int64_t v) {
+  NewAttr(node, name, ::onnx::AttributeProto::INT)->set_i(v);
+}
+void FloatAttr(::onnx::NodeProto* node, const std::string& name, float v) {
+  NewAttr(node, name, ::onnx::AttributeProto::FLOAT)->set_f(v);
+}
+void IntsAttr(::onnx::NodeProto* node, const std::string& name, const Dims& v) {
+  auto* attr = NewAttr(node, name, ::onnx::AttributeProto::INTS);
+  for (int64_t x : v) attr->add_ints(x);
+}
+void TensorAttr(::onnx::NodeProto* node, const std::string& name, ::onnx::TensorProto t) {
+  *NewAttr(node, name, ::onnx::AttributeProto::TENSOR)->mutable_t() = std::move(t);
+}
+
+// ---------------------------------------------------------------------------------------
+// Importing and running.
+
+class Runtime {
+ public:
+  static Runtime& Get() {
+    static Runtime* runtime = new Runtime();
+    return *runtime;
+  }
+  const ops::OpRegistry* registry() const { return &registry_; }
+  Executor& executor() { return *executor_; }
+
+ private:
+  Runtime() {
+    const absl::Status registered = ops::RegisterStandardOps(&registry_);
+    EXPECT_TRUE(registered.ok()) << registered;
+    context_ = program_test::NewContext();
+    executor_ = std::make_unique<Executor>(&context_->registry(), context_->vm());
+  }
+  ops::OpRegistry registry_;
+  std::unique_ptr<eager::Context> context_;
+  std::unique_ptr<Executor> executor_;
+};
+
+absl::StatusOr<OnnxImport> Import(const ModelBuilder& m, const OnnxImportOptions& options = {}) {
+  return ImportOnnxModel(m.Bytes(), Runtime::Get().registry(), options);
+}
+
+// Runs the imported program once: the persistables written into a fresh scope, `feeds` by
+// ONNX input name; the fetches in OnnxImport::outputs order.
+absl::StatusOr<std::vector<HostTensor>> RunImported(
+    const OnnxImport& imported, const absl::flat_hash_map<std::string, HostTensor>& feeds) {
+  Executor& executor = Runtime::Get().executor();
+  Scope scope;
+  for (const auto& [name, value] : imported.persistables) {
+    const absl::Status written = io::WriteVariable(executor, &scope, name, value);
+    if (!written.ok()) return written;
+  }
+  Feeds run_feeds;
+  for (const OnnxValue& input : imported.inputs) {
+    auto it = feeds.find(input.onnx_name);
+    if (it == feeds.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("no feed for ", input.onnx_name));
+    }
+    run_feeds.emplace_back(input.var, it->second);
+  }
+  std::vector<std::string> fetches;
+  for (const OnnxValue& output : imported.outputs) fetches.push_back(output.var);
+  absl::StatusOr<RunResult> result = executor.Run(imported.program, run_feeds, fetches, &scope);
+  if (!result.ok()) return result.status();
+  return std::move(result->fetches);
+}
+
+// Imports and runs `m`, failing the test on an error.
+std::vector<HostTensor> ImportAndRun(const ModelBuilder& m,
+                                     const absl::flat_hash_map<std::string, HostTensor>& feeds,
+                                     const OnnxImportOptions& options = {}) {
+  absl::StatusOr<OnnxImport> imported = Import(m, options);
+  EXPECT_TRUE(imported.ok()) << imported.status();
+  if (!imported.ok()) return {};
+  absl::StatusOr<std::vector<HostTensor>> out = RunImported(*imported, feeds);
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  EXPECT_EQ(out->size(), imported->outputs.size());
+  return *std::move(out);
+}
+
+HostTensor F32(const std::vector<float>& v, const Dims& dims) {
+  return HostTensor::FromVector(v, Shape(dims));
+}
+HostTensor I64(const std::vector<int64_t>& v, const Dims& dims) {
+  return HostTensor::FromVector(v, Shape(dims));
+}
+HostTensor Bools(const std::vector<bool>& v, const Dims& dims) {
+  HostTensor t{DataType::kBool, Shape(dims), {}};
+  for (bool b : v) t.bytes.push_back(b ? 1 : 0);
+  return t;
+}
+std::vector<bool> BoolValues(const HostTensor& t) {
+  std::vector<bool> v;
+  for (uint8_t b : t.bytes) v.push_back(b != 0);
+  return v;
+}
+
+// n values from `start` by `step`.
+std::vector<float> Ramp(int64_t n, float start = -1.0f, float step = 0.25f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
+  return v;
+}
+// n values in [-2, 2) that are not in order (for softmax, reductions, matmul).
+std::vector<float> Mixed(int64_t n, int seed = 1) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t s = 2654435761u * static_cast<uint32_t>(seed);
+  for (int64_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    v[i] = static_cast<float>((s >> 8) % 4096) / 1024.0f - 2.0f;
+  }
+  return v;
+}
+
+int64_t NumElements(const Dims& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+void ExpectFloats(const HostTensor& got, const std::vector<float>& want, const Dims& dims,
+                  double tol = 1e-5) {
+  ASSERT_EQ(got.dtype, DataType::kF32);
+  EXPECT_EQ(got.shape, Shape(dims));
+  const std::vector<float> v = got.ToVector<float>();
+  ASSERT_EQ(v.size(), want.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_NEAR(v[i], want[i], tol * std::max(1.0, std::fabs(static_cast<double>(want[i]))))
+        << "element " << i;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reference computations.
+
+// NumPy broadcasting: the output dims of a and b.
+Dims BroadcastDims(const Dims& a, const Dims& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Dims out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    out[i] = std::max(da, db);
+  }
+  return out;
+}
+
+// The flat index into an input of dims `in` for flat output index `flat` of dims `out`.
+int64_t BroadcastIndex(int64_t flat, const Dims& out, const Dims& in) {
+  int64_t index = 0;
+  int64_t stride = 1;
+  for (size_t k = 0; k < out.size(); ++k) {
+    const size_t axis = out.size() - 1 - k;
+    const int64_t coord = flat % out[axis];
+    flat /= out[axis];
+    if (k < in.size()) {
+      const int64_t size = in[in.size() - 1 - k];
+      index += (size == 1 ? 0 : coord) * stride;
+      stride *= size;
+    }
+  }
+  return index;
+}
+
+template <typename R, typename T, typename F>
+std::vector<R> Broadcast(const std::vector<T>& a, const Dims& ad, const std::vector<T>& b,
+                         const Dims& bd, F f) {
+  const Dims od = BroadcastDims(ad, bd);
+  std::vector<R> out(static_cast<size_t>(NumElements(od)));
+  for (int64_t i = 0; i < NumElements(od); ++i) {
+    out[i] = f(a[BroadcastIndex(i, od, ad)], b[BroadcastIndex(i, od, bd)]);
+  }
+  return out;
+}
+
+// Softmax (or log-softmax) of x taken as [outer, n, inner], over the middle dimension.
+std::vector<float> SoftmaxRef(const std::vector<float>& x, int64_t outer, int64_t n, int64_t inner,
+                              bool log) {
+  std::vector<float> out(x.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double max = -INFINITY;
+      for (int64_t k = 0; k < n; ++k) max = std::max<double>(max, x[(o * n + k) * inner + i]);
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(x[(o * n + k) * inner + i] - max);
+      for (int64_t k = 0; k < n; ++k) {
+        const double shifted = x[(o * n + k) * inner + i] - max;
+        out[(o * n + k) * inner + i] =
+            static_cast<float>(log ? shifted - std::log(sum) : std::exp(shifted) / sum);
+      }
+    }
+  }
+  return out;
+}
+
+// Sum (or mean) of x over `axes`; the result in row-major order of the kept dimensions.
+std::vector<float> ReduceRef(const std::vector<float>& x, const Dims& dims, const Dims& axes,
+                             bool mean) {
+  Dims out_dims = dims;
+  int64_t count = 1;
+  for (int64_t a : axes) {
+    count *= dims[a];
+    out_dims[a] = 1;
+  }
+  std::vector<double> acc(static_cast<size_t>(NumElements(out_dims)), 0.0);
+  for (int64_t i = 0; i < NumElements(dims); ++i) {
+    acc[BroadcastIndex(i, dims, out_dims)] += x[i];
+  }
+  std::vector<float> out;
+  for (double v : acc) out.push_back(static_cast<float>(mean ? v / count : v));
+  return out;
+}
+
+// x of dims `dims` with its axes permuted: out dimension i is input dimension perm[i].
+std::vector<float> TransposeRef(const std::vector<float>& x, const Dims& dims, const Dims& perm) {
+  const size_t rank = dims.size();
+  Dims out_dims(rank);
+  for (size_t i = 0; i < rank; ++i) out_dims[i] = dims[perm[i]];
+  Dims in_strides(rank, 1);
+  for (size_t i = rank - 1; i > 0; --i) in_strides[i - 1] = in_strides[i] * dims[i];
+  std::vector<float> out(x.size());
+  for (int64_t flat = 0; flat < NumElements(out_dims); ++flat) {
+    int64_t rest = flat;
+    int64_t src = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      const size_t axis = rank - 1 - k;
+      src += (rest % out_dims[axis]) * in_strides[perm[axis]];
+      rest /= out_dims[axis];
+    }
+    out[flat] = x[src];
+  }
+  return out;
+}
+
+// [m, k] x [k, n].
+std::vector<float> MatmulRef(const std::vector<float>& a, const std::vector<float>& b, int64_t m,
+                             int64_t k, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) s += a[i * k + p] * b[p * n + j];
+      out[i * n + j] = static_cast<float>(s);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Elementwise ops.
+
+TEST(OnnxNodeTest, ArithmeticBroadcastsBothWays) {
+  const Dims ad = {2, 1}, bd = {3}, od = {2, 3};
+  const std::vector<float> a = {1.5f, -2.0f};
+  const std::vector<float> b = {0.5f, 4.0f, -1.25f};
+  const std::vector<std::pair<std::string, std::function<float(float, float)>>> cases = {
+      {"Add", [](float x, float y) { return x + y; }},
+      {"Sub", [](float x, float y) { return x - y; }},
+      {"Mul", [](float x, float y) { return x * y; }},
+      {"Div", [](float x, float y) { return x / y; }},
+  };
+  for (const auto& [type, f] : cases) {
+    SCOPED_TRACE(type);
+    ModelBuilder m;
+    m.Input("a", kFloat, {2, 1});
+    m.Input("b", kFloat, {3});
+    m.Node(type, {"a", "b"}, {"y"});
+    m.Output("y", kFloat, {2, 3});
+    std::vector<HostTensor> out = ImportAndRun(m, {{"a", F32(a, ad)}, {"b", F32(b, bd)}});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectFloats(out[0], Broadcast<float>(a, ad, b, bd, f), od);
+  }
+}
+
+TEST(OnnxNodeTest, BinaryOpWithAnInitializerOperand) {
+  // The initializer (raw_data) becomes a persistable that the run reads from the scope.
+  ModelBuilder m;
+  m.Input("x", kFloat, {2, 3});
+  const std::vector<float> w = {10, 20, 30};
+  m.Initializer(RawFloatTensor("w", {3}, w));
+  m.Node("Add", {"x", "w"}, {"y"});
+  m.Output("y", kFloat, {2, 3});
+  const std::vector<float> x = Ramp(6);
+  absl::StatusOr<OnnxImport> imported = Import(m);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_EQ(imported->persistables.size(), 1u);
+  EXPECT_EQ(imported->persistables[0].first, "w");
+  EXPECT_EQ(imported->persistables[0].second.ToVector<float>(), w);
+  ASSERT_EQ(imported->inputs.size(), 1u);  // the initializer is no feed
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3})}});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectFloats(out[0], Broadcast<float>(x, {2, 3}, w, {3}, std::plus<float>()), {2, 3});
+}
+
+TEST(OnnxNodeTest, VariadicOpsTakeThreeInputs) {
+  const Dims ad = {2, 3}, bd = {3}, cd = {2, 3};
+  const std::vector<float> a = Mixed(6, 1), b = Mixed(3, 2), c = Mixed(6, 3);
+  const std::vector<std::pair<std::string, std::function<float(float, float, float)>>> cases = {
+      {"Max", [](float x, float y, float z) { return std::max(std::max(x, y), z); }},
+      {"Min", [](float x, float y, float z) { return std::min(std::min(x, y), z); }},
+      {"Sum", [](float x, float y, float z) { return x + y + z; }},
+      {"Mean", [](float x, float y, float z) { return (x + y + z) / 3.0f; }},
+  };
+  for (const auto& [type, f] : cases) {
+    SCOPED_TRACE(type);
+    ModelBuilder m;
+    m.Input("a", kFloat, {2, 3});
+    m.Input("b", kFloat, {3});
+    m.Input("c", kFloat, {2, 3});
+    m.Node(type, {"a", "b", "c"}, {"y"});
+    m.Output("y", kFloat, {2, 3});
+    std::vector<HostTensor> out =
+        ImportAndRun(m, {{"a", F32(a, ad)}, {"b", F32(b, bd)}, {"c", F32(c, cd)}});
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<float> want(6);
+    for (int64_t i = 0; i < 6; ++i) want[i] = f(a[i], b[i % 3], c[i]);
+    ExpectFloats(out[0], want, {2, 3});
+  }
+}
+
+TEST(OnnxNodeTest, UnaryOps) {
+  const std::vector<float> mixed = {-2.0f, -0.5f, 0.0f, 0.5f, 1.0f, 3.0f};
+  const std::vector<float> positive = {0.25f, 0.5f, 1.0f, 2.0f, 3.5f, 9.0f};
+  struct Case {
+    std::string type;
+    std::function<double(double)> f;
+    bool positive_only;
+  };
+  const std::vector<Case> cases = {
+      {"Relu", [](double x) { return x > 0 ? x : 0.0; }, false},
+      {"Sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, false},
+      {"Tanh", [](double x) { return std::tanh(x); }, false},
+      {"Exp", [](double x) { return std::exp(x); }, false},
+      {"Log", [](double x) { return std::log(x); }, true},
+      {"Sqrt", [](double x) { return std::sqrt(x); }, true},
+      {"Abs", [](double x) { return std::fabs(x); }, false},
+      {"Neg", [](double x) { return -x; }, false},
+      {"Reciprocal", [](double x) { return 1.0 / x; }, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.type);
+    ModelBuilder m;
+    m.Input("x", kFloat, {2, 3});
+    m.Node(c.type, {"x"}, {"y"});
+    m.Output("y", kFloat, {2, 3});
+    const std::vector<float>& x = c.positive_only ? positive : mixed;
+    std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3})}});
+    ASSERT_EQ(out.size(), 1u);
+    std::vector<float> want;
+    for (float v : x) want.push_back(static_cast<float>(c.f(v)));
+    ExpectFloats(out[0], want, {2, 3});
+  }
+}
+
+TEST(OnnxNodeTest, LogicalOps) {
+  const std::vector<bool> a = {false, false, true, true};
+  const std::vector<bool> b = {false, true, false, true};
+  ModelBuilder m;
+  m.Input("a", kBool, {4});
+  m.Input("b", kBool, {4});
+  m.Node("Not", {"a"}, {"not"});
+  m.Node("And", {"a", "b"}, {"and"});
+  m.Node("Or", {"a", "b"}, {"or"});
+  m.Node("Xor", {"a", "b"}, {"xor"});
+  for (const char* name : {"not", "and", "or", "xor"}) m.Output(name, kBool, {4});
+  std::vector<HostTensor> out = ImportAndRun(m, {{"a", Bools(a, {4})}, {"b", Bools(b, {4})}});
+  ASSERT_EQ(out.size(), 4u);
+  std::vector<std::vector<bool>> want(4);
+  for (size_t i = 0; i < 4; ++i) {
+    want[0].push_back(!a[i]);
+    want[1].push_back(a[i] && b[i]);
+    want[2].push_back(a[i] || b[i]);
+    want[3].push_back(a[i] != b[i]);
+  }
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(out[k].dtype, DataType::kBool);
+    EXPECT_EQ(out[k].shape, Shape({4}));
+    EXPECT_EQ(BoolValues(out[k]), want[k]) << "output " << k;
+  }
+}
+
+TEST(OnnxNodeTest, ComparisonsBroadcast) {
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> b = {2, 2, 7};
+  const std::vector<std::pair<std::string, std::function<bool(float, float)>>> cases = {
+      {"Less", std::less<float>()},
+      {"Greater", std::greater<float>()},
+      {"Equal", std::equal_to<float>()},
+      {"LessOrEqual", std::less_equal<float>()},
+      {"GreaterOrEqual", std::greater_equal<float>()},
+  };
+  ModelBuilder m;
+  m.Input("a", kFloat, {2, 3});
+  m.Input("b", kFloat, {3});
+  for (const auto& [type, f] : cases) {
+    m.Node(type, {"a", "b"}, {type + "_out"});
+    m.Output(type + "_out", kBool, {2, 3});
+  }
+  std::vector<HostTensor> out = ImportAndRun(m, {{"a", F32(a, {2, 3})}, {"b", F32(b, {3})}});
+  ASSERT_EQ(out.size(), cases.size());
+  for (size_t k = 0; k < cases.size(); ++k) {
+    SCOPED_TRACE(cases[k].first);
+    EXPECT_EQ(out[k].dtype, DataType::kBool);
+    EXPECT_EQ(out[k].shape, Shape({2, 3}));
+    EXPECT_EQ(BoolValues(out[k]), Broadcast<bool>(a, {2, 3}, b, {3}, cases[k].second));
+  }
+}
+
+TEST(OnnxNodeTest, PowWithAConstantExponent) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {4});
+  m.Initializer(FloatTensor("e", {}, {3.0f}));
+  m.Node("Pow", {"x", "e"}, {"y"});
+  m.Output("y", kFloat, {4});
+  const std::vector<float> x = {-1.5f, 0.0f, 0.5f, 2.0f};
+  absl::StatusOr<OnnxImport> imported = Import(m);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_TRUE(imported->persistables.empty());  // the exponent was folded into an attribute
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {4})}});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> want;
+  for (float v : x) want.push_back(static_cast<float>(std::pow(v, 3.0)));
+  ExpectFloats(out[0], want, {4});
+}
+
+std::vector<float> ClipRef(const std::vector<float>& x, float lo, float hi) {
+  std::vector<float> out;
+  for (float v : x) out.push_back(std::min(std::max(v, lo), hi));
+  return out;
+}
+
+TEST(OnnxNodeTest, ClipAtOpset10TakesAttributes) {
+  ModelBuilder m(10);
+  m.Input("x", kFloat, {6});
+  ::onnx::NodeProto* both = m.Node("Clip", {"x"}, {"y"});
+  FloatAttr(both, "min", -0.5f);
+  FloatAttr(both, "max", 1.0f);
+  ::onnx::NodeProto* max_only = m.Node("Clip", {"x"}, {"z"});
+  FloatAttr(max_only, "max", 0.25f);
+  m.Output("y", kFloat, {6});
+  m.Output("z", kFloat, {6});
+  const std::vector<float> x = Ramp(6, -1.5f, 0.6f);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {6})}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectFloats(out[0], ClipRef(x, -0.5f, 1.0f), {6});
+  ExpectFloats(out[1], ClipRef(x, -INFINITY, 0.25f), {6});
+}
+
+TEST(OnnxNodeTest, ClipAtOpset13TakesConstantInputs) {
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {6});
+  m.Initializer(FloatTensor("lo", {}, {-0.5f}));
+  m.Initializer(FloatTensor("hi", {}, {1.0f}));
+  m.Node("Clip", {"x", "lo", "hi"}, {"y"});
+  m.Node("Clip", {"x", "", "hi"}, {"z"});  // max only: min is the empty (absent) input
+  m.Output("y", kFloat, {6});
+  m.Output("z", kFloat, {6});
+  const std::vector<float> x = Ramp(6, -1.5f, 0.6f);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {6})}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectFloats(out[0], ClipRef(x, -0.5f, 1.0f), {6});
+  ExpectFloats(out[1], ClipRef(x, -INFINITY, 1.0f), {6});
+}
+
+TEST(OnnxNodeTest, Cast) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {5});
+  m.Input("i", kInt64, {3});
+  IntAttr(m.Node("Cast", {"x"}, {"xi"}), "to", kInt32);
+  IntAttr(m.Node("Cast", {"i"}, {"if"}), "to", kFloat);
+  m.Output("xi", kInt32, {5});
+  m.Output("if", kFloat, {3});
+  const std::vector<float> x = {1.75f, -2.5f, 3.0f, 0.25f, -0.75f};
+  const std::vector<int64_t> i = {-3, 0, 1000000};
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {5})}, {"i", I64(i, {3})}});
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].dtype, DataType::kI32);
+  std::vector<int32_t> want_i;
+  for (float v : x) want_i.push_back(static_cast<int32_t>(v));  // toward zero, as ONNX
+  EXPECT_EQ(out[0].ToVector<int32_t>(), want_i);
+  std::vector<float> want_f;
+  for (int64_t v : i) want_f.push_back(static_cast<float>(v));
+  ExpectFloats(out[1], want_f, {3});
+}
+
+TEST(OnnxNodeTest, IdentityAndDropoutCopy) {
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {2, 3});
+  m.Initializer(FloatTensor("ratio", {}, {0.5f}));
+  m.Node("Identity", {"x"}, {"id"});
+  m.Node("Dropout", {"id", "ratio"}, {"dropped"});
+  m.Output("id", kFloat, {2, 3});
+  m.Output("dropped", kFloat, {2, 3});
+  const std::vector<float> x = Mixed(6);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3})}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectFloats(out[0], x, {2, 3}, 0);
+  ExpectFloats(out[1], x, {2, 3}, 0);  // inference: no scaling, nothing dropped
+}
+
+TEST(OnnxNodeTest, ConstantNodes) {
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {2, 3});
+  const std::vector<float> c = Ramp(6, 10.0f, 1.0f);
+  TensorAttr(m.Node("Constant", {}, {"c"}), "value", FloatTensor("", {2, 3}, c));
+  FloatAttr(m.Node("Constant", {}, {"s"}), "value_float", 0.5f);
+  IntsAttr(m.Node("Constant", {}, {"ints"}), "value_ints", {4, -5, 6});
+  m.Node("Add", {"x", "c"}, {"sum"});
+  m.Node("Mul", {"sum", "s"}, {"y"});
+  m.Output("y", kFloat, {2, 3});
+  m.Output("ints", kInt64, {3});  // a constant fetched directly
+  const std::vector<float> x = Mixed(6);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3})}});
+  ASSERT_EQ(out.size(), 2u);
+  std::vector<float> want;
+  for (size_t i = 0; i < 6; ++i) want.push_back((x[i] + c[i]) * 0.5f);
+  ExpectFloats(out[0], want, {2, 3});
+  ASSERT_EQ(out[1].dtype, DataType::kI64);
+  EXPECT_EQ(out[1].shape, Shape({3}));
+  EXPECT_EQ(out[1].ToVector<int64_t>(), (std::vector<int64_t>{4, -5, 6}));
+}
+
+TEST(OnnxNodeTest, MatMul) {
+  ModelBuilder m;
+  m.Input("a", kFloat, {2, 3});
+  const std::vector<float> w = Mixed(12, 7);
+  m.Initializer(FloatTensor("w", {3, 4}, w));
+  m.Node("MatMul", {"a", "w"}, {"y"});
+  m.Output("y", kFloat, {2, 4});
+  const std::vector<float> a = Mixed(6, 3);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"a", F32(a, {2, 3})}});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectFloats(out[0], MatmulRef(a, w, 2, 3, 4), {2, 4});
+}
+
+TEST(OnnxNodeTest, GemmWithTransposesScalesAndBroadcastC) {
+  // Y = alpha * A' B' + beta * C: A is [K, M] = [3, 2], B is [N, K] = [4, 3], C is [N].
+  const std::vector<float> a = Mixed(6, 11), b = Mixed(12, 12), c = Mixed(4, 13);
+  ModelBuilder m;
+  m.Input("a", kFloat, {3, 2});
+  m.Initializer(FloatTensor("b", {4, 3}, b));
+  m.Initializer(FloatTensor("c", {4}, c));
+  ::onnx::NodeProto* gemm = m.Node("Gemm", {"a", "b", "c"}, {"y"});
+  IntAttr(gemm, "transA", 1);
+  IntAttr(gemm, "transB", 1);
+  FloatAttr(gemm, "alpha", 0.5f);
+  FloatAttr(gemm, "beta", 2.0f);
+  // And a plain one, C a column [M, 1].
+  m.Input("p", kFloat, {2, 3});
+  m.Initializer(FloatTensor("q", {3, 4}, b));
+  m.Initializer(FloatTensor("col", {2, 1}, {1.0f, -1.0f}));
+  m.Node("Gemm", {"p", "q", "col"}, {"z"});
+  m.Output("y", kFloat, {2, 4});
+  m.Output("z", kFloat, {2, 4});
+  const std::vector<float> p = Mixed(6, 14);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"a", F32(a, {3, 2})}, {"p", F32(p, {2, 3})}});
+  ASSERT_EQ(out.size(), 2u);
+  const std::vector<float> prod =
+      MatmulRef(TransposeRef(a, {3, 2}, {1, 0}), TransposeRef(b, {4, 3}, {1, 0}), 2, 3, 4);
+  std::vector<float> want(8);
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 4; ++j) want[i * 4 + j] = 0.5f * prod[i * 4 + j] + 2.0f * c[j];
+  }
+  ExpectFloats(out[0], want, {2, 4});
+  const std::vector<float> plain = MatmulRef(p, b, 2, 3, 4);
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 4; ++j) want[i * 4 + j] = plain[i * 4 + j] + (i == 0 ? 1.0f : -1.0f);
+  }
+  ExpectFloats(out[1], want, {2, 4});
+}
+
+TEST(OnnxNodeTest, SoftmaxAtOpset13IsAlongOneAxis) {
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {2, 3, 4});
+  IntAttr(m.Node("Softmax", {"x"}, {"y"}), "axis", 1);
+  m.Node("LogSoftmax", {"x"}, {"log"});  // default axis -1
+  m.Output("y", kFloat, {2, 3, 4});
+  m.Output("log", kFloat, {2, 3, 4});
+  const std::vector<float> x = Mixed(24, 5);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3, 4})}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectFloats(out[0], SoftmaxRef(x, 2, 3, 4, false), {2, 3, 4});
+  ExpectFloats(out[1], SoftmaxRef(x, 6, 4, 1, true), {2, 3, 4});
+}
+
+TEST(OnnxNodeTest, SoftmaxAtOpset11FlattensFromTheAxis) {
+  // Opset < 13: axis 1 of a [2, 3, 4] input means softmax over the 12 values of each row
+  // of the input taken as a [2, 12] matrix, not along dimension 1 alone.
+  ModelBuilder m(11);
+  m.Input("x", kFloat, {2, 3, 4});
+  IntAttr(m.Node("Softmax", {"x"}, {"y"}), "axis", 1);
+  IntAttr(m.Node("LogSoftmax", {"x"}, {"log"}), "axis", 1);
+  m.Node("Softmax", {"x"}, {"default_axis"});  // default 1 at this opset
+  m.Output("y", kFloat, {2, 3, 4});
+  m.Output("log", kFloat, {2, 3, 4});
+  m.Output("default_axis", kFloat, {2, 3, 4});
+  const std::vector<float> x = Mixed(24, 6);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3, 4})}});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectFloats(out[0], SoftmaxRef(x, 2, 12, 1, false), {2, 3, 4});
+  ExpectFloats(out[1], SoftmaxRef(x, 2, 12, 1, true), {2, 3, 4});
+  ExpectFloats(out[2], SoftmaxRef(x, 2, 12, 1, false), {2, 3, 4});
+}
+
+TEST(OnnxNodeTest, ReduceSumAtOpset13TakesAxesAsAnInput) {
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {2, 3, 4});
+  m.Initializer(Int64Tensor("axes", {1}, {1}));
+  m.Initializer(Int64Tensor("neg_axes", {2}, {-1, 0}));
+  IntAttr(m.Node("ReduceSum", {"x", "axes"}, {"kept"}), "keepdims", 1);
+  IntAttr(m.Node("ReduceSum", {"x", "neg_axes"}, {"dropped"}), "keepdims", 0);
+  m.Node("ReduceSum", {"x"}, {"all"});  // no axes: every axis, keepdims 1
+  IntAttr(m.Node("ReduceSum", {"x"}, {"noop"}), "noop_with_empty_axes", 1);
+  m.Output("kept", kFloat, {2, 1, 4});
+  m.Output("dropped", kFloat, {3});
+  m.Output("all", kFloat, {1, 1, 1});
+  m.Output("noop", kFloat, {2, 3, 4});
+  const std::vector<float> x = Mixed(24, 8);
+  const Dims dims = {2, 3, 4};
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, dims)}});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectFloats(out[0], ReduceRef(x, dims, {1}, false), {2, 1, 4});
+  ExpectFloats(out[1], ReduceRef(x, dims, {0, 2}, false), {3});
+  ExpectFloats(out[2], ReduceRef(x, dims, {0, 1, 2}, false), {1, 1, 1});
+  ExpectFloats(out[3], x, dims, 0);
+}
+
+TEST(OnnxNodeTest, ReduceMeanAtOpset11TakesAxesAsAnAttribute) {
+  ModelBuilder m(11);
+  m.Input("x", kFloat, {2, 3, 4});
+  ::onnx::NodeProto* dropped = m.Node("ReduceMean", {"x"}, {"dropped"});
+  IntsAttr(dropped, "axes", {0, -1});
+  IntAttr(dropped, "keepdims", 0);
+  IntsAttr(m.Node("ReduceMean", {"x"}, {"kept"}), "axes", {1});
+  m.Output("dropped", kFloat, {3});
+  m.Output("kept", kFloat, {2, 1, 4});
+  const std::vector<float> x = Mixed(24, 9);
+  const Dims dims = {2, 3, 4};
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, dims)}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectFloats(out[0], ReduceRef(x, dims, {0, 2}, true), {3});
+  ExpectFloats(out[1], ReduceRef(x, dims, {1}, true), {2, 1, 4});
+}
+
+// ---------------------------------------------------------------------------------------
+// Shape ops.
+
+TEST(OnnxNodeTest, ReshapeCopiesZeroEntriesAndInfersMinusOne) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {2, 3, 4});
+  m.Initializer(Int64Tensor("s1", {2}, {0, -1}));
+  m.Initializer(Int64Tensor("s2", {3}, {4, 0, -1}));
+  m.Node("Reshape", {"x", "s1"}, {"a"});
+  m.Node("Reshape", {"x", "s2"}, {"b"});
+  m.Output("a", kFloat, {2, 12});
+  m.Output("b", kFloat, {4, 3, 2});
+  const std::vector<float> x = Ramp(24);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3, 4})}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectFloats(out[0], x, {2, 12}, 0);
+  ExpectFloats(out[1], x, {4, 3, 2}, 0);
+}
+
+TEST(OnnxNodeTest, Flatten) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {2, 3, 4});
+  m.Node("Flatten", {"x"}, {"a"});  // axis 1
+  IntAttr(m.Node("Flatten", {"x"}, {"b"}), "axis", 2);
+  IntAttr(m.Node("Flatten", {"x"}, {"c"}), "axis", 0);
+  IntAttr(m.Node("Flatten", {"x"}, {"d"}), "axis", -1);
+  m.Output("a", kFloat, {2, 12});
+  m.Output("b", kFloat, {6, 4});
+  m.Output("c", kFloat, {1, 24});
+  m.Output("d", kFloat, {6, 4});
+  const std::vector<float> x = Ramp(24);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3, 4})}});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectFloats(out[0], x, {2, 12}, 0);
+  ExpectFloats(out[1], x, {6, 4}, 0);
+  ExpectFloats(out[2], x, {1, 24}, 0);
+  ExpectFloats(out[3], x, {6, 4}, 0);
+}
+
+TEST(OnnxNodeTest, SqueezeAndUnsqueezeAtOpset11TakeAxesAttributes) {
+  ModelBuilder m(11);
+  m.Input("x", kFloat, {1, 3, 1, 2});
+  IntsAttr(m.Node("Squeeze", {"x"}, {"one"}), "axes", {-2});
+  m.Node("Squeeze", {"x"}, {"every"});  // no axes: every size-1 dimension
+  IntsAttr(m.Node("Unsqueeze", {"every"}, {"un"}), "axes", {0, 3});
+  m.Output("one", kFloat, {1, 3, 2});
+  m.Output("every", kFloat, {3, 2});
+  m.Output("un", kFloat, {1, 3, 2, 1});
+  const std::vector<float> x = Ramp(6);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {1, 3, 1, 2})}});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectFloats(out[0], x, {1, 3, 2}, 0);
+  ExpectFloats(out[1], x, {3, 2}, 0);
+  ExpectFloats(out[2], x, {1, 3, 2, 1}, 0);
+}
+
+TEST(OnnxNodeTest, SqueezeAndUnsqueezeAtOpset13TakeAxesInputs) {
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {1, 3, 1, 2});
+  m.Initializer(Int64Tensor("sq", {1}, {0}));
+  m.Initializer(Int64Tensor("unsq", {2}, {1, -1}));
+  m.Node("Squeeze", {"x", "sq"}, {"one"});
+  m.Node("Squeeze", {"x"}, {"every"});
+  m.Node("Unsqueeze", {"every", "unsq"}, {"un"});
+  m.Output("one", kFloat, {3, 1, 2});
+  m.Output("every", kFloat, {3, 2});
+  m.Output("un", kFloat, {3, 1, 2, 1});
+  const std::vector<float> x = Ramp(6);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {1, 3, 1, 2})}});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectFloats(out[0], x, {3, 1, 2}, 0);
+  ExpectFloats(out[1], x, {3, 2}, 0);
+  ExpectFloats(out[2], x, {3, 1, 2, 1}, 0);
+}
+
+TEST(OnnxNodeTest, Transpose) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {2, 3, 4});
+  m.Node("Transpose", {"x"}, {"reversed"});
+  IntsAttr(m.Node("Transpose", {"x"}, {"given"}), "perm", {1, 0, 2});
+  m.Output("reversed", kFloat, {4, 3, 2});
+  m.Output("given", kFloat, {3, 2, 4});
+  const std::vector<float> x = Ramp(24);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3, 4})}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectFloats(out[0], TransposeRef(x, {2, 3, 4}, {2, 1, 0}), {4, 3, 2}, 0);
+  ExpectFloats(out[1], TransposeRef(x, {2, 3, 4}, {1, 0, 2}), {3, 2, 4}, 0);
+}
+
+TEST(OnnxNodeTest, ConcatWithANegativeAxis) {
+  ModelBuilder m;
+  m.Input("a", kFloat, {2, 2});
+  m.Input("b", kFloat, {2, 3});
+  IntAttr(m.Node("Concat", {"a", "b"}, {"y"}), "axis", -1);
+  m.Output("y", kFloat, {2, 5});
+  const std::vector<float> a = Ramp(4, 0.0f, 1.0f), b = Ramp(6, 10.0f, 1.0f);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"a", F32(a, {2, 2})}, {"b", F32(b, {2, 3})}});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> want;
+  for (int64_t r = 0; r < 2; ++r) {
+    for (int64_t j = 0; j < 2; ++j) want.push_back(a[r * 2 + j]);
+    for (int64_t j = 0; j < 3; ++j) want.push_back(b[r * 3 + j]);
+  }
+  ExpectFloats(out[0], want, {2, 5}, 0);
+}
+
+// The two halves of a [2, 4] input along axis 1.
+void ExpectHalves(const std::vector<HostTensor>& out, const std::vector<float>& x) {
+  ASSERT_EQ(out.size(), 2u);
+  for (int64_t part = 0; part < 2; ++part) {
+    std::vector<float> want;
+    for (int64_t r = 0; r < 2; ++r) {
+      for (int64_t j = 0; j < 2; ++j) want.push_back(x[r * 4 + part * 2 + j]);
+    }
+    ExpectFloats(out[part], want, {2, 2}, 0);
+  }
+}
+
+TEST(OnnxNodeTest, SplitIntoEqualParts) {
+  const std::vector<float> x = Ramp(8);
+  {
+    SCOPED_TRACE("opset 11, split attribute");
+    ModelBuilder m(11);
+    m.Input("x", kFloat, {2, 4});
+    ::onnx::NodeProto* split = m.Node("Split", {"x"}, {"p0", "p1"});
+    IntAttr(split, "axis", 1);
+    IntsAttr(split, "split", {2, 2});
+    m.Output("p0", kFloat, {2, 2});
+    m.Output("p1", kFloat, {2, 2});
+    ExpectHalves(ImportAndRun(m, {{"x", F32(x, {2, 4})}}), x);
+  }
+  {
+    SCOPED_TRACE("opset 13, split input");
+    ModelBuilder m(13);
+    m.Input("x", kFloat, {2, 4});
+    m.Initializer(Int64Tensor("sizes", {2}, {2, 2}));
+    IntAttr(m.Node("Split", {"x", "sizes"}, {"p0", "p1"}), "axis", -1);
+    m.Output("p0", kFloat, {2, 2});
+    m.Output("p1", kFloat, {2, 2});
+    ExpectHalves(ImportAndRun(m, {{"x", F32(x, {2, 4})}}), x);
+  }
+  {
+    SCOPED_TRACE("opset 18, num_outputs");
+    ModelBuilder m(18);
+    m.Input("x", kFloat, {2, 4});
+    ::onnx::NodeProto* split = m.Node("Split", {"x"}, {"p0", "p1"});
+    IntAttr(split, "axis", 1);
+    IntAttr(split, "num_outputs", 2);
+    m.Output("p0", kFloat, {2, 2});
+    m.Output("p1", kFloat, {2, 2});
+    ExpectHalves(ImportAndRun(m, {{"x", F32(x, {2, 4})}}), x);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Input shapes.
+
+TEST(OnnxImportTest, SymbolicDimSizedByDimSizes) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {"batch", 3});
+  m.Node("Relu", {"x"}, {"y"});
+  m.Output("y", kFloat, {"batch", 3});
+  OnnxImportOptions options;
+  options.dim_sizes["batch"] = 2;
+  absl::StatusOr<OnnxImport> imported = Import(m, options);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_EQ(imported->inputs.size(), 1u);
+  EXPECT_EQ(imported->inputs[0].shape, Shape({2, 3}));
+  ASSERT_EQ(imported->outputs.size(), 1u);
+  EXPECT_EQ(imported->outputs[0].shape, Shape({2, 3}));
+  const std::vector<float> x = Ramp(6);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3})}}, options);
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> want;
+  for (float v : x) want.push_back(std::max(v, 0.0f));
+  ExpectFloats(out[0], want, {2, 3});
+}
+
+TEST(OnnxImportTest, SymbolicDimSizedByInputShapes) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {"batch", 3});
+  m.Node("Neg", {"x"}, {"y"});
+  m.Output("y", kFloat, {"batch", 3});
+  OnnxImportOptions options;
+  options.input_shapes["x"] = {4, 3};
+  const std::vector<float> x = Ramp(12);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {4, 3})}}, options);
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> want;
+  for (float v : x) want.push_back(-v);
+  ExpectFloats(out[0], want, {4, 3});
+}
+
+// ---------------------------------------------------------------------------------------
+// Refusals: each names its culprit, and no result comes back.
+
+void ExpectError(const absl::StatusOr<OnnxImport>& imported, absl::StatusCode code,
+                 const std::vector<std::string>& parts) {
+  ASSERT_FALSE(imported.ok()) << "imported, with " << imported->program.global_block().ops().size()
+                              << " ops";
+  EXPECT_EQ(imported.status().code(), code) << imported.status();
+  for (const std::string& part : parts) {
+    EXPECT_THAT(imported.status().message(), HasSubstr(part));
+  }
+}
+
+TEST(OnnxImportTest, GarbageBytesAreDataLoss) {
+  const std::string garbage(64, '\xff');
+  absl::StatusOr<OnnxImport> imported = ImportOnnxModel(garbage, Runtime::Get().registry());
+  ExpectError(imported, absl::StatusCode::kDataLoss, {"not an ONNX model", "64 bytes"});
+}
+
+TEST(OnnxImportTest, OpTypeTheTableLacksIsUnimplemented) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {2});
+  m.Node("Relu", {"x"}, {"r"});
+  m.Node("LeakyRelu", {"r"}, {"y"}, "leaky");
+  m.Output("y", kFloat, {2});
+  ExpectError(Import(m), absl::StatusCode::kUnimplemented,
+              {"node 'leaky'", "LeakyRelu", "opset 13", "not supported"});
+}
+
+TEST(OnnxImportTest, KnownOpAtAnOpsetOutsideItsRange) {
+  ModelBuilder m(6);
+  m.Input("x", kFloat, {2});
+  m.Node("Add", {"x", "x"}, {"y"}, "plus");
+  m.Output("y", kFloat, {2});
+  ExpectError(Import(m), absl::StatusCode::kInvalidArgument,
+              {"node 'plus'", "Add", "opset 6", "7-28"});
+}
+
+TEST(OnnxImportTest, NodeInAnotherDomain) {
+  ModelBuilder m;
+  auto* custom = m.model().add_opset_import();
+  custom->set_domain("com.example");
+  custom->set_version(1);
+  m.Input("x", kFloat, {2});
+  m.Node("Relu", {"x"}, {"y"}, "custom_relu")->set_domain("com.example");
+  m.Output("y", kFloat, {2});
+  // The domain is an op set the table lacks, as an unknown op type is.
+  ExpectError(Import(m), absl::StatusCode::kUnimplemented,
+              {"node 'custom_relu'", "Relu", "domain 'com.example'"});
+}
+
+TEST(OnnxImportTest, ReshapeShapeMustBeAConstant) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {2, 3});
+  m.Input("shape", kInt64, {2});
+  m.Node("Reshape", {"x", "shape"}, {"y"}, "reshape_from_input");
+  m.Output("y", kFloat, {3, 2});
+  ExpectError(Import(m), absl::StatusCode::kInvalidArgument,
+              {"node 'reshape_from_input'", "Reshape", "'shape'", "must be a constant"});
+}
+
+TEST(OnnxImportTest, InitializerOfATypeSluiceLacks) {
+  for (const auto& [type, name] : std::vector<std::pair<int32_t, std::string>>{
+           {::onnx::TensorProto::FLOAT16, "FLOAT16"}, {::onnx::TensorProto::UINT8, "UINT8"}}) {
+    SCOPED_TRACE(name);
+    ModelBuilder m;
+    m.Input("x", kFloat, {2});
+    ::onnx::TensorProto w;
+    w.set_name("w_narrow");
+    w.set_data_type(type);
+    w.add_dims(2);
+    w.set_raw_data(std::string(type == ::onnx::TensorProto::FLOAT16 ? 4 : 2, '\0'));
+    m.Initializer(w);
+    IntAttr(m.Node("Cast", {"w_narrow"}, {"wf"}), "to", kFloat);
+    m.Node("Add", {"x", "wf"}, {"y"});
+    m.Output("y", kFloat, {2});
+    ExpectError(Import(m), absl::StatusCode::kInvalidArgument, {"'w_narrow'", name});
+  }
+}
+
+TEST(OnnxImportTest, ExternalDataIsRefused) {
+  // IR 10 / opset 21 skips ONNX's checker (which would look for the file), so the
+  // importer's own refusal shows.
+  for (const int64_t ir : {8, 10}) {
+    SCOPED_TRACE(absl::StrCat("IR ", ir));
+    ModelBuilder m(ir == 8 ? 13 : 21, ir);
+    m.Input("x", kFloat, {2});
+    ::onnx::TensorProto w;
+    w.set_name("w_outside");
+    w.set_data_type(kFloat);
+    w.add_dims(2);
+    w.set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto* location = w.add_external_data();
+    location->set_key("location");
+    location->set_value("weights.bin");
+    m.Initializer(w);
+    m.Node("Add", {"x", "w_outside"}, {"y"});
+    m.Output("y", kFloat, {2});
+    absl::StatusOr<OnnxImport> imported = Import(m);
+    ExpectError(imported, absl::StatusCode::kInvalidArgument, {"w_outside"});
+    if (ir == 10) {
+      EXPECT_THAT(imported.status().message(), HasSubstr("external data"));
+    }
+  }
+}
+
+TEST(OnnxImportTest, SymbolicDimWithoutASize) {
+  ModelBuilder m;
+  m.Input("tokens", kFloat, {"seq_len", 3});
+  m.Node("Relu", {"tokens"}, {"y"});
+  m.Output("y", kFloat, {"seq_len", 3});
+  ExpectError(Import(m), absl::StatusCode::kInvalidArgument,
+              {"graph input 'tokens'", "dimension 0", "'seq_len'", "--dim seq_len=N"});
+  OnnxImportOptions other;
+  other.dim_sizes["batch"] = 2;  // another name does not help
+  ExpectError(Import(m, other), absl::StatusCode::kInvalidArgument, {"'seq_len'"});
+}
+
+TEST(OnnxImportTest, GivenInputShapeContradictsAFixedDim) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {"batch", 3});
+  m.Node("Relu", {"x"}, {"y"});
+  m.Output("y", kFloat, {"batch", 3});
+  OnnxImportOptions options;
+  options.input_shapes["x"] = {5, 4};
+  ExpectError(Import(m, options), absl::StatusCode::kInvalidArgument,
+              {"graph input 'x'", "[5,4]", "dimension 1", "fixes 3"});
+  options.input_shapes["x"] = {5, 3, 1};
+  ExpectError(Import(m, options), absl::StatusCode::kInvalidArgument,
+              {"graph input 'x'", "rank 3"});
+}
+
+TEST(OnnxImportTest, SplitIntoUnequalParts) {
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {2, 4});
+  m.Initializer(Int64Tensor("sizes", {2}, {1, 3}));
+  IntAttr(m.Node("Split", {"x", "sizes"}, {"p0", "p1"}, "uneven"), "axis", 1);
+  m.Output("p0", kFloat, {2, 1});
+  m.Output("p1", kFloat, {2, 3});
+  ExpectError(Import(m), absl::StatusCode::kInvalidArgument,
+              {"node 'uneven'", "Split", "[1,3]", "equal parts"});
+}
+
+TEST(OnnxImportTest, UnknownAttribute) {
+  {
+    SCOPED_TRACE("ONNX's checker");
+    ModelBuilder m;
+    m.Input("x", kFloat, {2});
+    IntAttr(m.Node("Relu", {"x"}, {"y"}, "odd_relu"), "flavour", 1);
+    m.Output("y", kFloat, {2});
+    ExpectError(Import(m), absl::StatusCode::kInvalidArgument, {"flavour"});
+  }
+  {
+    SCOPED_TRACE("the importer (checker skipped)");
+    ModelBuilder m(21, 10);
+    m.Input("x", kFloat, {2});
+    IntAttr(m.Node("Relu", {"x"}, {"y"}, "odd_relu"), "flavour", 1);
+    m.Output("y", kFloat, {2});
+    ExpectError(Import(m), absl::StatusCode::kInvalidArgument,
+                {"node 'odd_relu'", "Relu", "opset 21", "'flavour'"});
+  }
+}
+
+TEST(OnnxImportTest, NodeReadingAnUndefinedValue) {
+  ModelBuilder m(21, 10);  // past the checker: the importer's own check
+  m.Input("x", kFloat, {2});
+  m.Node("Add", {"x", "nowhere"}, {"y"}, "reads_nothing");
+  m.Output("y", kFloat, {2});
+  ExpectError(Import(m), absl::StatusCode::kInvalidArgument,
+              {"node 'reads_nothing'", "'nowhere'", "not defined"});
+}
+
+TEST(OnnxImportTest, ModelWithoutADefaultDomainOpset) {
+  ModelBuilder m;
+  m.model().mutable_opset_import(0)->set_domain("com.example");
+  m.Input("x", kFloat, {2});
+  m.Node("Relu", {"x"}, {"y"});
+  m.Output("y", kFloat, {2});
+  ExpectError(Import(m), absl::StatusCode::kInvalidArgument, {"no opset", "default"});
+}
+
+TEST(OnnxImportTest, FailureLateInTheGraphLeavesNoResult) {
+  // Three nodes import before the fourth fails: the result is the error alone.
+  ModelBuilder m;
+  m.Input("x", kFloat, {2, 4});
+  m.Input("late_shape", kInt64, {2});
+  m.Node("Relu", {"x"}, {"a"});
+  m.Node("Neg", {"a"}, {"b"});
+  m.Node("Exp", {"b"}, {"c"});
+  m.Node("Reshape", {"c", "late_shape"}, {"y"}, "late_reshape");
+  m.Output("y", kFloat, {-1, -1});
+  ExpectError(Import(m), absl::StatusCode::kInvalidArgument,
+              {"node 'late_reshape'", "'late_shape'"});
+}
+
+TEST(OnnxImportTest, ImportOnnxFile) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {2});
+  m.Node("Abs", {"x"}, {"y"});
+  m.Output("y", kFloat, {2});
+  const std::string path = ::testing::TempDir() + "/onnx_import_test_abs.onnx";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    const std::string bytes = m.Bytes();
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  }
+  absl::StatusOr<OnnxImport> imported = ImportOnnxFile(path, Runtime::Get().registry());
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->producer, "onnx_import_test");
+  std::remove(path.c_str());
+  const std::string missing = ::testing::TempDir() + "/onnx_import_test_missing.onnx";
+  ExpectError(ImportOnnxFile(missing, Runtime::Get().registry()), absl::StatusCode::kNotFound,
+              {missing});
+}
+
+TEST(OnnxImportTest, SupportedOpsTable) {
+  EXPECT_TRUE(OnnxImportAvailable());
+  const std::vector<OnnxOpRow> rows = SupportedOnnxOps();
+  ASSERT_FALSE(rows.empty());
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_LE(rows[i - 1].op_type, rows[i].op_type);
+    EXPECT_LE(rows[i].first_opset, rows[i].last_opset) << rows[i].op_type;
+  }
+  auto split = std::find_if(rows.begin(), rows.end(),
+                            [](const OnnxOpRow& row) { return row.op_type == "Split"; });
+  ASSERT_NE(split, rows.end());
+  EXPECT_THAT(split->limits, HasSubstr("equal parts"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Names.
+
+TEST(OnnxImportTest, ValueNamesBecomeVariableNames) {
+  ModelBuilder m;
+  m.Input("in put/x", kFloat, {3});
+  m.Node("Relu", {"in put/x"}, {"block/relu 0"});
+  m.Node("Neg", {"in put/x"}, {"block relu/0"});  // sanitizes to the same name
+  m.Output("block/relu 0", kFloat, {3});
+  m.Output("block relu/0", kFloat, {3});
+  absl::StatusOr<OnnxImport> imported = Import(m);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_EQ(imported->inputs.size(), 1u);
+  EXPECT_EQ(imported->inputs[0].onnx_name, "in put/x");
+  EXPECT_EQ(imported->inputs[0].var, "in_put_x");
+  ASSERT_EQ(imported->outputs.size(), 2u);
+  EXPECT_EQ(imported->outputs[0].onnx_name, "block/relu 0");
+  EXPECT_EQ(imported->outputs[0].var, "block_relu_0");
+  EXPECT_EQ(imported->outputs[1].onnx_name, "block relu/0");
+  EXPECT_THAT(imported->outputs[1].var, HasSubstr("block_relu_0"));
+  EXPECT_NE(imported->outputs[1].var, imported->outputs[0].var);
+  for (const OnnxValue& v : imported->outputs) {
+    EXPECT_THAT(v.var, Not(HasSubstr("/")));
+    EXPECT_THAT(v.var, Not(HasSubstr(" ")));
+  }
+  const std::vector<float> x = {-1.0f, 0.5f, 2.0f};
+  absl::StatusOr<std::vector<HostTensor>> out = RunImported(*imported, {{"in put/x", F32(x, {3})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 2u);
+  ExpectFloats((*out)[0], {0.0f, 0.5f, 2.0f}, {3});
+  ExpectFloats((*out)[1], {1.0f, -0.5f, -2.0f}, {3});
+}
+
+TEST(OnnxImportTest, ExporterStyleNamesSurviveTheProgramText) {
+  // PyTorch's exporter writes names like these; the program's text form must hold them.
+  ModelBuilder m;
+  m.Input("input.1", kFloat, {2});
+  m.Initializer(FloatTensor("layer1.weight", {2}, {2.0f, 3.0f}));
+  m.Node("Mul", {"input.1", "layer1.weight"}, {"/layer1/Mul_output_0"});
+  m.Node("Relu", {"/layer1/Mul_output_0"}, {"onnx::Relu_7"});
+  m.Output("onnx::Relu_7", kFloat, {2});
+  absl::StatusOr<OnnxImport> imported = Import(m);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_EQ(imported->persistables.size(), 1u);
+  EXPECT_EQ(imported->persistables[0].first, "layer1.weight");
+  ASSERT_EQ(imported->outputs.size(), 1u);
+  EXPECT_EQ(imported->outputs[0].var, "onnx::Relu_7");
+  absl::StatusOr<ir::ProgramDesc> reparsed = ir::ProgramDesc::FromText(imported->program.ToText());
+  ASSERT_TRUE(reparsed.ok()) << reparsed.status();
+  EXPECT_TRUE(*reparsed == imported->program);
+  absl::StatusOr<std::vector<HostTensor>> out =
+      RunImported(*imported, {{"input.1", F32({-1.0f, 1.5f}, {2})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  ExpectFloats((*out)[0], {0.0f, 4.5f}, {2});
+}
+
+TEST(OnnxImportTest, OutputsThatAreAGraphInputOrAnInitializer) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {3});
+  const std::vector<float> w = {7.0f, 8.0f, 9.0f};
+  m.Initializer(FloatTensor("w", {3}, w));
+  m.Node("Add", {"x", "w"}, {"sum"});
+  m.Output("x", kFloat, {3});
+  m.Output("w", kFloat, {3});
+  m.Output("sum", kFloat, {3});
+  const std::vector<float> x = {1.0f, -2.0f, 0.5f};
+  absl::StatusOr<OnnxImport> imported = Import(m);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_EQ(imported->outputs.size(), 3u);
+  EXPECT_EQ(imported->outputs[0].var, imported->inputs[0].var);
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {3})}});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectFloats(out[0], x, {3}, 0);
+  ExpectFloats(out[1], w, {3}, 0);
+  ExpectFloats(out[2], {8.0f, 6.0f, 9.5f}, {3});
+}
+
+// ---------------------------------------------------------------------------------------
+// ONNX's checker.
+
+TEST(OnnxImportTest, CheckerRunsOnAModelTheLibraryKnows) {
+  ModelBuilder m(13, 8);
+  m.Input("x", kFloat, {2});
+  m.Node("Relu", {"x"}, {"y"});
+  m.Output("y", kFloat, {2});
+  absl::StatusOr<OnnxImport> imported = Import(m);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->ir_version, 8);
+  EXPECT_EQ(imported->opset, 13);
+  EXPECT_THAT(imported->notes, ::testing::Contains("ONNX checker and shape inference passed"));
+}
+
+TEST(OnnxImportTest, CheckerIsSkippedForANewerModel) {
+  ModelBuilder m(21, 10);
+  m.Input("x", kFloat, {2});
+  m.Node("Relu", {"x"}, {"y"});
+  m.Output("y", kFloat, {2});
+  absl::StatusOr<OnnxImport> imported = Import(m);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->ir_version, 10);
+  EXPECT_EQ(imported->opset, 21);
+  ASSERT_FALSE(imported->notes.empty());
+  EXPECT_THAT(imported->notes[0], HasSubstr("skipped"));
+  EXPECT_THAT(imported->notes[0], HasSubstr("IR 10, opset 21"));
+  const std::vector<float> x = {-1.0f, 3.0f};
+  std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2})}});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectFloats(out[0], {0.0f, 3.0f}, {2});
+}
+
+TEST(OnnxImportTest, CheckerRejection) {
+  ModelBuilder m(13, 8);
+  m.Input("x", kFloat, {2});
+  m.Node("Add", {"x", "undeclared"}, {"y"}, "dangling");
+  m.Output("y", kFloat, {2});
+  ExpectError(Import(m), absl::StatusCode::kInvalidArgument, {"undeclared"});
+}
+
+}  // namespace
+}  // namespace sluice::framework::onnx::onnx_import_test
