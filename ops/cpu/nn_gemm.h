@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "core/intra_op_pool.h"
+#include "ops/cpu/nn_gemm_wide.h"
 
 namespace sluice::ops::internal::nn {
 
@@ -27,21 +28,18 @@ inline constexpr int64_t kGemmNc = 2048;
 template <typename T>
 inline constexpr int64_t kGemmNr = 32 / sizeof(T);  // 8 floats, 4 doubles: two SSE registers
 
-// A row-major matrix operand: element (r, c) of op(M) is data[r * ld + c], or
-// data[c * ld + r] when transposed.
-template <typename T>
-struct GemmOperand {
-  const T* data = nullptr;
-  int64_t ld = 0;
-  bool transposed = false;
-  T at(int64_t r, int64_t c) const { return transposed ? data[c * ld + r] : data[r * ld + c]; }
-};
+// The blocked loop nest below is instantiated per instruction set: Mr x Nr is the
+// micro-kernel's tile, and Isa a tag type that keeps each instantiation's symbols apart (an
+// wide build's copy, nn_gemm_wide_micro.h, uses a tag of internal linkage, so the linker never
+// hands its code to a baseline caller). Every instantiation sums each element of C in the
+// same order (k ascending within each kGemmKc slice, the slices added to C in turn), so
+// results are the same bits whichever runs.
 
-// Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] into kMr-row panels: panel q holds rows
-// q*kMr.. as [kc][kMr], rows past mc are zero.
-template <typename T>
+// Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] into Mr-row panels: panel q holds rows
+// q*Mr.. as [kc][Mr], rows past mc are zero.
+template <typename T, int64_t Mr, typename Isa>
 void PackGemmA(const GemmOperand<T>& a, int64_t i0, int64_t p0, int64_t mc, int64_t kc, T* out) {
-  constexpr int64_t mr = kGemmMr;
+  constexpr int64_t mr = Mr;
   for (int64_t q = 0; q < mc; q += mr) {
     const int64_t rows = std::min(mr, mc - q);
     for (int64_t p = 0; p < kc; ++p) {
@@ -52,11 +50,11 @@ void PackGemmA(const GemmOperand<T>& a, int64_t i0, int64_t p0, int64_t mc, int6
   }
 }
 
-// Packs op(B)[p0 : p0 + kc, j0 : j0 + nc] into kNr-wide panels: panel q holds columns
-// q*kNr.. as [kc][kNr], columns past nc are zero.
-template <typename T>
+// Packs op(B)[p0 : p0 + kc, j0 : j0 + nc] into Nr-wide panels: panel q holds columns
+// q*Nr.. as [kc][Nr], columns past nc are zero.
+template <typename T, int64_t Nr, typename Isa>
 void PackGemmB(const GemmOperand<T>& b, int64_t p0, int64_t j0, int64_t kc, int64_t nc, T* out) {
-  constexpr int64_t nr = kGemmNr<T>;
+  constexpr int64_t nr = Nr;
   for (int64_t q = 0; q < nc; q += nr) {
     const int64_t cols = std::min(nr, nc - q);
     if (!b.transposed && cols == nr) {
@@ -74,12 +72,12 @@ void PackGemmB(const GemmOperand<T>& b, int64_t p0, int64_t j0, int64_t kc, int6
   }
 }
 
-// C[0:rows, 0:cols] += Apanel * Bpanel over kc, where rows <= kMr and cols <= kNr.
-template <typename T>
+// C[0:rows, 0:cols] += Apanel * Bpanel over kc, where rows <= Mr and cols <= Nr.
+template <typename T, int64_t Mr, int64_t Nr, typename Isa>
 inline void GemmMicroKernel(int64_t kc, const T* __restrict ap, const T* __restrict bp,
                             T* __restrict c, int64_t ldc, int64_t rows, int64_t cols) {
-  constexpr int64_t mr = kGemmMr;
-  constexpr int64_t nr = kGemmNr<T>;
+  constexpr int64_t mr = Mr;
+  constexpr int64_t nr = Nr;
   T acc[mr][nr] = {};
   for (int64_t p = 0; p < kc; ++p) {
     const T* b = bp + p * nr;
@@ -99,8 +97,60 @@ inline void GemmMicroKernel(int64_t kc, const T* __restrict ap, const T* __restr
   }
 }
 
+// The packing buffers GemmBlocked<T, Mr, Nr> needs for an m x n x k product, in elements.
+template <int64_t Mr, int64_t Nr>
+inline int64_t GemmPackedA(int64_t m, int64_t k) {
+  return std::min((m + Mr - 1) / Mr * Mr, (kGemmMc + Mr - 1) / Mr * Mr) * std::min(k, kGemmKc);
+}
+template <int64_t Mr, int64_t Nr>
+inline int64_t GemmPackedB(int64_t n, int64_t k) {
+  return std::min((n + Nr - 1) / Nr * Nr, kGemmNc) * std::min(k, kGemmKc);
+}
+
+// The baseline micro-kernel as GemmBlocked's Micro: a struct whose Run has
+// GemmMicroKernel's contract.
+template <typename T, int64_t Mr, int64_t Nr>
+struct PortableMicroKernel {
+  static void Run(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc, int64_t rows,
+                  int64_t cols) {
+    GemmMicroKernel<T, Mr, Nr, PortableMicroKernel>(kc, ap, bp, c, ldc, rows, cols);
+  }
+};
+
+// C[m x n] (row stride ldc) += op(A)[m x k] * op(B)[k x n], m, n, k > 0, with packing
+// buffers of GemmPackedA / GemmPackedB elements, Micro::Run computing each Mr x Nr tile.
+// No allocation, no library calls beyond what inlines: safe to build for another
+// instruction set (nn_gemm_wide_micro.h), where Micro, of internal linkage, also serves as Isa.
+template <typename T, int64_t Mr, int64_t Nr, typename Micro>
+void GemmBlocked(int64_t m, int64_t n, int64_t k, const GemmOperand<T>& a, const GemmOperand<T>& b,
+                 T* c, int64_t ldc, T* packed_a, T* packed_b) {
+  constexpr int64_t mr = Mr;
+  constexpr int64_t nr = Nr;
+  for (int64_t j0 = 0; j0 < n; j0 += kGemmNc) {
+    const int64_t nc = std::min(kGemmNc, n - j0);
+    for (int64_t p0 = 0; p0 < k; p0 += kGemmKc) {
+      const int64_t kc = std::min(kGemmKc, k - p0);
+      PackGemmB<T, Nr, Micro>(b, p0, j0, kc, nc, packed_b);
+      for (int64_t i0 = 0; i0 < m; i0 += kGemmMc) {
+        const int64_t mc = std::min(kGemmMc, m - i0);
+        PackGemmA<T, Mr, Micro>(a, i0, p0, mc, kc, packed_a);
+        for (int64_t jq = 0; jq < nc; jq += nr) {
+          const T* bp = packed_b + (jq / nr) * kc * nr;
+          const int64_t cols = std::min(nr, nc - jq);
+          for (int64_t iq = 0; iq < mc; iq += mr) {
+            const T* ap = packed_a + (iq / mr) * kc * mr;
+            T* tile = c + (i0 + iq) * ldc + j0 + jq;
+            Micro::Run(kc, ap, bp, tile, ldc, std::min(mr, mc - iq), cols);
+          }
+        }
+      }
+    }
+  }
+}
+
 // C[m x n] (row stride ldc) = op(A)[m x k] * op(B)[k x n], or += when `accumulate`.
-// k == 0 gives zeros (or leaves C unchanged when accumulating).
+// k == 0 gives zeros (or leaves C unchanged when accumulating). Runs the widest build the
+// cpu supports (nn_gemm_wide.h); the bits do not depend on which.
 template <typename T>
 void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand<T>& a, const GemmOperand<T>& b, T* c,
           int64_t ldc, bool accumulate) {
@@ -109,33 +159,18 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand<T>& a, const GemmOp
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
   }
   if (k == 0) return;
+  if (const WideGemm<T>* wide = FindWideGemm<T>()) {
+    std::vector<T> packed_a(wide->packed_a(m, k));
+    std::vector<T> packed_b(wide->packed_b(n, k));
+    wide->run(m, n, k, a, b, c, ldc, packed_a.data(), packed_b.data());
+    return;
+  }
   constexpr int64_t mr = kGemmMr;
   constexpr int64_t nr = kGemmNr<T>;
-  const int64_t kc_max = std::min(k, kGemmKc);
-  const int64_t mc_max = std::min((m + mr - 1) / mr * mr, kGemmMc);
-  const int64_t nc_max = std::min((n + nr - 1) / nr * nr, kGemmNc);
-  std::vector<T> packed_a(mc_max * kc_max);
-  std::vector<T> packed_b(nc_max * kc_max);
-  for (int64_t j0 = 0; j0 < n; j0 += kGemmNc) {
-    const int64_t nc = std::min(kGemmNc, n - j0);
-    for (int64_t p0 = 0; p0 < k; p0 += kGemmKc) {
-      const int64_t kc = std::min(kGemmKc, k - p0);
-      PackGemmB(b, p0, j0, kc, nc, packed_b.data());
-      for (int64_t i0 = 0; i0 < m; i0 += kGemmMc) {
-        const int64_t mc = std::min(kGemmMc, m - i0);
-        PackGemmA(a, i0, p0, mc, kc, packed_a.data());
-        for (int64_t jq = 0; jq < nc; jq += nr) {
-          const T* bp = packed_b.data() + (jq / nr) * kc * nr;
-          const int64_t cols = std::min(nr, nc - jq);
-          for (int64_t iq = 0; iq < mc; iq += mr) {
-            const T* ap = packed_a.data() + (iq / mr) * kc * mr;
-            T* tile = c + (i0 + iq) * ldc + j0 + jq;
-            GemmMicroKernel(kc, ap, bp, tile, ldc, std::min(mr, mc - iq), cols);
-          }
-        }
-      }
-    }
-  }
+  std::vector<T> packed_a(GemmPackedA<mr, nr>(m, k));
+  std::vector<T> packed_b(GemmPackedB<mr, nr>(n, k));
+  GemmBlocked<T, mr, nr, PortableMicroKernel<T, mr, nr>>(m, n, k, a, b, c, ldc, packed_a.data(),
+                                                         packed_b.data());
 }
 
 // Rows [r0, ...) of op(M): the same operand, starting at row r0.
