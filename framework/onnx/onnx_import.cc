@@ -124,7 +124,9 @@ absl::Status ImportGraph(const ::onnx::GraphProto& graph, int64_t opset,
                                                    "ONNX domain is)"));
     }
     SLUICE_ASSIGN_OR_RETURN(const internal::NodeMapping* mapping, internal::FindNodeMapping(ctx));
-    SLUICE_RETURN_IF_ERROR(mapping->map(ctx));
+    // Shape arithmetic on constants becomes a constant (internal::TryFoldConstants).
+    SLUICE_ASSIGN_OR_RETURN(const bool folded, internal::TryFoldConstants(ctx));
+    if (!folded) SLUICE_RETURN_IF_ERROR(mapping->map(ctx));
     SLUICE_RETURN_IF_ERROR(CrossCheckShapes(ctx, state, inferred));
   }
   for (const auto& output : graph.output()) {

@@ -42,17 +42,10 @@
 #include "absl/strings/string_view.h"
 #include "framework/interpreter/host_tensor.h"
 #include "framework/ir/program_desc.h"
+#include "framework/onnx/onnx_import_options.h"
 #include "ops/op_registry.h"
 
 namespace sluice::framework::onnx {
-
-struct OnnxImportOptions {
-  // Sizes for symbolic dimensions, by the dimension's name (its dim_param, e.g. "batch").
-  absl::flat_hash_map<std::string, int64_t> dim_sizes;
-  // Whole shapes for graph inputs, by ONNX input name; they replace the model's (each given
-  // dimension must agree with a fixed one the model states).
-  absl::flat_hash_map<std::string, std::vector<int64_t>> input_shapes;
-};
 
 // One graph input or output: its ONNX name and the program variable that holds it.
 struct OnnxValue {

@@ -61,6 +61,32 @@ absl::Status MapTranspose(NodeContext& ctx);
 absl::Status MapConcat(NodeContext& ctx);
 absl::Status MapSplit(NodeContext& ctx);
 
+// Activations as compositions of elementwise ops (activation_mappers.cc).
+absl::Status MapLeakyRelu(NodeContext& ctx);
+absl::Status MapElu(NodeContext& ctx);  // Elu, Selu
+absl::Status MapCelu(NodeContext& ctx);
+absl::Status MapHardSigmoid(NodeContext& ctx);  // HardSigmoid, HardSwish
+absl::Status MapSoftsign(NodeContext& ctx);
+absl::Status MapSoftplus(NodeContext& ctx);  // Softplus, Mish
+absl::Status MapThresholdedRelu(NodeContext& ctx);
+absl::Status MapGelu(NodeContext& ctx);
+
+// Constant folding (constant_folding.cc, layout_folding.cc). Shape and Size: the input's static
+// shape, always a constant. ConstantOfShape: a constant for at most 4096 elements, else a
+// fill_constant op; the shape must be a constant.
+absl::Status MapShape(NodeContext& ctx);  // Shape, Size
+absl::Status MapConstantOfShape(NodeContext& ctx);
+// Gather, Slice, Where, Expand, Range (no kernels yet): folded when every input is a
+// constant (outputs of up to 2^24 elements), else InvalidArgument naming the input.
+absl::Status MapFoldOnly(NodeContext& ctx);
+
+// Run before the row's mapper: when the node's op type folds (Add Sub Mul Div Equal Neg
+// Cast Concat Reshape Squeeze Unsqueeze Identity), every input is a constant and the output
+// has at most 4096 elements, makes the output a constant computed on the host and returns
+// true. False (the mapper runs) otherwise, and whenever folding fails: an invalid node, a
+// cast C++ leaves undefined, an integer division by zero.
+absl::StatusOr<bool> TryFoldConstants(NodeContext& ctx);
+
 }  // namespace sluice::framework::onnx::internal
 
 #endif  // SLUICE_FRAMEWORK_ONNX_INTERNAL_NODE_TABLE_H_

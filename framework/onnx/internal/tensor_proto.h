@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "core/data_type.h"
 #include "framework/interpreter/host_tensor.h"
-#include "framework/onnx/onnx_import.h"
+#include "framework/onnx/onnx_import_options.h"
 #include "onnx/onnx_pb.h"
 
 namespace sluice::framework::onnx::internal {
