@@ -10,7 +10,9 @@ Eager tensors run their ops asynchronously in the engine's VM::
 
 Static programs, in the shape of ``paddle.static``, live in :mod:`sluice.static`; layers,
 losses and graphs called from eager code in :mod:`sluice.nn`; optimizers in
-:mod:`sluice.optimizer`; recording, replay and the stress run in :mod:`sluice.vm`.
+:mod:`sluice.optimizer`; recording, replay and the stress run in :mod:`sluice.vm`; ONNX
+models as static programs, and an ONNX Runtime-shaped session over them, in
+:mod:`sluice.onnx`.
 """
 
 import numpy as _np
@@ -226,4 +228,4 @@ def in_dynamic_mode():
     return not _static_mode
 
 
-from . import nn, optimizer, static, vm  # noqa: E402,F401
+from . import nn, onnx, optimizer, static, vm  # noqa: E402,F401

@@ -215,6 +215,8 @@ void BindExecutor(nb::module_& m);
 void BindGraph(nb::module_& m);
 void BindVmTools(nb::module_& m);
 void BindTraining(nb::module_& m);
+// ONNX import (framework/onnx): sluice.onnx's C++ half.
+void BindOnnx(nb::module_& m);
 
 }  // namespace sluice::python
 

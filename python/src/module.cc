@@ -4,7 +4,9 @@
 
 NB_MODULE(_sluice, m) {
   namespace py = sluice::python;
-  m.doc() = "Sluice's C++ engine: eager tensors, static programs, executors, graphs, VM tools.";
+  m.doc() =
+      "Sluice's C++ engine: eager tensors, static programs, executors, graphs, VM tools, ONNX "
+      "import.";
 #ifdef SLUICE_PYTHON_WITH_CUDA
   m.attr("compiled_with_cuda") = true;
 #else
@@ -20,4 +22,5 @@ NB_MODULE(_sluice, m) {
   py::BindGraph(m);
   py::BindTraining(m);
   py::BindVmTools(m);
+  py::BindOnnx(m);
 }

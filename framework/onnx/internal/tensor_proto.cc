@@ -193,15 +193,18 @@ absl::StatusOr<Shape> InputShape(const ::onnx::ValueInfoProto& info,
         dims.push_back(size->second);
         continue;
       }
-      return absl::InvalidArgumentError(
-          absl::StrCat("graph input '", name, "' dimension ", i, " is symbolic ('", dim.dim_param(),
-                       "'); Sluice programs are static: give its size (--dim ", dim.dim_param(),
-                       "=N, or --input-shape ", name, "=D0,D1,...)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph input '", name, "' dimension ", i, " is symbolic ('", dim.dim_param(),
+          "'); Sluice programs are static: give its size (dim_sizes; --dim ", dim.dim_param(),
+          "=N in sluice) or the input's shape (input_shapes; "
+          "--input-shape ",
+          name, "=D0,D1,... in sluice)"));
     }
     return absl::InvalidArgumentError(absl::StrCat("graph input '", name, "' dimension ", i,
                                                    " is unknown; Sluice programs are static: "
-                                                   "give the input's shape (--input-shape ",
-                                                   name, "=D0,D1,...)"));
+                                                   "give the input's shape (input_shapes; "
+                                                   "--input-shape ",
+                                                   name, "=D0,D1,... in sluice)"));
   }
   return Shape::Make(dims);
 }
