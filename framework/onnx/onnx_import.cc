@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status.h"
 #include "framework/builder/program.h"
+#include "framework/onnx/internal/graph_walk.h"
 #include "framework/onnx/internal/node_context.h"
 #include "framework/onnx/internal/node_table.h"
 #include "framework/onnx/internal/tensor_proto.h"
@@ -70,30 +71,6 @@ absl::StatusOr<absl::flat_hash_map<std::string, Shape>> CheckAndInfer(
   return shapes;
 }
 
-// Checks each output the node defined against ONNX's inferred shape, when there is one.
-absl::Status CrossCheckShapes(const NodeContext& ctx, GraphState& state,
-                              const absl::flat_hash_map<std::string, Shape>& inferred) {
-  for (int i = 0; i < ctx.num_outputs(); ++i) {
-    if (!ctx.WantsOutput(i)) continue;
-    const std::string& name = ctx.node().output(i);
-    auto it = inferred.find(name);
-    if (it == inferred.end()) continue;
-    Shape shape;
-    if (const HostTensor* constant = state.Constant(name)) {
-      shape = constant->shape;
-    } else {
-      SLUICE_ASSIGN_OR_RETURN(Var var, state.VarOf(name));
-      shape = var.shape();
-    }
-    if (shape != it->second) {
-      return absl::InternalError(absl::StrCat(ctx.Describe(), ": output '", name, "' has shape ",
-                                              shape.ToString(), " here but ", it->second.ToString(),
-                                              " by ONNX's shape inference (an importer bug)"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ImportGraph(const ::onnx::GraphProto& graph, int64_t opset,
                          const absl::flat_hash_map<std::string, Shape>& inferred,
                          const OnnxImportOptions& options, Program& main, OnnxImport* result) {
@@ -116,19 +93,8 @@ absl::Status ImportGraph(const ::onnx::GraphProto& graph, int64_t opset,
     state.BindVar(input.name(), var);
     result->inputs.push_back({input.name(), var.name(), dtype, shape});
   }
-  for (const auto& node : graph.node()) {
-    NodeContext ctx(node, opset, &state);
-    if (!IsDefaultDomain(node.domain())) {
-      return absl::UnimplementedError(absl::StrCat(ctx.Describe(), ": domain '", node.domain(),
-                                                   "' is not supported (only the default "
-                                                   "ONNX domain is)"));
-    }
-    SLUICE_ASSIGN_OR_RETURN(const internal::NodeMapping* mapping, internal::FindNodeMapping(ctx));
-    // Shape arithmetic on constants becomes a constant (internal::TryFoldConstants).
-    SLUICE_ASSIGN_OR_RETURN(const bool folded, internal::TryFoldConstants(ctx));
-    if (!folded) SLUICE_RETURN_IF_ERROR(mapping->map(ctx));
-    SLUICE_RETURN_IF_ERROR(CrossCheckShapes(ctx, state, inferred));
-  }
+  state.set_inferred_shapes(&inferred);
+  SLUICE_RETURN_IF_ERROR(internal::MapGraphNodes(graph, opset, state));
   for (const auto& output : graph.output()) {
     absl::StatusOr<Var> var = state.VarOf(output.name());
     if (!var.ok()) {

@@ -53,7 +53,8 @@ absl::StatusOr<Var> GraphState::VarOf(const std::string& onnx_name) {
   desc.shape = constant->second.shape;
   desc.persistable = true;
   desc.stop_gradient = true;
-  SLUICE_ASSIGN_OR_RETURN(Var var, CreateVar(*program_, desc));
+  SLUICE_RETURN_IF_ERROR(program_->mutable_desc().mutable_global_block().AddVar(desc).status());
+  Var var(program_, desc.name);
   persistables_.emplace_back(desc.name, constant->second);
   BindVar(onnx_name, var);
   return var;
@@ -192,8 +193,10 @@ absl::Status NodeContext::SetOutput(int i, const Value& value) {
     var = copy.var();
   }
   const std::string name = state_->VarNameFor(onnx_name);
-  SLUICE_RETURN_IF_ERROR(
-      state_->program().mutable_desc().mutable_global_block().RenameVar(var.name(), name));
+  SLUICE_RETURN_IF_ERROR(state_->program()
+                             .mutable_desc()
+                             .mutable_block(state_->program().current_block())
+                             .RenameVar(var.name(), name));
   Var renamed(&state_->program(), name);
   state_->BindVar(onnx_name, renamed);
   return absl::OkStatus();

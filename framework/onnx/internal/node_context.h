@@ -54,9 +54,19 @@ class GraphState {
   bool Has(absl::string_view onnx_name) const {
     return vars_.contains(onnx_name) || constants_.contains(onnx_name);
   }
-  // The variable holding `onnx_name`, making a constant a persistable variable first.
+  // The variable holding `onnx_name`, making a constant a persistable variable of the global
+  // block first (also from inside a subgraph: sub-blocks read it as a capture).
   // NotFound naming the value when nothing defines it (yet).
   absl::StatusOr<Var> VarOf(const std::string& onnx_name);
+
+  // ONNX's inferred static shapes by value name, where its shape inference ran (null
+  // otherwise); not owned.
+  void set_inferred_shapes(const absl::flat_hash_map<std::string, Shape>* shapes) {
+    inferred_shapes_ = shapes;
+  }
+  const absl::flat_hash_map<std::string, Shape>* inferred_shapes() const {
+    return inferred_shapes_;
+  }
 
   // The persistables made so far, with their values, in creation order.
   std::vector<std::pair<std::string, HostTensor>>& persistables() { return persistables_; }
@@ -66,6 +76,7 @@ class GraphState {
   absl::flat_hash_map<std::string, Var> vars_;
   absl::flat_hash_map<std::string, HostTensor> constants_;
   absl::flat_hash_set<std::string> bound_vars_;
+  const absl::flat_hash_map<std::string, Shape>* inferred_shapes_ = nullptr;
   std::vector<std::pair<std::string, HostTensor>> persistables_;
 };
 

@@ -60,6 +60,8 @@ absl::Status MapSqueeze(NodeContext& ctx);  // Squeeze, Unsqueeze
 absl::Status MapTranspose(NodeContext& ctx);
 absl::Status MapConcat(NodeContext& ctx);
 absl::Status MapSplit(NodeContext& ctx);
+absl::Status MapIf(NodeContext& ctx);    // control_flow_mappers.cc
+absl::Status MapLoop(NodeContext& ctx);
 
 // Activations as compositions of elementwise ops (activation_mappers.cc).
 absl::Status MapLeakyRelu(NodeContext& ctx);
