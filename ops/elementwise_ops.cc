@@ -1,11 +1,18 @@
 // Schemas of the elementwise family: binary arithmetic with NumPy broadcasting, unary math
-// functions, clip, and their grad ops. Every op takes and produces f32 or f64, except max,
-// min and clip, which also take i32 and i64.
+// functions, clip, and their grad ops. Every op takes and produces f32 or f64, except add,
+// sub, mul, div, max, min, neg, abs, relu and clip, which also take i32 and i64.
 //
 //   add, sub, mul, div, max, min   X, Y -> Out     X and Y of one dtype; Out has the
 //                                  broadcast of their shapes (NumPy rules: dimensions
 //                                  aligned from the right, each pair equal or one of them 1)
 //                                  grad: <op>_grad(X, Y, Out@GRAD)
+//   add, sub, mul, div, neg, abs,  on i32 and i64 (ops/cpu/integer_arith_kernels.cc): +, -,
+//   relu (integers)                * and negation wrap around (two's complement), so
+//                                  |lowest| and lowest / -1 are the lowest value itself; div
+//                                  truncates toward zero (C++, ONNX Div); a zero divisor is
+//                                  an error of the run naming the element of Y. No gradient:
+//                                  autodiff and autograd differentiate floats only, so
+//                                  integer results are constants to them
 //   max, min                       NaN propagates, whatever the argument order (NumPy
 //                                  maximum/minimum, ONNX Max/Min): Out is X where X >= Y
 //                                  (max) or X <= Y (min) or X is NaN, else Y. So a NaN in
@@ -67,9 +74,13 @@ namespace {
 
 using Metas = std::vector<std::vector<TensorMeta>>;
 
-// The ops that also take integers: max and min are exact on integers, while the others
-// would need rules (overflow, division by zero) nobody has asked for.
-bool TakesIntegers(absl::string_view op) { return op == "max" || op == "min"; }
+// The forward ops that also take integers (ONNX models compute shapes and indices in INT64
+// and INT32 at run time): every binary op, and of the unary ones those exact on integers.
+// Their rules for overflow and division by zero are in the comment above.
+bool TakesIntegers(absl::string_view op) {
+  return op == "add" || op == "sub" || op == "mul" || op == "div" || op == "max" || op == "min" ||
+         op == "neg" || op == "abs" || op == "relu";
+}
 
 // X and Y (inputs 0 and 1) of one dtype and broadcastable: their broadcast shape. The dtype
 // is f32 or f64, or also i32 or i64 when `integers`.
@@ -111,8 +122,13 @@ absl::StatusOr<Metas> InferBinaryGrad(const InferContext& ctx) {
 }
 
 absl::StatusOr<Metas> InferUnary(const InferContext& ctx) {
-  SLUICE_RETURN_IF_ERROR(RequireFloat(ctx, ctx.input(0), "input X"));
-  return Single(ctx.input(0));
+  const TensorMeta& x = ctx.input(0);
+  if (!TakesIntegers(ctx.op())) {
+    SLUICE_RETURN_IF_ERROR(RequireFloat(ctx, x, "input X"));
+  } else if (x.dtype == DataType::kBool) {
+    return ctx.Error(absl::StrCat("input X is ", MetaText(x), "; it must be f32, f64, i32 or i64"));
+  }
+  return Single(x);
 }
 
 // Inputs (X or Out), OutGrad of one float dtype and shape -> XGrad like them.

@@ -14,12 +14,18 @@ absl::Status RegisterStandardOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(internal::RegisterElementwiseHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterNnOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterNnHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterNormOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterNormHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterConvOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterConvHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterShapeAndOptimizerOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterShapeAndOptimizerHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCompareOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCompareHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterRowOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterRowHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterIndexOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterIndexHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCollectiveOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCollectiveKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCudaKernels(registry));

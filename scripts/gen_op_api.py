@@ -210,10 +210,11 @@ class Op:
             self.outputs = 1
         elif outputs == "list":
             self.outputs = "list"
-        elif isinstance(outputs, list) and len(outputs) == 2:
+        elif (isinstance(outputs, list) and len(outputs) >= 2 and
+              all(isinstance(n, str) and IDENT.match(n) for n in outputs)):
             self.outputs = outputs
         else:
-            fail(row, "outputs must be 1, \"list\" or a list of two names")
+            fail(row, "outputs must be 1, \"list\" or a list of two or more names")
         if not self.inputs and self.outputs != 1:
             fail(row, "an op without operands has one output")
         self.in_place = row.get("in_place", False)
@@ -240,9 +241,13 @@ class Op:
     def result(self, value):
         if self.outputs == 1:
             return value
-        if self.outputs == "list":
+        if self.outputs == "list" or self.named_outputs() > 2:
             return f"std::vector<{value}>"
         return f"std::pair<{value}, {value}>"
+
+    def named_outputs(self):
+        """How many names `outputs` lists (0 for 1 or "list")."""
+        return len(self.outputs) if isinstance(self.outputs, list) else 0
 
     def operands(self, value):
         if self.variadic:
@@ -379,7 +384,7 @@ def body_value(op):
     else:
         slots = "{" + ", ".join(f"{{{n}}}" for n in op.inputs) + "}"
     kind = {1: "ApplyOne", "list": "Apply"}.get(op.outputs if op.outputs in (1, "list") else 0,
-                                                "ApplyPair")
+                                                "ApplyPair" if op.named_outputs() == 2 else "Apply")
     return [f'  return internal::{kind}("{op.op}", {slots}, {attrs});']
 
 
@@ -396,7 +401,7 @@ def body_tensor(op):
     slots = f"{{{op.inputs[0]}}}" if op.variadic else "{" + ", ".join(
         f"{{{n}}}" for n in op.inputs) + "}"
     kind = {1: "EagerOne", "list": "Eager"}.get(op.outputs if op.outputs in (1, "list") else 0,
-                                                "EagerPair")
+                                                "EagerPair" if op.named_outputs() == 2 else "Eager")
     return [f'  return internal::{kind}("{op.op}", {slots}, {attrs});']
 
 
@@ -426,7 +431,8 @@ def gen_source(ops):
             attrs = "{" + ", ".join(
                 f'{{"{a.name}", "{a.attr}", "{a.type}", {"true" if a.has_default else "false"}}}'
                 for a in op.attrs) + "}"
-            outputs = {1: 1, "list": -1}.get(op.outputs if op.outputs in (1, "list") else 0, 2)
+            outputs = {1: 1, "list": -1}.get(op.outputs if op.outputs in (1, "list") else 0,
+                                             op.named_outputs())
             out.append(f'      {{"{op.op}", "{op.cpp}", "{op.python}", {inputs}, '
                        f'{"true" if op.variadic else "false"}, {attrs}, {outputs}, '
                        f'{"true" if op.in_place else "false"}}},')
@@ -453,8 +459,11 @@ def bind_one(op):
     elif op.outputs == "list":
         ret = (f"nb::list out; for (framework::Value& v : {call}) "
                "out.append(FromValue(std::move(v))); return out;")
-    else:
+    elif op.named_outputs() == 2:
         ret = f"auto [a, b] = {call}; return nb::make_tuple(FromValue(a), FromValue(b));"
+    else:
+        values = ", ".join(f"FromValue(v[{i}])" for i in range(op.named_outputs()))
+        ret = f"auto v = {call}; return nb::make_tuple({values});"
     ret_type = {1: "nb::object", "list": "nb::list"}.get(
         op.outputs if op.outputs in (1, "list") else 0, "nb::tuple")
     nb_args = [f'nb::arg("{n}")' for n in op.py_inputs] + [

@@ -154,6 +154,15 @@ absl::StatusOr<eager::Tensor> Abs(const eager::Tensor& x) {
   return eager::CallOp("abs", inputs, vm::AttrMap());
 }
 
+absl::StatusOr<Value> Erf(const Value& x) {
+  return internal::ApplyOne("erf", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Erf(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("erf", inputs, vm::AttrMap());
+}
+
 absl::StatusOr<Value> Neg(const Value& x) {
   return internal::ApplyOne("neg", {{x}}, vm::AttrMap());
 }
@@ -384,6 +393,110 @@ absl::StatusOr<std::pair<eager::Tensor, eager::Tensor>> SoftmaxWithCrossEntropy(
   return internal::EagerPair("softmax_with_cross_entropy", {{logits}, {label}}, vm::AttrMap());
 }
 
+absl::StatusOr<Value> BatchNormInfer(const Value& x, const Value& scale, const Value& bias,
+                                     const Value& mean, const Value& var, double epsilon) {
+  return internal::ApplyOne("batch_norm_infer", {{x}, {scale}, {bias}, {mean}, {var}},
+                            vm::AttrMap().Set("epsilon", epsilon));
+}
+
+absl::StatusOr<eager::Tensor> BatchNormInfer(const eager::Tensor& x, const eager::Tensor& scale,
+                                             const eager::Tensor& bias, const eager::Tensor& mean,
+                                             const eager::Tensor& var, double epsilon) {
+  const eager::Tensor* const inputs[] = {&x, &scale, &bias, &mean, &var};
+  return eager::CallOp("batch_norm_infer", inputs, vm::AttrMap().Set("epsilon", epsilon));
+}
+
+absl::StatusOr<std::vector<Value>> LayerNorm(const Value& x, const Value& scale, const Value& bias,
+                                             int64_t axis, double epsilon) {
+  return internal::Apply("layer_norm", {{x}, {scale}, {bias}},
+                         vm::AttrMap().Set("axis", axis).Set("epsilon", epsilon));
+}
+
+absl::StatusOr<std::vector<eager::Tensor>> LayerNorm(const eager::Tensor& x,
+                                                     const eager::Tensor& scale,
+                                                     const eager::Tensor& bias, int64_t axis,
+                                                     double epsilon) {
+  return internal::Eager("layer_norm", {{x}, {scale}, {bias}},
+                         vm::AttrMap().Set("axis", axis).Set("epsilon", epsilon));
+}
+
+absl::StatusOr<Value> Conv2d(const Value& x, const Value& w, std::vector<int64_t> strides,
+                             std::vector<int64_t> pads, std::vector<int64_t> dilations,
+                             int64_t groups) {
+  return internal::ApplyOne("conv2d", {{x}, {w}},
+                            vm::AttrMap()
+                                .Set("strides", std::move(strides))
+                                .Set("pads", std::move(pads))
+                                .Set("dilations", std::move(dilations))
+                                .Set("groups", groups));
+}
+
+absl::StatusOr<eager::Tensor> Conv2d(const eager::Tensor& x, const eager::Tensor& w,
+                                     std::vector<int64_t> strides, std::vector<int64_t> pads,
+                                     std::vector<int64_t> dilations, int64_t groups) {
+  const eager::Tensor* const inputs[] = {&x, &w};
+  return eager::CallOp("conv2d", inputs,
+                       vm::AttrMap()
+                           .Set("strides", std::move(strides))
+                           .Set("pads", std::move(pads))
+                           .Set("dilations", std::move(dilations))
+                           .Set("groups", groups));
+}
+
+absl::StatusOr<Value> MaxPool2d(const Value& x, std::vector<int64_t> kernel,
+                                std::vector<int64_t> strides, std::vector<int64_t> pads,
+                                std::vector<int64_t> dilations, bool ceil_mode) {
+  return internal::ApplyOne("max_pool2d", {{x}},
+                            vm::AttrMap()
+                                .Set("kernel", std::move(kernel))
+                                .Set("strides", std::move(strides))
+                                .Set("pads", std::move(pads))
+                                .Set("dilations", std::move(dilations))
+                                .Set("ceil_mode", int64_t{ceil_mode}));
+}
+
+absl::StatusOr<eager::Tensor> MaxPool2d(const eager::Tensor& x, std::vector<int64_t> kernel,
+                                        std::vector<int64_t> strides, std::vector<int64_t> pads,
+                                        std::vector<int64_t> dilations, bool ceil_mode) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("max_pool2d", inputs,
+                       vm::AttrMap()
+                           .Set("kernel", std::move(kernel))
+                           .Set("strides", std::move(strides))
+                           .Set("pads", std::move(pads))
+                           .Set("dilations", std::move(dilations))
+                           .Set("ceil_mode", int64_t{ceil_mode}));
+}
+
+absl::StatusOr<Value> AvgPool2d(const Value& x, std::vector<int64_t> kernel,
+                                std::vector<int64_t> strides, std::vector<int64_t> pads,
+                                std::vector<int64_t> dilations, bool ceil_mode,
+                                bool count_include_pad) {
+  return internal::ApplyOne("avg_pool2d", {{x}},
+                            vm::AttrMap()
+                                .Set("kernel", std::move(kernel))
+                                .Set("strides", std::move(strides))
+                                .Set("pads", std::move(pads))
+                                .Set("dilations", std::move(dilations))
+                                .Set("ceil_mode", int64_t{ceil_mode})
+                                .Set("count_include_pad", int64_t{count_include_pad}));
+}
+
+absl::StatusOr<eager::Tensor> AvgPool2d(const eager::Tensor& x, std::vector<int64_t> kernel,
+                                        std::vector<int64_t> strides, std::vector<int64_t> pads,
+                                        std::vector<int64_t> dilations, bool ceil_mode,
+                                        bool count_include_pad) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("avg_pool2d", inputs,
+                       vm::AttrMap()
+                           .Set("kernel", std::move(kernel))
+                           .Set("strides", std::move(strides))
+                           .Set("pads", std::move(pads))
+                           .Set("dilations", std::move(dilations))
+                           .Set("ceil_mode", int64_t{ceil_mode})
+                           .Set("count_include_pad", int64_t{count_include_pad}));
+}
+
 absl::StatusOr<Value> Reshape(const Value& x, std::vector<int64_t> shape) {
   return internal::ApplyOne("reshape", {{x}}, vm::AttrMap().Set("shape", std::move(shape)));
 }
@@ -417,6 +530,48 @@ absl::StatusOr<std::vector<Value>> Split(const Value& x, int64_t num, int64_t ax
 absl::StatusOr<std::vector<eager::Tensor>> Split(const eager::Tensor& x, int64_t num,
                                                  int64_t axis) {
   return internal::Eager("split", {{x}}, vm::AttrMap().Set("num", num).Set("axis", axis));
+}
+
+absl::StatusOr<Value> Gather(const Value& x, const Value& index, int64_t axis) {
+  return internal::ApplyOne("gather", {{x}, {index}}, vm::AttrMap().Set("axis", axis));
+}
+
+absl::StatusOr<eager::Tensor> Gather(const eager::Tensor& x, const eager::Tensor& index,
+                                     int64_t axis) {
+  const eager::Tensor* const inputs[] = {&x, &index};
+  return eager::CallOp("gather", inputs, vm::AttrMap().Set("axis", axis));
+}
+
+absl::StatusOr<Value> Slice(const Value& x, std::vector<int64_t> starts, std::vector<int64_t> ends,
+                            std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  return internal::ApplyOne("slice", {{x}},
+                            vm::AttrMap()
+                                .Set("starts", std::move(starts))
+                                .Set("ends", std::move(ends))
+                                .Set("axes", std::move(axes))
+                                .Set("steps", std::move(steps)));
+}
+
+absl::StatusOr<eager::Tensor> Slice(const eager::Tensor& x, std::vector<int64_t> starts,
+                                    std::vector<int64_t> ends, std::vector<int64_t> axes,
+                                    std::vector<int64_t> steps) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("slice", inputs,
+                       vm::AttrMap()
+                           .Set("starts", std::move(starts))
+                           .Set("ends", std::move(ends))
+                           .Set("axes", std::move(axes))
+                           .Set("steps", std::move(steps)));
+}
+
+absl::StatusOr<Value> Where(const Value& cond, const Value& x, const Value& y) {
+  return internal::ApplyOne("where", {{cond}, {x}, {y}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Where(const eager::Tensor& cond, const eager::Tensor& x,
+                                    const eager::Tensor& y) {
+  const eager::Tensor* const inputs[] = {&cond, &x, &y};
+  return eager::CallOp("where", inputs, vm::AttrMap());
 }
 
 absl::StatusOr<Value> Sum(const std::vector<Value>& xs) {
@@ -521,7 +676,7 @@ void AddRows0(std::vector<OpApiRow>& rows) {
           {"sqrt", "Sqrt", "sqrt", {"x"}, false, {}, 1, false},
           {"square", "Square", "square", {"x"}, false, {}, 1, false},
           {"abs", "Abs", "abs", {"x"}, false, {}, 1, false},
-          {"neg", "Neg", "neg", {"x"}, false, {}, 1, false},
+          {"erf", "Erf", "erf", {"x"}, false, {}, 1, false},
       });
 }
 
@@ -530,6 +685,7 @@ void AddRows1(std::vector<OpApiRow>& rows) {
   rows.insert(
       rows.end(),
       {
+          {"neg", "Neg", "neg", {"x"}, false, {}, 1, false},
           {"scale",
            "Scale",
            "scale",
@@ -559,6 +715,14 @@ void AddRows1(std::vector<OpApiRow>& rows) {
           {"logical_or", "LogicalOr", "logical_or", {"x", "y"}, false, {}, 1, false},
           {"logical_xor", "LogicalXor", "logical_xor", {"x", "y"}, false, {}, 1, false},
           {"logical_not", "LogicalNot", "logical_not", {"x"}, false, {}, 1, false},
+      });
+}
+
+// Rows 33-48 of the table, as data.
+void AddRows2(std::vector<OpApiRow>& rows) {
+  rows.insert(
+      rows.end(),
+      {
           {"increment",
            "Increment",
            "increment",
@@ -567,14 +731,6 @@ void AddRows1(std::vector<OpApiRow>& rows) {
            {{"value", "value", "f64", true}},
            1,
            false},
-      });
-}
-
-// Rows 33-46 of the table, as data.
-void AddRows2(std::vector<OpApiRow>& rows) {
-  rows.insert(
-      rows.end(),
-      {
           {"matmul",
            "Matmul",
            "matmul",
@@ -624,6 +780,58 @@ void AddRows2(std::vector<OpApiRow>& rows) {
            {},
            2,
            false},
+          {"batch_norm_infer",
+           "BatchNormInfer",
+           "batch_norm_infer",
+           {"x", "scale", "bias", "mean", "var"},
+           false,
+           {{"epsilon", "epsilon", "f64", true}},
+           1,
+           false},
+          {"layer_norm",
+           "LayerNorm",
+           "layer_norm",
+           {"x", "scale", "bias"},
+           false,
+           {{"axis", "axis", "i64", true}, {"epsilon", "epsilon", "f64", true}},
+           3,
+           false},
+          {"conv2d",
+           "Conv2d",
+           "conv2d",
+           {"x", "w"},
+           false,
+           {{"strides", "strides", "ints", true},
+            {"pads", "pads", "ints", true},
+            {"dilations", "dilations", "ints", true},
+            {"groups", "groups", "i64", true}},
+           1,
+           false},
+          {"max_pool2d",
+           "MaxPool2d",
+           "max_pool2d",
+           {"x"},
+           false,
+           {{"kernel", "kernel", "ints", false},
+            {"strides", "strides", "ints", true},
+            {"pads", "pads", "ints", true},
+            {"dilations", "dilations", "ints", true},
+            {"ceil_mode", "ceil_mode", "bool", true}},
+           1,
+           false},
+          {"avg_pool2d",
+           "AvgPool2d",
+           "avg_pool2d",
+           {"x"},
+           false,
+           {{"kernel", "kernel", "ints", false},
+            {"strides", "strides", "ints", true},
+            {"pads", "pads", "ints", true},
+            {"dilations", "dilations", "ints", true},
+            {"ceil_mode", "ceil_mode", "bool", true},
+            {"count_include_pad", "count_include_pad", "bool", true}},
+           1,
+           false},
           {"reshape",
            "Reshape",
            "reshape",
@@ -649,42 +857,68 @@ void AddRows2(std::vector<OpApiRow>& rows) {
            {{"num", "num", "i64", false}, {"axis", "axis", "i64", true}},
            -1,
            false},
-          {"sum", "Sum", "add_n", {"xs"}, true, {}, 1, false},
-          {"fill_constant",
-           "FillConstant",
-           "",
-           {},
-           false,
-           {{"shape", "shape", "shape", false},
-            {"value", "value", "f64", false},
-            {"dtype", "dtype", "dtype", true}},
-           1,
-           false},
-          {"uniform_random",
-           "UniformRandom",
-           "",
-           {},
-           false,
-           {{"shape", "shape", "shape", false},
-            {"min", "min", "f64", true},
-            {"max", "max", "f64", true},
-            {"seed", "seed", "seed", true},
-            {"dtype", "dtype", "dtype", true}},
-           1,
-           false},
-          {"gaussian_random",
-           "GaussianRandom",
-           "",
-           {},
-           false,
-           {{"shape", "shape", "shape", false},
-            {"mean", "mean", "f64", true},
-            {"std", "std", "f64", true},
-            {"seed", "seed", "seed", true},
-            {"dtype", "dtype", "dtype", true}},
-           1,
-           false},
       });
+}
+
+// Rows 49-55 of the table, as data.
+void AddRows3(std::vector<OpApiRow>& rows) {
+  rows.insert(rows.end(), {
+                              {"gather",
+                               "Gather",
+                               "gather",
+                               {"x", "index"},
+                               false,
+                               {{"axis", "axis", "i64", true}},
+                               1,
+                               false},
+                              {"slice",
+                               "Slice",
+                               "slice",
+                               {"x"},
+                               false,
+                               {{"starts", "starts", "ints", false},
+                                {"ends", "ends", "ints", false},
+                                {"axes", "axes", "ints", true},
+                                {"steps", "steps", "ints", true}},
+                               1,
+                               false},
+                              {"where", "Where", "where", {"cond", "x", "y"}, false, {}, 1, false},
+                              {"sum", "Sum", "add_n", {"xs"}, true, {}, 1, false},
+                              {"fill_constant",
+                               "FillConstant",
+                               "",
+                               {},
+                               false,
+                               {{"shape", "shape", "shape", false},
+                                {"value", "value", "f64", false},
+                                {"dtype", "dtype", "dtype", true}},
+                               1,
+                               false},
+                              {"uniform_random",
+                               "UniformRandom",
+                               "",
+                               {},
+                               false,
+                               {{"shape", "shape", "shape", false},
+                                {"min", "min", "f64", true},
+                                {"max", "max", "f64", true},
+                                {"seed", "seed", "seed", true},
+                                {"dtype", "dtype", "dtype", true}},
+                               1,
+                               false},
+                              {"gaussian_random",
+                               "GaussianRandom",
+                               "",
+                               {},
+                               false,
+                               {{"shape", "shape", "shape", false},
+                                {"mean", "mean", "f64", true},
+                                {"std", "std", "f64", true},
+                                {"seed", "seed", "seed", true},
+                                {"dtype", "dtype", "dtype", true}},
+                               1,
+                               false},
+                          });
 }
 
 const std::vector<OpApiRow>* MakeRows() {
@@ -692,6 +926,7 @@ const std::vector<OpApiRow>* MakeRows() {
   AddRows0(*rows);
   AddRows1(*rows);
   AddRows2(*rows);
+  AddRows3(*rows);
   return rows;
 }
 

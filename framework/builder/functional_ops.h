@@ -52,7 +52,8 @@ absl::StatusOr<eager::Tensor> Mul(const eager::Tensor& x, const eager::Tensor& y
 // In place: x becomes the result (eager only; see above).
 absl::Status MulInPlace(const eager::Tensor& x, const eager::Tensor& y);
 
-// x / y, NumPy broadcasting. (op "div")
+// x / y, NumPy broadcasting; integers (i32, i64) truncate toward zero, and a zero divisor fails
+// the run. (op "div")
 absl::StatusOr<Value> Div(const Value& x, const Value& y);
 absl::StatusOr<eager::Tensor> Div(const eager::Tensor& x, const eager::Tensor& y);
 
@@ -103,6 +104,10 @@ absl::StatusOr<eager::Tensor> Square(const eager::Tensor& x);
 // |x|; NaN stays NaN. Its gradient is sign(x) * dOut, 0 at x = 0. (op "abs")
 absl::StatusOr<Value> Abs(const Value& x);
 absl::StatusOr<eager::Tensor> Abs(const eager::Tensor& x);
+
+// The error function of x, 2 / sqrt(pi) times the integral of exp(-t^2) from 0 to x. (op "erf")
+absl::StatusOr<Value> Erf(const Value& x);
+absl::StatusOr<eager::Tensor> Erf(const eager::Tensor& x);
 
 // -x. (op "neg")
 absl::StatusOr<Value> Neg(const Value& x);
@@ -209,6 +214,58 @@ absl::StatusOr<std::pair<Value, Value>> SoftmaxWithCrossEntropy(const Value& log
 absl::StatusOr<std::pair<eager::Tensor, eager::Tensor>> SoftmaxWithCrossEntropy(
     const eager::Tensor& logits, const eager::Tensor& label);
 
+// (x - mean) / sqrt(var + epsilon) * scale + bias per channel (dim 1) of x [N, C, ...], with
+// given statistics [C] (inference). (op "batch_norm_infer")
+absl::StatusOr<Value> BatchNormInfer(const Value& x, const Value& scale, const Value& bias,
+                                     const Value& mean, const Value& var, double epsilon = 1e-05);
+absl::StatusOr<eager::Tensor> BatchNormInfer(const eager::Tensor& x, const eager::Tensor& scale,
+                                             const eager::Tensor& bias, const eager::Tensor& mean,
+                                             const eager::Tensor& var, double epsilon = 1e-05);
+
+// (out, mean, inv_std_dev): each row of x over dims [axis, rank) normalized, times scale plus
+// bias (both of those dims); mean and inv_std_dev keep those dims as 1. (op "layer_norm")
+absl::StatusOr<std::vector<Value>> LayerNorm(const Value& x, const Value& scale, const Value& bias,
+                                             int64_t axis = -1, double epsilon = 1e-05);
+absl::StatusOr<std::vector<eager::Tensor>> LayerNorm(const eager::Tensor& x,
+                                                     const eager::Tensor& scale,
+                                                     const eager::Tensor& bias, int64_t axis = -1,
+                                                     double epsilon = 1e-05);
+
+// 2-D convolution (cross-correlation) of x [N, C, H, W] with w [M, C / groups, kH, kW], zero pads
+// (top, left, bottom, right); a bias [M] is an add of it reshaped to [M, 1, 1]. (op "conv2d")
+absl::StatusOr<Value> Conv2d(const Value& x, const Value& w, std::vector<int64_t> strides = {1, 1},
+                             std::vector<int64_t> pads = {0, 0, 0, 0},
+                             std::vector<int64_t> dilations = {1, 1}, int64_t groups = 1);
+absl::StatusOr<eager::Tensor> Conv2d(const eager::Tensor& x, const eager::Tensor& w,
+                                     std::vector<int64_t> strides = {1, 1},
+                                     std::vector<int64_t> pads = {0, 0, 0, 0},
+                                     std::vector<int64_t> dilations = {1, 1}, int64_t groups = 1);
+
+// The largest tap of each window of x [N, C, H, W] inside x (padding never wins; NaN propagates);
+// strides empty: the kernel. (op "max_pool2d")
+absl::StatusOr<Value> MaxPool2d(const Value& x, std::vector<int64_t> kernel,
+                                std::vector<int64_t> strides = {},
+                                std::vector<int64_t> pads = {0, 0, 0, 0},
+                                std::vector<int64_t> dilations = {1, 1}, bool ceil_mode = false);
+absl::StatusOr<eager::Tensor> MaxPool2d(const eager::Tensor& x, std::vector<int64_t> kernel,
+                                        std::vector<int64_t> strides = {},
+                                        std::vector<int64_t> pads = {0, 0, 0, 0},
+                                        std::vector<int64_t> dilations = {1, 1},
+                                        bool ceil_mode = false);
+
+// The mean of each window of x [N, C, H, W] over its taps inside x, or inside the padded extent
+// with count_include_pad; strides empty: the kernel. (op "avg_pool2d")
+absl::StatusOr<Value> AvgPool2d(const Value& x, std::vector<int64_t> kernel,
+                                std::vector<int64_t> strides = {},
+                                std::vector<int64_t> pads = {0, 0, 0, 0},
+                                std::vector<int64_t> dilations = {1, 1}, bool ceil_mode = false,
+                                bool count_include_pad = false);
+absl::StatusOr<eager::Tensor> AvgPool2d(const eager::Tensor& x, std::vector<int64_t> kernel,
+                                        std::vector<int64_t> strides = {},
+                                        std::vector<int64_t> pads = {0, 0, 0, 0},
+                                        std::vector<int64_t> dilations = {1, 1},
+                                        bool ceil_mode = false, bool count_include_pad = false);
+
 // x with a new shape of as many elements (one dimension may be -1). (op "reshape")
 absl::StatusOr<Value> Reshape(const Value& x, std::vector<int64_t> shape);
 absl::StatusOr<eager::Tensor> Reshape(const eager::Tensor& x, std::vector<int64_t> shape);
@@ -225,6 +282,25 @@ absl::StatusOr<eager::Tensor> Concat(const std::vector<eager::Tensor>& xs, int64
 absl::StatusOr<std::vector<Value>> Split(const Value& x, int64_t num, int64_t axis = 0);
 absl::StatusOr<std::vector<eager::Tensor>> Split(const eager::Tensor& x, int64_t num,
                                                  int64_t axis = 0);
+
+// The slices of x along axis at index (i32 or i64, any shape; negative counts from the end, out
+// of range fails the run), shaped x.shape[:axis] + index.shape + x.shape[axis+1:]. (op "gather")
+absl::StatusOr<Value> Gather(const Value& x, const Value& index, int64_t axis = 0);
+absl::StatusOr<eager::Tensor> Gather(const eager::Tensor& x, const eager::Tensor& index,
+                                     int64_t axis = 0);
+
+// x[starts:ends:steps] along axes as ONNX's Slice (negative starts and ends count from the end,
+// then clamp; negative steps walk back); axes default to 0, 1, ..., steps to 1. (op "slice")
+absl::StatusOr<Value> Slice(const Value& x, std::vector<int64_t> starts, std::vector<int64_t> ends,
+                            std::vector<int64_t> axes = {}, std::vector<int64_t> steps = {});
+absl::StatusOr<eager::Tensor> Slice(const eager::Tensor& x, std::vector<int64_t> starts,
+                                    std::vector<int64_t> ends, std::vector<int64_t> axes = {},
+                                    std::vector<int64_t> steps = {});
+
+// x where cond (bool) holds, else y, NumPy broadcasting over all three. (op "where")
+absl::StatusOr<Value> Where(const Value& cond, const Value& x, const Value& y);
+absl::StatusOr<eager::Tensor> Where(const eager::Tensor& cond, const eager::Tensor& x,
+                                    const eager::Tensor& y);
 
 // The elementwise sum of the operands (one or more, one shape). (op "sum")
 absl::StatusOr<Value> Sum(const std::vector<Value>& xs);

@@ -1,5 +1,6 @@
 // Host kernels (cpu and sim) of the elementwise family (ops/elementwise_ops.cc), f32 and f64,
-// and i32 and i64 for max, min and clip.
+// and i32 and i64 for max, min and clip (and, from ops/cpu/integer_arith_kernels.cc, for add,
+// sub, mul, div, neg, abs and relu).
 // The loops live in ops/cpu/elementwise_loops.h: same shapes run as one contiguous row, a
 // broadcast scalar as one row against a constant, and other broadcasts as rows of the
 // collapsed output with the innermost dimension contiguous. An output may be an input's
@@ -424,7 +425,8 @@ absl::Status RegisterElementwiseHostKernels(OpRegistry* registry) {
   // clip takes i32 and i64 as max and min do; its gradient is f32 and f64 only.
   SLUICE_RETURN_IF_ERROR((RegisterFor<ClipKernel>(registry, "clip", MaxMinTypes{})));
   SLUICE_RETURN_IF_ERROR((Register<ClipGradKernel>(registry, "clip_grad")));
-  return absl::OkStatus();
+  // add, sub, mul, div, neg, abs and relu on i32 and i64 (their own element functions).
+  return RegisterIntegerArithHostKernels(registry);
 }
 
 }  // namespace sluice::ops::internal

@@ -146,6 +146,9 @@ absl::Status RegisterCudaKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(RegisterShapeAndOptimizerCudaKernels(registry));
   SLUICE_RETURN_IF_ERROR(RegisterCompareCudaKernels(registry));
   SLUICE_RETURN_IF_ERROR(RegisterRowCudaKernels(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterNormCudaKernels(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterIndexCudaKernels(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterConvCudaKernels(registry));
   return absl::OkStatus();
 }
 

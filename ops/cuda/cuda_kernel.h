@@ -153,6 +153,12 @@ absl::Status RegisterNnCudaKernels(OpRegistry* registry);
 absl::Status RegisterShapeAndOptimizerCudaKernels(OpRegistry* registry);
 absl::Status RegisterCompareCudaKernels(OpRegistry* registry);
 absl::Status RegisterRowCudaKernels(OpRegistry* registry);
+absl::Status RegisterNormCudaKernels(OpRegistry* registry);
+// The i32 and i64 add, sub, mul, div, neg, abs and relu (ops/cuda/integer_arith_op_kernels.cc);
+// RegisterElementwiseCudaKernels calls it.
+absl::Status RegisterIntegerArithCudaKernels(OpRegistry* registry);
+absl::Status RegisterIndexCudaKernels(OpRegistry* registry);
+absl::Status RegisterConvCudaKernels(OpRegistry* registry);
 
 }  // namespace sluice::ops::internal
 

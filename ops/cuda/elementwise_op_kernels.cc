@@ -1,5 +1,6 @@
 // CUDA kernels (OpKernels) of the elementwise family (ops/elementwise_ops.cc), f32 and f64
-// (and i32 and i64 for max and min), with the host kernels' operand checks
+// (and i32 and i64 for max and min; the other integer kernels are in
+// ops/cuda/integer_arith_op_kernels.cc), with the host kernels' operand checks
 // (ops/cpu/elementwise_kernels.cc). A binary op runs as a map over the output's IndexPlan; a
 // binary grad op computes each input's gradient as a map (the input was not broadcast) or as
 // sums over the broadcast dims, reading from copies of any input that is also an output
@@ -300,11 +301,14 @@ absl::Status RegisterElementwiseCudaKernels(OpRegistry* registry) {
         return MakeCudaKernel("clip",
                               [](const CudaArgs& a) { return RunClip<T>("clip", a, false); });
       })));
-  return RegisterCudaKernelsFor<float, double>(registry, "clip_grad", [](auto tag) {
-    using T = typename decltype(tag)::type;
-    return MakeCudaKernel("clip_grad",
-                          [](const CudaArgs& a) { return RunClip<T>("clip_grad", a, true); });
-  });
+  SLUICE_RETURN_IF_ERROR(
+      (RegisterCudaKernelsFor<float, double>(registry, "clip_grad", [](auto tag) {
+        using T = typename decltype(tag)::type;
+        return MakeCudaKernel("clip_grad",
+                              [](const CudaArgs& a) { return RunClip<T>("clip_grad", a, true); });
+      })));
+  // add, sub, mul, div, neg, abs and relu on i32 and i64 (their own element functions).
+  return RegisterIntegerArithCudaKernels(registry);
 }
 
 }  // namespace sluice::ops::internal

@@ -21,11 +21,22 @@ absl::Status RegisterBasicHostKernels(OpRegistry* registry);
 // square, and their grad ops.
 absl::Status RegisterElementwiseOps(OpRegistry* registry);
 absl::Status RegisterElementwiseHostKernels(OpRegistry* registry);
+// The i32 and i64 kernels of add, sub, mul, div, neg, abs and relu (ops/cpu/
+// integer_arith_kernels.cc); RegisterElementwiseHostKernels calls it.
+absl::Status RegisterIntegerArithHostKernels(OpRegistry* registry);
 
 // matmul, reduce_sum, reduce_mean, softmax, log_softmax, softmax_with_cross_entropy, and
 // their grad ops.
 absl::Status RegisterNnOps(OpRegistry* registry);
 absl::Status RegisterNnHostKernels(OpRegistry* registry);
+
+// batch_norm_infer, layer_norm, and their grad ops (ops/norm_ops.cc).
+absl::Status RegisterNormOps(OpRegistry* registry);
+absl::Status RegisterNormHostKernels(OpRegistry* registry);
+
+// conv2d, max_pool2d, avg_pool2d (NCHW, f32 and f64) and their grad ops (ops/conv_ops.cc).
+absl::Status RegisterConvOps(OpRegistry* registry);
+absl::Status RegisterConvHostKernels(OpRegistry* registry);
 
 // reshape, transpose, concat, split (and grads); sgd, adam.
 absl::Status RegisterShapeAndOptimizerOps(OpRegistry* registry);
@@ -45,6 +56,11 @@ absl::Status CheckIncrementValue(absl::string_view op, DataType dtype, double va
 // Host kernels for every dtype.
 absl::Status RegisterRowOps(OpRegistry* registry);
 absl::Status RegisterRowHostKernels(OpRegistry* registry);
+
+// gather, slice, where (and grads) and erf (ops/index_ops.cc). Host kernels: gather, slice
+// for every dtype, where under Cond's bool for X and Y of every dtype, the rest f32 and f64.
+absl::Status RegisterIndexOps(OpRegistry* registry);
+absl::Status RegisterIndexHostKernels(OpRegistry* registry);
 
 // all_reduce, all_gather, reduce_scatter, broadcast, reduce, send, recv (ops/collective_ops.cc),
 // and their kernel for every device type and dtype (ops/collective_kernel.cc): one kernel,

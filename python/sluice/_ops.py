@@ -4,11 +4,12 @@ The functional ops of the table, re-exported by the package.
 """
 
 from ._sluice import (  # noqa: F401
-    abs, add, add_, add_n, assign, clip, concat, divide, equal, exp, greater_equal, greater_than,
-    increment, less_equal, less_than, log, log_softmax, logical_and, logical_not, logical_or,
-    logical_xor, matmul, maximum, mean, minimum, multiply, multiply_, neg, not_equal, pow, relu,
-    relu_, reshape, scale, scale_, sigmoid, softmax, split, sqrt, square, subtract, sum, tanh,
-    transpose, zeros_like,
+    abs, add, add_, add_n, assign, avg_pool2d, batch_norm_infer, clip, concat, conv2d, divide,
+    equal, erf, exp, gather, greater_equal, greater_than, increment, layer_norm, less_equal,
+    less_than, log, log_softmax, logical_and, logical_not, logical_or, logical_xor, matmul,
+    max_pool2d, maximum, mean, minimum, multiply, multiply_, neg, not_equal, pow, relu, relu_,
+    reshape, scale, scale_, sigmoid, slice, softmax, split, sqrt, square, subtract, sum, tanh,
+    transpose, where, zeros_like,
 )
 
 __all__ = [
@@ -17,14 +18,20 @@ __all__ = [
     "add_",
     "add_n",
     "assign",
+    "avg_pool2d",
+    "batch_norm_infer",
     "clip",
     "concat",
+    "conv2d",
     "divide",
     "equal",
+    "erf",
     "exp",
+    "gather",
     "greater_equal",
     "greater_than",
     "increment",
+    "layer_norm",
     "less_equal",
     "less_than",
     "log",
@@ -34,6 +41,7 @@ __all__ = [
     "logical_or",
     "logical_xor",
     "matmul",
+    "max_pool2d",
     "maximum",
     "mean",
     "minimum",
@@ -48,6 +56,7 @@ __all__ = [
     "scale",
     "scale_",
     "sigmoid",
+    "slice",
     "softmax",
     "split",
     "sqrt",
@@ -56,5 +65,6 @@ __all__ = [
     "sum",
     "tanh",
     "transpose",
+    "where",
     "zeros_like",
 ]

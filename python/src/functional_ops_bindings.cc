@@ -62,7 +62,9 @@ void BindOps0(nb::module_& m) {
       [](nb::handle x, nb::handle y) -> nb::object {
         return FromValue(Unwrap(fn::Div(ToValue(x), ToValue(y))));
       },
-      nb::arg("x"), nb::arg("y"), "x / y, NumPy broadcasting.");
+      nb::arg("x"), nb::arg("y"),
+      "x / y, NumPy broadcasting; integers (i32, i64) truncate toward zero, and a zero divisor "
+      "fails the run.");
   m.def(
       "maximum",
       [](nb::handle x, nb::handle y) -> nb::object {
@@ -123,12 +125,16 @@ void BindOps1(nb::module_& m) {
       "abs", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Abs(ToValue(x)))); },
       nb::arg("x"), "|x|; NaN stays NaN. Its gradient is sign(x) * dOut, 0 at x = 0.");
   m.def(
-      "neg", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Neg(ToValue(x)))); },
-      nb::arg("x"), "-x.");
+      "erf", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Erf(ToValue(x)))); },
+      nb::arg("x"),
+      "The error function of x, 2 / sqrt(pi) times the integral of exp(-t^2) from 0 to x.");
 }
 
 // Rows 17-24 of the table's Python functions.
 void BindOps2(nb::module_& m) {
+  m.def(
+      "neg", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Neg(ToValue(x)))); },
+      nb::arg("x"), "-x.");
   m.def(
       "scale",
       [](nb::handle x, double scale, double bias) -> nb::object {
@@ -181,6 +187,10 @@ void BindOps2(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("y"),
       "x > y: bool, numeric operands of one dtype, NumPy broadcasting.");
+}
+
+// Rows 25-32 of the table's Python functions.
+void BindOps3(nb::module_& m) {
   m.def(
       "greater_equal",
       [](nb::handle x, nb::handle y) -> nb::object {
@@ -188,10 +198,6 @@ void BindOps2(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("y"),
       "x >= y: bool, numeric operands of one dtype, NumPy broadcasting.");
-}
-
-// Rows 25-32 of the table's Python functions.
-void BindOps3(nb::module_& m) {
   m.def(
       "equal",
       [](nb::handle x, nb::handle y) -> nb::object {
@@ -235,6 +241,10 @@ void BindOps3(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("value") = 1.0,
       "x + value, any numeric dtype (a whole number for an integer dtype): a loop counter's step.");
+}
+
+// Rows 33-40 of the table's Python functions.
+void BindOps4(nb::module_& m) {
   m.def(
       "matmul",
       [](nb::handle x, nb::handle y, bool transpose_x, bool transpose_y) -> nb::object {
@@ -243,10 +253,6 @@ void BindOps3(nb::module_& m) {
       nb::arg("x"), nb::arg("y"), nb::arg("transpose_x") = false, nb::arg("transpose_y") = false,
       "The matrix product of x and y (each transposed first when asked), batched over leading "
       "dimensions.");
-}
-
-// Rows 33-40 of the table's Python functions.
-void BindOps4(nb::module_& m) {
   m.def(
       "sum",
       [](nb::handle x, nb::handle axis, bool keepdim) -> nb::object {
@@ -275,6 +281,71 @@ void BindOps4(nb::module_& m) {
       nb::arg("x"), nb::arg("axis") = -1,
       "log(softmax(x)) along axis, computed without the overflow of the two steps.");
   m.def(
+      "batch_norm_infer",
+      [](nb::handle x, nb::handle scale, nb::handle bias, nb::handle mean, nb::handle var,
+         double epsilon) -> nb::object {
+        return FromValue(Unwrap(fn::BatchNormInfer(ToValue(x), ToValue(scale), ToValue(bias),
+                                                   ToValue(mean), ToValue(var), epsilon)));
+      },
+      nb::arg("x"), nb::arg("scale"), nb::arg("bias"), nb::arg("mean"), nb::arg("var"),
+      nb::arg("epsilon") = 1e-05,
+      "(x - mean) / sqrt(var + epsilon) * scale + bias per channel (dim 1) of x [N, C, ...], with "
+      "given statistics [C] (inference).");
+  m.def(
+      "layer_norm",
+      [](nb::handle x, nb::handle scale, nb::handle bias, int64_t axis,
+         double epsilon) -> nb::tuple {
+        auto v = Unwrap(fn::LayerNorm(ToValue(x), ToValue(scale), ToValue(bias), axis, epsilon));
+        return nb::make_tuple(FromValue(v[0]), FromValue(v[1]), FromValue(v[2]));
+      },
+      nb::arg("x"), nb::arg("scale"), nb::arg("bias"), nb::arg("axis") = -1,
+      nb::arg("epsilon") = 1e-05,
+      "(out, mean, inv_std_dev): each row of x over dims [axis, rank) normalized, times scale plus "
+      "bias (both of those dims); mean and inv_std_dev keep those dims as 1.");
+  m.def(
+      "conv2d",
+      [](nb::handle x, nb::handle weight, std::vector<int64_t> strides, std::vector<int64_t> pads,
+         std::vector<int64_t> dilations, int64_t groups) -> nb::object {
+        return FromValue(Unwrap(fn::Conv2d(ToValue(x), ToValue(weight), std::move(strides),
+                                           std::move(pads), std::move(dilations), groups)));
+      },
+      nb::arg("x"), nb::arg("weight"), nb::arg("strides") = std::vector<int64_t>{1, 1},
+      nb::arg("pads") = std::vector<int64_t>{0, 0, 0, 0},
+      nb::arg("dilations") = std::vector<int64_t>{1, 1}, nb::arg("groups") = 1,
+      "2-D convolution (cross-correlation) of x [N, C, H, W] with w [M, C / groups, kH, kW], zero "
+      "pads (top, left, bottom, right); a bias [M] is an add of it reshaped to [M, 1, 1].");
+}
+
+// Rows 41-48 of the table's Python functions.
+void BindOps5(nb::module_& m) {
+  m.def(
+      "max_pool2d",
+      [](nb::handle x, std::vector<int64_t> kernel, std::vector<int64_t> strides,
+         std::vector<int64_t> pads, std::vector<int64_t> dilations, bool ceil_mode) -> nb::object {
+        return FromValue(Unwrap(fn::MaxPool2d(ToValue(x), std::move(kernel), std::move(strides),
+                                              std::move(pads), std::move(dilations), ceil_mode)));
+      },
+      nb::arg("x"), nb::arg("kernel"), nb::arg("strides") = std::vector<int64_t>{},
+      nb::arg("pads") = std::vector<int64_t>{0, 0, 0, 0},
+      nb::arg("dilations") = std::vector<int64_t>{1, 1}, nb::arg("ceil_mode") = false,
+      "The largest tap of each window of x [N, C, H, W] inside x (padding never wins; NaN "
+      "propagates); strides empty: the kernel.");
+  m.def(
+      "avg_pool2d",
+      [](nb::handle x, std::vector<int64_t> kernel, std::vector<int64_t> strides,
+         std::vector<int64_t> pads, std::vector<int64_t> dilations, bool ceil_mode,
+         bool count_include_pad) -> nb::object {
+        return FromValue(
+            Unwrap(fn::AvgPool2d(ToValue(x), std::move(kernel), std::move(strides), std::move(pads),
+                                 std::move(dilations), ceil_mode, count_include_pad)));
+      },
+      nb::arg("x"), nb::arg("kernel"), nb::arg("strides") = std::vector<int64_t>{},
+      nb::arg("pads") = std::vector<int64_t>{0, 0, 0, 0},
+      nb::arg("dilations") = std::vector<int64_t>{1, 1}, nb::arg("ceil_mode") = false,
+      nb::arg("count_include_pad") = false,
+      "The mean of each window of x [N, C, H, W] over its taps inside x, or inside the padded "
+      "extent with count_include_pad; strides empty: the kernel.");
+  m.def(
       "reshape",
       [](nb::handle x, std::vector<int64_t> shape) -> nb::object {
         return FromValue(Unwrap(fn::Reshape(ToValue(x), std::move(shape))));
@@ -302,10 +373,36 @@ void BindOps4(nb::module_& m) {
         return out;
       },
       nb::arg("x"), nb::arg("num"), nb::arg("axis") = 0, "num equal pieces of x along axis.");
+  m.def(
+      "gather",
+      [](nb::handle x, nb::handle index, int64_t axis) -> nb::object {
+        return FromValue(Unwrap(fn::Gather(ToValue(x), ToValue(index), axis)));
+      },
+      nb::arg("x"), nb::arg("index"), nb::arg("axis") = 0,
+      "The slices of x along axis at index (i32 or i64, any shape; negative counts from the end, "
+      "out of range fails the run), shaped x.shape[:axis] + index.shape + x.shape[axis+1:].");
+  m.def(
+      "slice",
+      [](nb::handle x, std::vector<int64_t> starts, std::vector<int64_t> ends,
+         std::vector<int64_t> axes, std::vector<int64_t> steps) -> nb::object {
+        return FromValue(Unwrap(fn::Slice(ToValue(x), std::move(starts), std::move(ends),
+                                          std::move(axes), std::move(steps))));
+      },
+      nb::arg("x"), nb::arg("starts"), nb::arg("ends"), nb::arg("axes") = std::vector<int64_t>{},
+      nb::arg("steps") = std::vector<int64_t>{},
+      "x[starts:ends:steps] along axes as ONNX's Slice (negative starts and ends count from the "
+      "end, then clamp; negative steps walk back); axes default to 0, 1, ..., steps to 1.");
 }
 
-// Rows 41-41 of the table's Python functions.
-void BindOps5(nb::module_& m) {
+// Rows 49-50 of the table's Python functions.
+void BindOps6(nb::module_& m) {
+  m.def(
+      "where",
+      [](nb::handle condition, nb::handle x, nb::handle y) -> nb::object {
+        return FromValue(Unwrap(fn::Where(ToValue(condition), ToValue(x), ToValue(y))));
+      },
+      nb::arg("condition"), nb::arg("x"), nb::arg("y"),
+      "x where cond (bool) holds, else y, NumPy broadcasting over all three.");
   m.def(
       "add_n",
       [](nb::handle inputs) -> nb::object { return FromValue(Unwrap(fn::Sum(ToValues(inputs)))); },
@@ -321,6 +418,7 @@ void BindFunctionalOps(nb::module_& m) {
   BindOps3(m);
   BindOps4(m);
   BindOps5(m);
+  BindOps6(m);
 }
 
 }  // namespace sluice::python

@@ -237,13 +237,19 @@ TEST_P(AbsNegPowTest, StaticAutodiffGivesTheEagerGradients) {
   }
 }
 
-TEST_P(AbsNegPowTest, IntegerOperandsAreRefusedNamingTheOp) {
+// abs and neg take integers (tests/ops/integer_arith_test.cc); pow does not, and no op here
+// takes bool.
+TEST_P(AbsNegPowTest, OtherOperandsAreRefusedNamingTheOp) {
   absl::StatusOr<eager::Tensor> x =
       context_->FromVector(std::vector<int32_t>{1, -2}, Shape({2}), GetParam());
   ASSERT_TRUE(x.ok());
+  const uint8_t bits[] = {1, 0};
+  absl::StatusOr<eager::Tensor> b =
+      context_->FromBytes(DataType::kBool, Shape({2}), absl::MakeConstSpan(bits), GetParam());
+  ASSERT_TRUE(b.ok()) << b.status();
   for (const auto& [name, result] :
-       {std::pair<std::string, absl::StatusOr<eager::Tensor>>{"abs", fn::Abs(*x)},
-        {"neg", fn::Neg(*x)},
+       {std::pair<std::string, absl::StatusOr<eager::Tensor>>{"abs", fn::Abs(*b)},
+        {"neg", fn::Neg(*b)},
         {"pow", fn::Pow(*x, 2.0)}}) {
     ASSERT_FALSE(result.ok()) << name;
     EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << name;

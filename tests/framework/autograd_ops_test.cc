@@ -248,6 +248,51 @@ std::vector<OpCase> MakeCases() {
   add("softmax_with_cross_entropy", "Softmax only", {{Random(Shape({2, 2, 5}), seed++)}, {label}})
       .used_outputs = {0};
 
+  // The norm family. layer_norm's Mean and InvStdDev pass no gradient back (ops/norm_ops.cc):
+  // the loss reads Out alone.
+  add("batch_norm_infer", "[2, 3, 2], epsilon 0.1",
+      {{Random(Shape({2, 3, 2}), seed)},
+       {Random(Shape({3}), seed + 1)},
+       {Random(Shape({3}), seed + 2)},
+       {Random(Shape({3}), seed + 3)},
+       {In(Shape({3}), Uniform(3, seed + 4, 0.5, 1.5))}},
+      vm::AttrMap().Set("epsilon", 0.1));
+  add("layer_norm", "[2, 3, 4], axis 1",
+      {{Random(Shape({2, 3, 4}), seed + 5)},
+       {Random(Shape({3, 4}), seed + 6)},
+       {Random(Shape({3, 4}), seed + 7)}},
+      vm::AttrMap().Set("axis", int64_t{1}))
+      .used_outputs = {0};
+  add("layer_norm", "[3, 4], no Bias",
+      {{Random(Shape({3, 4}), seed + 8)}, {Random(Shape({4}), seed + 9)}, {}})
+      .used_outputs = {0};
+  seed += 10;
+
+  // The conv family: groups, strides, pads and dilations; pools with overlapping windows,
+  // ceil_mode and count_include_pad (random values: no ties within a step).
+  add("conv2d", "[2, 4, 5, 4] by [6, 2, 3, 2], groups 2, strides [2, 1], pads, dilations",
+      {{Random(Shape({2, 4, 5, 4}), seed)}, {Random(Shape({6, 2, 3, 2}), seed + 1)}},
+      vm::AttrMap()
+          .Set("strides", Ints{2, 1})
+          .Set("pads", Ints{1, 0, 2, 1})
+          .Set("dilations", Ints{1, 2})
+          .Set("groups", int64_t{2}));
+  add("max_pool2d", "[1, 2, 5, 5], kernel [3, 3], strides [2, 2], pads 1, ceil_mode",
+      {{Random(Shape({1, 2, 5, 5}), seed + 2)}},
+      vm::AttrMap()
+          .Set("kernel", Ints{3, 3})
+          .Set("strides", Ints{2, 2})
+          .Set("pads", Ints{1, 1, 1, 1})
+          .Set("ceil_mode", int64_t{1}));
+  add("avg_pool2d", "[1, 2, 5, 4], kernel [2, 3], pads, count_include_pad",
+      {{Random(Shape({1, 2, 5, 4}), seed + 3)}},
+      vm::AttrMap()
+          .Set("kernel", Ints{2, 3})
+          .Set("strides", Ints{1, 1})
+          .Set("pads", Ints{1, 1, 0, 2})
+          .Set("count_include_pad", int64_t{1}));
+  seed += 4;
+
   // The shape family.
   add("reshape", "[2, 3, 4] to [0, -1]", {{Random(Shape({2, 3, 4}), seed++)}},
       vm::AttrMap().Set("shape", Ints{0, -1}));
@@ -272,6 +317,25 @@ std::vector<OpCase> MakeCases() {
   add("split", "num 3, axis -1, middle output unused", {{Random(Shape({2, 6}), seed++)}},
       vm::AttrMap().Set("num", int64_t{3}).Set("axis", int64_t{-1}))
       .used_outputs = {0, 2};
+
+  // The index family: repeated and negative indices, a negative step, broadcasting.
+  add("gather", "[4, 3] axis 0, repeated and negative indices",
+      {{Random(Shape({4, 3}), seed++)}, {Input{Shape({3}), {1, -1, 1}, DataType::kI64}}});
+  add("gather", "[2, 3, 2] axis 1, a scalar i32 index",
+      {{Random(Shape({2, 3, 2}), seed++)}, {Input{Shape(), {-2}, DataType::kI32}}},
+      vm::AttrMap().Set("axis", int64_t{1}));
+  add("slice", "[4, 5], a negative step", {{Random(Shape({4, 5}), seed++)}},
+      vm::AttrMap()
+          .Set("starts", Ints{3, 1})
+          .Set("ends", Ints{-100, 4})
+          .Set("axes", Ints{0, -1})
+          .Set("steps", Ints{-2, 1}));
+  add("where", "Cond [2, 1, 3], X [3], Y [2, 2, 1]",
+      {{Input{Shape({2, 1, 3}), {1, 0, 1, 0, 0, 1}, DataType::kBool}},
+       {Random(Shape({3}), seed)},
+       {Random(Shape({2, 2, 1}), seed + 1)}});
+  seed += 2;
+  add("erf", "[2, 3]", {{In(Shape({2, 3}), Uniform(6, seed++, -2.0, 2.0))}});
 
   // One tensor read by several slots of an op: its gradients meet (eager autograd adds
   // them into the leaf; static autodiff sums renamed gradients).

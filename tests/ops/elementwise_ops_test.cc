@@ -597,6 +597,7 @@ TEST(ElementwiseOpsErrorTest, BadInputsAreRejectedBeforeEnqueue) {
   vm::BlobRef b = h.Upload(kCpu, DataType::kF32, Shape({4}), RandomValues(4, 2));
   vm::BlobRef d = h.Upload(kCpu, DataType::kF64, Shape({2, 3}), RandomValues(6, 3));
   vm::BlobRef i = h.Upload(kCpu, DataType::kI32, Shape({2, 3}), {1, 2, 3, 4, 5, 6});
+  vm::BlobRef bits = h.Upload(kCpu, DataType::kBool, Shape({2, 3}), {1, 0, 1, 0, 1, 0});
   vm::BlobRef s = h.Upload(kSim0, DataType::kF32, Shape({2, 3}), RandomValues(6, 4));
   vm::BlobRef g34 = h.Upload(kCpu, DataType::kF32, Shape({3, 4}), RandomValues(12, 5));
   const int64_t uploads = h.vm->stats().instructions;
@@ -611,9 +612,9 @@ TEST(ElementwiseOpsErrorTest, BadInputsAreRejectedBeforeEnqueue) {
       {"max", {{b}, {a}}, {"op 'max'", "[4]", "[2, 3]"}},
       {"mul", {{a}, {d}}, {"op 'mul'", "X is f32[2, 3] but Y is f64[2, 3]"}},
       {"div", {{d}, {a}}, {"op 'div'", "X is f64[2, 3] but Y is f32[2, 3]"}},
-      {"sub", {{i}, {i}}, {"op 'sub'", "i32[2, 3]; it must be f32 or f64"}},
+      {"sub", {{bits}, {bits}}, {"op 'sub'", "bool[2, 3]; it must be f32, f64, i32 or i64"}},
       {"add", {{a}, {s}}, {"op 'add'", "is on sim:0 but"}},
-      {"relu", {{i}}, {"op 'relu'", "i32[2, 3]; it must be f32 or f64"}},
+      {"relu", {{bits}}, {"op 'relu'", "bool[2, 3]; it must be f32, f64, i32 or i64"}},
       {"log", {{i}}, {"op 'log'", "i32[2, 3]; it must be f32 or f64"}},
       {"add_grad", {{a}, {a}, {g34}}, {"op 'add_grad'", "OutGrad is f32[3, 4]", "f32[2, 3]"}},
       {"add_grad", {{a}, {b}, {a}}, {"op 'add_grad'", "cannot broadcast"}},

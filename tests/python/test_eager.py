@@ -163,12 +163,22 @@ def test_integer_comparisons(ctx, rng, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
-def test_integer_arithmetic_is_invalid_argument(ctx, dtype):
-    # Arithmetic ops take float operands; integer tensors are for labels, indices, counters.
-    x = sluice.tensor(np.arange(4, dtype=dtype))
+def test_integer_arithmetic_wraps_and_truncates(ctx, dtype):
+    # add, sub, mul, div, neg, abs and relu take integers (the shape and index arithmetic of
+    # ONNX models) with C++'s and ONNX's rules: +, - and * wrap around, and divide truncates
+    # toward zero (not NumPy's true division). The other math ops take floats only.
+    a = np.array([7, -7, 5, 0, np.iinfo(dtype).max], dtype=dtype)
+    b = np.array([2, 2, -3, 4, 1], dtype=dtype)
+    x, y = sluice.tensor(a), sluice.tensor(b)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(np.asarray(x + y), a + b)
+    np.testing.assert_array_equal(np.asarray(x - y), a - b)
+    np.testing.assert_array_equal(np.asarray(x * y), a * b)
+    np.testing.assert_array_equal(np.asarray(sluice.divide(x, y)), [3, -3, -1, 0, a[4]])
+    np.testing.assert_array_equal(np.asarray(sluice.abs(x)), np.abs(a))
     with pytest.raises(errors.InvalidArgumentError) as info:
-        x + x
-    assert "add" in info.value.message
+        sluice.sqrt(x)
+    assert "sqrt" in info.value.message
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -276,9 +276,12 @@ TEST(CudaKernelRegistrationTest, EveryHostKernelHasACudaKernelWhenTheProviderIsB
       "matmul matmul_grad reduce_sum reduce_mean reduce_sum_grad reduce_mean_grad "
       "softmax log_softmax softmax_grad log_softmax_grad "
       "softmax_with_cross_entropy softmax_with_cross_entropy_grad "
+      "batch_norm_infer batch_norm_infer_grad layer_norm layer_norm_grad "
       "reshape reshape_grad transpose concat concat_grad split sgd adam "
       "less_than less_equal greater_than greater_equal equal not_equal increment "
       "write_row read_row "
+      "gather gather_grad slice slice_grad where_grad erf erf_grad "
+      "conv2d conv2d_grad max_pool2d max_pool2d_grad avg_pool2d avg_pool2d_grad "
       "all_reduce all_gather reduce_scatter broadcast reduce send recv",
       ' ');
   for (const std::string& op : ops) {
@@ -287,8 +290,8 @@ TEST(CudaKernelRegistrationTest, EveryHostKernelHasACudaKernelWhenTheProviderIsB
   }
   EXPECT_EQ(f32_ops, static_cast<int>(ops.size()))
       << "an op with an f32 host kernel is missing from the list above";
-  // The logical ops take bool alone.
-  for (const char* op : {"logical_and", "logical_or", "logical_xor", "logical_not"}) {
+  // The logical ops take bool alone; where is keyed by its bool Cond.
+  for (const char* op : {"logical_and", "logical_or", "logical_xor", "logical_not", "where"}) {
     EXPECT_TRUE(registry.HasKernel(op, DeviceType::kCpu, DataType::kBool)) << op;
     EXPECT_EQ(registry.HasKernel(op, DeviceType::kCuda, DataType::kBool), built) << op;
   }
@@ -693,6 +696,105 @@ TEST_F(CudaKernelsTest, LabelOutOfRangeFailsAtSync) {
   // Valid labels afterwards: no error.
   vm::BlobRef label = h_->ToCuda(h_->Upload(DataType::kI64, {3, 1}, {0, 2, 4}));
   ASSERT_TRUE(h_->dispatcher->Call("softmax_with_cross_entropy", {{logits}, {label}}, {}).ok());
+  EXPECT_TRUE(h_->vm->Sync().ok());
+}
+
+// ---- Norm family ----
+
+TEST_F(CudaKernelsTest, BatchNormAndGrad) {
+  const Shape shapes[] = {{2, 3, 4, 5}, {7, 3}, {6}, {0, 3, 2}, {2, 300, 1}};
+  for (DataType dtype : kFloatDtypes) {
+    uint64_t seed = 1300;
+    for (const Shape& xs : shapes) {
+      SCOPED_TRACE(xs.ToString());
+      const Shape cs({xs.rank() >= 2 ? xs.dim(1) : 1});
+      const In x = Random(dtype, xs, seed++, -3, 3);
+      const In scale = Random(dtype, cs, seed++), bias = Random(dtype, cs, seed++);
+      const In mean = Random(dtype, cs, seed++), var = Random(dtype, cs, seed++, 0.1, 2);
+      const vm::AttrMap attrs = vm::AttrMap().Set("epsilon", 1e-3);
+      ExpectSame("batch_norm_infer", {{x}, {scale}, {bias}, {mean}, {var}}, attrs);
+      ExpectSame("batch_norm_infer_grad",
+                 {{x}, {scale}, {mean}, {var}, {Random(dtype, xs, seed++)}}, attrs,
+                 SumTolerance(dtype));
+    }
+  }
+}
+
+TEST_F(CudaKernelsTest, LayerNormAndGrad) {
+  struct Case {
+    Shape x;
+    int64_t axis;
+  };
+  // Rows shorter and longer than a block, one column, no rows, empty rows.
+  const Case cases[] = {{{6, 7}, -1}, {{2, 3, 40}, 1}, {{3, 700}, 1}, {{5, 1}, -1},
+                        {{0, 4}, 1},  {{3, 0}, 1},     {{2, 3, 4}, 0}};
+  for (DataType dtype : kFloatDtypes) {
+    uint64_t seed = 1400;
+    for (const Case& c : cases) {
+      SCOPED_TRACE(absl::StrCat(c.x.ToString(), " axis ", c.axis));
+      const int a = static_cast<int>(c.axis < 0 ? c.axis + c.x.rank() : c.axis);
+      const Shape normalized(c.x.dims().subspan(a));
+      Ints stats;
+      for (int d = 0; d < c.x.rank(); ++d) stats.push_back(d < a ? c.x.dim(d) : 1);
+      const Shape stats_shape{absl::MakeConstSpan(stats)};
+      const vm::AttrMap attrs = vm::AttrMap().Set("axis", c.axis);
+      const In x = Random(dtype, c.x, seed++, -2, 4);
+      const In scale = Random(dtype, normalized, seed++);
+      const In bias = Random(dtype, normalized, seed++);
+      ExpectSame("layer_norm", {{x}, {scale}, {bias}}, attrs, SumTolerance(dtype));
+      ExpectSame("layer_norm", {{x}, {scale}, {}}, attrs, SumTolerance(dtype));
+      const In mean = Random(dtype, stats_shape, seed++);
+      const In inv = Random(dtype, stats_shape, seed++, 0.5, 2);
+      ExpectSame("layer_norm_grad", {{x}, {scale}, {mean}, {inv}, {Random(dtype, c.x, seed++)}},
+                 attrs, SumTolerance(dtype));
+    }
+  }
+}
+
+// ---- Integer arithmetic ----
+
+TEST_F(CudaKernelsTest, IntegerArithmeticWrapsAndTruncates) {
+  for (DataType dtype : {DataType::kI32, DataType::kI64}) {
+    SCOPED_TRACE(DataTypeName(dtype));
+    uint64_t seed = 1500;
+    for (const auto& [xs, ys] : BroadcastCases()) {
+      for (const char* op : {"add", "sub", "mul", "div"}) {
+        SCOPED_TRACE(absl::StrCat(op, " ", xs.ToString(), " ", ys.ToString()));
+        const In x = Random(dtype, xs, seed++, -100, 100);
+        In y = Random(dtype, ys, seed++, -100, 100);
+        for (double& v : y.values) v = v == 0 ? 3 : v;
+        ExpectSame(op, {{x}, {y}}, {}, Tolerance{});
+      }
+    }
+    for (const char* op : {"neg", "abs", "relu"}) {
+      ExpectSame(op, {{Random(dtype, {5, 7}, seed++, -100, 100)}}, {}, Tolerance{});
+    }
+    // The extremes (exact as doubles for i32; i64's lowest is -2^63, exact too).
+    const double lo = dtype == DataType::kI32 ? -2147483648.0 : -0x1p63;
+    const In a{dtype, {5}, {lo, lo, lo, -7, 7}};
+    const In b{dtype, {5}, {-1, 1, 2, 2, -2}};
+    EXPECT_EQ(RunOn(kCuda, "div", {{a}, {b}}, {}, {})[0],
+              std::vector<double>({lo, lo, lo / 2, -3, -3}));
+    EXPECT_EQ(RunOn(kCuda, "neg", {{a}}, {}, {})[0], std::vector<double>({lo, lo, lo, 7, -7}));
+    EXPECT_EQ(RunOn(kCuda, "abs", {{a}}, {}, {})[0], std::vector<double>({lo, lo, lo, 7, 7}));
+    ExpectSame("sub", {{a}, {b}}, {}, Tolerance{});
+    ExpectSame("div", {{a}, {b}}, {}, Tolerance{}, {{1, 0}});  // Out is Y
+  }
+}
+
+TEST_F(CudaKernelsTest, IntegerDivisionByZeroFailsAtSync) {
+  vm::BlobRef x = h_->ToCuda(h_->Upload(DataType::kI64, {2, 3}, {1, 2, 3, 4, 5, 6}));
+  vm::BlobRef y = h_->ToCuda(h_->Upload(DataType::kI64, {3}, {1, 0, 2}));
+  absl::StatusOr<SlotBlobs> out = h_->dispatcher->Call("div", {{x}, {y}}, {});
+  ASSERT_TRUE(out.ok()) << "the divisor check happens at run time: " << out.status();
+  const std::vector<double> q = h_->Download((*out)[0][0]);
+  const absl::Status synced = h_->vm->Sync();
+  EXPECT_EQ(synced.code(), absl::StatusCode::kInvalidArgument) << synced;
+  EXPECT_THAT(synced.message(),
+              HasSubstr("op 'div': integer division by zero: element 1 of input 1"));
+  EXPECT_EQ(q, std::vector<double>({1, 0, 1, 4, 0, 3}));
+  vm::BlobRef fine = h_->ToCuda(h_->Upload(DataType::kI64, {3}, {1, 2, 3}));
+  ASSERT_TRUE(h_->dispatcher->Call("div", {{x}, {fine}}, {}).ok());
   EXPECT_TRUE(h_->vm->Sync().ok());
 }
 
