@@ -85,6 +85,15 @@ absl::Status ImportGraph(const ::onnx::GraphProto& graph, int64_t opset,
   }
   for (const auto& input : graph.input()) {
     if (state.Has(input.name())) continue;  // an initializer listed as an input (IR < 4)
+    if (auto given = options.constant_inputs.find(input.name());
+        given != options.constant_inputs.end()) {
+      SLUICE_RETURN_IF_ERROR(internal::CheckConstantInput(input, given->second));
+      state.BindConstant(input.name(), given->second);
+      result->notes.push_back(
+          absl::StrCat("graph input '", input.name(), "' taken as the constant given at import"));
+      continue;
+    }
+    state.MarkGraphInput(input.name());
     SLUICE_ASSIGN_OR_RETURN(Shape shape, internal::InputShape(input, options));
     SLUICE_ASSIGN_OR_RETURN(DataType dtype, internal::DtypeOfOnnxType(
                                                 input.type().tensor_type().elem_type(),

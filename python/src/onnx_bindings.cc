@@ -50,15 +50,20 @@ PyOnnxValue ToPyValue(const onnx::OnnxValue& v) {
 }
 
 // `model`: bytes (or anything the buffer protocol gives bytes of). `dim_sizes`: symbolic
-// dimension name -> size; `input_shapes`: ONNX input name -> whole shape.
-PyOnnxImport Import(eager::Context ctx, nb::bytes model, nb::dict dim_sizes,
-                    nb::dict input_shapes) {
+// dimension name -> size; `input_shapes`: ONNX input name -> whole shape;
+// `constant_inputs`: ONNX input name -> array, graph inputs taken as constants.
+PyOnnxImport Import(eager::Context ctx, nb::bytes model, nb::dict dim_sizes, nb::dict input_shapes,
+                    nb::dict constant_inputs) {
   onnx::OnnxImportOptions options;
   for (auto [key, value] : dim_sizes) {
     options.dim_sizes[nb::cast<std::string>(key)] = nb::cast<int64_t>(value);
   }
   for (auto [key, value] : input_shapes) {
     options.input_shapes[nb::cast<std::string>(key)] = nb::cast<std::vector<int64_t>>(value);
+  }
+  for (auto [key, value] : constant_inputs) {
+    const std::string name = nb::cast<std::string>(key);
+    options.constant_inputs[name] = HostTensorFromArray(value, "constant input '" + name + "'");
   }
   const std::string bytes(model.c_str(), model.size());
   absl::StatusOr<onnx::OnnxImport> imported;
@@ -126,6 +131,7 @@ void BindOnnx(nb::module_& m) {
 
   m.def("_onnx_import", &Import, nb::arg("context"), nb::arg("model"),
         nb::arg("dim_sizes") = nb::dict(), nb::arg("input_shapes") = nb::dict(),
+        nb::arg("constant_inputs") = nb::dict(),
         "Imports the serialized ONNX ModelProto `model` (framework::onnx::ImportOnnxModel). "
         "The GIL is released while it runs.");
   m.def(

@@ -15,6 +15,7 @@ namespace sluice::framework::onnx::internal {
 namespace {
 
 constexpr double kSqrtTwoOverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+constexpr double kSqrtTwo = 1.41421356237309504880;
 
 // A rank-0 constant `value` of x's dtype (a fill_constant op), for the binary ops to
 // broadcast. Unlike Scale(x, 0), it stays finite where x is infinite or NaN.
@@ -168,25 +169,31 @@ absl::Status MapThresholdedRelu(NodeContext& ctx) {
   return ctx.SetOutput(0, out);
 }
 
-// approximate="tanh": x (0.5 + 0.5 tanh(sqrt(2/pi) (x + 0.044715 x^3))), which rounds as
-// ONNX's 0.5 x (1 + tanh(...)) does (the halvings are exact).
+// approximate="none" (the default): x (0.5 + 0.5 erf(x / sqrt(2))); approximate="tanh": x (0.5
+// + 0.5 tanh(sqrt(2/pi) (x + 0.044715 x^3))). Each rounds as ONNX's 0.5 x (1 + ...) does (the
+// halvings are exact).
 absl::Status MapGelu(NodeContext& ctx) {
   SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"approximate"}));
   SLUICE_ASSIGN_OR_RETURN(std::string approximate, ctx.StringAttr("approximate", "none"));
-  if (approximate != "tanh") {
-    return ctx.Error(absl::StrCat("attribute approximate='", approximate,
-                                  "' is not supported: the exact form ('none', the default) "
-                                  "needs erf, which Sluice has no kernel for; only "
-                                  "approximate='tanh' maps"));
+  if (approximate != "none" && approximate != "tanh") {
+    return ctx.Error(
+        absl::StrCat("attribute approximate='", approximate, "' is neither 'none' nor 'tanh'"));
   }
   SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
-  SLUICE_ASSIGN_OR_RETURN(Value cube, Built(ctx, fn::Pow(x, 3.0)));
-  SLUICE_ASSIGN_OR_RETURN(Value cubic_term, Built(ctx, fn::Scale(cube, 0.044715)));
-  SLUICE_ASSIGN_OR_RETURN(Value inner, Built(ctx, fn::Add(x, cubic_term)));
-  SLUICE_ASSIGN_OR_RETURN(Value arg, Built(ctx, fn::Scale(inner, kSqrtTwoOverPi)));
-  SLUICE_ASSIGN_OR_RETURN(Value t, Built(ctx, fn::Tanh(arg)));
-  SLUICE_ASSIGN_OR_RETURN(Value half_one_plus_t, Built(ctx, fn::Scale(t, 0.5, 0.5)));
-  SLUICE_ASSIGN_OR_RETURN(Value out, Built(ctx, fn::Mul(x, half_one_plus_t)));
+  Value gate = x;  // erf(x / sqrt(2)) or tanh(...), in [-1, 1]
+  if (approximate == "none") {
+    SLUICE_ASSIGN_OR_RETURN(Value sqrt_two, ScalarLike(ctx, x, kSqrtTwo));
+    SLUICE_ASSIGN_OR_RETURN(Value arg, Built(ctx, fn::Div(x, sqrt_two)));
+    SLUICE_ASSIGN_OR_RETURN(gate, Built(ctx, fn::Erf(arg)));
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(Value cube, Built(ctx, fn::Pow(x, 3.0)));
+    SLUICE_ASSIGN_OR_RETURN(Value cubic_term, Built(ctx, fn::Scale(cube, 0.044715)));
+    SLUICE_ASSIGN_OR_RETURN(Value inner, Built(ctx, fn::Add(x, cubic_term)));
+    SLUICE_ASSIGN_OR_RETURN(Value arg, Built(ctx, fn::Scale(inner, kSqrtTwoOverPi)));
+    SLUICE_ASSIGN_OR_RETURN(gate, Built(ctx, fn::Tanh(arg)));
+  }
+  SLUICE_ASSIGN_OR_RETURN(Value half_one_plus, Built(ctx, fn::Scale(gate, 0.5, 0.5)));
+  SLUICE_ASSIGN_OR_RETURN(Value out, Built(ctx, fn::Mul(x, half_one_plus)));
   return ctx.SetOutput(0, out);
 }
 

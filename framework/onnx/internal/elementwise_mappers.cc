@@ -46,6 +46,7 @@ UnaryFn UnaryOf(absl::string_view type) {
   if (type == "Log") return fn::Log;
   if (type == "Sqrt") return fn::Sqrt;
   if (type == "Abs") return fn::Abs;
+  if (type == "Erf") return fn::Erf;
   if (type == "Neg") return fn::Neg;
   if (type == "Not") return fn::LogicalNot;
   if (type == "Reciprocal") return Reciprocal;
@@ -143,6 +144,9 @@ absl::Status MapClip(NodeContext& ctx) {
       SLUICE_ASSIGN_OR_RETURN(hi, ctx.ConstantScalar(2, "max"));
     }
   }
+  // ONNX clips to min, then to max: with min > max every number becomes max (Sluice's clip
+  // refuses such bounds).
+  if (lo > hi) lo = hi;
   SLUICE_ASSIGN_OR_RETURN(Value out, Built(ctx, fn::Clip(x, lo, hi)));
   return ctx.SetOutput(0, out);
 }

@@ -88,9 +88,13 @@ absl::StatusOr<const HostTensor*> NodeContext::ConstantInput(int i, absl::string
   if (!HasInput(i)) return Error(absl::StrCat("input ", i, " (", why, ") is required"));
   const HostTensor* value = state_->Constant(node_.input(i));
   if (value == nullptr) {
+    const bool fed = state_->IsGraphInput(node_.input(i));
     return Error(absl::StrCat("input ", i, " '", node_.input(i), "' (", why,
                               ") must be a constant (an initializer or a Constant node's "
-                              "output): Sluice takes it as an attribute"));
+                              "output): Sluice takes it as an attribute",
+                              fed ? absl::StrCat("; graph input '", node_.input(i),
+                                                 "' can be fixed at import (constant_inputs)")
+                                  : ""));
   }
   return value;
 }

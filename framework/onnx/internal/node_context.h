@@ -49,6 +49,10 @@ class GraphState {
     constants_[onnx_name] = std::move(value);
   }
 
+  // `onnx_name` is a graph input fed at run time (errors that want a constant say so).
+  void MarkGraphInput(const std::string& onnx_name) { graph_inputs_.insert(onnx_name); }
+  bool IsGraphInput(absl::string_view onnx_name) const { return graph_inputs_.contains(onnx_name); }
+
   // Null when `onnx_name` is not a constant.
   const HostTensor* Constant(absl::string_view onnx_name) const;
   bool Has(absl::string_view onnx_name) const {
@@ -76,6 +80,7 @@ class GraphState {
   absl::flat_hash_map<std::string, Var> vars_;
   absl::flat_hash_map<std::string, HostTensor> constants_;
   absl::flat_hash_set<std::string> bound_vars_;
+  absl::flat_hash_set<std::string> graph_inputs_;
   const absl::flat_hash_map<std::string, Shape>* inferred_shapes_ = nullptr;
   std::vector<std::pair<std::string, HostTensor>> persistables_;
 };

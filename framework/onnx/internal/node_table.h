@@ -44,7 +44,7 @@ absl::StatusOr<const NodeMapping*> FindNodeMapping(const NodeContext& ctx);
 // The mappers (elementwise_mappers.cc, shape_mappers.cc).
 absl::Status MapBinary(NodeContext& ctx);    // Add Sub Mul Div, comparisons, logical ops
 absl::Status MapVariadic(NodeContext& ctx);  // Sum Mean Max Min
-absl::Status MapUnary(NodeContext& ctx);     // Relu Sigmoid Tanh Exp Log Sqrt Abs Neg Not ...
+absl::Status MapUnary(NodeContext& ctx);     // Relu Sigmoid Tanh Exp Log Sqrt Abs Neg Not Erf ...
 absl::Status MapPow(NodeContext& ctx);
 absl::Status MapClip(NodeContext& ctx);
 absl::Status MapCast(NodeContext& ctx);
@@ -60,7 +60,7 @@ absl::Status MapSqueeze(NodeContext& ctx);  // Squeeze, Unsqueeze
 absl::Status MapTranspose(NodeContext& ctx);
 absl::Status MapConcat(NodeContext& ctx);
 absl::Status MapSplit(NodeContext& ctx);
-absl::Status MapIf(NodeContext& ctx);    // control_flow_mappers.cc
+absl::Status MapIf(NodeContext& ctx);  // control_flow_mappers.cc
 absl::Status MapLoop(NodeContext& ctx);
 
 // Activations as compositions of elementwise ops (activation_mappers.cc).
@@ -73,14 +73,30 @@ absl::Status MapSoftplus(NodeContext& ctx);  // Softplus, Mish
 absl::Status MapThresholdedRelu(NodeContext& ctx);
 absl::Status MapGelu(NodeContext& ctx);
 
+// Normalization (norm_mappers.cc): BatchNormalization in inference, LayerNormalization.
+absl::Status MapBatchNormalization(NodeContext& ctx);
+absl::Status MapLayerNormalization(NodeContext& ctx);
+
+// Convolution and pooling, 1-D and 2-D (conv_mappers.cc); auto_pad resolved at import.
+absl::Status MapConv(NodeContext& ctx);
+absl::Status MapPool(NodeContext& ctx);        // MaxPool, AveragePool
+absl::Status MapGlobalPool(NodeContext& ctx);  // GlobalAveragePool, GlobalMaxPool
+
 // Constant folding (constant_folding.cc, layout_folding.cc). Shape and Size: the input's static
 // shape, always a constant. ConstantOfShape: a constant for at most 4096 elements, else a
 // fill_constant op; the shape must be a constant.
 absl::Status MapShape(NodeContext& ctx);  // Shape, Size
 absl::Status MapConstantOfShape(NodeContext& ctx);
-// Gather, Slice, Where, Expand, Range (no kernels yet): folded when every input is a
-// constant (outputs of up to 2^24 elements), else InvalidArgument naming the input.
+// Expand and Range (no kernels yet): folded when every input is a constant (outputs of up to
+// 2^24 elements), else InvalidArgument naming the input. Gather, Slice and Where fold through
+// it when every input is a constant.
 absl::Status MapFoldOnly(NodeContext& ctx);
+
+// Gather, Slice and Where (index_mappers.cc): folded when every input is a constant, else the
+// gather, slice and where ops; Slice's starts, ends, axes and steps must be constants.
+absl::Status MapGather(NodeContext& ctx);
+absl::Status MapSlice(NodeContext& ctx);
+absl::Status MapWhere(NodeContext& ctx);
 
 // Run before the row's mapper: when the node's op type folds (Add Sub Mul Div Equal Neg
 // Cast Concat Reshape Squeeze Unsqueeze Identity), every input is a constant and the output

@@ -113,6 +113,12 @@ absl::Status MapReshape(NodeContext& ctx) {
   SLUICE_ASSIGN_OR_RETURN(int64_t allowzero, ctx.IntAttr("allowzero", 0));
   const Shape shape = x.var().shape();
   for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0 && allowzero != 0) {
+      return ctx.Error(absl::StrCat("shape entry ", i,
+                                    " is a literal 0 (allowzero 1), which is "
+                                    "not supported: Sluice's reshape reads 0 as the input's "
+                                    "dimension"));
+    }
     if (target[i] == 0 && allowzero == 0) {  // 0 copies the input's dimension
       if (static_cast<int>(i) >= shape.rank()) {
         return ctx.Error(

@@ -135,6 +135,32 @@ absl::StatusOr<HostTensor> HostTensorOfProto(const TensorProto& tensor) {
   return out;
 }
 
+absl::Status CheckConstantInput(const ::onnx::ValueInfoProto& info, const HostTensor& value) {
+  const std::string what = absl::StrCat("graph input '", info.name(), "'");
+  if (!info.type().has_tensor_type()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is not a tensor"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(DataType dtype,
+                          DtypeOfOnnxType(info.type().tensor_type().elem_type(), what));
+  if (dtype != value.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is ", DataTypeName(dtype),
+                                                   "; the constant given for it is ",
+                                                   DataTypeName(value.dtype)));
+  }
+  if (!info.type().tensor_type().has_shape()) return absl::OkStatus();
+  const auto& dims = info.type().tensor_type().shape().dim();
+  bool agrees = dims.size() == value.shape.rank();
+  for (int i = 0; agrees && i < dims.size(); ++i) {
+    agrees = !dims[i].has_dim_value() || dims[i].dim_value() == value.shape.dim(i);
+  }
+  if (!agrees) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the constant given for it has shape ", value.shape.ToString(),
+                     ", which the model's declared shape does not allow"));
+  }
+  return absl::OkStatus();
+}
+
 bool StaticShapeOf(const ::onnx::ValueInfoProto& info, Shape* shape) {
   if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return false;
   std::vector<int64_t> dims;

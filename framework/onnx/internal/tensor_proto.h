@@ -40,6 +40,11 @@ absl::StatusOr<HostTensor> HostTensorOfProto(const ::onnx::TensorProto& tensor);
 absl::StatusOr<Shape> InputShape(const ::onnx::ValueInfoProto& info,
                                  const OnnxImportOptions& options);
 
+// OK when `value` can stand for graph input `info` (OnnxImportOptions::constant_inputs): its
+// dtype is the input's, its rank the declared one's and each fixed dimension agrees;
+// InvalidArgument naming the input otherwise.
+absl::Status CheckConstantInput(const ::onnx::ValueInfoProto& info, const HostTensor& value);
+
 // The value's declared shape when every dimension is a number; false otherwise (no type,
 // no shape, or a symbolic dimension).
 bool StaticShapeOf(const ::onnx::ValueInfoProto& info, Shape* shape);

@@ -146,17 +146,22 @@ class OnnxModel:
                 f"inputs={self.inputs}, outputs={self.outputs})")
 
 
-def import_model(model, dim_sizes=None, input_shapes=None, context=None):
+def import_model(model, dim_sizes=None, input_shapes=None, context=None,
+                 constant_inputs=None):
     """Imports ``model`` (a path, bytes, or an ``onnx.ModelProto``) as an :class:`OnnxModel`.
 
     ``dim_sizes`` gives symbolic dimensions their sizes by name (``{"batch": 8}``);
     ``input_shapes`` gives whole input shapes by ONNX input name (``{"x": [8, 3]}``; each
-    dimension the model fixes must agree). The program belongs to ``context`` (default: the
-    current one). Raises the :mod:`sluice.errors` class of the importer's status."""
+    dimension the model fixes must agree); ``constant_inputs`` takes graph inputs as
+    constants with the given arrays (``{"shape": np.array([2, 6])}``): they are no longer
+    fed, and ops that take them as attributes (Reshape's shape, a Reduce's axes, ...) fold
+    them. The program belongs to ``context`` (default: the current one). Raises the
+    :mod:`sluice.errors` class of the importer's status."""
     ctx = context if context is not None else current_context()
     sizes = {str(k): int(v) for k, v in (dim_sizes or {}).items()}
+    constants = {str(k): _np.asarray(v, order="C") for k, v in (constant_inputs or {}).items()}
     return OnnxModel(_sluice._onnx_import(ctx, _model_bytes(model), sizes,
-                                          _shape_dict(input_shapes)))
+                                          _shape_dict(input_shapes), constants))
 
 
 def load(model, dim_sizes=None, input_shapes=None, scope=None, place=None, context=None):
@@ -210,7 +215,10 @@ class InferenceSession:
     (the model's own, or given), else at the first :meth:`run`. A run whose arrays have
     other shapes than the imported program's imports the model again with those shapes
     (:func:`import_model`'s ``input_shapes``), once per distinct set of shapes (the last
-    ``max_imports`` are kept); a dimension the model fixes cannot change. The initializers
+    ``max_imports`` are kept); a dimension the model fixes cannot change. An input that an
+    op takes as an attribute (a Reshape's shape fed at run time) is taken as a constant with
+    the fed value (``constant_inputs``): the import that needs it says so, and the session
+    imports again per distinct value of such inputs. The initializers
     are written once into the session's own scope, which every import whose persistables
     hold the same values shares. Runs go through a :class:`sluice.static.Executor` on cpu,
     one at a time."""
@@ -239,11 +247,16 @@ class InferenceSession:
         self._executor = static.Executor("cpu", context=self._context)
         self._scope = static.Scope(self._context)
         self._written = set()  # the persistables in self._scope
-        self._variants = collections.OrderedDict()  # input shapes -> _Variant, oldest first
+        self._variants = collections.OrderedDict()  # (shapes, constants) -> _Variant, oldest first
+        self._constant_names = set()  # inputs taken as constants (constant_inputs)
         self._lock = threading.Lock()
         shapes = self._declared_shapes()
         if shapes is not None:
-            self._variant_for(shapes, first=True)
+            try:
+                self._variant_for(shapes, first=True)
+            except InvalidArgumentError as e:
+                if self._constant_wanted(str(e)) is None:
+                    raise  # else: imported at the first run, with the fed values
 
     def get_inputs(self):
         """The inputs to feed (graph inputs that are not initializers), as :class:`NodeArg`."""
@@ -281,22 +294,58 @@ class InferenceSession:
             shapes.append(tuple(dims))
         return tuple(shapes)
 
-    def _variant_for(self, shapes, first=False):
-        variant = self._variants.get(shapes)
+    def _variant_for(self, shapes, arrays=None, first=False):
+        """The import for these input shapes (and these values of the inputs taken as
+        constants), importing it when new."""
+        key = (shapes, self._constant_key(arrays))
+        variant = self._variants.get(key)
         if variant is not None:
-            self._variants.move_to_end(shapes)
+            self._variants.move_to_end(key)
             return variant
-        if first:
-            model = import_model(self._bytes, self._dim_sizes, self._input_shapes,
-                                 self._context)
-        else:
-            given = {arg.name: list(s) for arg, s in zip(self._inputs, shapes)}
-            model = import_model(self._bytes, self._dim_sizes, given, self._context)
+        while True:
+            constants = {}
+            if arrays is not None:
+                constants = {arg.name: a for arg, a in zip(self._inputs, arrays)
+                             if arg.name in self._constant_names}
+            try:
+                if first:
+                    model = import_model(self._bytes, self._dim_sizes, self._input_shapes,
+                                         self._context)
+                else:
+                    given = {arg.name: list(s) for arg, s in zip(self._inputs, shapes)
+                             if arg.name not in constants}
+                    model = import_model(self._bytes, self._dim_sizes, given, self._context,
+                                         constants)
+                break
+            except InvalidArgumentError as e:
+                wanted = self._constant_wanted(str(e))
+                if first or arrays is None or wanted is None:
+                    raise
+                self._constant_names.add(wanted)
+                key = (shapes, self._constant_key(arrays))
         variant = _Variant(model, self._scope_for(model))
-        self._variants[shapes] = variant
+        self._variants[key] = variant
         while len(self._variants) > self._max_imports:
             self._variants.popitem(last=False)
         return variant
+
+    def _constant_key(self, arrays):
+        """The values of the inputs taken as constants, as a hashable key."""
+        if arrays is None or not self._constant_names:
+            return ()
+        return tuple((arg.name, a.dtype.str, a.shape, a.tobytes())
+                     for arg, a in zip(self._inputs, arrays) if arg.name in self._constant_names)
+
+    def _constant_wanted(self, message):
+        """The fed input an import error asks to take as a constant, or None."""
+        marker = "can be fixed at import (constant_inputs)"
+        if marker not in message:
+            return None
+        for arg in self._inputs:
+            if f"graph input '{arg.name}' {marker}" in message and \
+                    arg.name not in self._constant_names:
+                return arg.name
+        return None
 
     def _scope_for(self, model):
         """The session's scope when its persistables agree with `model`'s (writing those it
@@ -362,8 +411,9 @@ class InferenceSession:
                          f"{', '.join(repr(arg.name) for arg in self._outputs)}")
         shapes = tuple(tuple(int(d) for d in a.shape) for a in arrays)
         with self._lock:
-            variant = self._variant_for(shapes)
-            feed = {variant.feeds[arg.name].var: a for arg, a in zip(self._inputs, arrays)}
+            variant = self._variant_for(shapes, arrays)
+            feed = {variant.feeds[arg.name].var: a for arg, a in zip(self._inputs, arrays)
+                    if arg.name in variant.feeds}
             fetch = [variant.fetches[n] for n in names]
             return self._executor.run(variant.model.program, feed=feed, fetch_list=fetch,
                                       scope=variant.scope)
