@@ -86,20 +86,11 @@ InferFn InferPoolGrad(bool average) {
   };
 }
 
-vm::AttrMap CopyAttrs(const GradContext& g, std::initializer_list<const char*> names) {
-  vm::AttrMap attrs;
-  for (const char* name : names) {
-    auto it = g.attrs().values().find(name);
-    if (it != g.attrs().values().end()) attrs.Set(name, it->second);
-  }
-  return attrs;
-}
-
 std::vector<GradOpDesc> ConvGrad(const GradContext& g) {
   return {GradOp("conv2d_grad",
                  {{"X", g.Input("X")}, {"W", g.Input("W")}, {"OutGrad", g.OutputGrad("Out")}},
                  {{"XGrad", g.InputGrad("X")}, {"WGrad", g.InputGrad("W")}},
-                 CopyAttrs(g, {"strides", "pads", "dilations", "groups"}))};
+                 GradAttrs(g, {"strides", "pads", "dilations", "groups"}))};
 }
 
 GradMaker PoolGrad(std::string grad_op) {
@@ -107,7 +98,7 @@ GradMaker PoolGrad(std::string grad_op) {
     return std::vector<GradOpDesc>{GradOp(
         grad_op, {{"X", g.Input("X")}, {"OutGrad", g.OutputGrad("Out")}},
         {{"XGrad", g.InputGrad("X")}},
-        CopyAttrs(g,
+        GradAttrs(g,
                   {"kernel", "strides", "pads", "dilations", "ceil_mode", "count_include_pad"}))};
   };
 }

@@ -130,27 +130,16 @@ absl::StatusOr<Metas> InferErfGrad(const InferContext& ctx) {
   return Single(ctx.input(0));
 }
 
-// The forward op's attributes `names` (those it has), for its grad op.
-vm::AttrMap IndexGradAttrs(const GradContext& g, std::initializer_list<const char*> names) {
-  vm::AttrMap attrs;
-  for (const char* name : names) {
-    auto it = g.attrs().values().find(name);
-    if (it != g.attrs().values().end()) attrs.Set(name, it->second);
-  }
-  return attrs;
-}
-
 std::vector<GradOpDesc> GatherGradMaker(const GradContext& g) {
   return {
       GradOp("gather_grad",
              {{"X", g.Input("X")}, {"Index", g.Input("Index")}, {"OutGrad", g.OutputGrad("Out")}},
-             {{"XGrad", g.InputGrad("X")}}, IndexGradAttrs(g, {"axis"}))};
+             {{"XGrad", g.InputGrad("X")}}, GradAttrs(g, {"axis"}))};
 }
 
 std::vector<GradOpDesc> SliceGradMaker(const GradContext& g) {
   return {GradOp("slice_grad", {{"X", g.Input("X")}, {"OutGrad", g.OutputGrad("Out")}},
-                 {{"XGrad", g.InputGrad("X")}},
-                 IndexGradAttrs(g, {"starts", "ends", "axes", "steps"}))};
+                 {{"XGrad", g.InputGrad("X")}}, GradAttrs(g, {"starts", "ends", "axes", "steps"}))};
 }
 
 std::vector<GradOpDesc> WhereGradMaker(const GradContext& g) {

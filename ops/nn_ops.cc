@@ -135,27 +135,18 @@ absl::StatusOr<Metas> InferCrossEntropyGrad(const InferContext& ctx) {
   return Single(softmax);
 }
 
-vm::AttrMap CopyAttrs(const GradContext& g, std::initializer_list<const char*> names) {
-  vm::AttrMap attrs;
-  for (const char* name : names) {
-    auto it = g.attrs().values().find(name);
-    if (it != g.attrs().values().end()) attrs.Set(name, it->second);
-  }
-  return attrs;
-}
-
 std::vector<GradOpDesc> MatmulGrad(const GradContext& g) {
   return {GradOp("matmul_grad",
                  {{"X", g.Input("X")}, {"Y", g.Input("Y")}, {"OutGrad", g.OutputGrad("Out")}},
                  {{"XGrad", g.InputGrad("X")}, {"YGrad", g.InputGrad("Y")}},
-                 CopyAttrs(g, {"transpose_x", "transpose_y"}))};
+                 GradAttrs(g, {"transpose_x", "transpose_y"}))};
 }
 
 GradMaker ReduceGrad(std::string grad_op) {
   return [grad_op](const GradContext& g) {
     return std::vector<GradOpDesc>{
         GradOp(grad_op, {{"X", g.Input("X")}, {"OutGrad", g.OutputGrad("Out")}},
-               {{"XGrad", g.InputGrad("X")}}, CopyAttrs(g, {"axes", "keepdim"}))};
+               {{"XGrad", g.InputGrad("X")}}, GradAttrs(g, {"axes", "keepdim"}))};
   };
 }
 
@@ -163,7 +154,7 @@ GradMaker SoftmaxGrad(std::string grad_op) {
   return [grad_op](const GradContext& g) {
     return std::vector<GradOpDesc>{
         GradOp(grad_op, {{"Out", g.Output("Out")}, {"OutGrad", g.OutputGrad("Out")}},
-               {{"XGrad", g.InputGrad("X")}}, CopyAttrs(g, {"axis"}))};
+               {{"XGrad", g.InputGrad("X")}}, GradAttrs(g, {"axis"}))};
   };
 }
 
@@ -173,7 +164,7 @@ std::vector<GradOpDesc> CrossEntropyGrad(const GradContext& g) {
                   {"Label", g.Input("Label")},
                   {"LossGrad", g.OutputGrad("Loss")},
                   {"SoftmaxGrad", g.OutputGrad("Softmax")}},
-                 {{"LogitsGrad", g.InputGrad("Logits")}}, CopyAttrs(g, {"axis"}))};
+                 {{"LogitsGrad", g.InputGrad("Logits")}}, GradAttrs(g, {"axis"}))};
 }
 
 }  // namespace

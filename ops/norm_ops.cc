@@ -119,15 +119,6 @@ absl::StatusOr<Metas> InferLayerNormGrad(const InferContext& ctx) {
   return out;
 }
 
-vm::AttrMap CopyAttrs(const GradContext& g, std::initializer_list<const char*> names) {
-  vm::AttrMap attrs;
-  for (const char* name : names) {
-    auto it = g.attrs().values().find(name);
-    if (it != g.attrs().values().end()) attrs.Set(name, it->second);
-  }
-  return attrs;
-}
-
 std::vector<GradOpDesc> BatchNormGrad(const GradContext& g) {
   return {GradOp("batch_norm_infer_grad",
                  {{"X", g.Input("X")},
@@ -140,7 +131,7 @@ std::vector<GradOpDesc> BatchNormGrad(const GradContext& g) {
                   {"BiasGrad", g.InputGrad("Bias")},
                   {"MeanGrad", g.InputGrad("Mean")},
                   {"VarGrad", g.InputGrad("Var")}},
-                 CopyAttrs(g, {"epsilon"}))};
+                 GradAttrs(g, {"epsilon"}))};
 }
 
 std::vector<GradOpDesc> LayerNormGrad(const GradContext& g) {
@@ -153,7 +144,7 @@ std::vector<GradOpDesc> LayerNormGrad(const GradContext& g) {
                   {"Mean", g.Output("Mean")},
                   {"InvStdDev", g.Output("InvStdDev")},
                   {"OutGrad", g.OutputGrad("Out")}},
-                 std::move(outputs), CopyAttrs(g, {"axis"}))};
+                 std::move(outputs), GradAttrs(g, {"axis"}))};
 }
 
 }  // namespace

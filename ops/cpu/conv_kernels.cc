@@ -472,39 +472,21 @@ absl::StatusOr<HostWork> PreparePoolGrad(const std::string& op, const HostArgs& 
 
 // ---------------------------------------------------------------------------------------
 
-template <typename T>
-using PrepareFn = absl::StatusOr<HostWork> (*)(const std::string&, const HostArgs&);
-
-// Registers prepare_f32 / prepare_f64 as the cpu and sim kernels of `op`.
-absl::Status RegisterFloat(OpRegistry* registry, const std::string& op,
-                           PrepareFn<float> prepare_f32, PrepareFn<double> prepare_f64) {
-  return RegisterStressKernelsFor<float, double>(registry, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    PrepareFn<T> prepare;
-    if constexpr (std::is_same_v<T, float>) {
-      prepare = prepare_f32;
-    } else {
-      prepare = prepare_f64;
-    }
-    return MakeHostKernel(op, [op, prepare](const HostArgs& a) { return prepare(op, a); });
-  });
-}
-
 }  // namespace
 
 absl::Status RegisterConvHostKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(
-      RegisterFloat(registry, "conv2d", PrepareConv<float>, PrepareConv<double>));
-  SLUICE_RETURN_IF_ERROR(
-      RegisterFloat(registry, "conv2d_grad", PrepareConvGrad<float>, PrepareConvGrad<double>));
-  SLUICE_RETURN_IF_ERROR(
-      RegisterFloat(registry, "max_pool2d", PreparePool<float, false>, PreparePool<double, false>));
-  SLUICE_RETURN_IF_ERROR(
-      RegisterFloat(registry, "avg_pool2d", PreparePool<float, true>, PreparePool<double, true>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "max_pool2d_grad", PreparePoolGrad<float, false>,
-                                       PreparePoolGrad<double, false>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "avg_pool2d_grad", PreparePoolGrad<float, true>,
-                                       PreparePoolGrad<double, true>));
+      RegisterFloatHostKernels(registry, "conv2d", PrepareConv<float>, PrepareConv<double>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "conv2d_grad", PrepareConvGrad<float>,
+                                                  PrepareConvGrad<double>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "max_pool2d", PreparePool<float, false>,
+                                                  PreparePool<double, false>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "avg_pool2d", PreparePool<float, true>,
+                                                  PreparePool<double, true>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(
+      registry, "max_pool2d_grad", PreparePoolGrad<float, false>, PreparePoolGrad<double, false>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(
+      registry, "avg_pool2d_grad", PreparePoolGrad<float, true>, PreparePoolGrad<double, true>));
   return absl::OkStatus();
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -221,6 +222,27 @@ absl::Status RegisterStressKernelsFor(OpRegistry* registry, absl::string_view op
       }(),
       ...);
   return status;
+}
+
+// A float kernel's prepare function for element type T: the op's name and its arguments to
+// the work it will run.
+template <typename T>
+using FloatPrepareFn = absl::StatusOr<HostWork> (*)(const std::string&, const HostArgs&);
+
+// Registers prepare_f32 / prepare_f64 as the cpu and sim kernels of `op`.
+inline absl::Status RegisterFloatHostKernels(OpRegistry* registry, const std::string& op,
+                                             FloatPrepareFn<float> prepare_f32,
+                                             FloatPrepareFn<double> prepare_f64) {
+  return RegisterStressKernelsFor<float, double>(registry, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    FloatPrepareFn<T> prepare;
+    if constexpr (std::is_same_v<T, float>) {
+      prepare = prepare_f32;
+    } else {
+      prepare = prepare_f64;
+    }
+    return MakeHostKernel(op, [op, prepare](const HostArgs& a) { return prepare(op, a); });
+  });
 }
 
 }  // namespace sluice::ops

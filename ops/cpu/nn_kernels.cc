@@ -444,56 +444,42 @@ absl::StatusOr<HostWork> PrepareCrossEntropyGrad(const std::string& op, const Ho
 
 // ---------------------------------------------------------------------------------------
 
-template <typename T>
-using PrepareFn = absl::StatusOr<HostWork> (*)(const std::string&, const HostArgs&);
-
-// Registers prepare_f32 / prepare_f64 as the cpu and sim kernels of `op`.
-absl::Status RegisterFloat(OpRegistry* registry, const std::string& op,
-                           PrepareFn<float> prepare_f32, PrepareFn<double> prepare_f64) {
-  return RegisterStressKernelsFor<float, double>(registry, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    PrepareFn<T> prepare;
-    if constexpr (std::is_same_v<T, float>) {
-      prepare = prepare_f32;
-    } else {
-      prepare = prepare_f64;
-    }
-    return MakeHostKernel(op, [op, prepare](const HostArgs& a) { return prepare(op, a); });
-  });
-}
-
 }  // namespace
 
 absl::Status RegisterNnHostKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(
-      RegisterFloat(registry, "matmul", PrepareMatmul<float>, PrepareMatmul<double>));
+      RegisterFloatHostKernels(registry, "matmul", PrepareMatmul<float>, PrepareMatmul<double>));
   SLUICE_RETURN_IF_ERROR(
       (RegisterStressKernelsFor<float, double>(registry, "matmul_grad", [](auto tag) {
         using T = typename decltype(tag)::type;
         return std::shared_ptr<const vm::OpKernel>(std::make_shared<MatmulGradKernel<T>>());
       })));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "reduce_sum", PrepareReduce<float, false>,
-                                       PrepareReduce<double, false>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "reduce_mean", PrepareReduce<float, true>,
-                                       PrepareReduce<double, true>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "reduce_sum_grad", PrepareReduceGrad<float, false>,
-                                       PrepareReduceGrad<double, false>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "reduce_mean_grad", PrepareReduceGrad<float, true>,
-                                       PrepareReduceGrad<double, true>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "softmax", PrepareSoftmax<float, false>,
-                                       PrepareSoftmax<double, false>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "log_softmax", PrepareSoftmax<float, true>,
-                                       PrepareSoftmax<double, true>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "softmax_grad", PrepareSoftmaxGrad<float, false>,
-                                       PrepareSoftmaxGrad<double, false>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "log_softmax_grad",
-                                       PrepareSoftmaxGrad<float, true>,
-                                       PrepareSoftmaxGrad<double, true>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "softmax_with_cross_entropy",
-                                       PrepareCrossEntropy<float>, PrepareCrossEntropy<double>));
-  SLUICE_RETURN_IF_ERROR(RegisterFloat(registry, "softmax_with_cross_entropy_grad",
-                                       PrepareCrossEntropyGrad<float>,
-                                       PrepareCrossEntropyGrad<double>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(
+      registry, "reduce_sum", PrepareReduce<float, false>, PrepareReduce<double, false>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(
+      registry, "reduce_mean", PrepareReduce<float, true>, PrepareReduce<double, true>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "reduce_sum_grad",
+                                                  PrepareReduceGrad<float, false>,
+                                                  PrepareReduceGrad<double, false>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "reduce_mean_grad",
+                                                  PrepareReduceGrad<float, true>,
+                                                  PrepareReduceGrad<double, true>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "softmax", PrepareSoftmax<float, false>,
+                                                  PrepareSoftmax<double, false>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(
+      registry, "log_softmax", PrepareSoftmax<float, true>, PrepareSoftmax<double, true>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "softmax_grad",
+                                                  PrepareSoftmaxGrad<float, false>,
+                                                  PrepareSoftmaxGrad<double, false>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "log_softmax_grad",
+                                                  PrepareSoftmaxGrad<float, true>,
+                                                  PrepareSoftmaxGrad<double, true>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "softmax_with_cross_entropy",
+                                                  PrepareCrossEntropy<float>,
+                                                  PrepareCrossEntropy<double>));
+  SLUICE_RETURN_IF_ERROR(RegisterFloatHostKernels(registry, "softmax_with_cross_entropy_grad",
+                                                  PrepareCrossEntropyGrad<float>,
+                                                  PrepareCrossEntropyGrad<double>));
   return absl::OkStatus();
 }
 

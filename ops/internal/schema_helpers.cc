@@ -51,4 +51,13 @@ GradOpDesc GradOp(std::string type,
   return desc;
 }
 
+vm::AttrMap GradAttrs(const GradContext& g, std::initializer_list<const char*> names) {
+  vm::AttrMap attrs;
+  for (const char* name : names) {
+    auto it = g.attrs().values().find(name);
+    if (it != g.attrs().values().end()) attrs.Set(name, it->second);
+  }
+  return attrs;
+}
+
 }  // namespace sluice::ops::internal

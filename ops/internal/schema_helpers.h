@@ -3,6 +3,7 @@
 #ifndef SLUICE_OPS_INTERNAL_SCHEMA_HELPERS_H_
 #define SLUICE_OPS_INTERNAL_SCHEMA_HELPERS_H_
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@ GradOpDesc GradOp(std::string type,
                   std::vector<std::pair<std::string, std::vector<std::string>>> inputs,
                   std::vector<std::pair<std::string, std::vector<std::string>>> outputs,
                   vm::AttrMap attrs = {});
+
+// The forward op's attributes `names` (those it has), for its grad op.
+vm::AttrMap GradAttrs(const GradContext& g, std::initializer_list<const char*> names);
 
 }  // namespace sluice::ops::internal
 
