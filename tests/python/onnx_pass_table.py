@@ -44,7 +44,7 @@ def run_suite():
             if status == "excluded" and info is not None and _passes_unskipped(cls, name):
                 outcome = "excluded-but-passes"
             rows[name] = (info.kind if info else "real", info.op_type if info else None,
-                          status, outcome)
+                          status, outcome, bool(info and info.float32))
     return rows, classification
 
 
@@ -64,7 +64,7 @@ def markdown(rows, classification, seconds):
     from test_onnx_backend import EXCLUDED, RUN, UNSUPPORTED
 
     per_op = collections.defaultdict(collections.Counter)
-    for kind, op, status, outcome in rows.values():
+    for kind, op, status, outcome, _ in rows.values():
         if kind != "node" or op is None:
             continue
         c = per_op[op]
@@ -82,7 +82,7 @@ def markdown(rows, classification, seconds):
                      f"| {c['other']} |")
     lines.append("")
     totals = collections.defaultdict(collections.Counter)
-    for kind, _, status, outcome in rows.values():
+    for kind, _, status, outcome, _ in rows.values():
         t = totals[kind]
         t["tests"] += 1
         t[status] += 1
@@ -99,8 +99,13 @@ def markdown(rows, classification, seconds):
     all_ = sum(totals.values(), collections.Counter())
     lines.append(f"| all | {all_['tests']} | {all_[RUN]} | {all_['passed']} | {all_['failed']} "
                  f"| {all_[EXCLUDED]} | {all_[UNSUPPORTED]} |")
-    failed = sorted(n for n, (_, _, _, outcome) in rows.items() if outcome == "failed")
-    stale = sorted(n for n, (_, _, _, outcome) in rows.items()
+    f32 = [(status, outcome) for kind, _, status, outcome, float32 in rows.values()
+           if kind == "node" and float32]
+    f32_passed = sum(1 for status, outcome in f32 if status == RUN and outcome == "passed")
+    lines += ["", f"Float32 node tests (every graph input and output a FLOAT tensor): "
+              f"{f32_passed} of {len(f32)} pass ({100.0 * f32_passed / max(1, len(f32)):.1f}%)."]
+    failed = sorted(n for n, (_, _, _, outcome, _) in rows.items() if outcome == "failed")
+    stale = sorted(n for n, (_, _, _, outcome, _) in rows.items()
                    if outcome == "excluded-but-passes")
     lines += ["", f"Ran in {seconds:.1f} s (CPU tests only; the excluded ones run as well, "
               "to find those that pass)."]

@@ -105,6 +105,11 @@ class CaseInfo:
                 if o.domain in ("", "ai.onnx"):
                     self.opset = o.version
         self.op_type = None
+        # Whether every graph input and output is a float32 tensor (the issue's "float32
+        # node tests").
+        self.float32 = model is not None and all(
+            v.type.HasField("tensor_type") and v.type.tensor_type.elem_type == 1
+            for v in list(model.graph.input) + list(model.graph.output))
 
 
 def _tested_op(info, by_name):

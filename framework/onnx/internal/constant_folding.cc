@@ -78,29 +78,59 @@ absl::StatusOr<T> Arithmetic(const NodeContext& ctx, absl::string_view op, T a, 
   return static_cast<T>(a / b);
 }
 
-// Add Sub Mul Div (not BOOL) or Equal of two constants of one dtype, NumPy broadcasting.
+// The comparison `op` (Equal Less LessOrEqual Greater GreaterOrEqual) of a and b.
+template <typename T>
+bool Compare(absl::string_view op, T a, T b) {
+  if (op == "Equal") return a == b;
+  if (op == "Less") return a < b;
+  if (op == "LessOrEqual") return a <= b;
+  if (op == "Greater") return a > b;
+  return a >= b;
+}
+
+bool IsComparison(absl::string_view op) {
+  return op == "Equal" || op == "Less" || op == "LessOrEqual" || op == "Greater" ||
+         op == "GreaterOrEqual";
+}
+
+// Add Sub Mul Div Max Min (not BOOL), a comparison (numbers; Equal also BOOL) or And Or Xor
+// (BOOL) of two constants of one dtype, NumPy broadcasting. Max and Min give NaN where either
+// operand is NaN.
 absl::StatusOr<HostTensor> FoldBinary(NodeContext& ctx, int64_t limit) {
   const std::string& op = ctx.node().op_type();
   const HostTensor& a = FoldInput(ctx, 0);
   const HostTensor& b = FoldInput(ctx, 1);
   if (a.dtype != b.dtype) return ctx.Error("the operands' data types differ");
-  const bool equal = op == "Equal";
-  if (!equal && a.dtype == DataType::kBool) return ctx.Error("BOOL operands");
+  const bool compare = IsComparison(op);
+  const bool logical = op == "And" || op == "Or" || op == "Xor";
+  if ((a.dtype == DataType::kBool) != logical && !(op == "Equal" && a.dtype == DataType::kBool)) {
+    return ctx.Error("operands of the wrong data type");
+  }
   absl::StatusOr<Shape> broadcast = BroadcastShapes(a.shape, b.shape);
   if (!broadcast.ok()) return ctx.Error(broadcast.status().message());
   SLUICE_ASSIGN_OR_RETURN(Shape shape, FoldedShape(ctx, broadcast->dims(), limit));
   const std::vector<int64_t> ia = BroadcastIndex(a.shape, shape);
   const std::vector<int64_t> ib = BroadcastIndex(b.shape, shape);
-  HostTensor out = NewTensor(equal ? DataType::kBool : a.dtype, shape);
+  HostTensor out = NewTensor(compare || logical ? DataType::kBool : a.dtype, shape);
   SLUICE_RETURN_IF_ERROR(DispatchDtype(a.dtype, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     for (size_t i = 0; i < ia.size(); ++i) {
       const T x = HostLoad<T>(a, ia[i]);
       const T y = HostLoad<T>(b, ib[i]);
       if constexpr (std::is_same_v<T, bool>) {
-        HostStore<bool>(out, i, x == y);
-      } else if (equal) {
-        HostStore<bool>(out, i, x == y);
+        HostStore<bool>(out, i,
+                        op == "And"   ? x && y
+                        : op == "Or"  ? x || y
+                        : op == "Xor" ? x != y
+                                      : x == y);
+      } else if (compare) {
+        HostStore<bool>(out, i, Compare<T>(op, x, y));
+      } else if (op == "Max" || op == "Min") {
+        T v = op == "Max" ? std::max(x, y) : std::min(x, y);
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(x) || std::isnan(y)) v = std::numeric_limits<T>::quiet_NaN();
+        }
+        HostStore<T>(out, i, v);
       } else {
         SLUICE_ASSIGN_OR_RETURN(T v, Arithmetic<T>(ctx, op, x, y));
         HostStore<T>(out, i, v);
@@ -108,6 +138,18 @@ absl::StatusOr<HostTensor> FoldBinary(NodeContext& ctx, int64_t limit) {
     }
     return absl::OkStatus();
   }));
+  return out;
+}
+
+// not x for a BOOL x.
+absl::StatusOr<HostTensor> FoldNot(NodeContext& ctx, int64_t limit) {
+  const HostTensor& x = FoldInput(ctx, 0);
+  if (x.dtype != DataType::kBool) return ctx.Error("Not of a non-BOOL operand");
+  SLUICE_RETURN_IF_ERROR(FoldedShape(ctx, x.shape.dims(), limit).status());
+  HostTensor out = NewTensor(DataType::kBool, x.shape);
+  for (int64_t i = 0; i < x.shape.NumElements(); ++i) {
+    HostStore<bool>(out, i, !HostLoad<bool>(x, i));
+  }
   return out;
 }
 
@@ -218,7 +260,8 @@ absl::Status CheckAttrs(const NodeContext& ctx) {
 absl::StatusOr<HostTensor> FoldConstantNode(NodeContext& ctx, int64_t limit) {
   const std::string& op = ctx.node().op_type();
   SLUICE_RETURN_IF_ERROR(CheckAttrs(ctx));
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal") {
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min" ||
+      op == "And" || op == "Or" || op == "Xor" || IsComparison(op)) {
     if (ctx.num_inputs() != 2 || !ctx.HasInput(0) || !ctx.HasInput(1)) {
       return ctx.Error("needs two inputs");
     }
@@ -226,6 +269,7 @@ absl::StatusOr<HostTensor> FoldConstantNode(NodeContext& ctx, int64_t limit) {
   }
   if (ctx.num_inputs() == 0 || !ctx.HasInput(0)) return ctx.Error("input 0 is required");
   if (op == "Neg") return FoldNeg(ctx, limit);
+  if (op == "Not") return FoldNot(ctx, limit);
   if (op == "Cast") return FoldCast(ctx, limit);
   if (op == "Concat") return FoldConcat(ctx, limit);
   if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") {
@@ -246,9 +290,13 @@ absl::StatusOr<HostTensor> FoldConstantNode(NodeContext& ctx, int64_t limit) {
 
 // See node_table.h: folds only op types with a mapper of their own, up to 4096 elements.
 absl::StatusOr<bool> TryFoldConstants(NodeContext& ctx) {
-  static constexpr absl::string_view kFolded[] = {"Add",     "Cast",     "Concat", "Div",
-                                                  "Equal",   "Identity", "Mul",    "Neg",
-                                                  "Reshape", "Squeeze",  "Sub",    "Unsqueeze"};
+  static constexpr absl::string_view kFolded[] = {
+      "Add",       "And",     "Cast",        "Concat",
+      "Div",       "Equal",   "Greater",     "GreaterOrEqual",
+      "Identity",  "Less",    "LessOrEqual", "Max",
+      "Min",       "Mul",     "Neg",         "Not",
+      "Or",        "Reshape", "Squeeze",     "Sub",
+      "Unsqueeze", "Xor"};
   const std::string& op = ctx.node().op_type();
   if (std::find(std::begin(kFolded), std::end(kFolded), op) == std::end(kFolded) ||
       ctx.num_outputs() != 1 || !AllInputsConstant(ctx)) {

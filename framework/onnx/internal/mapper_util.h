@@ -6,6 +6,9 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/data_type.h"
+#include "framework/interpreter/host_tensor.h"
 #include "framework/onnx/internal/node_context.h"
 
 namespace sluice::framework::onnx::internal {
@@ -20,6 +23,20 @@ absl::StatusOr<T> Built(const NodeContext& ctx, absl::StatusOr<T> built) {
 
 // `axis` in [-rank, rank) made non-negative; InvalidArgument naming the node otherwise.
 absl::StatusOr<int64_t> NormalizeAxis(const NodeContext& ctx, int64_t axis, int64_t rank);
+
+// The mappers that compose existing ops (composite_mappers.cc):
+// A rank-0 `value` of `dtype` (a fill_constant op), for the binary ops to broadcast.
+absl::StatusOr<Value> ScalarConstant(const NodeContext& ctx, double value, DataType dtype);
+// `value`, computed at import (a mask, an index table), as a persistable the program reads,
+// as an initializer becomes; named after the node's first output and `what`.
+absl::StatusOr<Value> ImportConstant(NodeContext& ctx, absl::string_view what, HostTensor value);
+// Input i's dtype and static shape, without making a constant input a persistable (for an
+// input only its type is read from: CastLike's target_type, EyeLike's input).
+struct InputType {
+  DataType dtype;
+  Shape shape;
+};
+absl::StatusOr<InputType> TypeOfInput(NodeContext& ctx, int i);
 
 }  // namespace sluice::framework::onnx::internal
 

@@ -87,9 +87,9 @@ absl::Status MapGlobalPool(NodeContext& ctx);  // GlobalAveragePool, GlobalMaxPo
 // fill_constant op; the shape must be a constant.
 absl::Status MapShape(NodeContext& ctx);  // Shape, Size
 absl::Status MapConstantOfShape(NodeContext& ctx);
-// Expand and Range (no kernels yet): folded when every input is a constant (outputs of up to
-// 2^24 elements), else InvalidArgument naming the input. Gather, Slice and Where fold through
-// it when every input is a constant.
+// Range (no kernel yet): folded when every input is a constant (outputs of up to 2^24
+// elements), else InvalidArgument naming the input. Expand, Gather, Slice and Where fold
+// through it when every input is a constant.
 absl::Status MapFoldOnly(NodeContext& ctx);
 
 // Gather, Slice and Where (index_mappers.cc): folded when every input is a constant, else the
@@ -98,12 +98,44 @@ absl::Status MapGather(NodeContext& ctx);
 absl::Status MapSlice(NodeContext& ctx);
 absl::Status MapWhere(NodeContext& ctx);
 
-// Run before the row's mapper: when the node's op type folds (Add Sub Mul Div Equal Neg
-// Cast Concat Reshape Squeeze Unsqueeze Identity), every input is a constant and the output
-// has at most 4096 elements, makes the output a constant computed on the host and returns
-// true. False (the mapper runs) otherwise, and whenever folding fails: an invalid node, a
-// cast C++ leaves undefined, an integer division by zero.
+// Run before the row's mapper: when the node's op type folds (Add Sub Mul Div, Max and Min of
+// two inputs, Equal Less LessOrEqual Greater GreaterOrEqual, And Or Xor Not, Neg Cast Concat
+// Reshape Squeeze Unsqueeze Identity), every input is a constant and the output has at most
+// 4096 elements, makes the output a constant computed on the host and returns true. False
+// (the mapper runs) otherwise, and whenever folding fails: an invalid node, a cast C++ leaves
+// undefined, an integer division by zero.
 absl::StatusOr<bool> TryFoldConstants(NodeContext& ctx);
+
+// Compositions of existing ops (composite_mappers.cc): CastLike (a constant input folds at
+// import), Mod (folded at import when both inputs are constants; integers otherwise), Sign,
+// IsNaN, IsInf, PRelu, Shrink, Swish, Trilu (a where over a mask made at import; k must be a
+// constant), EyeLike (a constant).
+absl::Status MapCastLike(NodeContext& ctx);
+absl::Status MapMod(NodeContext& ctx);
+absl::Status MapSign(NodeContext& ctx);
+absl::Status MapIsNaN(NodeContext& ctx);
+absl::Status MapIsInf(NodeContext& ctx);
+absl::Status MapPRelu(NodeContext& ctx);
+absl::Status MapShrink(NodeContext& ctx);
+absl::Status MapSwish(NodeContext& ctx);
+absl::Status MapTrilu(NodeContext& ctx);
+absl::Status MapEyeLike(NodeContext& ctx);
+// Reductions and normalizations (composite_reduce_mappers.cc); axes must be constants.
+absl::Status MapReduceComposite(NodeContext& ctx);  // ReduceSumSquare L1 L2 LogSum LogSumExp
+absl::Status MapReduceMax(NodeContext& ctx);        // ReduceMax, ReduceMin (max_pool2d)
+absl::Status MapRMSNormalization(NodeContext& ctx);
+absl::Status MapLpNormalization(NodeContext& ctx);
+absl::Status MapMeanVarianceNormalization(NodeContext& ctx);
+absl::Status MapInstanceNormalization(NodeContext& ctx);
+absl::Status MapGroupNormalization(NodeContext& ctx);
+// Element moves (composite_layout_mappers.cc): Expand, GatherElements, Pad and Tile (the
+// shape, pads, constant value, axes and repeats must be constants), SpaceToDepth and
+// DepthToSpace.
+absl::Status MapExpand(NodeContext& ctx);  // folded when every input is a constant
+absl::Status MapGatherElements(NodeContext& ctx);
+absl::Status MapPad(NodeContext& ctx);
+absl::Status MapTile(NodeContext& ctx);
+absl::Status MapSpaceToDepth(NodeContext& ctx);  // SpaceToDepth, DepthToSpace
 
 }  // namespace sluice::framework::onnx::internal
 
