@@ -65,7 +65,8 @@ struct OnnxImport {
   int64_t ir_version = 0;
   int64_t opset = 0;     // of the default ("" / "ai.onnx") domain
   std::string producer;  // producer_name and producer_version, when the model has them
-  // What the import did that a user may want to know: a skipped checker, folded constants.
+  // What the import did that a user may want to know: the checker run or skipped, graph
+  // inputs taken as constants (OnnxImportOptions::constant_inputs).
   std::vector<std::string> notes;
 };
 
