@@ -27,7 +27,7 @@ configured=0
 targets=()
 jobs=${SLUICE_JOBS:-2}
 parallel=$jobs
-all_targets=(fuzz_program_text fuzz_npy fuzz_record fuzz_attrs fuzz_strings)
+all_targets=(fuzz_program_text fuzz_npy fuzz_record fuzz_attrs fuzz_strings fuzz_onnx)
 
 usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do

@@ -117,7 +117,7 @@ absl::StatusOr<InputType> TypeOfInput(NodeContext& ctx, int i) {
 // refused: no op computes fmod exactly.
 absl::Status MapMod(NodeContext& ctx) {
   SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"fmod"}));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t fmod, ctx.IntAttr("fmod", 0));
+  SLUICE_ASSIGN_OR_RETURN(const bool fmod, ctx.FlagAttr("fmod", false));
   if (ctx.num_inputs() != 2) return ctx.Error("needs two inputs, A and B");
   SLUICE_ASSIGN_OR_RETURN(const InputType a_type, TypeOfInput(ctx, 0));
   SLUICE_ASSIGN_OR_RETURN(const InputType b_type, TypeOfInput(ctx, 1));
@@ -204,8 +204,8 @@ absl::Status MapIsNaN(NodeContext& ctx) {
 // when neither is asked.
 absl::Status MapIsInf(NodeContext& ctx) {
   SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"detect_positive", "detect_negative"}));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t positive, ctx.IntAttr("detect_positive", 1));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t negative, ctx.IntAttr("detect_negative", 1));
+  SLUICE_ASSIGN_OR_RETURN(const bool positive, ctx.FlagAttr("detect_positive", true));
+  SLUICE_ASSIGN_OR_RETURN(const bool negative, ctx.FlagAttr("detect_negative", true));
   SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
   const DataType dtype = x.var().dtype();
   if (!composite_mapping::IsFloat(dtype)) {
@@ -283,7 +283,7 @@ absl::Status MapSwish(NodeContext& ctx) {
 // constant). A mask of all true is a copy, of all false zeros.
 absl::Status MapTrilu(NodeContext& ctx) {
   SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"upper"}));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t upper, ctx.IntAttr("upper", 1));
+  SLUICE_ASSIGN_OR_RETURN(const bool upper, ctx.FlagAttr("upper", true));
   SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
   int64_t k = 0;
   if (ctx.HasInput(1)) {

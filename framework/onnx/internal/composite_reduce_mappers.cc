@@ -53,8 +53,8 @@ absl::StatusOr<Reduction> ReductionOf(const NodeContext& ctx, const Shape& shape
     SLUICE_ASSIGN_OR_RETURN(axes, ctx.ConstantInts(1, "axes"));
   }
   Reduction r;
-  SLUICE_ASSIGN_OR_RETURN(const int64_t keepdims, ctx.IntAttr("keepdims", 1));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t noop, ctx.IntAttr("noop_with_empty_axes", 0));
+  SLUICE_ASSIGN_OR_RETURN(const bool keepdims, ctx.FlagAttr("keepdims", true));
+  SLUICE_ASSIGN_OR_RETURN(const bool noop, ctx.FlagAttr("noop_with_empty_axes", false));
   r.keepdims = keepdims != 0;
   const int64_t rank = shape.rank();
   if (axes.empty() && noop == 0) {

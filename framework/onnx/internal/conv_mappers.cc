@@ -192,7 +192,7 @@ absl::Status MapPool(NodeContext& ctx) {
     if (ctx.WantsOutput(1)) {
       return ctx.Error("the Indices output (the arg-max positions) is not supported");
     }
-    SLUICE_ASSIGN_OR_RETURN(int64_t storage_order, ctx.IntAttr("storage_order", 0));
+    SLUICE_ASSIGN_OR_RETURN(bool storage_order, ctx.FlagAttr("storage_order", false));
     if (storage_order != 0) {
       return ctx.Error(absl::StrCat("storage_order=", storage_order,
                                     " is not supported (it orders the Indices output, which "
@@ -208,8 +208,8 @@ absl::Status MapPool(NodeContext& ctx) {
                           conv_mapping::KernelShape(ctx, x_shape.rank() - 2, {}));
   SLUICE_ASSIGN_OR_RETURN(conv_mapping::Window2d win,
                           conv_mapping::WindowOf(ctx, x_shape, std::move(kernel)));
-  SLUICE_ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.IntAttr("ceil_mode", 0));
-  SLUICE_ASSIGN_OR_RETURN(int64_t count_include_pad, ctx.IntAttr("count_include_pad", 0));
+  SLUICE_ASSIGN_OR_RETURN(bool ceil_mode, ctx.FlagAttr("ceil_mode", false));
+  SLUICE_ASSIGN_OR_RETURN(bool count_include_pad, ctx.FlagAttr("count_include_pad", false));
   SLUICE_ASSIGN_OR_RETURN(Value x2, conv_mapping::To2d(ctx, x));
   Value y = x2;
   if (max) {

@@ -200,8 +200,8 @@ absl::Status MapGemm(NodeContext& ctx) {
   SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"alpha", "beta", "transA", "transB"}));
   SLUICE_ASSIGN_OR_RETURN(double alpha, ctx.FloatAttr("alpha", 1.0));
   SLUICE_ASSIGN_OR_RETURN(double beta, ctx.FloatAttr("beta", 1.0));
-  SLUICE_ASSIGN_OR_RETURN(int64_t trans_a, ctx.IntAttr("transA", 0));
-  SLUICE_ASSIGN_OR_RETURN(int64_t trans_b, ctx.IntAttr("transB", 0));
+  SLUICE_ASSIGN_OR_RETURN(bool trans_a, ctx.FlagAttr("transA", false));
+  SLUICE_ASSIGN_OR_RETURN(bool trans_b, ctx.FlagAttr("transB", false));
   SLUICE_ASSIGN_OR_RETURN(Value a, ctx.Input(0));
   SLUICE_ASSIGN_OR_RETURN(Value b, ctx.Input(1));
   if (a.var().shape().rank() != 2 || b.var().shape().rank() != 2) {

@@ -31,7 +31,7 @@ absl::StatusOr<std::vector<int64_t>> ReshapedDims(NodeContext& ctx) {
   }
   if (op == "Reshape") {
     if (!present) return ctx.Error("the shape is required");
-    SLUICE_ASSIGN_OR_RETURN(int64_t allowzero, ctx.IntAttr("allowzero", 0));
+    SLUICE_ASSIGN_OR_RETURN(bool allowzero, ctx.FlagAttr("allowzero", false));
     int64_t infer = -1, known = 1;
     for (size_t i = 0; i < given.size(); ++i) {
       if (given[i] == 0 && allowzero == 0) {

@@ -160,6 +160,14 @@ absl::StatusOr<int64_t> NodeContext::IntAttr(absl::string_view name, int64_t fal
   return attr->i();
 }
 
+absl::StatusOr<bool> NodeContext::FlagAttr(absl::string_view name, bool fallback) const {
+  SLUICE_ASSIGN_OR_RETURN(const int64_t value, IntAttr(name, fallback ? 1 : 0));
+  if (value != 0 && value != 1) {
+    return Error(absl::StrCat("attribute '", name, "' is ", value, "; it must be 0 or 1"));
+  }
+  return value == 1;
+}
+
 absl::StatusOr<double> NodeContext::FloatAttr(absl::string_view name, double fallback) const {
   const AttributeProto* attr = FindAttr(name);
   if (attr == nullptr) return fallback;

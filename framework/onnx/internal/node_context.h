@@ -119,6 +119,9 @@ class NodeContext {
   // wrong type is InvalidArgument naming it.
   bool HasAttr(absl::string_view name) const { return FindAttr(name) != nullptr; }
   absl::StatusOr<int64_t> IntAttr(absl::string_view name, int64_t fallback) const;
+  // An INT attribute that is a flag: 0 or 1 (anything else is InvalidArgument naming it, as
+  // ONNX's own shape inference reads some flags as `== 1` and others as `!= 0`).
+  absl::StatusOr<bool> FlagAttr(absl::string_view name, bool fallback) const;
   absl::StatusOr<double> FloatAttr(absl::string_view name, double fallback) const;
   absl::StatusOr<std::string> StringAttr(absl::string_view name, std::string fallback) const;
   absl::StatusOr<std::vector<int64_t>> IntsAttr(absl::string_view name,

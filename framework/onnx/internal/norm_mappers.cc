@@ -41,7 +41,7 @@ absl::Status MapBatchNormalization(NodeContext& ctx) {
                                     " (statistics per element, not per channel) is not supported"));
     }
   }
-  SLUICE_ASSIGN_OR_RETURN(const int64_t training, ctx.IntAttr("training_mode", 0));
+  SLUICE_ASSIGN_OR_RETURN(const bool training, ctx.FlagAttr("training_mode", false));
   if (training != 0) {
     return ctx.Error(
         "training_mode 1 (normalizing by the batch's statistics) is not supported: inference "

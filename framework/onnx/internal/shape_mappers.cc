@@ -88,8 +88,8 @@ absl::Status MapReduce(NodeContext& ctx) {
   SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
   bool present = false;
   SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(ctx, sum ? 13 : 18, &present));
-  SLUICE_ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttr("keepdims", 1));
-  SLUICE_ASSIGN_OR_RETURN(int64_t noop, ctx.IntAttr("noop_with_empty_axes", 0));
+  SLUICE_ASSIGN_OR_RETURN(bool keepdims, ctx.FlagAttr("keepdims", true));
+  SLUICE_ASSIGN_OR_RETURN(bool noop, ctx.FlagAttr("noop_with_empty_axes", false));
   Value out = x;
   if (axes.empty() && noop != 0) {
     SLUICE_ASSIGN_OR_RETURN(out, Built(ctx, fn::Assign(x)));
@@ -110,7 +110,7 @@ absl::Status MapReshape(NodeContext& ctx) {
   SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"allowzero"}));
   SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
   SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> target, ctx.ConstantInts(1, "the new shape"));
-  SLUICE_ASSIGN_OR_RETURN(int64_t allowzero, ctx.IntAttr("allowzero", 0));
+  SLUICE_ASSIGN_OR_RETURN(bool allowzero, ctx.FlagAttr("allowzero", false));
   const Shape shape = x.var().shape();
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == 0 && allowzero != 0) {
