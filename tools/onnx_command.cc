@@ -90,6 +90,18 @@ void AddOnnxShapeOptions(OptionParser& parser, onnx::OnnxImportOptions* options)
         options->input_shapes[kv.first] = std::move(dims);
         return absl::OkStatus();
       });
+  parser.AddRepeated(
+      "--constant-input", "NAME=FILE",
+      "ONNX models: take graph input NAME as a constant with the value in FILE (.npy), for "
+      "an input an op takes as an attribute (a Reshape's shape, a Reduce's axes); it is then "
+      "not fed",
+      [options](absl::string_view text) -> absl::Status {
+        SLUICE_ASSIGN_OR_RETURN(auto kv, SplitAssignment(text, "NAME=FILE"));
+        SLUICE_ASSIGN_OR_RETURN(framework::io::NpyArray array, framework::io::ReadNpy(kv.second));
+        options->constant_inputs[kv.first] =
+            framework::HostTensor{array.dtype, array.shape, std::move(array.bytes)};
+        return absl::OkStatus();
+      });
 }
 
 void PrintOnnxImport(const onnx::OnnxImport& imported) {

@@ -18,7 +18,8 @@ namespace sluice::tools {
 // Whether `path` names an ONNX model (ends in ".onnx").
 bool IsOnnxPath(absl::string_view path);
 
-// Adds --dim NAME=N and --input-shape NAME=D0,D1,... to `parser`, filling `options`.
+// Adds --dim NAME=N, --input-shape NAME=D0,D1,... and --constant-input NAME=FILE.npy to
+// `parser`, filling `options`.
 void AddOnnxShapeOptions(OptionParser& parser, framework::onnx::OnnxImportOptions* options);
 
 // Prints the import's notes and its inputs and outputs (ONNX name -> variable) to stdout.

@@ -89,12 +89,14 @@ absl::StatusOr<const HostTensor*> NodeContext::ConstantInput(int i, absl::string
   const HostTensor* value = state_->Constant(node_.input(i));
   if (value == nullptr) {
     const bool fed = state_->IsGraphInput(node_.input(i));
-    return Error(absl::StrCat("input ", i, " '", node_.input(i), "' (", why,
-                              ") must be a constant (an initializer or a Constant node's "
-                              "output): Sluice takes it as an attribute",
-                              fed ? absl::StrCat("; graph input '", node_.input(i),
-                                                 "' can be fixed at import (constant_inputs)")
-                                  : ""));
+    return Error(absl::StrCat(
+        "input ", i, " '", node_.input(i), "' (", why,
+        ") must be a constant (an initializer or a Constant node's "
+        "output): Sluice takes it as an attribute",
+        fed ? absl::StrCat("; graph input '", node_.input(i),
+                           "' can be fixed at import (constant_inputs); sluice: --constant-input ",
+                           node_.input(i), "=FILE.npy")
+            : ""));
   }
   return value;
 }
