@@ -23,12 +23,10 @@ namespace {
 using internal::GraphState;
 using internal::NodeContext;
 
-bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
-
 // The model's opset of the default domain; InvalidArgument when it imports none.
 absl::StatusOr<int64_t> DefaultOpset(const ::onnx::ModelProto& model) {
   for (const auto& opset : model.opset_import()) {
-    if (IsDefaultDomain(opset.domain())) return opset.version();
+    if (internal::IsDefaultOnnxDomain(opset.domain())) return opset.version();
   }
   return absl::InvalidArgumentError("the model imports no opset of the default ONNX domain");
 }
@@ -75,14 +73,7 @@ absl::Status ImportGraph(const ::onnx::GraphProto& graph, int64_t opset,
                          const absl::flat_hash_map<std::string, Shape>& inferred,
                          const OnnxImportOptions& options, Program& main, OnnxImport* result) {
   GraphState state(&main);
-  for (const auto& init : graph.initializer()) {
-    absl::StatusOr<HostTensor> value = internal::HostTensorOfProto(init);
-    if (!value.ok()) return absl::InvalidArgumentError(value.status().message());
-    state.BindConstant(init.name(), *std::move(value));
-  }
-  if (graph.sparse_initializer_size() > 0) {
-    return absl::InvalidArgumentError("sparse initializers are not supported");
-  }
+  SLUICE_RETURN_IF_ERROR(internal::BindInitializers(graph, state));
   for (const auto& input : graph.input()) {
     if (state.Has(input.name())) continue;  // an initializer listed as an input (IR < 4)
     if (auto given = options.constant_inputs.find(input.name());

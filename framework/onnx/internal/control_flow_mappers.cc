@@ -44,6 +44,7 @@ absl::StatusOr<Value> BoolScalar(const NodeContext& ctx, const Value& v, absl::s
 
 // Maps `graph`'s nodes into the current block and returns its outputs' values.
 absl::StatusOr<std::vector<Value>> MapSubgraph(NodeContext& ctx, const ::onnx::GraphProto& graph) {
+  SLUICE_RETURN_IF_ERROR(BindInitializers(graph, ctx.state()));
   SLUICE_RETURN_IF_ERROR(MapGraphNodes(graph, ctx.opset(), ctx.state()));
   std::vector<Value> outputs;
   for (const auto& output : graph.output()) {

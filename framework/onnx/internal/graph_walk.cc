@@ -10,10 +10,6 @@
 namespace sluice::framework::onnx::internal {
 namespace {
 
-bool IsDefaultOnnxDomain(const std::string& domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
-
 // Checks each output the node defined against ONNX's inferred shape, when there is one.
 absl::Status CrossCheckShapes(const NodeContext& ctx, GraphState& state,
                               const absl::flat_hash_map<std::string, Shape>* inferred) {
@@ -41,13 +37,23 @@ absl::Status CrossCheckShapes(const NodeContext& ctx, GraphState& state,
 
 }  // namespace
 
-absl::Status MapGraphNodes(const ::onnx::GraphProto& graph, int64_t opset, GraphState& state) {
+bool IsDefaultOnnxDomain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+absl::Status BindInitializers(const ::onnx::GraphProto& graph, GraphState& state) {
   for (const auto& init : graph.initializer()) {
-    if (state.Has(init.name())) continue;  // the top-level graph bound its own first
     absl::StatusOr<HostTensor> value = HostTensorOfProto(init);
     if (!value.ok()) return absl::InvalidArgumentError(value.status().message());
     state.BindConstant(init.name(), *std::move(value));
   }
+  if (graph.sparse_initializer_size() > 0) {
+    return absl::InvalidArgumentError("sparse initializers are not supported");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MapGraphNodes(const ::onnx::GraphProto& graph, int64_t opset, GraphState& state) {
   for (const auto& node : graph.node()) {
     NodeContext ctx(node, opset, &state);
     if (!IsDefaultOnnxDomain(node.domain())) {

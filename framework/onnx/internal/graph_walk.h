@@ -7,6 +7,7 @@
 #define SLUICE_FRAMEWORK_ONNX_INTERNAL_GRAPH_WALK_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "framework/onnx/internal/node_context.h"
@@ -14,10 +15,16 @@
 
 namespace sluice::framework::onnx::internal {
 
+// Whether `domain` names ONNX's default domain ("" or "ai.onnx").
+bool IsDefaultOnnxDomain(const std::string& domain);
+
+// Binds `graph`'s initializers (a subgraph may have its own) as constants; InvalidArgument
+// naming one that cannot be read, or when the graph has sparse initializers.
+absl::Status BindInitializers(const ::onnx::GraphProto& graph, GraphState& state);
+
 // Maps `graph`'s nodes in order through the node table (constant folding first), checking
 // each output's shape against ONNX's inference where GraphState has it. A node of another
-// domain is Unimplemented naming it. The graph's initializers (a subgraph may have its own)
-// become constants first.
+// domain is Unimplemented naming it. Its initializers must be bound already.
 absl::Status MapGraphNodes(const ::onnx::GraphProto& graph, int64_t opset, GraphState& state);
 
 }  // namespace sluice::framework::onnx::internal

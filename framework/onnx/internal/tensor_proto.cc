@@ -35,6 +35,28 @@ int64_t FieldSize(const TensorProto& tensor) {
   }
 }
 
+// OK when `dims` fits graph input `info`'s declared shape (which it has): the same rank, and
+// each dimension the model fixes equal. InvalidArgument naming the input, `what` the dims
+// are, and the first disagreement otherwise.
+absl::Status CheckAgainstDeclared(const ::onnx::ValueInfoProto& info,
+                                  absl::Span<const int64_t> dims, absl::string_view what) {
+  const auto& declared = info.type().tensor_type().shape().dim();
+  const std::string prefix =
+      absl::StrCat("graph input '", info.name(), "': ", what, " [", absl::StrJoin(dims, ","), "]");
+  if (static_cast<int>(dims.size()) != declared.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(prefix, " has rank ", dims.size(),
+                                                   ", the model's has rank ", declared.size()));
+  }
+  for (int i = 0; i < declared.size(); ++i) {
+    if (declared[i].has_dim_value() && declared[i].dim_value() != dims[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(prefix, " has ", dims[i], " in dimension ", i,
+                                                     " where the model fixes ",
+                                                     declared[i].dim_value()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string TensorWhat(const TensorProto& tensor) {
   return tensor.name().empty() ? std::string("a constant tensor")
                                : absl::StrCat("tensor '", tensor.name(), "'");
@@ -148,16 +170,7 @@ absl::Status CheckConstantInput(const ::onnx::ValueInfoProto& info, const HostTe
                                                    DataTypeName(value.dtype)));
   }
   if (!info.type().tensor_type().has_shape()) return absl::OkStatus();
-  const auto& dims = info.type().tensor_type().shape().dim();
-  bool agrees = dims.size() == value.shape.rank();
-  for (int i = 0; agrees && i < dims.size(); ++i) {
-    agrees = !dims[i].has_dim_value() || dims[i].dim_value() == value.shape.dim(i);
-  }
-  if (!agrees) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": the constant given for it has shape ", value.shape.ToString(),
-                     ", which the model's declared shape does not allow"));
-  }
+  return CheckAgainstDeclared(info, value.shape.dims(), "the constant given for it");
   return absl::OkStatus();
 }
 
@@ -191,19 +204,7 @@ absl::StatusOr<Shape> InputShape(const ::onnx::ValueInfoProto& info,
   }
   const auto& model_dims = tensor_type.shape().dim();
   if (given != options.input_shapes.end()) {
-    if (static_cast<int>(given->second.size()) != model_dims.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "graph input '", name, "': the given shape [", absl::StrJoin(given->second, ","),
-          "] has rank ", given->second.size(), ", the model's has rank ", model_dims.size()));
-    }
-    for (int i = 0; i < model_dims.size(); ++i) {
-      if (model_dims[i].has_dim_value() && model_dims[i].dim_value() != given->second[i]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "graph input '", name, "': the given shape [", absl::StrJoin(given->second, ","),
-            "] has ", given->second[i], " in dimension ", i, " where the model fixes ",
-            model_dims[i].dim_value()));
-      }
-    }
+    SLUICE_RETURN_IF_ERROR(CheckAgainstDeclared(info, given->second, "the given shape"));
     return Shape(given->second);
   }
   std::vector<int64_t> dims;
