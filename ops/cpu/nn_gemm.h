@@ -97,12 +97,13 @@ inline void GemmMicroKernel(int64_t kc, const T* __restrict ap, const T* __restr
   }
 }
 
-// The packing buffers GemmBlocked<T, Mr, Nr> needs for an m x n x k product, in elements.
-template <int64_t Mr, int64_t Nr>
+// The packing buffers GemmBlocked<T, Mr, Nr> needs for an m x n x k product, in elements:
+// A's depends on Mr alone, B's on Nr alone.
+template <int64_t Mr>
 inline int64_t GemmPackedA(int64_t m, int64_t k) {
   return std::min((m + Mr - 1) / Mr * Mr, (kGemmMc + Mr - 1) / Mr * Mr) * std::min(k, kGemmKc);
 }
-template <int64_t Mr, int64_t Nr>
+template <int64_t Nr>
 inline int64_t GemmPackedB(int64_t n, int64_t k) {
   return std::min((n + Nr - 1) / Nr * Nr, kGemmNc) * std::min(k, kGemmKc);
 }
@@ -167,8 +168,8 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand<T>& a, const GemmOp
   }
   constexpr int64_t mr = kGemmMr;
   constexpr int64_t nr = kGemmNr<T>;
-  std::vector<T> packed_a(GemmPackedA<mr, nr>(m, k));
-  std::vector<T> packed_b(GemmPackedB<mr, nr>(n, k));
+  std::vector<T> packed_a(GemmPackedA<mr>(m, k));
+  std::vector<T> packed_b(GemmPackedB<nr>(n, k));
   GemmBlocked<T, mr, nr, PortableMicroKernel<T, mr, nr>>(m, n, k, a, b, c, ldc, packed_a.data(),
                                                          packed_b.data());
 }

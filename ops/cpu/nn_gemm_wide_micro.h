@@ -58,8 +58,8 @@ struct WideMicro {
     }
   }
 
-  static int64_t PackedA(int64_t m, int64_t k) { return GemmPackedA<kWideMr, kNr>(m, k); }
-  static int64_t PackedB(int64_t n, int64_t k) { return GemmPackedB<kWideMr, kNr>(n, k); }
+  static int64_t PackedA(int64_t m, int64_t k) { return GemmPackedA<kWideMr>(m, k); }
+  static int64_t PackedB(int64_t n, int64_t k) { return GemmPackedB<kNr>(n, k); }
   static void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand<T>& a,
                    const GemmOperand<T>& b, T* c, int64_t ldc, T* packed_a, T* packed_b) {
     GemmBlocked<T, kWideMr, kNr, WideMicro>(m, n, k, a, b, c, ldc, packed_a, packed_b);

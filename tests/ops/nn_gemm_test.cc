@@ -28,7 +28,7 @@ void BaselineGemm(int64_t m, int64_t n, int64_t k, const GemmOperand<T>& a, cons
                   T* c, int64_t ldc) {
   constexpr int64_t mr = kGemmMr;
   constexpr int64_t nr = kGemmNr<T>;
-  std::vector<T> pa(GemmPackedA<mr, nr>(m, k)), pb(GemmPackedB<mr, nr>(n, k));
+  std::vector<T> pa(GemmPackedA<mr>(m, k)), pb(GemmPackedB<nr>(n, k));
   GemmBlocked<T, mr, nr, PortableMicroKernel<T, mr, nr>>(m, n, k, a, b, c, ldc, pa.data(),
                                                          pb.data());
 }
