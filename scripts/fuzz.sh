@@ -2,7 +2,7 @@
 # Runs the libFuzzer targets of tests/fuzz/ for a time budget each.
 #
 #   scripts/fuzz.sh [--seconds N] [--parallel P] [--build-dir DIR] [--configured] [--merge]
-#                   [TARGET...]
+#                   [--seed N] [TARGET...]
 #
 # Configures and builds a clang fuzzing build (SLUICE_SANITIZE=fuzzer: AddressSanitizer,
 # UBSan and libFuzzer's coverage, -O1 -g1) in DIR (default build-fuzz), then runs each TARGET
@@ -17,6 +17,9 @@
 # configured as a fuzzing build (CI's sanitizer stage builds its tests there too); only the
 # targets are built. --parallel P: up to P targets fuzz at once (default SLUICE_JOBS, or 2;
 # a libFuzzer process uses one core), each for its N seconds; the summary keeps target order.
+# --seed N: libFuzzer's random seed (default: a new one each run). With a fixed seed a run
+# mutates in the same order every time, so a shorter run (a slower machine) does a prefix
+# of a longer one: CI fixes it, and its findings reproduce here with the same seed.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,12 +27,13 @@ seconds=60
 build=build-fuzz
 merge=0
 configured=0
+seed=
 targets=()
 jobs=${SLUICE_JOBS:-2}
 parallel=$jobs
 all_targets=(fuzz_program_text fuzz_npy fuzz_record fuzz_attrs fuzz_strings fuzz_onnx)
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
   case $1 in
     --seconds) seconds=${2:?--seconds needs a number}; shift 2 ;;
@@ -37,6 +41,7 @@ while (($#)); do
     --build-dir) build=${2:?--build-dir needs a directory}; shift 2 ;;
     --merge) merge=1; shift ;;
     --configured) configured=1; shift ;;
+    --seed) seed=${2:?--seed needs a number}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "fuzz.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
@@ -51,6 +56,10 @@ for t in "${targets[@]}"; do
 done
 if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: --seconds wants a positive whole number, not '$seconds'" >&2
+  exit 2
+fi
+if [[ -n $seed ]] && ! [[ $seed =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: --seed wants a positive whole number, not '$seed'" >&2
   exit 2
 fi
 if ! [[ $parallel =~ ^[1-9][0-9]*$ ]]; then
@@ -92,7 +101,8 @@ fuzz_one() {
   cp -n tests/fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null || true
   echo "fuzz.sh: $t for ${seconds}s (log: $log)"
   "$build/tests/fuzz/$t" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-    -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1 || rc=$?
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" ${seed:+-seed="$seed"} \
+    >"$log" 2>&1 || rc=$?
   local execs rate cov files line
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)

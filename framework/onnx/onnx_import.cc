@@ -32,10 +32,9 @@ absl::StatusOr<int64_t> DefaultOpset(const ::onnx::ModelProto& model) {
 }
 
 // ONNX's checker and shape inference, where the linked library knows the model's versions.
-// Returns the inferred static shapes by value name (empty when skipped).
-absl::StatusOr<absl::flat_hash_map<std::string, Shape>> CheckAndInfer(
-    const ::onnx::ModelProto& model, int64_t opset, OnnxImport* result) {
-  absl::flat_hash_map<std::string, Shape> shapes;
+// Whether the linked ONNX library knows the model's IR version and opset (else its checker
+// and shape inference are skipped, with a note saying so).
+bool LibraryKnows(const ::onnx::ModelProto& model, int64_t opset, OnnxImport* result) {
   const int64_t lib_opset =
       ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
   const int64_t lib_ir = ::onnx::Version::IR_VERSION;
@@ -44,15 +43,17 @@ absl::StatusOr<absl::flat_hash_map<std::string, Shape>> CheckAndInfer(
         absl::StrCat("ONNX checker and shape inference skipped: the model (IR ", model.ir_version(),
                      ", opset ", opset, ") is newer than the linked ONNX library knows (IR ",
                      lib_ir, ", opset ", lib_opset, "); check it with a newer ONNX first"));
-    return shapes;
+    return false;
   }
-  ::onnx::ModelProto inferred = model;
+  return true;
+}
+
+// Runs `step` (ONNX's checker or its shape inference), turning what it throws into
+// InvalidArgument.
+template <typename F>
+absl::Status OnnxLibraryStep(F step) {
   try {
-    ::onnx::checker::check_model(model);
-    ::onnx::ShapeInferenceOptions options;
-    options.check_type = true;
-    options.error_mode = 1;
-    ::onnx::shape_inference::InferShapes(inferred, ::onnx::OpSchemaRegistry::Instance(), options);
+    step();
   } catch (const std::exception& e) {
     // The checker's messages span lines; one line reads better in a Status.
     std::string message = e.what();
@@ -61,11 +62,28 @@ absl::StatusOr<absl::flat_hash_map<std::string, Shape>> CheckAndInfer(
     }
     return absl::InvalidArgumentError(absl::StrCat("ONNX checker: ", message));
   }
+  return absl::OkStatus();
+}
+
+// ONNX's shape inference over `model`: the inferred static shapes by value name. Run only
+// on a model the importer has mapped once: libonnx 1.12's inference gives a shape tensor
+// of static length n a rank-n result shape before anything checks n, so a Range or a
+// chain of Concats of a few bytes asks it for terabytes; the importer's own mapping
+// refuses such graphs first (a shape operand must be a constant of a few elements).
+absl::StatusOr<absl::flat_hash_map<std::string, Shape>> InferShapes(
+    const ::onnx::ModelProto& model) {
+  ::onnx::ModelProto inferred = model;
+  SLUICE_RETURN_IF_ERROR(OnnxLibraryStep([&] {
+    ::onnx::ShapeInferenceOptions options;
+    options.check_type = true;
+    options.error_mode = 1;
+    ::onnx::shape_inference::InferShapes(inferred, ::onnx::OpSchemaRegistry::Instance(), options);
+  }));
+  absl::flat_hash_map<std::string, Shape> shapes;
   for (const auto& info : inferred.graph().value_info()) {
     Shape shape;
     if (internal::StaticShapeOf(info, &shape)) shapes.emplace(info.name(), shape);
   }
-  result->notes.push_back("ONNX checker and shape inference passed");
   return shapes;
 }
 
@@ -140,16 +158,35 @@ absl::StatusOr<OnnxImport> ImportOnnxModel(absl::string_view bytes, const ops::O
   SLUICE_ASSIGN_OR_RETURN(result.opset, DefaultOpset(model));
   result.producer = absl::StrCat(model.producer_name(), model.producer_version().empty() ? "" : " ",
                                  model.producer_version());
-  SLUICE_ASSIGN_OR_RETURN(auto inferred, CheckAndInfer(model, result.opset, &result));
-  Program main(registry);
-  Program startup(registry);
-  {
-    ProgramGuard guard(main, startup);
-    SLUICE_RETURN_IF_ERROR(
-        ImportGraph(model.graph(), result.opset, inferred, options, main, &result));
+  const bool checked = LibraryKnows(model, result.opset, &result);
+  if (checked) {
+    SLUICE_RETURN_IF_ERROR(OnnxLibraryStep([&] { ::onnx::checker::check_model(model); }));
   }
-  SLUICE_RETURN_IF_ERROR(main.desc().Validate());
-  result.program = main.desc();
+  // One import of the graph, cross-checked against ONNX's shapes where given.
+  auto import_once = [&](const absl::flat_hash_map<std::string, Shape>& inferred,
+                         OnnxImport* into) -> absl::Status {
+    Program main(registry);
+    Program startup(registry);
+    {
+      ProgramGuard guard(main, startup);
+      SLUICE_RETURN_IF_ERROR(
+          ImportGraph(model.graph(), result.opset, inferred, options, main, into));
+    }
+    SLUICE_RETURN_IF_ERROR(main.desc().Validate());
+    into->program = main.desc();
+    return absl::OkStatus();
+  };
+  if (!checked) {
+    SLUICE_RETURN_IF_ERROR(import_once({}, &result));
+    return result;
+  }
+  // Mapped once without ONNX's shapes (InferShapes says why), then again checked against
+  // them. Both imports take well under a millisecond for the models measured.
+  OnnxImport first = result;
+  SLUICE_RETURN_IF_ERROR(import_once({}, &first));
+  SLUICE_ASSIGN_OR_RETURN(auto inferred, InferShapes(model));
+  result.notes.push_back("ONNX checker and shape inference passed");
+  SLUICE_RETURN_IF_ERROR(import_once(inferred, &result));
   return result;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "framework/ir/program_desc.h"
 #include "framework/onnx/onnx_import.h"
 #include "gmock/gmock.h"
@@ -64,16 +65,6 @@ TEST(OnnxImportTest, SymbolicDimSizedByInputShapes) {
 
 // ---------------------------------------------------------------------------------------
 // Refusals: each names its culprit, and no result comes back.
-
-void ExpectError(const absl::StatusOr<OnnxImport>& imported, absl::StatusCode code,
-                 const std::vector<std::string>& parts) {
-  ASSERT_FALSE(imported.ok()) << "imported, with " << imported->program.global_block().ops().size()
-                              << " ops";
-  EXPECT_EQ(imported.status().code(), code) << imported.status();
-  for (const std::string& part : parts) {
-    EXPECT_THAT(imported.status().message(), HasSubstr(part));
-  }
-}
 
 TEST(OnnxImportTest, GarbageBytesAreDataLoss) {
   const std::string garbage(64, '\xff');
@@ -194,15 +185,24 @@ TEST(OnnxImportTest, GivenInputShapeContradictsAFixedDim) {
               {"graph input 'x'", "rank 3"});
 }
 
-TEST(OnnxImportTest, SplitIntoUnequalParts) {
-  ModelBuilder m(13);
-  m.Input("x", kFloat, {2, 4});
-  m.Initializer(Int64Tensor("sizes", {2}, {1, 3}));
-  IntAttr(m.Node("Split", {"x", "sizes"}, {"p0", "p1"}, "uneven"), "axis", 1);
-  m.Output("p0", kFloat, {2, 1});
-  m.Output("p1", kFloat, {2, 3});
-  ExpectError(Import(m), absl::StatusCode::kInvalidArgument,
-              {"node 'uneven'", "Split", "[1,3]", "equal parts"});
+TEST(OnnxImportTest, SplitSizesThatDoNotFitTheDimension) {
+  // Sizes that add up to more or less than the dimension, a negative size, and sizes whose
+  // product with the output count overflows (a fuzzing find) are refused naming the node.
+  // Opset 18 is newer than the linked ONNX knows, so its shape inference, which would refuse
+  // them first, does not run: the importer's own check does.
+  const std::vector<std::vector<int64_t>> bad = {
+      {1, 2}, {1, 4}, {-1, 5}, {int64_t{1} << 62, int64_t{1} << 62}, {2, 1, 1}};
+  for (const std::vector<int64_t>& sizes : bad) {
+    SCOPED_TRACE(absl::StrJoin(sizes, ","));
+    ModelBuilder m(18);
+    m.Input("x", kFloat, {2, 4});
+    m.Initializer(Int64Tensor("sizes", {static_cast<int64_t>(sizes.size())}, sizes));
+    IntAttr(m.Node("Split", {"x", "sizes"}, {"p0", "p1"}, "uneven"), "axis", 1);
+    m.Output("p0", kFloat, {2, -1});
+    m.Output("p1", kFloat, {2, -1});
+    ExpectError(Import(m), absl::StatusCode::kInvalidArgument,
+                {"node 'uneven'", "Split", "split sizes"});
+  }
 }
 
 TEST(OnnxImportTest, UnknownAttribute) {
@@ -290,7 +290,7 @@ TEST(OnnxImportTest, SupportedOpsTable) {
   auto split = std::find_if(rows.begin(), rows.end(),
                             [](const OnnxOpRow& row) { return row.op_type == "Split"; });
   ASSERT_NE(split, rows.end());
-  EXPECT_THAT(split->limits, HasSubstr("equal parts"));
+  EXPECT_THAT(split->limits, HasSubstr("constants"));
 }
 
 // ---------------------------------------------------------------------------------------

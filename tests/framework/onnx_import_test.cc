@@ -694,5 +694,45 @@ TEST(OnnxNodeTest, SplitIntoEqualParts) {
   }
 }
 
+TEST(OnnxNodeTest, SplitIntoUnequalParts) {
+  const std::vector<float> x = Ramp(10);  // [2, 5]
+  auto columns = [&](int64_t begin, int64_t end) {
+    std::vector<float> out;
+    for (int64_t r = 0; r < 2; ++r) {
+      for (int64_t c = begin; c < end; ++c) out.push_back(x[static_cast<size_t>(r * 5 + c)]);
+    }
+    return out;
+  };
+  {
+    SCOPED_TRACE("opset 13, sizes [1, 4]");
+    ModelBuilder m(13);
+    m.Input("x", kFloat, {2, 5});
+    m.Initializer(Int64Tensor("sizes", {2}, {1, 4}));
+    IntAttr(m.Node("Split", {"x", "sizes"}, {"p0", "p1"}), "axis", 1);
+    m.Output("p0", kFloat, {2, 1});
+    m.Output("p1", kFloat, {2, 4});
+    const std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 5})}});
+    ASSERT_EQ(out.size(), 2u);
+    ExpectFloats(out[0], columns(0, 1), {2, 1});
+    ExpectFloats(out[1], columns(1, 5), {2, 4});
+  }
+  {
+    SCOPED_TRACE("opset 18, num_outputs 3 of 5: 2, 2, 1");
+    ModelBuilder m(18);
+    m.Input("x", kFloat, {2, 5});
+    ::onnx::NodeProto* split = m.Node("Split", {"x"}, {"p0", "p1", "p2"});
+    IntAttr(split, "axis", 1);
+    IntAttr(split, "num_outputs", 3);
+    m.Output("p0", kFloat, {2, 2});
+    m.Output("p1", kFloat, {2, 2});
+    m.Output("p2", kFloat, {2, 1});
+    const std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 5})}});
+    ASSERT_EQ(out.size(), 3u);
+    ExpectFloats(out[0], columns(0, 2), {2, 2});
+    ExpectFloats(out[1], columns(2, 4), {2, 2});
+    ExpectFloats(out[2], columns(4, 5), {2, 1});
+  }
+}
+
 }  // namespace
 }  // namespace sluice::framework::onnx::onnx_import_test

@@ -8,6 +8,7 @@
 #include "ep/device.h"
 #include "framework/interpreter/control_flow/loop_pipeline.h"
 #include "vm/recorder.h"
+#include "vm/stream.h"
 #include "vm/tracer.h"
 
 namespace sluice::framework::control_flow {

@@ -2,6 +2,8 @@
 // (framework/builder/control_flow.h), their subgraphs mapped into the sub-blocks through the
 // same node walk as the top-level graph (graph_walk.h).
 //
+// An If whose condition is a constant at import is its taken branch, inlined.
+//
 // Subgraphs read outer values by name, as sub-blocks capture them. Sluice's control flow is
 // static: both branches of an If yield the same dtypes and shapes, and a Loop's carried
 // values keep theirs; anything else is refused naming the node.
@@ -15,6 +17,7 @@
 #include "framework/builder/control_flow.h"
 #include "framework/builder/functional_ops.h"
 #include "framework/onnx/internal/graph_walk.h"
+#include "framework/onnx/internal/host_fold.h"
 #include "framework/onnx/internal/mapper_util.h"
 #include "framework/onnx/internal/node_table.h"
 
@@ -58,6 +61,35 @@ absl::StatusOr<std::vector<Value>> MapSubgraph(NodeContext& ctx, const ::onnx::G
   return outputs;
 }
 
+// An If whose condition is known at import (a constant: shape arithmetic, as ONNX's function
+// expansions test an input's rank) is its taken branch, mapped into the current block; the
+// other branch is not imported. Outputs the branch folded stay constants.
+absl::Status InlineTakenBranch(NodeContext& ctx, const HostTensor& cond,
+                               const ::onnx::GraphProto& then_graph,
+                               const ::onnx::GraphProto& else_graph) {
+  if (cond.dtype != DataType::kBool || cond.shape.NumElements() != 1) {
+    return ctx.Error(absl::StrCat("the condition must be one bool, not ", DataTypeName(cond.dtype),
+                                  cond.shape.ToString()));
+  }
+  const ::onnx::GraphProto& taken = HostLoad<bool>(cond, 0) ? then_graph : else_graph;
+  SLUICE_RETURN_IF_ERROR(BindInitializers(taken, ctx.state()));
+  SLUICE_RETURN_IF_ERROR(MapGraphNodes(taken, ctx.opset(), ctx.state()));
+  for (int i = 0; i < taken.output_size(); ++i) {
+    const std::string& name = taken.output(i).name();
+    if (const HostTensor* folded = ctx.state().Constant(name)) {
+      ctx.SetConstantOutput(i, *folded);
+      continue;
+    }
+    absl::StatusOr<Var> var = ctx.state().VarOf(name);
+    if (!var.ok()) {
+      return ctx.Error(absl::StrCat("subgraph '", taken.name(), "' output '", name,
+                                    "': ", var.status().message()));
+    }
+    SLUICE_RETURN_IF_ERROR(ctx.SetOutput(i, Value(*std::move(var))));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status MapIf(NodeContext& ctx) {
@@ -69,6 +101,10 @@ absl::Status MapIf(NodeContext& ctx) {
       return ctx.Error(absl::StrCat("branch '", g->name(), "' has ", g->output_size(),
                                     " outputs; the node has ", ctx.num_outputs()));
     }
+  }
+  if (const HostTensor* known =
+          ctx.HasInput(0) ? ctx.state().Constant(ctx.node().input(0)) : nullptr) {
+    return InlineTakenBranch(ctx, *known, *then_graph, *else_graph);
   }
   SLUICE_ASSIGN_OR_RETURN(Value cond, ctx.Input(0));
   SLUICE_ASSIGN_OR_RETURN(cond, BoolScalar(ctx, cond, "the condition"));

@@ -15,6 +15,8 @@ constexpr NodeMapping kTable[] = {
     {"Abs", 6, kNew, MapUnary, "f32, f64, i32, i64; the lowest integer stays itself (wraps)"},
     {"Add", 7, kNew, MapBinary, "f32, f64, i32, i64; integers wrap around"},
     {"And", 7, kNew, MapBinary, ""},
+    {"Attention", 23, kNew, MapAttention,
+     "f32 and f64; no nonpad_kv_seqlen; softmax_precision only Q's type"},
     {"AveragePool", 1, kNew, MapPool,
      "1-D and 2-D, f32 and f64 only; pads smaller than the kernel (as ONNX Runtime)"},
     {"BatchNormalization", 6, 8, MapBatchNormalization,

@@ -77,6 +77,9 @@ absl::Status MapGelu(NodeContext& ctx);
 absl::Status MapBatchNormalization(NodeContext& ctx);
 absl::Status MapLayerNormalization(NodeContext& ctx);
 
+// Attention (attention_mappers.cc): matmuls, softmax and the masks as a composition.
+absl::Status MapAttention(NodeContext& ctx);
+
 // Convolution and pooling, 1-D and 2-D (conv_mappers.cc); auto_pad resolved at import.
 absl::Status MapConv(NodeContext& ctx);
 absl::Status MapPool(NodeContext& ctx);        // MaxPool, AveragePool

@@ -204,6 +204,9 @@ absl::Status MapConcat(NodeContext& ctx) {
   return ctx.SetOutput(0, out);
 }
 
+// Split into the outputs: sizes from `split` (an attribute before opset 13, a constant input
+// since), else equal parts, or with num_outputs (opset 18) parts of ceil(dim / n) and a
+// smaller last one. Equal parts are one split op; unequal ones a slice op each.
 absl::Status MapSplit(NodeContext& ctx) {
   SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"axis", "split", "num_outputs"}));
   SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
@@ -211,6 +214,7 @@ absl::Status MapSplit(NodeContext& ctx) {
   SLUICE_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
   SLUICE_ASSIGN_OR_RETURN(axis, NormalizeAxis(ctx, axis, shape.rank()));
   const int64_t parts = ctx.num_outputs();
+  if (parts < 1) return ctx.Error("has no outputs");
   std::vector<int64_t> sizes;
   if (ctx.opset() < 13) {
     SLUICE_ASSIGN_OR_RETURN(sizes, ctx.IntsAttr("split", {}));
@@ -218,20 +222,49 @@ absl::Status MapSplit(NodeContext& ctx) {
     SLUICE_ASSIGN_OR_RETURN(sizes, ctx.ConstantInts(1, "the split sizes"));
   }
   const int64_t dim = shape.dim(static_cast<int>(axis));
-  for (int64_t size : sizes) {
-    if (size * parts != dim) {
-      return ctx.Error(absl::StrCat("split sizes [", absl::StrJoin(sizes, ","),
-                                    "] are not equal parts of ", dim,
-                                    " (only equal parts are supported)"));
+  if (sizes.empty() && ctx.HasAttr("num_outputs") && dim % parts != 0) {
+    SLUICE_ASSIGN_OR_RETURN(const int64_t n, ctx.IntAttr("num_outputs", parts));
+    if (n != parts) {
+      return ctx.Error(absl::StrCat("num_outputs is ", n, " but the node has ", parts, " outputs"));
+    }
+    const int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t i = 0, left = dim; i < parts; ++i, left -= std::min(chunk, left)) {
+      sizes.push_back(std::min(chunk, left));
     }
   }
-  if (dim % parts != 0) {
-    return ctx.Error(absl::StrCat("dimension ", axis, " (", dim, ") does not split into ", parts,
-                                  " equal parts (only equal parts are supported)"));
+  if (sizes.empty()) {
+    if (dim % parts != 0) {
+      return ctx.Error(absl::StrCat("dimension ", axis, " (", dim, ") does not split into ", parts,
+                                    " equal parts, and no split sizes are given"));
+    }
+    SLUICE_ASSIGN_OR_RETURN(std::vector<Value> pieces, Built(ctx, fn::Split(x, parts, axis)));
+    for (int i = 0; i < static_cast<int>(pieces.size()); ++i) {
+      SLUICE_RETURN_IF_ERROR(ctx.SetOutput(i, pieces[i]));
+    }
+    return absl::OkStatus();
   }
-  SLUICE_ASSIGN_OR_RETURN(std::vector<Value> pieces, Built(ctx, fn::Split(x, parts, axis)));
-  for (int i = 0; i < static_cast<int>(pieces.size()); ++i) {
-    SLUICE_RETURN_IF_ERROR(ctx.SetOutput(i, pieces[i]));
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0 || size > dim - total) {
+      return ctx.Error(absl::StrCat("split sizes [", absl::StrJoin(sizes, ","),
+                                    "] are negative or add up to more than dimension ", axis, " (",
+                                    dim, ")"));
+    }
+    total += size;
+  }
+  if (total != dim || static_cast<int64_t>(sizes.size()) != parts) {
+    return ctx.Error(absl::StrCat("split sizes [", absl::StrJoin(sizes, ","), "] must be ", parts,
+                                  " sizes (one per output) adding up to dimension ", axis, " (",
+                                  dim, ")"));
+  }
+  int64_t begin = 0;
+  for (int i = 0; i < static_cast<int>(parts); ++i) {
+    const int64_t end = begin + sizes[static_cast<size_t>(i)];
+    if (ctx.WantsOutput(i)) {
+      SLUICE_ASSIGN_OR_RETURN(Value piece, Built(ctx, fn::Slice(x, {begin}, {end}, {axis})));
+      SLUICE_RETURN_IF_ERROR(ctx.SetOutput(i, piece));
+    }
+    begin = end;
   }
   return absl::OkStatus();
 }
