@@ -80,6 +80,10 @@ absl::Status MapLayerNormalization(NodeContext& ctx);
 // Attention (attention_mappers.cc): matmuls, softmax and the masks as a composition.
 absl::Status MapAttention(NodeContext& ctx);
 
+// Resize and Upsample as gathers along each resized axis, weighted by taps computed at import
+// (resize_mappers.cc); the scales, sizes and roi must be constants.
+absl::Status MapResize(NodeContext& ctx);
+
 // Convolution and pooling, 1-D and 2-D (conv_mappers.cc); auto_pad resolved at import.
 absl::Status MapConv(NodeContext& ctx);
 absl::Status MapPool(NodeContext& ctx);        // MaxPool, AveragePool
