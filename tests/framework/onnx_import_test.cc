@@ -431,6 +431,44 @@ TEST(OnnxNodeTest, MatMul) {
   ExpectFloats(out[0], MatmulRef(a, w, 2, 3, 4), {2, 4});
 }
 
+TEST(OnnxNodeTest, MatMulWithVectorOperands) {
+  const std::vector<float> v = Mixed(3, 5);   // [3]
+  const std::vector<float> w = Mixed(12, 7);  // [3, 4]
+  {
+    SCOPED_TRACE("vector x matrix: [3] x [3, 4] -> [4]");
+    ModelBuilder m;
+    m.Input("v", kFloat, {3});
+    m.Initializer(FloatTensor("w", {3, 4}, w));
+    m.Node("MatMul", {"v", "w"}, {"y"});
+    m.Output("y", kFloat, {4});
+    std::vector<HostTensor> out = ImportAndRun(m, {{"v", F32(v, {3})}});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectFloats(out[0], MatmulRef(v, w, 1, 3, 4), {4});
+  }
+  {
+    SCOPED_TRACE("matrix x vector: [4, 3] x [3] -> [4]");
+    ModelBuilder m;
+    m.Input("a", kFloat, {4, 3});
+    m.Input("v", kFloat, {3});
+    m.Node("MatMul", {"a", "v"}, {"y"});
+    m.Output("y", kFloat, {4});
+    std::vector<HostTensor> out = ImportAndRun(m, {{"a", F32(w, {4, 3})}, {"v", F32(v, {3})}});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectFloats(out[0], MatmulRef(w, v, 4, 3, 1), {4});
+  }
+  {
+    SCOPED_TRACE("vector x vector: a scalar");
+    ModelBuilder m;
+    m.Input("a", kFloat, {3});
+    m.Input("b", kFloat, {3});
+    m.Node("MatMul", {"a", "b"}, {"y"});
+    m.Output("y", kFloat, {});
+    std::vector<HostTensor> out = ImportAndRun(m, {{"a", F32(v, {3})}, {"b", F32(v, {3})}});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectFloats(out[0], MatmulRef(v, v, 1, 3, 1), {});
+  }
+}
+
 TEST(OnnxNodeTest, GemmWithTransposesScalesAndBroadcastC) {
   // Y = alpha * A' B' + beta * C: A is [K, M] = [3, 2], B is [N, K] = [4, 3], C is [N].
   const std::vector<float> a = Mixed(6, 11), b = Mixed(12, 12), c = Mixed(4, 13);

@@ -1,6 +1,7 @@
 // Mappers for ONNX's convolution and pooling (node_table.h): Conv, MaxPool and AveragePool
-// onto conv2d, max_pool2d and avg_pool2d (ops/conv_ops.cc), GlobalAveragePool onto
-// reduce_mean, GlobalMaxPool onto max_pool2d over the whole image.
+// onto conv2d, max_pool2d and avg_pool2d (ops/conv_ops.cc), LpPool onto avg_pool2d of |x|^p
+// (times the window's size, to the power 1/p), GlobalAveragePool onto reduce_mean,
+// GlobalMaxPool onto max_pool2d over the whole image.
 //
 // Shapes are static at import, so auto_pad (SAME_UPPER, SAME_LOWER, VALID) becomes explicit
 // pads here. A 1-D node ([N, C, L]) runs as the 2-D op on [N, C, 1, L] (reshapes on either
@@ -186,7 +187,14 @@ absl::Status MapConv(NodeContext& ctx) {
 
 absl::Status MapPool(NodeContext& ctx) {
   const bool max = ctx.node().op_type() == "MaxPool";
-  if (max) {
+  const bool lp = ctx.node().op_type() == "LpPool";
+  int64_t p = 2;
+  if (lp) {
+    SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs(
+        {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"}));
+    SLUICE_ASSIGN_OR_RETURN(p, ctx.IntAttr("p", 2));
+    if (p < 1) return ctx.Error(absl::StrCat("p is ", p, "; it must be 1 or more"));
+  } else if (max) {
     SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape",
                                           "pads", "storage_order", "strides"}));
     if (ctx.WantsOutput(1)) {
@@ -212,7 +220,21 @@ absl::Status MapPool(NodeContext& ctx) {
   SLUICE_ASSIGN_OR_RETURN(bool count_include_pad, ctx.FlagAttr("count_include_pad", false));
   SLUICE_ASSIGN_OR_RETURN(Value x2, conv_mapping::To2d(ctx, x));
   Value y = x2;
-  if (max) {
+  if (lp) {
+    // (sum over the window of |x|^p)^(1/p): the padding adds |0|^p = 0 to each sum.
+    SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Abs(x2)));
+    if (p > 1) {
+      SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Pow(y, static_cast<double>(p))));
+    }
+    SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::AvgPool2d(y, win.kernel, win.strides, win.pads,
+                                                        win.dilations, ceil_mode != 0,
+                                                        /*count_include_pad=*/true)));
+    SLUICE_ASSIGN_OR_RETURN(
+        y, Built(ctx, fn::Scale(y, static_cast<double>(win.kernel[0] * win.kernel[1]))));
+    if (p > 1) {
+      SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Pow(y, 1.0 / static_cast<double>(p))));
+    }
+  } else if (max) {
     SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::MaxPool2d(x2, win.kernel, win.strides, win.pads,
                                                         win.dilations, ceil_mode != 0)));
   } else {

@@ -187,11 +187,28 @@ absl::Status MapConstant(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
+// NumPy's matmul: a 1-D A is a row [1, K] and a 1-D B a column [K, 1], the added axis
+// dropped from the result (a reshape on each side; Sluice's matmul takes rank 2 or more).
 absl::Status MapMatMul(NodeContext& ctx) {
   SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({}));
   SLUICE_ASSIGN_OR_RETURN(Value a, ctx.Input(0));
   SLUICE_ASSIGN_OR_RETURN(Value b, ctx.Input(1));
+  const bool a_vector = a.var().shape().rank() == 1;
+  const bool b_vector = b.var().shape().rank() == 1;
+  if (a_vector) {
+    SLUICE_ASSIGN_OR_RETURN(a, Built(ctx, fn::Reshape(a, {1, a.var().shape().dim(0)})));
+  }
+  if (b_vector) {
+    SLUICE_ASSIGN_OR_RETURN(b, Built(ctx, fn::Reshape(b, {b.var().shape().dim(0), 1})));
+  }
   SLUICE_ASSIGN_OR_RETURN(Value out, Built(ctx, fn::Matmul(a, b)));
+  if (a_vector || b_vector) {
+    const Shape shape = out.var().shape();
+    std::vector<int64_t> dims(shape.dims().begin(), shape.dims().end());
+    if (b_vector) dims.pop_back();
+    if (a_vector) dims.erase(dims.end() - (b_vector ? 1 : 2));
+    SLUICE_ASSIGN_OR_RETURN(out, Built(ctx, fn::Reshape(out, dims)));
+  }
   return ctx.SetOutput(0, out);
 }
 

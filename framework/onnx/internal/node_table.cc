@@ -79,6 +79,7 @@ constexpr NodeMapping kTable[] = {
     {"LogSoftmax", 1, kNew, MapSoftmax, ""},
     {"Loop", 1, kNew, MapLoop, "no scan outputs; carried values keep their dtypes and shapes"},
     {"LpNormalization", 1, kNew, MapLpNormalization, "p 1 or 2; f32 and f64"},
+    {"LpPool", 2, kNew, MapPool, "1-D and 2-D, f32 and f64; p a whole number"},
     {"MatMul", 1, kNew, MapMatMul, "operands of rank 2 or more (Sluice's matmul)"},
     {"Max", 8, kNew, MapVariadic, ""},
     {"MaxPool", 1, kNew, MapPool,

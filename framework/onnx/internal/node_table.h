@@ -86,7 +86,7 @@ absl::Status MapResize(NodeContext& ctx);
 
 // Convolution and pooling, 1-D and 2-D (conv_mappers.cc); auto_pad resolved at import.
 absl::Status MapConv(NodeContext& ctx);
-absl::Status MapPool(NodeContext& ctx);        // MaxPool, AveragePool
+absl::Status MapPool(NodeContext& ctx);        // MaxPool, AveragePool, LpPool
 absl::Status MapGlobalPool(NodeContext& ctx);  // GlobalAveragePool, GlobalMaxPool
 
 // Constant folding (constant_folding.cc, layout_folding.cc). Shape and Size: the input's static
