@@ -26,6 +26,8 @@ absl::Status RegisterStandardOps(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(internal::RegisterRowHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterIndexOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterIndexHostKernels(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterUnaryMathOps(registry));
+  SLUICE_RETURN_IF_ERROR(internal::RegisterUnaryMathHostKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCollectiveOps(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCollectiveKernels(registry));
   SLUICE_RETURN_IF_ERROR(internal::RegisterCudaKernels(registry));

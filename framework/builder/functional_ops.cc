@@ -163,6 +163,132 @@ absl::StatusOr<eager::Tensor> Erf(const eager::Tensor& x) {
   return eager::CallOp("erf", inputs, vm::AttrMap());
 }
 
+absl::StatusOr<Value> Sin(const Value& x) {
+  return internal::ApplyOne("sin", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Sin(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("sin", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Cos(const Value& x) {
+  return internal::ApplyOne("cos", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Cos(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("cos", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Tan(const Value& x) {
+  return internal::ApplyOne("tan", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Tan(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("tan", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Asin(const Value& x) {
+  return internal::ApplyOne("asin", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Asin(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("asin", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Acos(const Value& x) {
+  return internal::ApplyOne("acos", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Acos(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("acos", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Atan(const Value& x) {
+  return internal::ApplyOne("atan", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Atan(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("atan", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Sinh(const Value& x) {
+  return internal::ApplyOne("sinh", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Sinh(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("sinh", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Cosh(const Value& x) {
+  return internal::ApplyOne("cosh", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Cosh(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("cosh", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Asinh(const Value& x) {
+  return internal::ApplyOne("asinh", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Asinh(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("asinh", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Acosh(const Value& x) {
+  return internal::ApplyOne("acosh", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Acosh(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("acosh", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Atanh(const Value& x) {
+  return internal::ApplyOne("atanh", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Atanh(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("atanh", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Floor(const Value& x) {
+  return internal::ApplyOne("floor", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Floor(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("floor", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Ceil(const Value& x) {
+  return internal::ApplyOne("ceil", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Ceil(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("ceil", inputs, vm::AttrMap());
+}
+
+absl::StatusOr<Value> Round(const Value& x) {
+  return internal::ApplyOne("round", {{x}}, vm::AttrMap());
+}
+
+absl::StatusOr<eager::Tensor> Round(const eager::Tensor& x) {
+  const eager::Tensor* const inputs[] = {&x};
+  return eager::CallOp("round", inputs, vm::AttrMap());
+}
+
 absl::StatusOr<Value> Neg(const Value& x) {
   return internal::ApplyOne("neg", {{x}}, vm::AttrMap());
 }
@@ -682,18 +808,38 @@ void AddRows0(std::vector<OpApiRow>& rows) {
 
 // Rows 17-32 of the table, as data.
 void AddRows1(std::vector<OpApiRow>& rows) {
+  rows.insert(rows.end(), {
+                              {"sin", "Sin", "sin", {"x"}, false, {}, 1, false},
+                              {"cos", "Cos", "cos", {"x"}, false, {}, 1, false},
+                              {"tan", "Tan", "tan", {"x"}, false, {}, 1, false},
+                              {"asin", "Asin", "asin", {"x"}, false, {}, 1, false},
+                              {"acos", "Acos", "acos", {"x"}, false, {}, 1, false},
+                              {"atan", "Atan", "atan", {"x"}, false, {}, 1, false},
+                              {"sinh", "Sinh", "sinh", {"x"}, false, {}, 1, false},
+                              {"cosh", "Cosh", "cosh", {"x"}, false, {}, 1, false},
+                              {"asinh", "Asinh", "asinh", {"x"}, false, {}, 1, false},
+                              {"acosh", "Acosh", "acosh", {"x"}, false, {}, 1, false},
+                              {"atanh", "Atanh", "atanh", {"x"}, false, {}, 1, false},
+                              {"floor", "Floor", "floor", {"x"}, false, {}, 1, false},
+                              {"ceil", "Ceil", "ceil", {"x"}, false, {}, 1, false},
+                              {"round", "Round", "round", {"x"}, false, {}, 1, false},
+                              {"neg", "Neg", "neg", {"x"}, false, {}, 1, false},
+                              {"scale",
+                               "Scale",
+                               "scale",
+                               {"x"},
+                               false,
+                               {{"scale", "scale", "f64", true}, {"bias", "bias", "f64", true}},
+                               1,
+                               true},
+                          });
+}
+
+// Rows 33-48 of the table, as data.
+void AddRows2(std::vector<OpApiRow>& rows) {
   rows.insert(
       rows.end(),
       {
-          {"neg", "Neg", "neg", {"x"}, false, {}, 1, false},
-          {"scale",
-           "Scale",
-           "scale",
-           {"x"},
-           false,
-           {{"scale", "scale", "f64", true}, {"bias", "bias", "f64", true}},
-           1,
-           true},
           {"clip",
            "Clip",
            "clip",
@@ -715,14 +861,6 @@ void AddRows1(std::vector<OpApiRow>& rows) {
           {"logical_or", "LogicalOr", "logical_or", {"x", "y"}, false, {}, 1, false},
           {"logical_xor", "LogicalXor", "logical_xor", {"x", "y"}, false, {}, 1, false},
           {"logical_not", "LogicalNot", "logical_not", {"x"}, false, {}, 1, false},
-      });
-}
-
-// Rows 33-48 of the table, as data.
-void AddRows2(std::vector<OpApiRow>& rows) {
-  rows.insert(
-      rows.end(),
-      {
           {"increment",
            "Increment",
            "increment",
@@ -740,6 +878,14 @@ void AddRows2(std::vector<OpApiRow>& rows) {
             {"transpose_y", "transpose_y", "bool", true}},
            1,
            false},
+      });
+}
+
+// Rows 49-64 of the table, as data.
+void AddRows3(std::vector<OpApiRow>& rows) {
+  rows.insert(
+      rows.end(),
+      {
           {"reduce_sum",
            "ReduceSum",
            "sum",
@@ -857,31 +1003,31 @@ void AddRows2(std::vector<OpApiRow>& rows) {
            {{"num", "num", "i64", false}, {"axis", "axis", "i64", true}},
            -1,
            false},
+          {"gather",
+           "Gather",
+           "gather",
+           {"x", "index"},
+           false,
+           {{"axis", "axis", "i64", true}},
+           1,
+           false},
+          {"slice",
+           "Slice",
+           "slice",
+           {"x"},
+           false,
+           {{"starts", "starts", "ints", false},
+            {"ends", "ends", "ints", false},
+            {"axes", "axes", "ints", true},
+            {"steps", "steps", "ints", true}},
+           1,
+           false},
       });
 }
 
-// Rows 49-55 of the table, as data.
-void AddRows3(std::vector<OpApiRow>& rows) {
+// Rows 65-69 of the table, as data.
+void AddRows4(std::vector<OpApiRow>& rows) {
   rows.insert(rows.end(), {
-                              {"gather",
-                               "Gather",
-                               "gather",
-                               {"x", "index"},
-                               false,
-                               {{"axis", "axis", "i64", true}},
-                               1,
-                               false},
-                              {"slice",
-                               "Slice",
-                               "slice",
-                               {"x"},
-                               false,
-                               {{"starts", "starts", "ints", false},
-                                {"ends", "ends", "ints", false},
-                                {"axes", "axes", "ints", true},
-                                {"steps", "steps", "ints", true}},
-                               1,
-                               false},
                               {"where", "Where", "where", {"cond", "x", "y"}, false, {}, 1, false},
                               {"sum", "Sum", "add_n", {"xs"}, true, {}, 1, false},
                               {"fill_constant",
@@ -927,6 +1073,7 @@ const std::vector<OpApiRow>* MakeRows() {
   AddRows1(*rows);
   AddRows2(*rows);
   AddRows3(*rows);
+  AddRows4(*rows);
   return rows;
 }
 

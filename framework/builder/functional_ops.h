@@ -109,6 +109,63 @@ absl::StatusOr<eager::Tensor> Abs(const eager::Tensor& x);
 absl::StatusOr<Value> Erf(const Value& x);
 absl::StatusOr<eager::Tensor> Erf(const eager::Tensor& x);
 
+// The sine of x (radians). (op "sin")
+absl::StatusOr<Value> Sin(const Value& x);
+absl::StatusOr<eager::Tensor> Sin(const eager::Tensor& x);
+
+// The cosine of x (radians). (op "cos")
+absl::StatusOr<Value> Cos(const Value& x);
+absl::StatusOr<eager::Tensor> Cos(const eager::Tensor& x);
+
+// The tangent of x (radians). (op "tan")
+absl::StatusOr<Value> Tan(const Value& x);
+absl::StatusOr<eager::Tensor> Tan(const eager::Tensor& x);
+
+// The arcsine of x, in [-pi/2, pi/2]; NaN outside [-1, 1]. (op "asin")
+absl::StatusOr<Value> Asin(const Value& x);
+absl::StatusOr<eager::Tensor> Asin(const eager::Tensor& x);
+
+// The arccosine of x, in [0, pi]; NaN outside [-1, 1]. (op "acos")
+absl::StatusOr<Value> Acos(const Value& x);
+absl::StatusOr<eager::Tensor> Acos(const eager::Tensor& x);
+
+// The arctangent of x, in (-pi/2, pi/2). (op "atan")
+absl::StatusOr<Value> Atan(const Value& x);
+absl::StatusOr<eager::Tensor> Atan(const eager::Tensor& x);
+
+// The hyperbolic sine of x. (op "sinh")
+absl::StatusOr<Value> Sinh(const Value& x);
+absl::StatusOr<eager::Tensor> Sinh(const eager::Tensor& x);
+
+// The hyperbolic cosine of x. (op "cosh")
+absl::StatusOr<Value> Cosh(const Value& x);
+absl::StatusOr<eager::Tensor> Cosh(const eager::Tensor& x);
+
+// The inverse hyperbolic sine of x. (op "asinh")
+absl::StatusOr<Value> Asinh(const Value& x);
+absl::StatusOr<eager::Tensor> Asinh(const eager::Tensor& x);
+
+// The inverse hyperbolic cosine of x, >= 0; NaN below 1. (op "acosh")
+absl::StatusOr<Value> Acosh(const Value& x);
+absl::StatusOr<eager::Tensor> Acosh(const eager::Tensor& x);
+
+// The inverse hyperbolic tangent of x; +-inf at +-1, NaN outside [-1, 1]. (op "atanh")
+absl::StatusOr<Value> Atanh(const Value& x);
+absl::StatusOr<eager::Tensor> Atanh(const eager::Tensor& x);
+
+// The largest integer not above x. Its gradient is zero. (op "floor")
+absl::StatusOr<Value> Floor(const Value& x);
+absl::StatusOr<eager::Tensor> Floor(const eager::Tensor& x);
+
+// The smallest integer not below x. Its gradient is zero. (op "ceil")
+absl::StatusOr<Value> Ceil(const Value& x);
+absl::StatusOr<eager::Tensor> Ceil(const eager::Tensor& x);
+
+// x rounded to the nearest integer, halves to even (ONNX Round). Its gradient is zero. (op
+// "round")
+absl::StatusOr<Value> Round(const Value& x);
+absl::StatusOr<eager::Tensor> Round(const eager::Tensor& x);
+
 // -x. (op "neg")
 absl::StatusOr<Value> Neg(const Value& x);
 absl::StatusOr<eager::Tensor> Neg(const eager::Tensor& x);

@@ -149,6 +149,7 @@ absl::Status RegisterCudaKernels(OpRegistry* registry) {
   SLUICE_RETURN_IF_ERROR(RegisterNormCudaKernels(registry));
   SLUICE_RETURN_IF_ERROR(RegisterIndexCudaKernels(registry));
   SLUICE_RETURN_IF_ERROR(RegisterConvCudaKernels(registry));
+  SLUICE_RETURN_IF_ERROR(RegisterUnaryMathCudaKernels(registry));
   return absl::OkStatus();
 }
 

@@ -159,6 +159,7 @@ absl::Status RegisterNormCudaKernels(OpRegistry* registry);
 absl::Status RegisterIntegerArithCudaKernels(OpRegistry* registry);
 absl::Status RegisterIndexCudaKernels(OpRegistry* registry);
 absl::Status RegisterConvCudaKernels(OpRegistry* registry);
+absl::Status RegisterUnaryMathCudaKernels(OpRegistry* registry);
 
 }  // namespace sluice::ops::internal
 

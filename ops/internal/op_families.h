@@ -62,6 +62,11 @@ absl::Status RegisterRowHostKernels(OpRegistry* registry);
 absl::Status RegisterIndexOps(OpRegistry* registry);
 absl::Status RegisterIndexHostKernels(OpRegistry* registry);
 
+// sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh (and their grad ops),
+// floor, ceil, round: f32 and f64 (ops/unary_math_ops.cc, table in internal/unary_math.h).
+absl::Status RegisterUnaryMathOps(OpRegistry* registry);
+absl::Status RegisterUnaryMathHostKernels(OpRegistry* registry);
+
 // all_reduce, all_gather, reduce_scatter, broadcast, reduce, send, recv (ops/collective_ops.cc),
 // and their kernel for every device type and dtype (ops/collective_kernel.cc): one kernel,
 // which runs a host communicator's call as stream work and lets a device communicator

@@ -133,6 +133,53 @@ void BindOps1(nb::module_& m) {
 // Rows 17-24 of the table's Python functions.
 void BindOps2(nb::module_& m) {
   m.def(
+      "sin", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Sin(ToValue(x)))); },
+      nb::arg("x"), "The sine of x (radians).");
+  m.def(
+      "cos", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Cos(ToValue(x)))); },
+      nb::arg("x"), "The cosine of x (radians).");
+  m.def(
+      "tan", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Tan(ToValue(x)))); },
+      nb::arg("x"), "The tangent of x (radians).");
+  m.def(
+      "asin", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Asin(ToValue(x)))); },
+      nb::arg("x"), "The arcsine of x, in [-pi/2, pi/2]; NaN outside [-1, 1].");
+  m.def(
+      "acos", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Acos(ToValue(x)))); },
+      nb::arg("x"), "The arccosine of x, in [0, pi]; NaN outside [-1, 1].");
+  m.def(
+      "atan", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Atan(ToValue(x)))); },
+      nb::arg("x"), "The arctangent of x, in (-pi/2, pi/2).");
+  m.def(
+      "sinh", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Sinh(ToValue(x)))); },
+      nb::arg("x"), "The hyperbolic sine of x.");
+  m.def(
+      "cosh", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Cosh(ToValue(x)))); },
+      nb::arg("x"), "The hyperbolic cosine of x.");
+}
+
+// Rows 25-32 of the table's Python functions.
+void BindOps3(nb::module_& m) {
+  m.def(
+      "asinh", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Asinh(ToValue(x)))); },
+      nb::arg("x"), "The inverse hyperbolic sine of x.");
+  m.def(
+      "acosh", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Acosh(ToValue(x)))); },
+      nb::arg("x"), "The inverse hyperbolic cosine of x, >= 0; NaN below 1.");
+  m.def(
+      "atanh", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Atanh(ToValue(x)))); },
+      nb::arg("x"), "The inverse hyperbolic tangent of x; +-inf at +-1, NaN outside [-1, 1].");
+  m.def(
+      "floor", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Floor(ToValue(x)))); },
+      nb::arg("x"), "The largest integer not above x. Its gradient is zero.");
+  m.def(
+      "ceil", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Ceil(ToValue(x)))); },
+      nb::arg("x"), "The smallest integer not below x. Its gradient is zero.");
+  m.def(
+      "round", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Round(ToValue(x)))); },
+      nb::arg("x"),
+      "x rounded to the nearest integer, halves to even (ONNX Round). Its gradient is zero.");
+  m.def(
       "neg", [](nb::handle x) -> nb::object { return FromValue(Unwrap(fn::Neg(ToValue(x)))); },
       nb::arg("x"), "-x.");
   m.def(
@@ -150,6 +197,10 @@ void BindOps2(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("scale") = 1.0, nb::arg("bias") = 0.0,
       "In place: x becomes scale * x + bias. Returns x.");
+}
+
+// Rows 33-40 of the table's Python functions.
+void BindOps4(nb::module_& m) {
   m.def(
       "clip",
       [](nb::handle x, double lo, double hi) -> nb::object {
@@ -187,10 +238,6 @@ void BindOps2(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("y"),
       "x > y: bool, numeric operands of one dtype, NumPy broadcasting.");
-}
-
-// Rows 25-32 of the table's Python functions.
-void BindOps3(nb::module_& m) {
   m.def(
       "greater_equal",
       [](nb::handle x, nb::handle y) -> nb::object {
@@ -205,6 +252,10 @@ void BindOps3(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("y"),
       "x == y: bool, numeric operands of one dtype, NumPy broadcasting.");
+}
+
+// Rows 41-48 of the table's Python functions.
+void BindOps5(nb::module_& m) {
   m.def(
       "not_equal",
       [](nb::handle x, nb::handle y) -> nb::object {
@@ -241,10 +292,6 @@ void BindOps3(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("value") = 1.0,
       "x + value, any numeric dtype (a whole number for an integer dtype): a loop counter's step.");
-}
-
-// Rows 33-40 of the table's Python functions.
-void BindOps4(nb::module_& m) {
   m.def(
       "matmul",
       [](nb::handle x, nb::handle y, bool transpose_x, bool transpose_y) -> nb::object {
@@ -260,6 +307,10 @@ void BindOps4(nb::module_& m) {
       },
       nb::arg("x"), nb::arg("axis") = nb::none(), nb::arg("keepdim") = false,
       "The sum over axes (every axis when empty; None or an int in Python).");
+}
+
+// Rows 49-56 of the table's Python functions.
+void BindOps6(nb::module_& m) {
   m.def(
       "mean",
       [](nb::handle x, nb::handle axis, bool keepdim) -> nb::object {
@@ -314,10 +365,6 @@ void BindOps4(nb::module_& m) {
       nb::arg("dilations") = std::vector<int64_t>{1, 1}, nb::arg("groups") = 1,
       "2-D convolution (cross-correlation) of x [N, C, H, W] with w [M, C / groups, kH, kW], zero "
       "pads (top, left, bottom, right); a bias [M] is an add of it reshaped to [M, 1, 1].");
-}
-
-// Rows 41-48 of the table's Python functions.
-void BindOps5(nb::module_& m) {
   m.def(
       "max_pool2d",
       [](nb::handle x, std::vector<int64_t> kernel, std::vector<int64_t> strides,
@@ -345,6 +392,10 @@ void BindOps5(nb::module_& m) {
       nb::arg("count_include_pad") = false,
       "The mean of each window of x [N, C, H, W] over its taps inside x, or inside the padded "
       "extent with count_include_pad; strides empty: the kernel.");
+}
+
+// Rows 57-64 of the table's Python functions.
+void BindOps7(nb::module_& m) {
   m.def(
       "reshape",
       [](nb::handle x, std::vector<int64_t> shape) -> nb::object {
@@ -392,10 +443,6 @@ void BindOps5(nb::module_& m) {
       nb::arg("steps") = std::vector<int64_t>{},
       "x[starts:ends:steps] along axes as ONNX's Slice (negative starts and ends count from the "
       "end, then clamp; negative steps walk back); axes default to 0, 1, ..., steps to 1.");
-}
-
-// Rows 49-50 of the table's Python functions.
-void BindOps6(nb::module_& m) {
   m.def(
       "where",
       [](nb::handle condition, nb::handle x, nb::handle y) -> nb::object {
@@ -419,6 +466,7 @@ void BindFunctionalOps(nb::module_& m) {
   BindOps4(m);
   BindOps5(m);
   BindOps6(m);
+  BindOps7(m);
 }
 
 }  // namespace sluice::python

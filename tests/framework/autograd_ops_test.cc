@@ -336,6 +336,20 @@ std::vector<OpCase> MakeCases() {
        {Random(Shape({2, 2, 1}), seed + 1)}});
   seed += 2;
   add("erf", "[2, 3]", {{In(Shape({2, 3}), Uniform(6, seed++, -2.0, 2.0))}});
+  // The unary math family, inside each domain; floor, ceil and round (gradient zero) away
+  // from the integers and halves where they jump.
+  struct Domain {
+    const char* op;
+    double lo, hi;
+  };
+  const Domain unary_math[] = {{"sin", -3, 3},      {"cos", -3, 3},       {"tan", -1.2, 1.2},
+                               {"asin", -0.9, 0.9}, {"acos", -0.9, 0.9},  {"atan", -3, 3},
+                               {"sinh", -2, 2},     {"cosh", -2, 2},      {"asinh", -3, 3},
+                               {"acosh", 1.2, 3},   {"atanh", -0.9, 0.9}, {"floor", 0.1, 0.4},
+                               {"ceil", 1.1, 1.4},  {"round", 2.1, 2.4}};
+  for (const Domain& d : unary_math) {
+    add(d.op, "[2, 3]", {{In(Shape({2, 3}), Uniform(6, seed++, d.lo, d.hi))}});
+  }
 
   // One tensor read by several slots of an op: its gradients meet (eager autograd adds
   // them into the leaf; static autodiff sums renamed gradients).

@@ -74,12 +74,12 @@ TEST(OnnxImportTest, GarbageBytesAreDataLoss) {
 
 TEST(OnnxImportTest, OpTypeTheTableLacksIsUnimplemented) {
   ModelBuilder m;
-  m.Input("x", kFloat, {2});
+  m.Input("x", kFloat, {2, 2});
   m.Node("Relu", {"x"}, {"r"});
-  m.Node("Sin", {"r"}, {"y"}, "sin");
-  m.Output("y", kFloat, {2});
+  m.Node("Det", {"r"}, {"y"}, "det");
+  m.Output("y", kFloat, {});
   ExpectError(Import(m), absl::StatusCode::kUnimplemented,
-              {"node 'sin'", "Sin", "opset 13", "not supported"});
+              {"node 'det'", "Det", "opset 13", "not supported"});
 }
 
 TEST(OnnxImportTest, KnownOpAtAnOpsetOutsideItsRange) {

@@ -282,6 +282,9 @@ TEST(CudaKernelRegistrationTest, EveryHostKernelHasACudaKernelWhenTheProviderIsB
       "write_row read_row "
       "gather gather_grad slice slice_grad where_grad erf erf_grad "
       "conv2d conv2d_grad max_pool2d max_pool2d_grad avg_pool2d avg_pool2d_grad "
+      "sin sin_grad cos cos_grad tan tan_grad asin asin_grad acos acos_grad atan atan_grad "
+      "sinh sinh_grad cosh cosh_grad asinh asinh_grad acosh acosh_grad atanh atanh_grad "
+      "floor ceil round "
       "all_reduce all_gather reduce_scatter broadcast reduce send recv",
       ' ');
   for (const std::string& op : ops) {
@@ -535,6 +538,49 @@ TEST_F(CudaKernelsTest, UnaryOpsAndGrads) {
                          : Random(dtype, Shape{1000}, seed++, 0.1, 4);
       ExpectSame("pow", {{x}}, attrs);
       ExpectSame("pow_grad", {{x}, {Random(dtype, Shape{1000}, seed++)}}, attrs);
+    }
+  }
+}
+
+// The unary math family on random inputs inside and around each domain, and on edge values
+// (signed zeros, +-1, halves, outside the domain, NaN, +-inf): CUDA's math library within a
+// few ulps of the host's (NaN where the host gives NaN), floor, ceil and round exactly.
+TEST_F(CudaKernelsTest, UnaryMathOpsAndGrads) {
+  struct Op {
+    const char* op;
+    double lo, hi;
+    bool grad;
+  };
+  const Op ops[] = {
+      {"sin", -6, 6, true},      {"cos", -6, 6, true},       {"tan", -1.5, 1.5, true},
+      {"asin", -1.2, 1.2, true}, {"acos", -1.2, 1.2, true},  {"atan", -6, 6, true},
+      {"sinh", -6, 6, true},     {"cosh", -6, 6, true},      {"asinh", -6, 6, true},
+      {"acosh", 0.5, 6, true},   {"atanh", -1.2, 1.2, true}, {"floor", -6, 6, false},
+      {"ceil", -6, 6, false},    {"round", -6, 6, false},
+  };
+  const double edges[] = {0.0,
+                          -0.0,
+                          1.0,
+                          -1.0,
+                          0.5,
+                          -0.5,
+                          1.5,
+                          2.5,
+                          -2.5,
+                          100.0,
+                          std::nan(""),
+                          std::numeric_limits<double>::infinity(),
+                          -std::numeric_limits<double>::infinity()};
+  for (DataType dtype : kFloatDtypes) {
+    uint64_t seed = 900;
+    for (const Op& o : ops) {
+      SCOPED_TRACE(o.op);
+      In x = Random(dtype, Shape{1000}, seed++, o.lo, o.hi);
+      for (size_t i = 0; i < std::size(edges); ++i) x.values[i] = edges[i];
+      ExpectSame(o.op, {{x}}, {}, o.grad ? std::nullopt : std::optional<Tolerance>(Tolerance{}));
+      if (o.grad) {
+        ExpectSame(absl::StrCat(o.op, "_grad"), {{x}, {Random(dtype, Shape{1000}, seed++)}});
+      }
     }
   }
 }
