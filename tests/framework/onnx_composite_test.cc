@@ -166,6 +166,31 @@ TEST(OnnxCompositeTest, ReduceMaxAndMinOverAxesPropagateNaN) {
   }
 }
 
+TEST(OnnxCompositeTest, HardmaxMarksTheFirstMaximum) {
+  // [2, 3, 4] along axis 1 (opset 13), with ties: the first of the tied maxima wins.
+  std::vector<float> x = Mixed(24, 9);
+  x[0 * 12 + 0 * 4 + 1] = 5.0f;  // batch 0, column 1: rows 0 and 2 tie at 5
+  x[0 * 12 + 2 * 4 + 1] = 5.0f;
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {2, 3, 4});
+  IntAttr(m.Node("Hardmax", {"x"}, {"y"}), "axis", 1);
+  m.Output("y", kFloat, {2, 3, 4});
+  const std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {2, 3, 4})}});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> want(24, 0.0f);
+  for (int b = 0; b < 2; ++b) {
+    for (int c = 0; c < 4; ++c) {
+      int best = 0;
+      for (int r = 1; r < 3; ++r) {
+        if (x[b * 12 + r * 4 + c] > x[b * 12 + best * 4 + c]) best = r;
+      }
+      want[b * 12 + best * 4 + c] = 1.0f;
+    }
+  }
+  EXPECT_EQ(want[0 * 12 + 0 * 4 + 1], 1.0f);  // the tie went to row 0
+  ExpectFloats(out[0], want, {2, 3, 4}, 0.0);
+}
+
 TEST(OnnxCompositeTest, ReduceMaxOfIntegersBoolsAndAnEmptyInput) {
   ModelBuilder m(20);
   m.Input("i", kInt64, {2, 3});

@@ -3,7 +3,8 @@
 //  - ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp: elementwise ops
 //    around reduce_sum;
 //  - ReduceMax, ReduceMin: max_pool2d over the reduced elements, moved (transpose) to the end
-//    and viewed (reshape) as [1, 1, outer, count], one window per output element;
+//    and viewed (reshape) as [1, 1, outer, count], one window per output element; Hardmax
+//    through the same max and a min over the indices of the maxima;
 //  - RMSNormalization, LpNormalization, MeanVarianceNormalization, InstanceNormalization,
 //    GroupNormalization: reduce_mean or reduce_sum and elementwise ops.
 // Axes come from attribute "axes" before opset 18 and from the constant input 1 from it. An
@@ -241,6 +242,62 @@ absl::Status MapReduceMax(NodeContext& ctx) {
     SLUICE_ASSIGN_OR_RETURN(out, Built(ctx, fn::Cast(out, dtype)));
   }
   SLUICE_ASSIGN_OR_RETURN(out, composite_reduce::AsOutput(ctx, out, r));
+  return ctx.SetOutput(0, out);
+}
+
+// Hardmax: 1 at the first maximum along the axis, else 0. m = the max along the axis; the
+// first index i where x == m is the min over where(x == m, i, n); out = (i == first). Before
+// opset 13 the input is flattened to 2-D at the axis first, as ONNX's version did.
+absl::Status MapHardmax(NodeContext& ctx) {
+  SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"axis"}));
+  const bool coerced = ctx.opset() < 13;
+  SLUICE_ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", coerced ? 1 : -1));
+  SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
+  const DataType dtype = x.var().dtype();
+  if (dtype != DataType::kF32 && dtype != DataType::kF64) {
+    return ctx.Error(absl::StrCat("input is ", DataTypeName(dtype), "; FLOAT and DOUBLE only"));
+  }
+  const Shape shape = x.var().shape();
+  SLUICE_ASSIGN_OR_RETURN(axis, NormalizeAxis(ctx, axis, shape.rank()));
+  Value work = x;
+  if (coerced) {
+    int64_t rows = 1;
+    for (int64_t d = 0; d < axis; ++d) rows *= shape.dim(static_cast<int>(d));
+    SLUICE_ASSIGN_OR_RETURN(work, Built(ctx, fn::Reshape(x, {rows, shape.NumElements() / rows})));
+    axis = 1;
+  }
+  const Shape wshape = work.var().shape();
+  const int64_t rank = wshape.rank();
+  const int64_t n = wshape.dim(static_cast<int>(axis));
+  composite_reduce::Reduction r;
+  r.axes = {axis};
+  r.kept.assign(wshape.dims().begin(), wshape.dims().end());
+  r.kept[axis] = 1;
+  r.out = r.kept;
+  r.count = n;
+  SLUICE_ASSIGN_OR_RETURN(Value top, composite_reduce::MaxOver(ctx, work, r));
+  SLUICE_ASSIGN_OR_RETURN(Value at_top, Built(ctx, fn::Equal(work, top)));
+  std::vector<int64_t> iota_dims(static_cast<size_t>(rank - axis), 1);
+  iota_dims[0] = n;
+  HostTensor iota = NewTensor(dtype, Shape(iota_dims));
+  DispatchDtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < n; ++i) HostStore<T>(iota, i, static_cast<T>(i));
+    return 0;
+  });
+  SLUICE_ASSIGN_OR_RETURN(Value index, ImportConstant(ctx, "index", std::move(iota)));
+  SLUICE_ASSIGN_OR_RETURN(Value past_end, ScalarConstant(ctx, static_cast<double>(n), dtype));
+  SLUICE_ASSIGN_OR_RETURN(Value candidates, Built(ctx, fn::Where(at_top, index, past_end)));
+  SLUICE_ASSIGN_OR_RETURN(candidates, Built(ctx, fn::Neg(candidates)));
+  SLUICE_ASSIGN_OR_RETURN(Value first, composite_reduce::MaxOver(ctx, candidates, r));
+  SLUICE_ASSIGN_OR_RETURN(first, Built(ctx, fn::Neg(first)));
+  SLUICE_ASSIGN_OR_RETURN(Value hit, Built(ctx, fn::Equal(index, first)));
+  SLUICE_ASSIGN_OR_RETURN(Value out, Built(ctx, fn::Cast(hit, dtype)));
+  if (coerced) {
+    SLUICE_ASSIGN_OR_RETURN(
+        out, Built(ctx, fn::Reshape(
+                            out, std::vector<int64_t>(shape.dims().begin(), shape.dims().end()))));
+  }
   return ctx.SetOutput(0, out);
 }
 

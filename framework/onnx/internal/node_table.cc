@@ -73,6 +73,7 @@ constexpr NodeMapping kTable[] = {
      "f32 and f64; stash_type ignored (statistics in X's dtype)"},
     {"HardSigmoid", 6, kNew, MapHardSigmoid, ""},
     {"HardSwish", 14, kNew, MapHardSigmoid, ""},
+    {"Hardmax", 1, kNew, MapHardmax, "f32 and f64"},
     {"Identity", 1, kNew, MapIdentity, "tensors only (not sequences or optionals)"},
     {"If", 1, kNew, MapIf,
      "both branches yield the same dtypes and shapes (Sluice's cond is static)"},

@@ -130,6 +130,7 @@ absl::Status MapEyeLike(NodeContext& ctx);
 // Reductions and normalizations (composite_reduce_mappers.cc); axes must be constants.
 absl::Status MapReduceComposite(NodeContext& ctx);  // ReduceSumSquare L1 L2 LogSum LogSumExp
 absl::Status MapReduceMax(NodeContext& ctx);        // ReduceMax, ReduceMin (max_pool2d)
+absl::Status MapHardmax(NodeContext& ctx);
 absl::Status MapRMSNormalization(NodeContext& ctx);
 absl::Status MapLpNormalization(NodeContext& ctx);
 absl::Status MapMeanVarianceNormalization(NodeContext& ctx);
