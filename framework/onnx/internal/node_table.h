@@ -80,6 +80,12 @@ absl::Status MapLayerNormalization(NodeContext& ctx);
 // Attention (attention_mappers.cc): matmuls, softmax and the masks as a composition.
 absl::Status MapAttention(NodeContext& ctx);
 
+// Recurrent ops (rnn_mappers.cc): RNN, GRU and LSTM unrolled at import over X's static
+// sequence length, as matmuls, elementwise ops and concats; sequence_lens masks the steps.
+absl::Status MapRnn(NodeContext& ctx);
+absl::Status MapGru(NodeContext& ctx);
+absl::Status MapLstm(NodeContext& ctx);
+
 // Convolution and pooling, 1-D and 2-D (conv_mappers.cc); auto_pad resolved at import.
 absl::Status MapConv(NodeContext& ctx);
 absl::Status MapPool(NodeContext& ctx);        // MaxPool, AveragePool
