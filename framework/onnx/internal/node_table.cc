@@ -58,6 +58,10 @@ constexpr NodeMapping kTable[] = {
     {"EyeLike", 9, kNew, MapEyeLike, "2-D; a constant made at import"},
     {"Flatten", 1, kNew, MapFlatten, ""},
     {"Floor", 6, kNew, MapUnary, "f32 and f64 only (Sluice's unary math kernels)"},
+    {"GRU", 7, kNew, MapGru,
+     "f32 and f64; unrolled at import over X's static sequence length (at most 8192 steps); "
+     "activations Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+     "HardSigmoid, Elu, Softsign, Softplus"},
     {"Gather", 1, kNew, MapGather,
      "an index out of range fails the run (the import, for constant indices)"},
     {"GatherElements", 11, kNew, MapGatherElements,
@@ -80,6 +84,10 @@ constexpr NodeMapping kTable[] = {
     {"InstanceNormalization", 6, kNew, MapInstanceNormalization, "f32 and f64"},
     {"IsInf", 10, kNew, MapIsInf, "f32 and f64"},
     {"IsNaN", 9, kNew, MapIsNaN, "f32 and f64"},
+    {"LSTM", 7, kNew, MapLstm,
+     "f32 and f64; unrolled at import over X's static sequence length (at most 8192 steps); "
+     "activations Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+     "HardSigmoid, Elu, Softsign, Softplus"},
     {"LayerNormalization", 17, kNew, MapLayerNormalization,
      "Scale and B of X's dims from axis on (leading 1s aside); stash_type ignored (statistics "
      "in double); f32 and f64"},
@@ -112,6 +120,10 @@ constexpr NodeMapping kTable[] = {
     {"Pad", 11, kNew, MapPad, "pads, constant_value and axes must be constants"},
     {"Pow", 7, kNew, MapPow, "the exponent must be a constant scalar"},
     {"RMSNormalization", 23, kNew, MapRMSNormalization, "stash_type FLOAT or DOUBLE; f32 and f64"},
+    {"RNN", 7, kNew, MapRnn,
+     "f32 and f64; unrolled at import over X's static sequence length (at most 8192 steps); "
+     "activations Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+     "HardSigmoid, Elu, Softsign, Softplus"},
     {"Range", 11, kNew, MapFoldOnly, "constant inputs only: folded at import (no kernel yet)"},
     {"Reciprocal", 6, kNew, MapUnary, "f32 and f64 only (Sluice's arithmetic kernels)"},
     {"ReduceL1", 1, kNew, MapReduceComposite, "axes must be constants; f32 and f64"},

@@ -84,6 +84,12 @@ absl::Status MapAttention(NodeContext& ctx);
 // (resize_mappers.cc); the scales, sizes and roi must be constants.
 absl::Status MapResize(NodeContext& ctx);
 
+// Recurrent ops (rnn_mappers.cc): RNN, GRU and LSTM unrolled at import over X's static
+// sequence length, as matmuls, elementwise ops and concats; sequence_lens masks the steps.
+absl::Status MapRnn(NodeContext& ctx);
+absl::Status MapGru(NodeContext& ctx);
+absl::Status MapLstm(NodeContext& ctx);
+
 // Convolution and pooling, 1-D and 2-D (conv_mappers.cc); auto_pad resolved at import.
 absl::Status MapConv(NodeContext& ctx);
 absl::Status MapPool(NodeContext& ctx);        // MaxPool, AveragePool, LpPool
