@@ -237,6 +237,72 @@ TEST(OnnxConvTest, AveragePoolCountIncludePadAndCeilMode) {
   }
 }
 
+TEST(OnnxConvTest, ThreeDimensionalPoolsAgainstLoops) {
+  // X [1, 2, 5, 6, 4]; kernel [2, 3, 2], strides [2, 2, 1], pads [1, 0, 1, 0, 1, 1],
+  // dilations [1, 1, 2], ceil_mode; max, average with and without the padding, LpPool p = 2.
+  const Dims xs = {1, 2, 5, 6, 4};
+  const std::vector<float> x = Mixed(NumElements(xs), 17);
+  const Dims kernel = {2, 3, 2}, strides = {2, 2, 1}, pads = {1, 0, 1, 0, 1, 1},
+             dilations = {1, 1, 2};
+  // Per axis a: Window's 2-D helpers over the pair (a, a): Out and At read index a and a + 2.
+  auto axis_window = [&](int a) {
+    return Window{{kernel[a], kernel[a]},
+                  {strides[a], strides[a]},
+                  {dilations[a], dilations[a]},
+                  {pads[a], pads[a], pads[a + 3], pads[a + 3]},
+                  true};
+  };
+  const Window wd = axis_window(0), wh = axis_window(1), ww = axis_window(2);
+  const int64_t od = wd.Out(0, 5), oh = wh.Out(0, 6), ow = ww.Out(0, 4);
+  for (const std::string op : {"MaxPool", "AveragePool0", "AveragePool1", "LpPool"}) {
+    SCOPED_TRACE(op);
+    const bool include = op == "AveragePool1" || op == "LpPool";
+    std::vector<float> want;
+    for (int64_t ch = 0; ch < 2; ++ch) {
+      for (int64_t a = 0; a < od; ++a) {
+        for (int64_t b = 0; b < oh; ++b) {
+          for (int64_t c = 0; c < ow; ++c) {
+            double best = -std::numeric_limits<double>::infinity(), sum = 0, squares = 0;
+            int64_t count = 0;
+            for (int64_t i = 0; i < kernel[0]; ++i) {
+              for (int64_t j = 0; j < kernel[1]; ++j) {
+                for (int64_t k = 0; k < kernel[2]; ++k) {
+                  const int64_t id = wd.At(0, a, i), ih = wh.At(0, b, j), iw = ww.At(0, c, k);
+                  const bool inside = id >= 0 && id < 5 && ih >= 0 && ih < 6 && iw >= 0 && iw < 4;
+                  const bool in_pads = id < 5 + pads[3] && ih < 6 + pads[4] && iw < 4 + pads[5];
+                  count += include ? in_pads : inside;
+                  if (!inside) continue;
+                  const double v = x[(((ch * 5 + id) * 6 + ih) * 4) + iw];
+                  best = std::max(best, v);
+                  sum += v;
+                  squares += v * v;
+                }
+              }
+            }
+            want.push_back(static_cast<float>(op == "MaxPool"  ? best
+                                              : op == "LpPool" ? std::sqrt(squares)
+                                                               : sum / static_cast<double>(count)));
+          }
+        }
+      }
+    }
+    // Opset 19: AveragePool's and LpPool's dilations are newer than opset 13.
+    ModelBuilder m(19);
+    m.Input("x", kFloat, {xs.begin(), xs.end()});
+    m.Node(op.substr(0, op.size() - (op[op.size() - 1] <= '1' ? 1 : 0)), {"x"}, {"y"}, "pool");
+    FloatOutput(m, "y", xs.size());
+    IntsAttr(NodeOf(m), "kernel_shape", kernel);
+    IntsAttr(NodeOf(m), "strides", strides);
+    IntsAttr(NodeOf(m), "pads", pads);
+    IntsAttr(NodeOf(m), "dilations", dilations);
+    IntAttr(NodeOf(m), "ceil_mode", 1);
+    if (op.rfind("AveragePool", 0) == 0) IntAttr(NodeOf(m), "count_include_pad", include);
+    const std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, xs)}});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectFloats(out[0], want, {1, 2, od, oh, ow}, 1e-5);
+  }
+}
+
 TEST(OnnxConvTest, PoolsAutoPadAndOneD) {
   const Dims xs = {1, 2, 9};
   const std::vector<float> x = Mixed(NumElements(xs), 9);
@@ -306,9 +372,9 @@ TEST(OnnxConvTest, RefusalsNameTheNode) {
     cases.push_back({"storage_order", m, {"node 'pool'", "storage_order=1"}});
   }
   {
-    ModelBuilder m = PoolModel("AveragePool", {1, 1, 4, 4, 4});
-    IntsAttr(NodeOf(m), "kernel_shape", {2, 2, 2});
-    cases.push_back({"3-D", m, {"node 'pool' (AveragePool", "[1, 1, 4, 4, 4]", "2-D"}});
+    ModelBuilder m = PoolModel("AveragePool", {1, 1, 3, 3, 3, 3});
+    IntsAttr(NodeOf(m), "kernel_shape", {2, 2, 2, 2});
+    cases.push_back({"4-D", m, {"node 'pool' (AveragePool", "[1, 1, 3, 3, 3, 3]", "3-D"}});
   }
   {
     ModelBuilder m = PoolModel("MaxPool", {1, 1, 4, 4}, kNewIr);

@@ -5,7 +5,8 @@
 //
 // Shapes are static at import, so auto_pad (SAME_UPPER, SAME_LOWER, VALID) becomes explicit
 // pads here. A 1-D node ([N, C, L]) runs as the 2-D op on [N, C, 1, L] (reshapes on either
-// side); 3-D and higher are refused. Conv's bias is an add of B reshaped to [M, 1, 1].
+// side); 3-D pools run as two 2-D pools (Pool3d); 3-D convolutions and higher ranks are
+// refused. Conv's bias is an add of B reshaped to [M, 1, 1].
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -32,13 +33,16 @@ struct Window2d {
   std::vector<int64_t> pads;
 };
 
-// X's static shape, checked to be [N, C, L] or [N, C, H, W].
-absl::StatusOr<Shape> ImageShape(const NodeContext& ctx, const Value& x, absl::string_view name) {
+// X's static shape, checked to be [N, C, L] or [N, C, H, W], or (`volumes`: the pools)
+// [N, C, D, H, W].
+absl::StatusOr<Shape> ImageShape(const NodeContext& ctx, const Value& x, absl::string_view name,
+                                 bool volumes = false) {
   const Shape shape = x.var().shape();
-  if (shape.rank() != 3 && shape.rank() != 4) {
-    return ctx.Error(absl::StrCat(name, " has shape ", shape.ToString(),
-                                  "; only 1-D ([N, C, L]) and 2-D ([N, C, H, W]) inputs are "
-                                  "supported"));
+  if (shape.rank() != 3 && shape.rank() != 4 && !(volumes && shape.rank() == 5)) {
+    return ctx.Error(
+        absl::StrCat(name, " has shape ", shape.ToString(), "; only 1-D ([N, C, L])",
+                     volumes ? ", 2-D and 3-D ([N, C, D, H, W])" : " and 2-D ([N, C, H, W])",
+                     " inputs are supported"));
   }
   return shape;
 }
@@ -117,6 +121,42 @@ absl::StatusOr<Value> FromTo2d(const NodeContext& ctx, const Value& v, int rank)
   if (rank == 4) return v;
   const Shape s = v.var().shape();
   return Built(ctx, fn::Reshape(v, {s.dim(0), s.dim(1), s.dim(3)}));
+}
+
+// Which pooling op: max_pool2d, or avg_pool2d dividing by the taps inside the input or by
+// those inside the padded extent (count_include_pad).
+enum class PoolKind { kMax, kAverage, kAverageWithPadding };
+
+absl::StatusOr<Value> Pool2d(const NodeContext& ctx, PoolKind kind, const Value& x,
+                             const Window2d& w, bool ceil_mode) {
+  if (kind == PoolKind::kMax) {
+    return Built(ctx, fn::MaxPool2d(x, w.kernel, w.strides, w.pads, w.dilations, ceil_mode));
+  }
+  return Built(ctx, fn::AvgPool2d(x, w.kernel, w.strides, w.pads, w.dilations, ceil_mode,
+                                  kind == PoolKind::kAverageWithPadding));
+}
+
+// A 3-D pool of x [N, C, D, H, W] (`w` holds three axes; pads [d0, h0, w0, d1, h1, w1]) as
+// two 2-D pools: over (H, W) with the depth folded into the channels, then over D with H and
+// W flattened into one axis. The max, the sums and the tap counts of an average all factor
+// over the axes (a window is a box, and ceil_mode and the padding act per axis), so this is
+// the 3-D pool exactly.
+absl::StatusOr<Value> Pool3d(const NodeContext& ctx, PoolKind kind, const Value& x,
+                             const Window2d& w, bool ceil_mode) {
+  const Shape s = x.var().shape();
+  const int64_t n = s.dim(0), c = s.dim(1), d = s.dim(2);
+  Window2d plane{{w.kernel[1], w.kernel[2]},
+                 {w.strides[1], w.strides[2]},
+                 {w.dilations[1], w.dilations[2]},
+                 {w.pads[1], w.pads[2], w.pads[4], w.pads[5]}};
+  Window2d depth{
+      {w.kernel[0], 1}, {w.strides[0], 1}, {w.dilations[0], 1}, {w.pads[0], 0, w.pads[3], 0}};
+  SLUICE_ASSIGN_OR_RETURN(Value y, Built(ctx, fn::Reshape(x, {n, c * d, s.dim(3), s.dim(4)})));
+  SLUICE_ASSIGN_OR_RETURN(y, Pool2d(ctx, kind, y, plane, ceil_mode));
+  const int64_t oh = y.var().shape().dim(2), ow = y.var().shape().dim(3);
+  SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Reshape(y, {n, c, d, oh * ow})));
+  SLUICE_ASSIGN_OR_RETURN(y, Pool2d(ctx, kind, y, depth, ceil_mode));
+  return Built(ctx, fn::Reshape(y, {n, c, y.var().shape().dim(2), oh, ow}));
 }
 
 // The node's kernel_shape, required for the pools, checked against `from` (W's spatial dims)
@@ -211,38 +251,43 @@ absl::Status MapPool(NodeContext& ctx) {
                                           "kernel_shape", "pads", "strides"}));
   }
   SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
-  SLUICE_ASSIGN_OR_RETURN(const Shape x_shape, conv_mapping::ImageShape(ctx, x, "X"));
+  SLUICE_ASSIGN_OR_RETURN(const Shape x_shape,
+                          conv_mapping::ImageShape(ctx, x, "X", /*volumes=*/true));
   SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> kernel,
                           conv_mapping::KernelShape(ctx, x_shape.rank() - 2, {}));
+  int64_t volume = 1;
+  for (int64_t k : kernel) volume *= k;
   SLUICE_ASSIGN_OR_RETURN(conv_mapping::Window2d win,
                           conv_mapping::WindowOf(ctx, x_shape, std::move(kernel)));
   SLUICE_ASSIGN_OR_RETURN(bool ceil_mode, ctx.FlagAttr("ceil_mode", false));
   SLUICE_ASSIGN_OR_RETURN(bool count_include_pad, ctx.FlagAttr("count_include_pad", false));
-  SLUICE_ASSIGN_OR_RETURN(Value x2, conv_mapping::To2d(ctx, x));
-  Value y = x2;
+  // LpPool: (sum over the window of |x|^p)^(1/p), the sum an average over the padded window
+  // (the padding adds |0|^p = 0) times its size.
+  const conv_mapping::PoolKind kind = max  ? conv_mapping::PoolKind::kMax
+                                      : lp ? conv_mapping::PoolKind::kAverageWithPadding
+                                      : count_include_pad
+                                          ? conv_mapping::PoolKind::kAverageWithPadding
+                                          : conv_mapping::PoolKind::kAverage;
+  Value y = x;
   if (lp) {
-    // (sum over the window of |x|^p)^(1/p): the padding adds |0|^p = 0 to each sum.
-    SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Abs(x2)));
+    SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Abs(x)));
     if (p > 1) {
       SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Pow(y, static_cast<double>(p))));
     }
-    SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::AvgPool2d(y, win.kernel, win.strides, win.pads,
-                                                        win.dilations, ceil_mode != 0,
-                                                        /*count_include_pad=*/true)));
-    SLUICE_ASSIGN_OR_RETURN(
-        y, Built(ctx, fn::Scale(y, static_cast<double>(win.kernel[0] * win.kernel[1]))));
+  }
+  if (x_shape.rank() == 5) {
+    SLUICE_ASSIGN_OR_RETURN(y, conv_mapping::Pool3d(ctx, kind, y, win, ceil_mode));
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(y, conv_mapping::To2d(ctx, y));
+    SLUICE_ASSIGN_OR_RETURN(y, conv_mapping::Pool2d(ctx, kind, y, win, ceil_mode));
+    SLUICE_ASSIGN_OR_RETURN(y, conv_mapping::FromTo2d(ctx, y, x_shape.rank()));
+  }
+  if (lp) {
+    SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Scale(y, static_cast<double>(volume))));
     if (p > 1) {
       SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Pow(y, 1.0 / static_cast<double>(p))));
     }
-  } else if (max) {
-    SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::MaxPool2d(x2, win.kernel, win.strides, win.pads,
-                                                        win.dilations, ceil_mode != 0)));
-  } else {
-    SLUICE_ASSIGN_OR_RETURN(
-        y, Built(ctx, fn::AvgPool2d(x2, win.kernel, win.strides, win.pads, win.dilations,
-                                    ceil_mode != 0, count_include_pad != 0)));
   }
-  SLUICE_ASSIGN_OR_RETURN(y, conv_mapping::FromTo2d(ctx, y, x_shape.rank()));
   return ctx.SetOutput(0, y);
 }
 
