@@ -191,6 +191,50 @@ TEST(OnnxCompositeTest, HardmaxMarksTheFirstMaximum) {
   ExpectFloats(out[0], want, {2, 3, 4}, 0.0);
 }
 
+TEST(OnnxCompositeTest, LrnSumsSquaresOverNeighbouringChannels) {
+  // X [1, 5, 2]; size 4: channel c sums channels c - 1 .. c + 2 (clipped to the image).
+  const std::vector<float> x = Mixed(10, 13);
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {1, 5, 2});
+  ::onnx::NodeProto* node = m.Node("LRN", {"x"}, {"y"});
+  IntAttr(node, "size", 4);
+  FloatAttr(node, "alpha", 0.5f);
+  FloatAttr(node, "beta", 0.6f);
+  FloatAttr(node, "bias", 2.0f);
+  m.Output("y", kFloat, {1, 5, 2});
+  const std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, {1, 5, 2})}});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> want;
+  for (int c = 0; c < 5; ++c) {
+    for (int s = 0; s < 2; ++s) {
+      double sum = 0;
+      for (int i = std::max(0, c - 1); i <= std::min(4, c + 2); ++i) {
+        sum += static_cast<double>(x[i * 2 + s]) * x[i * 2 + s];
+      }
+      want.push_back(static_cast<float>(x[c * 2 + s] /
+                                        std::pow(2.0 + 0.5f / 4 * sum, static_cast<double>(0.6f))));
+    }
+  }
+  ExpectFloats(out[0], want, {1, 5, 2}, 1e-5);
+}
+
+TEST(OnnxCompositeTest, SwiGluGatesTheValue) {
+  const std::vector<float> a = Mixed(6, 3), b = Mixed(6, 4);
+  ModelBuilder m(28);
+  m.Input("a", kFloat, {2, 3});
+  m.Input("b", kFloat, {2, 3});
+  FloatAttr(m.Node("SwiGLU", {"a", "b"}, {"y"}), "alpha", 1.5f);
+  m.Output("y", kFloat, {2, 3});
+  const std::vector<HostTensor> out =
+      ImportAndRun(m, {{"a", F32(a, {2, 3})}, {"b", F32(b, {2, 3})}});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<float> want;
+  for (size_t i = 0; i < a.size(); ++i) {
+    want.push_back(static_cast<float>(a[i] / (1 + std::exp(-1.5 * a[i])) * b[i]));
+  }
+  ExpectFloats(out[0], want, {2, 3}, 1e-5);
+}
+
 TEST(OnnxCompositeTest, ReduceMaxOfIntegersBoolsAndAnEmptyInput) {
   ModelBuilder m(20);
   m.Input("i", kInt64, {2, 3});

@@ -1,9 +1,10 @@
 // Mappers for ONNX ops that Sluice has no op of its own for, each a composition of existing
-// ops (node_table.h): CastLike onto cast; Mod onto integer division (or folded at import); Sign,
-// IsNaN, IsInf, PRelu, Shrink and Swish onto comparisons, where and arithmetic; Trilu as a where
-// over a mask computed at import; EyeLike as a constant. Reductions and normalizations compose in
-// composite_reduce_mappers.cc, Pad, Tile and the space/depth moves in composite_layout_mappers.cc.
-// Also the helpers those files share (mapper_util.h).
+// ops (node_table.h): CastLike onto cast; Mod onto integer division (or folded at import);
+// Sign, IsNaN, IsInf, PRelu, Shrink, Swish and SwiGLU onto comparisons, where and arithmetic;
+// LRN onto avg_pool2d over the channels; Trilu as a where over a mask computed at import;
+// EyeLike as a constant. Reductions and normalizations compose in
+// composite_reduce_mappers.cc, Pad, Tile and the space/depth moves in
+// composite_layout_mappers.cc. Also the helpers those files share (mapper_util.h).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -275,6 +276,47 @@ absl::Status MapSwish(NodeContext& ctx) {
   }
   SLUICE_ASSIGN_OR_RETURN(Value gate, Built(ctx, fn::Sigmoid(arg)));
   SLUICE_ASSIGN_OR_RETURN(Value out, Built(ctx, fn::Mul(x, gate)));
+  if (ctx.node().op_type() == "SwiGLU") {  // Swish(A) * B, A and B of one shape
+    SLUICE_ASSIGN_OR_RETURN(Value b, ctx.Input(1));
+    if (b.var().shape() != x.var().shape()) {
+      return ctx.Error(absl::StrCat("A ", x.var().shape().ToString(), " and B ",
+                                    b.var().shape().ToString(), " must have one shape"));
+    }
+    SLUICE_ASSIGN_OR_RETURN(out, Built(ctx, fn::Mul(out, b)));
+  }
+  return ctx.SetOutput(0, out);
+}
+
+// LRN: X / (bias + alpha / size * square_sum)^beta, square_sum over the channels from
+// c - floor((size - 1) / 2) to c + ceil((size - 1) / 2): an avg_pool2d of X^2 viewed as
+// [N, 1, C, rest] with a [size, 1] window over the padded channels, times size.
+absl::Status MapLrn(NodeContext& ctx) {
+  SLUICE_RETURN_IF_ERROR(ctx.OnlyAttrs({"alpha", "beta", "bias", "size"}));
+  SLUICE_ASSIGN_OR_RETURN(const double alpha, ctx.FloatAttr("alpha", 0.0001));
+  SLUICE_ASSIGN_OR_RETURN(const double beta, ctx.FloatAttr("beta", 0.75));
+  SLUICE_ASSIGN_OR_RETURN(const double bias, ctx.FloatAttr("bias", 1.0));
+  if (!ctx.HasAttr("size")) return ctx.Error("attribute 'size' is required");
+  SLUICE_ASSIGN_OR_RETURN(const int64_t size, ctx.IntAttr("size", 1));
+  SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
+  const Shape shape = x.var().shape();
+  if (shape.rank() < 3 || size < 1) {
+    return ctx.Error(absl::StrCat("needs X of rank 3 or more ([N, C, ...]) and size >= 1; X is ",
+                                  shape.ToString(), ", size ", size));
+  }
+  const int64_t n = shape.dim(0), c = shape.dim(1), rest = shape.NumElements() / (n * c);
+  SLUICE_ASSIGN_OR_RETURN(Value sq, Built(ctx, fn::Square(x)));
+  SLUICE_ASSIGN_OR_RETURN(sq, Built(ctx, fn::Reshape(sq, {n, 1, c, rest})));
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  SLUICE_ASSIGN_OR_RETURN(
+      Value sum, Built(ctx, fn::AvgPool2d(sq, {size, 1}, {1, 1}, {before, 0, after, 0}, {1, 1},
+                                          false, /*count_include_pad=*/true)));
+  SLUICE_ASSIGN_OR_RETURN(
+      sum,
+      Built(ctx, fn::Reshape(sum, std::vector<int64_t>(shape.dims().begin(), shape.dims().end()))));
+  // size * mean * alpha / size + bias = alpha * mean + bias.
+  SLUICE_ASSIGN_OR_RETURN(Value denom, Built(ctx, fn::Scale(sum, alpha, bias)));
+  SLUICE_ASSIGN_OR_RETURN(denom, Built(ctx, fn::Pow(denom, beta)));
+  SLUICE_ASSIGN_OR_RETURN(Value out, Built(ctx, fn::Div(x, denom)));
   return ctx.SetOutput(0, out);
 }
 

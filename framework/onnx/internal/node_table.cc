@@ -84,6 +84,7 @@ constexpr NodeMapping kTable[] = {
     {"InstanceNormalization", 6, kNew, MapInstanceNormalization, "f32 and f64"},
     {"IsInf", 10, kNew, MapIsInf, "f32 and f64"},
     {"IsNaN", 9, kNew, MapIsNaN, "f32 and f64"},
+    {"LRN", 1, kNew, MapLrn, "rank 3 or more; f32 and f64"},
     {"LSTM", 7, kNew, MapLstm,
      "f32 and f64; unrolled at import over X's static sequence length (at most 8192 steps); "
      "activations Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
@@ -162,6 +163,7 @@ constexpr NodeMapping kTable[] = {
     {"Squeeze", 1, kNew, MapSqueeze, "axes must be constants"},
     {"Sub", 7, kNew, MapBinary, "f32, f64, i32, i64; integers wrap around"},
     {"Sum", 8, kNew, MapVariadic, ""},
+    {"SwiGLU", 28, kNew, MapSwish, "f32 and f64; A and B of one shape"},
     {"Swish", 24, kNew, MapSwish, "f32 and f64"},
     {"Tan", 7, kNew, MapUnary, "f32 and f64 only (Sluice's unary math kernels)"},
     {"Tanh", 6, kNew, MapUnary, "f32 and f64 only (Sluice's arithmetic kernels)"},

@@ -130,7 +130,8 @@ absl::Status MapIsNaN(NodeContext& ctx);
 absl::Status MapIsInf(NodeContext& ctx);
 absl::Status MapPRelu(NodeContext& ctx);
 absl::Status MapShrink(NodeContext& ctx);
-absl::Status MapSwish(NodeContext& ctx);
+absl::Status MapSwish(NodeContext& ctx);  // Swish, SwiGLU
+absl::Status MapLrn(NodeContext& ctx);
 absl::Status MapTrilu(NodeContext& ctx);
 absl::Status MapEyeLike(NodeContext& ctx);
 // Reductions and normalizations (composite_reduce_mappers.cc); axes must be constants.
