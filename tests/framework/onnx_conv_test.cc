@@ -237,6 +237,64 @@ TEST(OnnxConvTest, AveragePoolCountIncludePadAndCeilMode) {
   }
 }
 
+TEST(OnnxConvTest, ThreeDimensionalConvAgainstLoops) {
+  // X [2, 4, 5, 4, 3], W [6, 2, 2, 3, 2] in 2 groups; strides [2, 1, 1], pads
+  // [1, 1, 0, 0, 1, 1], dilations [2, 1, 2]; bias.
+  const Dims xs = {2, 4, 5, 4, 3}, ws = {6, 2, 2, 3, 2};
+  const Dims strides = {2, 1, 1}, pads = {1, 1, 0, 0, 1, 1}, dilations = {2, 1, 2};
+  const std::vector<float> x = Mixed(NumElements(xs), 21), w = Mixed(NumElements(ws), 22),
+                           b = Mixed(6, 23);
+  Dims out(5);
+  out[0] = 2;
+  out[1] = 6;
+  for (int a = 0; a < 3; ++a) {
+    out[2 + a] =
+        (xs[2 + a] + pads[a] + pads[a + 3] - dilations[a] * (ws[2 + a] - 1) - 1) / strides[a] + 1;
+  }
+  std::vector<float> want;
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t m = 0; m < 6; ++m) {
+      const int64_t g = m / 3;
+      for (int64_t od = 0; od < out[2]; ++od) {
+        for (int64_t oh = 0; oh < out[3]; ++oh) {
+          for (int64_t ow = 0; ow < out[4]; ++ow) {
+            double acc = b[m];
+            for (int64_t cc = 0; cc < 2; ++cc) {
+              for (int64_t i = 0; i < 2; ++i) {
+                for (int64_t j = 0; j < 3; ++j) {
+                  for (int64_t k = 0; k < 2; ++k) {
+                    const int64_t id = od * strides[0] - pads[0] + i * dilations[0];
+                    const int64_t ih = oh * strides[1] - pads[1] + j * dilations[1];
+                    const int64_t iw = ow * strides[2] - pads[2] + k * dilations[2];
+                    if (id < 0 || id >= 5 || ih < 0 || ih >= 4 || iw < 0 || iw >= 3) continue;
+                    const int64_t c = g * 2 + cc;
+                    acc += static_cast<double>(x[(((n * 4 + c) * 5 + id) * 4 + ih) * 3 + iw]) *
+                           w[(((m * 2 + cc) * 2 + i) * 3 + j) * 2 + k];
+                  }
+                }
+              }
+            }
+            want.push_back(static_cast<float>(acc));
+          }
+        }
+      }
+    }
+  }
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {xs.begin(), xs.end()});
+  m.Initializer(FloatTensor("w", ws, w));
+  m.Initializer(FloatTensor("b", {6}, b));
+  ::onnx::NodeProto* node = m.Node("Conv", {"x", "w", "b"}, {"y"}, "conv");
+  IntsAttr(node, "strides", strides);
+  IntsAttr(node, "pads", pads);
+  IntsAttr(node, "dilations", dilations);
+  IntAttr(node, "group", 2);
+  FloatOutput(m, "y", 5);
+  const std::vector<HostTensor> got = ImportAndRun(m, {{"x", F32(x, xs)}});
+  ASSERT_EQ(got.size(), 1u);
+  ExpectFloats(got[0], want, out, 1e-5);
+}
+
 TEST(OnnxConvTest, ThreeDimensionalPoolsAgainstLoops) {
   // X [1, 2, 5, 6, 4]; kernel [2, 3, 2], strides [2, 2, 1], pads [1, 0, 1, 0, 1, 1],
   // dilations [1, 1, 2], ceil_mode; max, average with and without the padding, LpPool p = 2.

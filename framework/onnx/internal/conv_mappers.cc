@@ -5,8 +5,9 @@
 //
 // Shapes are static at import, so auto_pad (SAME_UPPER, SAME_LOWER, VALID) becomes explicit
 // pads here. A 1-D node ([N, C, L]) runs as the 2-D op on [N, C, 1, L] (reshapes on either
-// side); 3-D pools run as two 2-D pools (Pool3d); 3-D convolutions and higher ranks are
-// refused. Conv's bias is an add of B reshaped to [M, 1, 1].
+// side); 3-D pools run as two 2-D pools (Pool3d), a 3-D Conv as one conv2d over depth taps
+// stacked next to the channels (Conv3d); higher ranks are refused. Conv's bias is an add of B
+// reshaped to [M, 1, 1].
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "framework/builder/functional_ops.h"
+#include "framework/onnx/internal/host_fold.h"
 #include "framework/onnx/internal/mapper_util.h"
 #include "framework/onnx/internal/node_table.h"
 
@@ -159,6 +161,69 @@ absl::StatusOr<Value> Pool3d(const NodeContext& ctx, PoolKind kind, const Value&
   return Built(ctx, fn::Reshape(y, {n, c, y.var().shape().dim(2), oh, ow}));
 }
 
+// A 3-D convolution of x [N, C, D, H, W] by w [M, C / group, kD, kH, kW] (`win` holds three
+// axes; pads [d0, h0, w0, d1, h1, w1]) as one conv2d: the depth is padded with zeros, each
+// depth tap i gathers the input planes od * sD + i * dD for every output depth od, the taps
+// are stacked next to the channels ([N, D', C, kD, H, W] viewed as [N * D', C * kD, H, W]),
+// and W viewed as [M, C / group * kD, kH, kW] takes them in the same (channel, tap) order,
+// a group's channels still contiguous. Returns [N, M, D', H', W'].
+absl::StatusOr<Value> Conv3d(NodeContext& ctx, const Value& x, const Value& w, const Window2d& win,
+                             int64_t group) {
+  const Shape s = x.var().shape();
+  const Shape ws = w.var().shape();
+  const int64_t n = s.dim(0), c = s.dim(1), d = s.dim(2), h = s.dim(3), wd = s.dim(4);
+  const int64_t kd = ws.dim(2), sd = win.strides[0], dd = win.dilations[0];
+  const int64_t d0 = win.pads[0], d1 = win.pads[3];
+  const int64_t padded = d + d0 + d1;
+  const int64_t od = (padded - dd * (kd - 1) - 1) / sd + 1;
+  if (od < 1) {
+    return ctx.Error(absl::StrCat("the kernel's depth extent ", dd * (kd - 1) + 1,
+                                  " exceeds the padded input depth ", padded));
+  }
+  Value xp = x;
+  if (d0 > 0 || d1 > 0) {
+    std::vector<Value> parts;
+    if (d0 > 0) {
+      SLUICE_ASSIGN_OR_RETURN(Value zeros, Built(ctx, fn::FillConstant(Shape({n, c, d0, h, wd}),
+                                                                       0.0, x.var().dtype())));
+      parts.push_back(zeros);
+    }
+    parts.push_back(x);
+    if (d1 > 0) {
+      SLUICE_ASSIGN_OR_RETURN(Value zeros, Built(ctx, fn::FillConstant(Shape({n, c, d1, h, wd}),
+                                                                       0.0, x.var().dtype())));
+      parts.push_back(zeros);
+    }
+    SLUICE_ASSIGN_OR_RETURN(xp, Built(ctx, fn::Concat(parts, 2)));
+  }
+  std::vector<Value> taps;
+  for (int64_t i = 0; i < kd; ++i) {
+    HostTensor index = NewTensor(DataType::kI64, Shape({od}));
+    for (int64_t o = 0; o < od; ++o) HostStore<int64_t>(index, o, o * sd + i * dd);
+    SLUICE_ASSIGN_OR_RETURN(Value idx, ImportConstant(ctx, "depth_tap", std::move(index)));
+    SLUICE_ASSIGN_OR_RETURN(Value tap, Built(ctx, fn::Gather(xp, idx, 2)));
+    SLUICE_ASSIGN_OR_RETURN(tap, Built(ctx, fn::Reshape(tap, {n, c, 1, od, h, wd})));
+    taps.push_back(tap);
+  }
+  Value stacked = taps[0];
+  if (kd > 1) {
+    SLUICE_ASSIGN_OR_RETURN(stacked, Built(ctx, fn::Concat(taps, 2)));  // [N, C, kD, D', H, W]
+  }
+  SLUICE_ASSIGN_OR_RETURN(stacked, Built(ctx, fn::Transpose(stacked, {0, 3, 1, 2, 4, 5})));
+  SLUICE_ASSIGN_OR_RETURN(stacked, Built(ctx, fn::Reshape(stacked, {n * od, c * kd, h, wd})));
+  SLUICE_ASSIGN_OR_RETURN(
+      Value w2, Built(ctx, fn::Reshape(w, {ws.dim(0), ws.dim(1) * kd, ws.dim(3), ws.dim(4)})));
+  Window2d plane{{win.kernel[1], win.kernel[2]},
+                 {win.strides[1], win.strides[2]},
+                 {win.dilations[1], win.dilations[2]},
+                 {win.pads[1], win.pads[2], win.pads[4], win.pads[5]}};
+  SLUICE_ASSIGN_OR_RETURN(Value y, Built(ctx, fn::Conv2d(stacked, w2, plane.strides, plane.pads,
+                                                         plane.dilations, group)));
+  const Shape ys = y.var().shape();  // [N * D', M, H', W']
+  SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Reshape(y, {n, od, ys.dim(1), ys.dim(2), ys.dim(3)})));
+  return Built(ctx, fn::Transpose(y, {0, 2, 1, 3, 4}));
+}
+
 // The node's kernel_shape, required for the pools, checked against `from` (W's spatial dims)
 // for Conv.
 absl::StatusOr<std::vector<int64_t>> KernelShape(const NodeContext& ctx, int spatial,
@@ -194,7 +259,8 @@ absl::Status MapConv(NodeContext& ctx) {
       ctx.OnlyAttrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}));
   SLUICE_ASSIGN_OR_RETURN(Value x, ctx.Input(0));
   SLUICE_ASSIGN_OR_RETURN(Value w, ctx.Input(1));
-  SLUICE_ASSIGN_OR_RETURN(const Shape x_shape, conv_mapping::ImageShape(ctx, x, "X"));
+  SLUICE_ASSIGN_OR_RETURN(const Shape x_shape,
+                          conv_mapping::ImageShape(ctx, x, "X", /*volumes=*/true));
   const Shape w_shape = w.var().shape();
   if (w_shape.rank() != x_shape.rank()) {
     return ctx.Error(absl::StrCat("W has shape ", w_shape.ToString(), "; for X of shape ",
@@ -207,10 +273,19 @@ absl::Status MapConv(NodeContext& ctx) {
   SLUICE_ASSIGN_OR_RETURN(conv_mapping::Window2d win,
                           conv_mapping::WindowOf(ctx, x_shape, std::move(kernel)));
   SLUICE_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
-  SLUICE_ASSIGN_OR_RETURN(Value x2, conv_mapping::To2d(ctx, x));
-  SLUICE_ASSIGN_OR_RETURN(Value w2, conv_mapping::To2d(ctx, w));
-  SLUICE_ASSIGN_OR_RETURN(
-      Value y, Built(ctx, fn::Conv2d(x2, w2, win.strides, win.pads, win.dilations, group)));
+  Value y = x;
+  if (spatial == 3) {
+    if (group < 1 || w_shape.dim(1) * group != x_shape.dim(1) || w_shape.dim(0) % group != 0) {
+      return ctx.Error(absl::StrCat("W ", w_shape.ToString(), " does not fit X ",
+                                    x_shape.ToString(), " in ", group, " groups"));
+    }
+    SLUICE_ASSIGN_OR_RETURN(y, conv_mapping::Conv3d(ctx, x, w, win, group));
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(Value x2, conv_mapping::To2d(ctx, x));
+    SLUICE_ASSIGN_OR_RETURN(Value w2, conv_mapping::To2d(ctx, w));
+    SLUICE_ASSIGN_OR_RETURN(
+        y, Built(ctx, fn::Conv2d(x2, w2, win.strides, win.pads, win.dilations, group)));
+  }
   if (ctx.HasInput(2)) {
     SLUICE_ASSIGN_OR_RETURN(Value b, ctx.Input(2));
     const Shape b_shape = b.var().shape();
@@ -218,10 +293,14 @@ absl::Status MapConv(NodeContext& ctx) {
       return ctx.Error(absl::StrCat("B has shape ", b_shape.ToString(), "; it must be [",
                                     w_shape.dim(0), "] (W's output channels)"));
     }
-    SLUICE_ASSIGN_OR_RETURN(Value column, Built(ctx, fn::Reshape(b, {w_shape.dim(0), 1, 1})));
+    std::vector<int64_t> column_dims(static_cast<size_t>(std::max(spatial, 2)) + 1, 1);
+    column_dims[0] = w_shape.dim(0);  // [M, 1, 1], or [M, 1, 1, 1] for a 3-D y
+    SLUICE_ASSIGN_OR_RETURN(Value column, Built(ctx, fn::Reshape(b, column_dims)));
     SLUICE_ASSIGN_OR_RETURN(y, Built(ctx, fn::Add(y, column)));
   }
-  SLUICE_ASSIGN_OR_RETURN(y, conv_mapping::FromTo2d(ctx, y, x_shape.rank()));
+  if (spatial < 3) {
+    SLUICE_ASSIGN_OR_RETURN(y, conv_mapping::FromTo2d(ctx, y, x_shape.rank()));
+  }
   return ctx.SetOutput(0, y);
 }
 
