@@ -188,8 +188,14 @@ TileArg TileProgram::BroadcastArg(const InputLayout& layout, const char* data, i
     if (layout.inner_stride == 1) {
       std::memcpy(to, from, static_cast<size_t>(segment * bytes));
     } else {
-      for (int64_t k = 0; k < segment; ++k)
-        std::memcpy(to + k * bytes, from, static_cast<size_t>(bytes));
+      // Stride 0, one value repeated (a bias [C, 1, 1] over an image): copied once, then the
+      // copies doubled, log2(segment) memcpys instead of one per element.
+      std::memcpy(to, from, static_cast<size_t>(bytes));
+      for (int64_t filled = 1; filled < segment;) {
+        const int64_t more = std::min(filled, segment - filled);
+        std::memcpy(to + filled * bytes, to, static_cast<size_t>(more * bytes));
+        filled += more;
+      }
     }
     done += segment;
   }
