@@ -195,6 +195,8 @@ absl::StatusOr<Value> NonpadBias(NodeContext& ctx, const AttentionAttrs& a, Data
 // The additive bias of attn_mask (input kMask, when present) and the frontiers, or nothing.
 absl::StatusOr<std::optional<Value>> Bias(NodeContext& ctx, const AttentionAttrs& a, DataType dtype,
                                           int64_t batch, int64_t q, int64_t kv, int64_t offset) {
+  // The frontiers are [q, kv] constants made here: bounded as the folded constants are.
+  SLUICE_RETURN_IF_ERROR(FoldedShape(ctx, {q, kv}, int64_t{1} << 24).status());
   std::optional<Value> bias;
   if (ctx.HasInput(kMask)) {
     SLUICE_ASSIGN_OR_RETURN(Value mask, ctx.Input(kMask));

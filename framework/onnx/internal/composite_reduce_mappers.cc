@@ -279,6 +279,7 @@ absl::Status MapHardmax(NodeContext& ctx) {
   SLUICE_ASSIGN_OR_RETURN(Value at_top, Built(ctx, fn::Equal(work, top)));
   std::vector<int64_t> iota_dims(static_cast<size_t>(rank - axis), 1);
   iota_dims[0] = n;
+  SLUICE_RETURN_IF_ERROR(FoldedShape(ctx, iota_dims, int64_t{1} << 24).status());
   HostTensor iota = NewTensor(dtype, Shape(iota_dims));
   DispatchDtype(dtype, [&](auto tag) {
     using T = decltype(tag);

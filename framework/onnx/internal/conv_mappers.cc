@@ -180,6 +180,7 @@ absl::StatusOr<Value> Conv3d(NodeContext& ctx, const Value& x, const Value& w, c
     return ctx.Error(absl::StrCat("the kernel's depth extent ", dd * (kd - 1) + 1,
                                   " exceeds the padded input depth ", padded));
   }
+  SLUICE_RETURN_IF_ERROR(FoldedShape(ctx, {kd, od}, int64_t{1} << 24).status());
   Value xp = x;
   if (d0 > 0 || d1 > 0) {
     std::vector<Value> parts;

@@ -325,13 +325,20 @@ absl::Status Resize(NodeContext& ctx, const ResizeMode& m, Value x, std::vector<
     const int64_t in = shape.dim(axes[k]);
     const double roi_start = roi.empty() ? 0.0 : roi[k];
     const double roi_end = roi.empty() ? 1.0 : roi[count + k];
-    if (out[k] > (int64_t{1} << 24)) {
+    if (out[k] > (int64_t{1} << 20)) {
       return ctx.Error(absl::StrCat("the output would have ", out[k], " elements along axis ",
-                                    axes[k], " (at most 2^24)"));
+                                    axes[k], " (at most 2^20)"));
     }
     if (scales[k] == 1.0 && out[k] == in &&
         (m.transform != "tf_crop_and_resize" || (roi_start == 0.0 && roi_end == 1.0))) {
       continue;  // this axis keeps its size and values
+    }
+    // Taps per output: at most 4, or about 4 / scale with antialias when downsampling.
+    const double taps_per_output =
+        m.antialias && scales[k] < 1.0 ? std::ceil(4.0 / scales[k]) + 4 : 4.0;
+    if (taps_per_output * static_cast<double>(out[k]) > static_cast<double>(int64_t{1} << 24)) {
+      return ctx.Error(absl::StrCat("resizing axis ", axes[k], " to ", out[k], " at scale ",
+                                    scales[k], " takes more than 2^24 taps"));
     }
     const AxisTaps taps = TapsOf(m, in, out[k], scales[k], roi_start, roi_end);
     SLUICE_ASSIGN_OR_RETURN(x, ResizeAxis(ctx, m, x, axes[k], taps));
