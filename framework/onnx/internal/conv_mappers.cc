@@ -17,13 +17,14 @@
 #include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "framework/builder/functional_ops.h"
+#include "framework/onnx/internal/conv_mapping.h"
 #include "framework/onnx/internal/host_fold.h"
 #include "framework/onnx/internal/mapper_util.h"
 #include "framework/onnx/internal/node_table.h"
 
 namespace sluice::framework::onnx::internal {
-// File-local helpers, in a namespace of their own: a unity build compiles this file with the
-// other mappers.
+// Helpers in a namespace of their own: a unity build compiles this file with the other
+// mappers. Those conv_mapping.h declares are shared with conv_transpose_mappers.cc.
 namespace conv_mapping {
 
 // A node's window attributes, made 2-D: kernel, strides, dilations [h, w] and pads [top,
@@ -38,7 +39,7 @@ struct Window2d {
 // X's static shape, checked to be [N, C, L] or [N, C, H, W], or (`volumes`: the pools)
 // [N, C, D, H, W].
 absl::StatusOr<Shape> ImageShape(const NodeContext& ctx, const Value& x, absl::string_view name,
-                                 bool volumes = false) {
+                                 bool volumes) {
   const Shape shape = x.var().shape();
   if (shape.rank() != 3 && shape.rank() != 4 && !(volumes && shape.rank() == 5)) {
     return ctx.Error(
@@ -52,7 +53,7 @@ absl::StatusOr<Shape> ImageShape(const NodeContext& ctx, const Value& x, absl::s
 // Attribute `name` with one entry per spatial axis (`spatial`), `fallback` (per axis) when
 // absent.
 absl::StatusOr<std::vector<int64_t>> PerAxis(const NodeContext& ctx, absl::string_view name,
-                                             int spatial, int64_t fallback, int per_axis = 1) {
+                                             int spatial, int64_t fallback, int per_axis) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> v, ctx.IntsAttr(name, {}));
   if (v.empty()) return std::vector<int64_t>(static_cast<size_t>(spatial * per_axis), fallback);
   if (static_cast<int>(v.size()) != spatial * per_axis) {

@@ -43,6 +43,10 @@ constexpr NodeMapping kTable[] = {
     {"ConstantOfShape", 9, kNew, MapConstantOfShape,
      "the shape must be a constant; an INT64 value beyond 2^53 only for up to 4096 elements"},
     {"Conv", 1, kNew, MapConv, "1-D and 2-D, f32 and f64 only"},
+    {"ConvTranspose", 1, 10, MapConvTranspose,
+     "1-D and 2-D, f32 and f64 only; pads from output_shape or SAME_* put an odd one at the "
+     "beginning for SAME_UPPER, at the end otherwise (opset 1's equations)"},
+    {"ConvTranspose", 11, kNew, MapConvTranspose, "1-D and 2-D, f32 and f64 only"},
     {"Cos", 7, kNew, MapUnary, "f32 and f64 only (Sluice's unary math kernels)"},
     {"Cosh", 9, kNew, MapUnary, "f32 and f64 only (Sluice's unary math kernels)"},
     {"DepthToSpace", 1, kNew, MapSpaceToDepth, "4-D input [N, C, H, W]"},

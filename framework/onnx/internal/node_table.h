@@ -94,6 +94,8 @@ absl::Status MapLstm(NodeContext& ctx);
 absl::Status MapConv(NodeContext& ctx);
 absl::Status MapPool(NodeContext& ctx);        // MaxPool, AveragePool, LpPool
 absl::Status MapGlobalPool(NodeContext& ctx);  // GlobalAveragePool, GlobalMaxPool
+// ConvTranspose, 1-D and 2-D, as conv2d_grad's XGrad (conv_transpose_mappers.cc).
+absl::Status MapConvTranspose(NodeContext& ctx);
 
 // Constant folding (constant_folding.cc, layout_folding.cc). Shape and Size: the input's static
 // shape, always a constant. ConstantOfShape: a constant for at most 4096 elements, else a
