@@ -95,6 +95,14 @@ absl::Status MapConv(NodeContext& ctx);
 absl::Status MapPool(NodeContext& ctx);        // MaxPool, AveragePool, LpPool
 absl::Status MapGlobalPool(NodeContext& ctx);  // GlobalAveragePool, GlobalMaxPool
 
+// The forms before NumPy broadcasting (legacy_mappers.cc): Add Sub Mul Div Pow at opsets
+// 1-6 (B broadcast onto A with attribute broadcast 1, aligned at attribute axis or to the
+// right); Max Min Sum Mean at 1-7 (inputs of one shape); Gemm and PRelu at 1-6.
+absl::Status MapLegacyBinary(NodeContext& ctx);
+absl::Status MapLegacyVariadic(NodeContext& ctx);
+absl::Status MapLegacyGemm(NodeContext& ctx);
+absl::Status MapLegacyPRelu(NodeContext& ctx);
+
 // Constant folding (constant_folding.cc, layout_folding.cc). Shape and Size: the input's static
 // shape, always a constant. ConstantOfShape: a constant for at most 4096 elements, else a
 // fill_constant op; the shape must be a constant.
