@@ -302,6 +302,15 @@ absl::StatusOr<bool> TryFoldConstants(NodeContext& ctx) {
       ctx.num_outputs() != 1 || !AllInputsConstant(ctx)) {
     return false;
   }
+  // Before NumPy broadcasting (legacy_mappers.cc's rows), inputs of different shapes need
+  // attribute broadcast, which no fold reads: the mapper aligns or refuses them.
+  const absl::StatusOr<const NodeMapping*> row = FindNodeMapping(ctx);
+  if (row.ok() && ((*row)->map == MapLegacyBinary || (*row)->map == MapLegacyVariadic)) {
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      if (!ctx.HasInput(0) || !ctx.HasInput(i)) return false;
+      if (FoldInput(ctx, i).shape != FoldInput(ctx, 0).shape) return false;
+    }
+  }
   // Anything that does not fold (a bad node, a cast C++ leaves undefined, an integer
   // division by zero) is left to the op's mapper, which reports or computes it.
   absl::StatusOr<HostTensor> folded = FoldConstantNode(ctx, kHookMaxElements);

@@ -97,6 +97,14 @@ absl::Status MapGlobalPool(NodeContext& ctx);  // GlobalAveragePool, GlobalMaxPo
 // ConvTranspose, 1-D and 2-D, as conv2d_grad's XGrad (conv_transpose_mappers.cc).
 absl::Status MapConvTranspose(NodeContext& ctx);
 
+// The forms before NumPy broadcasting (legacy_mappers.cc): Add Sub Mul Div Pow at opsets
+// 1-6 (B broadcast onto A with attribute broadcast 1, aligned at attribute axis or to the
+// right); Max Min Sum Mean at 1-7 (inputs of one shape); Gemm and PRelu at 1-6.
+absl::Status MapLegacyBinary(NodeContext& ctx);
+absl::Status MapLegacyVariadic(NodeContext& ctx);
+absl::Status MapLegacyGemm(NodeContext& ctx);
+absl::Status MapLegacyPRelu(NodeContext& ctx);
+
 // Constant folding (constant_folding.cc, layout_folding.cc). Shape and Size: the input's static
 // shape, always a constant. ConstantOfShape: a constant for at most 4096 elements, else a
 // fill_constant op; the shape must be a constant.
