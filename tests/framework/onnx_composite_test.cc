@@ -161,7 +161,9 @@ TEST(OnnxCompositeTest, ReduceMaxAndMinOverAxesPropagateNaN) {
     ASSERT_EQ(got.size(), want.size());
     EXPECT_TRUE(std::isnan(got[1]));
     for (size_t i = 0; i < got.size(); ++i) {
-      if (i != 1) EXPECT_EQ(got[i], static_cast<float>(want[i])) << "element " << i;
+      if (i != 1) {
+        EXPECT_EQ(got[i], static_cast<float>(want[i])) << "element " << i;
+      }
     }
   }
 }

@@ -167,7 +167,9 @@ TEST(OnnxConvTest, ConvAutoPadIsResolvedAtImport) {
     Dims out_dims;
     const std::vector<float> want =
         RefConv(x, xs, w, ws, {}, 1, {{2, 3}, {2, 2}, {1, 1}, pads}, &out_dims);
-    if (auto_pad != "VALID") EXPECT_EQ(out_dims, (Dims{1, 3, 3, 3}));
+    if (auto_pad != "VALID") {
+      EXPECT_EQ(out_dims, (Dims{1, 3, 3, 3}));
+    }
     const std::vector<HostTensor> out = ImportAndRun(m, {{"x", F32(x, xs)}});
     ASSERT_EQ(out.size(), 1u);
     ExpectFloats(out[0], want, out_dims);
