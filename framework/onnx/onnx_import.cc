@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "framework/builder/program.h"
 #include "framework/onnx/internal/graph_walk.h"
@@ -70,9 +71,28 @@ absl::Status OnnxLibraryStep(F step) {
 // of static length n a rank-n result shape before anything checks n, so a Range or a
 // chain of Concats of a few bytes asks it for terabytes; the importer's own mapping
 // refuses such graphs first (a shape operand must be a constant of a few elements).
+// ONNX infers from the graph inputs' shapes as the import resolved them (`inputs`) and from
+// nothing the model declares further down (value_info and the outputs' shapes are dropped):
+// a declared shape that contradicts the inputs is the model's inconsistency, which the
+// import refuses as such (ImportGraph), not a difference between two inferences.
 absl::StatusOr<absl::flat_hash_map<std::string, Shape>> InferShapes(
-    const ::onnx::ModelProto& model) {
+    const ::onnx::ModelProto& model, const std::vector<OnnxValue>& inputs) {
   ::onnx::ModelProto inferred = model;
+  ::onnx::GraphProto* graph = inferred.mutable_graph();
+  graph->clear_value_info();
+  for (auto& output : *graph->mutable_output()) {
+    if (output.type().has_tensor_type()) {
+      output.mutable_type()->mutable_tensor_type()->clear_shape();
+    }
+  }
+  for (auto& input : *graph->mutable_input()) {
+    for (const OnnxValue& resolved : inputs) {
+      if (resolved.onnx_name != input.name() || !input.type().has_tensor_type()) continue;
+      auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->clear_dim();
+      for (int64_t d : resolved.shape.dims()) shape->add_dim()->set_dim_value(d);
+    }
+  }
   SLUICE_RETURN_IF_ERROR(OnnxLibraryStep([&] {
     ::onnx::ShapeInferenceOptions options;
     options.check_type = true;
@@ -85,6 +105,28 @@ absl::StatusOr<absl::flat_hash_map<std::string, Shape>> InferShapes(
     if (internal::StaticShapeOf(info, &shape)) shapes.emplace(info.name(), shape);
   }
   return shapes;
+}
+
+// Whether a declared output shape admits `shape`: the same rank, and each dimension given as
+// a size (dim_value) equal (a named or unknown one admits any size).
+bool CompatibleShapes(const ::onnx::TensorShapeProto& declared, const Shape& shape) {
+  if (declared.dim_size() != shape.rank()) return false;
+  for (int i = 0; i < declared.dim_size(); ++i) {
+    const auto& d = declared.dim(i);
+    if (d.has_dim_value() && d.dim_value() != shape.dim(i)) return false;
+  }
+  return true;
+}
+
+// "[4, batch, ?]".
+std::string DeclaredShapeText(const ::onnx::TensorShapeProto& declared) {
+  std::vector<std::string> dims;
+  for (const auto& d : declared.dim()) {
+    dims.push_back(d.has_dim_value()   ? std::to_string(d.dim_value())
+                   : d.has_dim_param() ? d.dim_param()
+                                       : "?");
+  }
+  return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
 }
 
 absl::Status ImportGraph(const ::onnx::GraphProto& graph, int64_t opset,
@@ -124,6 +166,13 @@ absl::Status ImportGraph(const ::onnx::GraphProto& graph, int64_t opset,
       return absl::InvalidArgumentError(absl::StrCat(
           "graph output '", output.name(), "' is declared ", internal::OnnxTypeName(declared),
           " but computes ", internal::OnnxTypeName(internal::OnnxTypeOfDtype(var->dtype()))));
+    }
+    if (output.type().tensor_type().has_shape() &&
+        !CompatibleShapes(output.type().tensor_type().shape(), var->shape())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", output.name(), "' is declared ",
+                       DeclaredShapeText(output.type().tensor_type().shape()), " but computes ",
+                       var->shape().ToString(), " from the graph inputs' shapes"));
     }
     result->outputs.push_back({output.name(), var->name(), var->dtype(), var->shape()});
   }
@@ -184,7 +233,7 @@ absl::StatusOr<OnnxImport> ImportOnnxModel(absl::string_view bytes, const ops::O
   // them. Both imports take well under a millisecond for the models measured.
   OnnxImport first = result;
   SLUICE_RETURN_IF_ERROR(import_once({}, &first));
-  SLUICE_ASSIGN_OR_RETURN(auto inferred, InferShapes(model));
+  SLUICE_ASSIGN_OR_RETURN(auto inferred, InferShapes(model, first.inputs));
   result.notes.push_back("ONNX checker and shape inference passed");
   SLUICE_RETURN_IF_ERROR(import_once(inferred, &result));
   return result;
