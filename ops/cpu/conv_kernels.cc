@@ -390,6 +390,36 @@ void PoolPlane(const PoolPlan& s, const T* xp, T* out) {
   }
 }
 
+// Whether a pool is the common 2x2 window at stride 2 with neither padding nor dilation, every
+// window inside the input: MaxPlane2x2 computes it.
+bool IsPlain2x2(const Pool2dDims& d) {
+  auto plain = [](const WindowAxis& a) {
+    return a.kernel == 2 && a.stride == 2 && a.dilation == 1 && a.pad_begin == 0 &&
+           a.pad_end == 0 && 2 * a.out <= a.in;
+  };
+  return plain(d.h) && plain(d.w);
+}
+
+// PoolPlane<T, false> for IsPlain2x2 pools: each output reads its four taps in window order
+// with the same update (a NaN tap wins, else the larger), so the bits are PoolPlane's; the
+// taps are two contiguous pairs, a loop the compiler vectorizes, and no accumulator row.
+template <typename T>
+void MaxPlane2x2(const Pool2dDims& d, const T* xp, T* out) {
+  const int64_t ow_count = d.w.out, in_w = d.w.in;
+  auto take = [](T v, T m) { return (v > m || v != v) ? v : m; };
+  for (int64_t oh = 0; oh < d.h.out; ++oh) {
+    const T* r0 = xp + 2 * oh * in_w;
+    const T* r1 = r0 + in_w;
+    T* o = out + oh * ow_count;
+    for (int64_t ow = 0; ow < ow_count; ++ow) {
+      T m = r0[2 * ow];
+      m = take(r0[2 * ow + 1], m);
+      m = take(r1[2 * ow], m);
+      o[ow] = take(r1[2 * ow + 1], m);
+    }
+  }
+}
+
 // The flat index in its plane of output (oh, ow)'s first arg-max among the window's taps
 // inside the input (NaN beats any number, and the first NaN stays), or -1 when none is.
 template <typename T>
@@ -431,8 +461,13 @@ absl::StatusOr<HostWork> PreparePool(const std::string& op, const HostArgs& a) {
                    parallel]() -> absl::Status {
     const Pool2dDims& d = s.d;
     const int64_t in_plane = d.h.in * d.w.in, out_plane = d.h.out * d.w.out;
+    const bool plain_2x2 = IsPlain2x2(d);
     return ForPlanes(parallel, d, kAverage ? "avg_pool2d" : "max_pool2d", [&](int64_t p) {
-      PoolPlane<T, kAverage>(s, x + p * in_plane, out + p * out_plane);
+      if (!kAverage && plain_2x2) {
+        MaxPlane2x2<T>(d, x + p * in_plane, out + p * out_plane);
+      } else {
+        PoolPlane<T, kAverage>(s, x + p * in_plane, out + p * out_plane);
+      }
     });
   });
 }

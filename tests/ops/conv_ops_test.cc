@@ -386,6 +386,31 @@ TEST_P(ConvOpsTest, MaxPoolPaddingNeverWinsAndNanPropagates) {
   for (double v : got) EXPECT_TRUE(std::isnan(v)) << "every window reads the NaN";
 }
 
+// The plain 2x2 window at stride 2 (its own loop, MaxPlane2x2) against the loops: odd sizes
+// (the last row and column dropped), -inf, and NaN in each of a window's four positions.
+TEST_P(ConvOpsTest, PlainTwoByTwoMaxPoolMatchesLoops) {
+  for (const PoolCase& p : {PoolCase{2, 3, 6, 8, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+                            PoolCase{1, 2, 7, 5, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}}}) {
+    for (DataType dtype : {DataType::kF32, DataType::kF64}) {
+      const std::string what = absl::StrCat(DataTypeName(dtype), " ", p.ToString());
+      std::vector<double> x = Rounded(RandomValues(p.x_shape().NumElements(), 77), dtype);
+      x[0] = std::nan("");        // window (0, 0), tap 0
+      x[3] = std::nan("");        // window (0, 1), tap 1
+      x[p.w + 4] = std::nan("");  // window (0, 2), tap 2
+      x[p.w + 7] = -kInf;         // window (0, 3), tap 3
+      std::vector<double> want(p.out_shape().NumElements());
+      ForEachWindow(p, [&](int64_t o, const Window& win) {
+        const int64_t best = RefArgMax(x, win);
+        want[o] = best < 0 ? -kInf : x[best];
+      });
+      SlotBlobs got = Run("max_pool2d", {{Upload(dtype, p.x_shape(), x)}}, p.attrs(false));
+      ASSERT_FALSE(got.empty()) << what;
+      ASSERT_EQ(got[0][0]->shape(), p.out_shape()) << what;
+      ExpectNear(h.Download(got[0][0]), want, 0, what);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ConvOpsTest, ::testing::Values(kCpu, kSim0),
                          [](const auto& info) {
                            return std::string(DeviceTypeName(info.param.type()));
