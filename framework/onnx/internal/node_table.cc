@@ -81,6 +81,8 @@ constexpr NodeMapping kTable[] = {
     {"GlobalMaxPool", 1, kNew, MapGlobalPool, "f32 and f64 only"},
     {"Greater", 9, kNew, MapBinary, ""},
     {"GreaterOrEqual", 12, kNew, MapBinary, ""},
+    {"GridSample", 16, 19, MapGridSample, "2-D; f32 and f64"},
+    {"GridSample", 20, kNew, MapGridSample, "2-D and 3-D; f32 and f64"},
     {"GroupNormalization", 18, 20, MapGroupNormalization, "f32 and f64"},
     {"GroupNormalization", 21, kNew, MapGroupNormalization,
      "f32 and f64; stash_type ignored (statistics in X's dtype)"},

@@ -77,6 +77,10 @@ absl::Status MapGelu(NodeContext& ctx);
 absl::Status MapBatchNormalization(NodeContext& ctx);
 absl::Status MapLayerNormalization(NodeContext& ctx);
 
+// GridSample (grid_sample_mappers.cc): per axis the grid's coordinates, taps and weights as
+// ops, each combination of taps a gather of X's rows.
+absl::Status MapGridSample(NodeContext& ctx);
+
 // Attention (attention_mappers.cc): matmuls, softmax and the masks as a composition.
 absl::Status MapAttention(NodeContext& ctx);
 
