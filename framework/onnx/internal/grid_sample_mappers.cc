@@ -207,7 +207,7 @@ absl::Status MapGridSample(NodeContext& ctx) {
   for (int64_t a = 0; a < spatial; ++a) positions *= xs.dim(static_cast<int>(2 + a));
   std::vector<int64_t> out_dims = {n};  // [N, O...]
   for (int i = 1; i + 1 < gs.rank(); ++i) out_dims.push_back(gs.dim(i));
-  SLUICE_RETURN_IF_ERROR(FoldedShape(ctx, {n, positions}, int64_t{1} << 40).status());
+  SLUICE_RETURN_IF_ERROR(FoldedShape(ctx, {n}, int64_t{1} << 24).status());  // image_row
 
   Ops ops(ctx, dtype);
   // Per axis its taps; the grid's coordinate for spatial axis a is entry spatial - 1 - a.
