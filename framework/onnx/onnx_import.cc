@@ -231,9 +231,14 @@ absl::StatusOr<OnnxImport> ImportOnnxModel(absl::string_view bytes, const ops::O
   }
   // Mapped once without ONNX's shapes (InferShapes says why), then again checked against
   // them. Both imports take well under a millisecond for the models measured.
-  OnnxImport first = result;
-  SLUICE_RETURN_IF_ERROR(import_once({}, &first));
-  SLUICE_ASSIGN_OR_RETURN(auto inferred, InferShapes(model, first.inputs));
+  std::vector<OnnxValue> resolved_inputs;
+  {
+    // The first mapping's program and constants go before the second is built.
+    OnnxImport first = result;
+    SLUICE_RETURN_IF_ERROR(import_once({}, &first));
+    resolved_inputs = std::move(first.inputs);
+  }
+  SLUICE_ASSIGN_OR_RETURN(auto inferred, InferShapes(model, resolved_inputs));
   result.notes.push_back("ONNX checker and shape inference passed");
   SLUICE_RETURN_IF_ERROR(import_once(inferred, &result));
   return result;

@@ -394,10 +394,13 @@ TEST_P(ConvOpsTest, PlainTwoByTwoMaxPoolMatchesLoops) {
     for (DataType dtype : {DataType::kF32, DataType::kF64}) {
       const std::string what = absl::StrCat(DataTypeName(dtype), " ", p.ToString());
       std::vector<double> x = Rounded(RandomValues(p.x_shape().NumElements(), 77), dtype);
-      x[0] = std::nan("");        // window (0, 0), tap 0
-      x[3] = std::nan("");        // window (0, 1), tap 1
-      x[p.w + 4] = std::nan("");  // window (0, 2), tap 2
-      x[p.w + 7] = -kInf;         // window (0, 3), tap 3
+      // NaN in window (0, 0) tap 0, (0, 1) tap 1, (0, 2) tap 2 and (1, 0) tap 3 of the
+      // 6 x 8 image (elsewhere in the 7 x 5 one); -inf in window (1, 1).
+      x[0] = std::nan("");
+      x[3] = std::nan("");
+      x[p.w + 4] = std::nan("");
+      x[3 * p.w + 1] = std::nan("");
+      x[2 * p.w + 2] = -kInf;
       std::vector<double> want(p.out_shape().NumElements());
       ForEachWindow(p, [&](int64_t o, const Window& win) {
         const int64_t best = RefArgMax(x, win);

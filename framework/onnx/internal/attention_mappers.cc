@@ -82,6 +82,10 @@ absl::StatusOr<AttentionAttrs> ReadAttrs(const NodeContext& ctx) {
   if (a.left_window < -1 || a.right_window < -1) {
     return ctx.Error("left_window_size and right_window_size must be -1 or at least 0");
   }
+  // A window wider than any sequence is no bound: clamped so its constants stay small.
+  const int64_t wide = int64_t{1} << 40;
+  if (a.left_window > wide) a.left_window = wide;
+  if (a.right_window > wide) a.right_window = wide;
   if (ctx.HasAttr("scale") && !(a.scale > 0.0)) {
     return ctx.Error(absl::StrCat("scale is ", a.scale, "; it must be positive"));
   }
@@ -105,6 +109,10 @@ absl::StatusOr<Value> SplitHeads(const NodeContext& ctx, const Value& x, int64_t
 // [B, kv heads, S, size] -> [B, kv heads * reps, S, size], each head next to its copies.
 absl::StatusOr<Value> RepeatHeads(const NodeContext& ctx, const Value& x, int64_t reps) {
   if (reps == 1) return x;
+  if (reps > 4096) {
+    return ctx.Error(
+        absl::StrCat("each key/value head would serve ", reps, " query heads (at most 4096)"));
+  }
   const std::vector<int64_t> d = DimsOf(x);
   SLUICE_ASSIGN_OR_RETURN(Value r, Built(ctx, fn::Reshape(x, {d[0], d[1], 1, d[2], d[3]})));
   SLUICE_ASSIGN_OR_RETURN(Value copies,
@@ -196,7 +204,9 @@ absl::StatusOr<Value> NonpadBias(NodeContext& ctx, const AttentionAttrs& a, Data
 absl::StatusOr<std::optional<Value>> Bias(NodeContext& ctx, const AttentionAttrs& a, DataType dtype,
                                           int64_t batch, int64_t q, int64_t kv, int64_t offset) {
   // The frontiers are [q, kv] constants made here: bounded as the folded constants are.
-  SLUICE_RETURN_IF_ERROR(FoldedShape(ctx, {q, kv}, int64_t{1} << 24).status());
+  if (a.is_causal || a.left_window >= 0 || a.right_window >= 0 || ctx.HasInput(kNonpadKvSeqlen)) {
+    SLUICE_RETURN_IF_ERROR(FoldedShape(ctx, {q, kv}, int64_t{1} << 24).status());
+  }
   std::optional<Value> bias;
   if (ctx.HasInput(kMask)) {
     SLUICE_ASSIGN_OR_RETURN(Value mask, ctx.Input(kMask));

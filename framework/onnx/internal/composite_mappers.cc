@@ -303,7 +303,9 @@ absl::Status MapLrn(NodeContext& ctx) {
     return ctx.Error(absl::StrCat("needs X of rank 3 or more ([N, C, ...]) and size >= 1; X is ",
                                   shape.ToString(), ", size ", size));
   }
-  const int64_t n = shape.dim(0), c = shape.dim(1), rest = shape.NumElements() / (n * c);
+  const int64_t n = shape.dim(0), c = shape.dim(1);
+  int64_t rest = 1;  // a product, not NumElements() / (n * c): n or c may be 0
+  for (int d = 2; d < shape.rank(); ++d) rest *= shape.dim(d);
   SLUICE_ASSIGN_OR_RETURN(Value sq, Built(ctx, fn::Square(x)));
   SLUICE_ASSIGN_OR_RETURN(sq, Built(ctx, fn::Reshape(sq, {n, 1, c, rest})));
   const int64_t before = (size - 1) / 2, after = size - 1 - before;

@@ -259,11 +259,13 @@ absl::Status MapHardmax(NodeContext& ctx) {
   }
   const Shape shape = x.var().shape();
   SLUICE_ASSIGN_OR_RETURN(axis, NormalizeAxis(ctx, axis, shape.rank()));
+  if (shape.NumElements() == 0) return ctx.SetOutput(0, x);  // nothing to mark (a copy)
   Value work = x;
   if (coerced) {
-    int64_t rows = 1;
-    for (int64_t d = 0; d < axis; ++d) rows *= shape.dim(static_cast<int>(d));
-    SLUICE_ASSIGN_OR_RETURN(work, Built(ctx, fn::Reshape(x, {rows, shape.NumElements() / rows})));
+    int64_t rows = 1, cols = 1;  // products: a dimension may be 0
+    for (int64_t d = 0; d < shape.rank(); ++d)
+      (d < axis ? rows : cols) *= shape.dim(static_cast<int>(d));
+    SLUICE_ASSIGN_OR_RETURN(work, Built(ctx, fn::Reshape(x, {rows, cols})));
     axis = 1;
   }
   const Shape wshape = work.var().shape();

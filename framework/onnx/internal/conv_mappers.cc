@@ -27,6 +27,10 @@ namespace sluice::framework::onnx::internal {
 // mappers. Those conv_mapping.h declares are shared with conv_transpose_mappers.cc.
 namespace conv_mapping {
 
+// The largest size a window attribute (kernel, stride, dilation, pad) may hold: the geometry's
+// sums and products of these with a dimension then stay within int64.
+constexpr int64_t kAttrBound = int64_t{1} << 20;
+
 // A node's window attributes, made 2-D: kernel, strides, dilations [h, w] and pads [top,
 // left, bottom, right].
 struct Window2d {
@@ -61,6 +65,11 @@ absl::StatusOr<std::vector<int64_t>> PerAxis(const NodeContext& ctx, absl::strin
                                   absl::StrJoin(v, ", "), "]; the input has ", spatial,
                                   " spatial axes, so it needs ", spatial * per_axis));
   }
+  for (int64_t e : v) {
+    if (e < -kAttrBound || e > kAttrBound) {  // keeps the geometry's sums and products in range
+      return ctx.Error(absl::StrCat("attribute '", name, "' holds ", e, "; at most 2^20 in size"));
+    }
+  }
   return v;
 }
 
@@ -74,9 +83,10 @@ absl::StatusOr<Window2d> WindowOf(const NodeContext& ctx, const Shape& x_shape,
   SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> pads, PerAxis(ctx, "pads", spatial, 0, 2));
   SLUICE_ASSIGN_OR_RETURN(std::string auto_pad, ctx.StringAttr("auto_pad", "NOTSET"));
   for (int i = 0; i < spatial; ++i) {
-    if (strides[i] < 1 || dilations[i] < 1) {
+    if (strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[spatial + i] < 0) {
       return ctx.Error(absl::StrCat("strides [", absl::StrJoin(strides, ", "), "] and dilations [",
-                                    absl::StrJoin(dilations, ", "), "] must be positive"));
+                                    absl::StrJoin(dilations, ", "), "] must be positive, pads [",
+                                    absl::StrJoin(pads, ", "), "] not negative"));
     }
   }
   if (auto_pad == "VALID") {
@@ -231,6 +241,12 @@ absl::StatusOr<Value> Conv3d(NodeContext& ctx, const Value& x, const Value& w, c
 absl::StatusOr<std::vector<int64_t>> KernelShape(const NodeContext& ctx, int spatial,
                                                  const std::vector<int64_t>& from) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, ctx.IntsAttr("kernel_shape", {}));
+  for (int64_t k : kernel) {
+    if (k < 1 || k > kAttrBound) {
+      return ctx.Error(absl::StrCat("kernel_shape [", absl::StrJoin(kernel, ", "),
+                                    "] must hold sizes from 1 to 2^20"));
+    }
+  }
   if (kernel.empty()) {
     if (from.empty()) return ctx.Error("attribute 'kernel_shape' is required");
     return from;
@@ -342,6 +358,26 @@ absl::Status MapPool(NodeContext& ctx) {
                           conv_mapping::WindowOf(ctx, x_shape, std::move(kernel)));
   SLUICE_ASSIGN_OR_RETURN(bool ceil_mode, ctx.FlagAttr("ceil_mode", false));
   SLUICE_ASSIGN_OR_RETURN(bool count_include_pad, ctx.FlagAttr("count_include_pad", false));
+  if (lp && ceil_mode) {
+    // The sum is an average over the padded window times its size, so every window must lie
+    // inside the padded extent; with ceil_mode the last one may stick out past it.
+    const int64_t axes = static_cast<int64_t>(win.kernel.size());
+    for (int64_t a = 0; a < axes; ++a) {
+      const int64_t in = x_shape.rank() == 3 ? (a == 0 ? 1 : x_shape.dim(2))
+                                             : x_shape.dim(static_cast<int>(2 + a));
+      const int64_t begin = win.pads[a], end = win.pads[axes + a];
+      const int64_t extent = win.dilations[a] * (win.kernel[a] - 1) + 1;
+      const int64_t span = in + begin + end - extent;
+      if (span < 0) continue;  // no window (the op refuses it)
+      int64_t out = (span + win.strides[a] - 1) / win.strides[a] + 1;
+      if ((out - 1) * win.strides[a] >= in + begin) --out;  // ONNX's ceil_mode rule
+      if ((out - 1) * win.strides[a] + extent > in + begin + end) {
+        return ctx.Error(
+            "LpPool with ceil_mode 1 whose last window passes the padding is not "
+            "supported (its sum would count fewer taps)");
+      }
+    }
+  }
   // LpPool: (sum over the window of |x|^p)^(1/p), the sum an average over the padded window
   // (the padding adds |0|^p = 0) times its size.
   const conv_mapping::PoolKind kind = max  ? conv_mapping::PoolKind::kMax

@@ -159,7 +159,8 @@ absl::Status MapConvTranspose(NodeContext& ctx) {
   const Shape w_shape = w.var().shape();
   SLUICE_ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group", 1));
   const int64_t c = x_shape.dim(1);
-  if (group < 1 || c % group != 0 || w_shape.rank() != x_shape.rank() || w_shape.dim(0) != c) {
+  if (group < 1 || group > (int64_t{1} << 20) || c % group != 0 ||
+      w_shape.rank() != x_shape.rank() || w_shape.dim(0) != c) {
     return ctx.Error(absl::StrCat("W has shape ", w_shape.ToString(), " and group is ", group,
                                   "; for X of shape ", x_shape.ToString(), " W needs rank ",
                                   x_shape.rank(), " and ", c,

@@ -234,7 +234,8 @@ absl::StatusOr<Value> ResizeAxis(NodeContext& ctx, const ResizeMode& m, const Va
     sum = term;
   }
   if (!sum.has_value()) {  // every point extrapolated: zeros of the output's shape
-    std::vector<int64_t> dims(x.var().shape().dims().begin(), x.var().shape().dims().end());
+    const Shape xs = x.var().shape();
+    std::vector<int64_t> dims(xs.dims().begin(), xs.dims().end());
     dims[axis] = out;
     SLUICE_ASSIGN_OR_RETURN(sum, Built(ctx, fn::FillConstant(Shape(dims), 0.0, dtype)));
   }
@@ -284,6 +285,23 @@ absl::Status Resize(NodeContext& ctx, const ResizeMode& m, Value x, std::vector<
   for (int64_t& a : axes) {
     SLUICE_ASSIGN_OR_RETURN(a, NormalizeAxis(ctx, a, rank));
   }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (std::find(axes.begin(), axes.begin() + static_cast<std::ptrdiff_t>(k), axes[k]) !=
+        axes.begin() + static_cast<std::ptrdiff_t>(k)) {
+      return ctx.Error(absl::StrCat("axes name axis ", axes[k], " twice"));
+    }
+    if (shape.dim(static_cast<int>(axes[k])) < 1) {
+      return ctx.Error(absl::StrCat("axis ", axes[k], " of X ", shape.ToString(),
+                                    " is empty; there is nothing to resize"));
+    }
+  }
+  for (double v : roi) {
+    if (!std::isfinite(v) || std::fabs(v) > double(int64_t{1} << 20)) {
+      return ctx.Error(absl::StrCat("roi holds ", v,
+                                    "; a region of interest must be finite "
+                                    "and within +-2^20"));
+    }
+  }
   const size_t count = axes.size();
   if (scales.empty() == sizes.empty()) {
     return ctx.Error("exactly one of scales and sizes must be given");
@@ -308,7 +326,12 @@ absl::Status Resize(NodeContext& ctx, const ResizeMode& m, Value x, std::vector<
                                               : *std::max_element(scales.begin(), scales.end());
       for (size_t k = 0; k < count; ++k) {
         scales[k] = s;
-        out[k] = static_cast<int64_t>(s * static_cast<double>(shape.dim(axes[k])) + 0.5);
+        const double o = s * static_cast<double>(shape.dim(axes[k])) + 0.5;
+        if (!(o >= 1) || o > static_cast<double>(int64_t{1} << 20)) {
+          return ctx.Error(absl::StrCat("keep_aspect_ratio_policy ", policy, " gives axis ",
+                                        axes[k], " ", o, " elements (1 to 2^20)"));
+        }
+        out[k] = static_cast<int64_t>(o);
       }
     }
   } else {

@@ -227,7 +227,7 @@ absl::Status MapSplit(NodeContext& ctx) {
     if (n != parts) {
       return ctx.Error(absl::StrCat("num_outputs is ", n, " but the node has ", parts, " outputs"));
     }
-    const int64_t chunk = (dim + parts - 1) / parts;
+    const int64_t chunk = dim / parts + (dim % parts != 0 ? 1 : 0);  // ceil, without overflow
     for (int64_t i = 0, left = dim; i < parts; ++i, left -= std::min(chunk, left)) {
       sizes.push_back(std::min(chunk, left));
     }
