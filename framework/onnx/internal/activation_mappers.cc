@@ -31,7 +31,8 @@ absl::StatusOr<Value> ExpM1NonPositive(const NodeContext& ctx, const Value& x) {
   return Built(ctx, fn::Scale(capped, 1.0, -1.0));
 }
 
-// log(1 + exp(x)) as relu(x) + log(1 + exp(-|x|)), ONNX Runtime's form: no overflow.
+}  // namespace
+
 absl::StatusOr<Value> StableSoftplus(const NodeContext& ctx, const Value& x) {
   SLUICE_ASSIGN_OR_RETURN(Value abs, Built(ctx, fn::Abs(x)));
   SLUICE_ASSIGN_OR_RETURN(Value neg_abs, Built(ctx, fn::Neg(abs)));
@@ -41,8 +42,6 @@ absl::StatusOr<Value> StableSoftplus(const NodeContext& ctx, const Value& x) {
   SLUICE_ASSIGN_OR_RETURN(Value relu, Built(ctx, fn::Relu(x)));
   return Built(ctx, fn::Add(relu, log));
 }
-
-}  // namespace
 
 // alpha in (0, 1]: max(x, alpha x); otherwise relu(x) + alpha * -relu(-x), which keeps
 // alpha x exact for x < 0 (0 * -inf is NaN, as in ONNX) and x itself for x >= 0.

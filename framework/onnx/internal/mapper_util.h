@@ -24,6 +24,10 @@ absl::StatusOr<T> Built(const NodeContext& ctx, absl::StatusOr<T> built) {
 // `axis` in [-rank, rank) made non-negative; InvalidArgument naming the node otherwise.
 absl::StatusOr<int64_t> NormalizeAxis(const NodeContext& ctx, int64_t axis, int64_t rank);
 
+// log(1 + exp(x)) as relu(x) + log(1 + exp(-|x|)), ONNX Runtime's form: no overflow
+// (activation_mappers.cc; Softplus, Mish and the recurrent ops' softplus).
+absl::StatusOr<Value> StableSoftplus(const NodeContext& ctx, const Value& x);
+
 // The mappers that compose existing ops (composite_mappers.cc):
 // A rank-0 `value` of `dtype` (a fill_constant op), for the binary ops to broadcast.
 absl::StatusOr<Value> ScalarConstant(const NodeContext& ctx, double value, DataType dtype);

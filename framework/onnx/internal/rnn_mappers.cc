@@ -328,14 +328,7 @@ absl::StatusOr<Value> Activate(const NodeContext& ctx, const RnnSpec& spec, cons
     SLUICE_ASSIGN_OR_RETURN(Value denominator, Built(ctx, fn::Scale(abs, 1.0, 1.0)));
     return Built(ctx, fn::Div(x, denominator));
   }
-  // softplus: relu(x) + log(1 + exp(-|x|)), without overflow
-  SLUICE_ASSIGN_OR_RETURN(Value abs, Built(ctx, fn::Abs(x)));
-  SLUICE_ASSIGN_OR_RETURN(Value neg_abs, Built(ctx, fn::Neg(abs)));
-  SLUICE_ASSIGN_OR_RETURN(Value e, Built(ctx, fn::Exp(neg_abs)));
-  SLUICE_ASSIGN_OR_RETURN(Value one_plus_e, Built(ctx, fn::Scale(e, 1.0, 1.0)));
-  SLUICE_ASSIGN_OR_RETURN(Value log, Built(ctx, fn::Log(one_plus_e)));
-  SLUICE_ASSIGN_OR_RETURN(Value relu, Built(ctx, fn::Relu(x)));
-  return Built(ctx, fn::Add(relu, log));
+  return StableSoftplus(ctx, x);  // softplus
 }
 
 // One direction's weights, [rows, cols] each; the optional ones absent when the node has none.
