@@ -106,20 +106,6 @@ absl::StatusOr<Value> SplitHeads(const NodeContext& ctx, const Value& x, int64_t
   return Built(ctx, fn::Transpose(r, {0, 2, 1, 3}));
 }
 
-// [B, kv heads, S, size] -> [B, kv heads * reps, S, size], each head next to its copies.
-absl::StatusOr<Value> RepeatHeads(const NodeContext& ctx, const Value& x, int64_t reps) {
-  if (reps == 1) return x;
-  if (reps > 4096) {
-    return ctx.Error(
-        absl::StrCat("each key/value head would serve ", reps, " query heads (at most 4096)"));
-  }
-  const std::vector<int64_t> d = DimsOf(x);
-  SLUICE_ASSIGN_OR_RETURN(Value r, Built(ctx, fn::Reshape(x, {d[0], d[1], 1, d[2], d[3]})));
-  SLUICE_ASSIGN_OR_RETURN(Value copies,
-                          Built(ctx, fn::Concat(std::vector<Value>(reps, r), /*axis=*/2)));
-  return Built(ctx, fn::Reshape(copies, {d[0], d[1] * reps, d[2], d[3]}));
-}
-
 // The causal and sliding-window frontiers as a [q, kv] bias of 0 and -inf, or nothing when
 // neither applies. Query i sits at position i + offset.
 std::optional<HostTensor> FrontierBias(const AttentionAttrs& a, DataType dtype, int64_t q,
@@ -269,6 +255,19 @@ absl::StatusOr<Value> ZeroMaskedRows(NodeContext& ctx, const Value& bias, const 
 }
 
 }  // namespace attention_mapping
+
+absl::StatusOr<Value> RepeatHeads(const NodeContext& ctx, const Value& x, int64_t reps) {
+  if (reps == 1) return x;
+  if (reps > 4096) {
+    return ctx.Error(
+        absl::StrCat("each key/value head would serve ", reps, " query heads (at most 4096)"));
+  }
+  const std::vector<int64_t> d = attention_mapping::DimsOf(x);
+  SLUICE_ASSIGN_OR_RETURN(Value r, Built(ctx, fn::Reshape(x, {d[0], d[1], 1, d[2], d[3]})));
+  SLUICE_ASSIGN_OR_RETURN(Value copies,
+                          Built(ctx, fn::Concat(std::vector<Value>(reps, r), /*axis=*/2)));
+  return Built(ctx, fn::Reshape(copies, {d[0], d[1] * reps, d[2], d[3]}));
+}
 
 absl::Status MapAttention(NodeContext& ctx) {
   using namespace attention_mapping;  // NOLINT(build/namespaces): this file's helpers

@@ -24,6 +24,10 @@ absl::StatusOr<T> Built(const NodeContext& ctx, absl::StatusOr<T> built) {
 // `axis` in [-rank, rank) made non-negative; InvalidArgument naming the node otherwise.
 absl::StatusOr<int64_t> NormalizeAxis(const NodeContext& ctx, int64_t axis, int64_t rank);
 
+// [B, kv heads, S, size] -> [B, kv heads * reps, S, size], each head next to its copies (the
+// key/value heads of grouped-query attention; attention_mappers.cc). At most 4096 copies.
+absl::StatusOr<Value> RepeatHeads(const NodeContext& ctx, const Value& x, int64_t reps);
+
 // log(1 + exp(x)) as relu(x) + log(1 + exp(-|x|)), ONNX Runtime's form: no overflow
 // (activation_mappers.cc; Softplus, Mish and the recurrent ops' softplus).
 absl::StatusOr<Value> StableSoftplus(const NodeContext& ctx, const Value& x);

@@ -106,6 +106,8 @@ constexpr NodeMapping kTable[] = {
     {"LeakyRelu", 6, kNew, MapLeakyRelu, ""},
     {"Less", 9, kNew, MapBinary, ""},
     {"LessOrEqual", 12, kNew, MapBinary, ""},
+    {"LinearAttention", 27, kNew, MapLinearAttention,
+     "f32 and f64; unrolled at import over T (at most 8192 steps)"},
     {"Log", 6, kNew, MapUnary, "f32 and f64 only (Sluice's arithmetic kernels)"},
     {"LogSoftmax", 1, kNew, MapSoftmax, ""},
     {"Loop", 1, kNew, MapLoop, "no scan outputs; carried values keep their dtypes and shapes"},

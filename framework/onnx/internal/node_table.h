@@ -77,6 +77,9 @@ absl::Status MapGelu(NodeContext& ctx);
 absl::Status MapBatchNormalization(NodeContext& ctx);
 absl::Status MapLayerNormalization(NodeContext& ctx);
 
+// LinearAttention (linear_attention_mappers.cc): its recurrence unrolled over T.
+absl::Status MapLinearAttention(NodeContext& ctx);
+
 // GridSample (grid_sample_mappers.cc): per axis the grid's coordinates, taps and weights as
 // ops, each combination of taps a gather of X's rows.
 absl::Status MapGridSample(NodeContext& ctx);
