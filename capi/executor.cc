@@ -155,10 +155,20 @@ SluiceStatus* sluice_program_load(const char* path, SluiceProgram** out) {
 
 SluiceStatus* sluice_program_load_onnx(const char* path, const char* dim_sizes,
                                        SluiceProgram** out) {
+  return sluice_program_load_onnx_with_constants(path, dim_sizes, nullptr, nullptr, 0, out);
+}
+
+SluiceStatus* sluice_program_load_onnx_with_constants(const char* path, const char* dim_sizes,
+                                                      const char* const* constant_names,
+                                                      const SluiceHostBuffer* constant_values,
+                                                      size_t num_constants, SluiceProgram** out) {
   return Guard(__func__, [&, fn = __func__]() -> absl::Status {
     SLUICE_RETURN_IF_ERROR(NotNull(path, fn, "path"));
     SLUICE_RETURN_IF_ERROR(NotNull(out, fn, "out"));
     SLUICE_ASSIGN_OR_RETURN(framework::onnx::OnnxImportOptions options, OnnxOptions(dim_sizes, fn));
+    SLUICE_ASSIGN_OR_RETURN(framework::Feeds constants,
+                            HostFeeds(constant_names, constant_values, num_constants, fn));
+    for (auto& [name, value] : constants) options.constant_inputs[name] = std::move(value);
     sluice::ops::OpRegistry registry;
     SLUICE_RETURN_IF_ERROR(sluice::ops::RegisterStandardOps(&registry));
     SLUICE_ASSIGN_OR_RETURN(framework::onnx::OnnxImport imported,

@@ -269,6 +269,15 @@ typedef struct SluiceHostBuffer {
   size_t byte_size;
 } SluiceHostBuffer;
 
+/* sluice_program_load_onnx with graph inputs taken as constants: constant_names[i] is fixed at
+ * import to constant_values[i] (a host buffer of the input's declared dtype and shape) and is no
+ * longer fed. For inputs that Sluice takes as attributes (a Reshape's shape, a Reduce's axes,
+ * Clip's bounds): without a value such an input is refused with a message naming it and
+ * "constant_inputs". The values are copied before this returns. */
+SLUICE_C_EXPORT SluiceStatus* sluice_program_load_onnx_with_constants(
+    const char* path, const char* dim_sizes, const char* const* constant_names,
+    const SluiceHostBuffer* constant_values, size_t num_constants, SluiceProgram** out);
+
 /* Runs `program` once and waits: feed variable feed_names[i] from feeds[i], then fetch
  * `fetch_names` into *out (NULL: discard them), owned by the caller. Errors, before
  * anything runs: an unknown feed or fetch name, a missing feed, a wrong dtype, shape or

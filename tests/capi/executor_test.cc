@@ -351,5 +351,56 @@ TEST_F(ExecutorTest, RunsAnOnnxModel) {
   EXPECT_EQ(unsized, nullptr);
 }
 
+// tests/data/onnx/reshape.onnx: y = reshape(x, shape), the shape a graph input that Sluice
+// takes as an attribute. Without a value the load names the input and constant_inputs; with
+// shape given as a constant it loads, runs without that feed, and reshapes [2, 3] to [3, 2].
+TEST_F(ExecutorTest, LoadsAnOnnxModelWithConstantInputs) {
+  const std::string model = std::string(SLUICE_SOURCE_DIR) + "/tests/data/onnx/reshape.onnx";
+  SluiceProgram* raw = nullptr;
+  SluiceStatus* status = sluice_program_load_onnx(model.c_str(), nullptr, &raw);
+  if (status != nullptr && sluice_status_code(status) == SLUICE_UNIMPLEMENTED) {
+    sluice_status_release(status);
+    GTEST_SKIP() << "built without ONNX";
+  }
+  EXPECT_TRUE(IsError(status, SLUICE_INVALID_ARGUMENT, "constant_inputs"));
+  EXPECT_EQ(raw, nullptr);
+  const int64_t shape_value[2] = {3, 2};
+  const int64_t shape_dims[1] = {2};
+  const char* constant_names[1] = {"shape"};
+  const SluiceHostBuffer constants[1] = {
+      {SLUICE_I64, shape_dims, 1, shape_value, sizeof shape_value}};
+  ASSERT_TRUE(IsOk(sluice_program_load_onnx_with_constants(model.c_str(), nullptr, constant_names,
+                                                           constants, 1, &raw)));
+  ProgramPtr program(raw);
+  ExecutorPtr executor = NewExecutor();
+  const float x[6] = {1, 2, 3, 4, 5, 6};
+  const int64_t x_shape[2] = {2, 3};
+  const char* feed_names[1] = {"x"};
+  const SluiceHostBuffer feeds[1] = {{SLUICE_F32, x_shape, 2, x, sizeof x}};
+  const char* fetch_names[1] = {"y"};
+  SluiceRunResult* raw_result = nullptr;
+  ASSERT_TRUE(IsOk(sluice_executor_run(executor.get(), program.get(), feed_names, feeds, 1,
+                                       fetch_names, 1, &raw_result)));
+  RunResultPtr result(raw_result);
+  const int64_t* dims = nullptr;
+  size_t rank = 0;
+  const void* data = nullptr;
+  size_t bytes = 0;
+  ASSERT_TRUE(IsOk(sluice_run_result_fetch(result.get(), 0, nullptr, &dims, &rank, &data, &bytes)));
+  ASSERT_EQ(rank, 2u);
+  EXPECT_EQ(dims[0], 3);
+  EXPECT_EQ(dims[1], 2);
+  ASSERT_EQ(bytes, sizeof x);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(static_cast<const float*>(data)[i], x[i]) << i;
+  // A constant of the wrong dtype is refused naming the input.
+  const double wrong[2] = {3, 2};
+  const SluiceHostBuffer wrong_constants[1] = {{SLUICE_F64, shape_dims, 1, wrong, sizeof wrong}};
+  SluiceProgram* refused = nullptr;
+  EXPECT_TRUE(IsError(sluice_program_load_onnx_with_constants(
+                          model.c_str(), nullptr, constant_names, wrong_constants, 1, &refused),
+                      SLUICE_INVALID_ARGUMENT, "shape"));
+  EXPECT_EQ(refused, nullptr);
+}
+
 }  // namespace
 }  // namespace sluice::capi_testing::executor_test

@@ -71,6 +71,17 @@ def control_flow():
     save(graph, "loop.onnx")
 
 
+def reshape_input():
+    # reshape.onnx: y = reshape(x, shape) with the shape a graph input, which Sluice takes as
+    # an attribute: loaded with the shape given as a constant input.
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], "reshape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])])
+    save(graph, "reshape.onnx")
+
+
 def save(graph, name):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
                               producer_name="make_models.py")
@@ -82,3 +93,4 @@ def save(graph, name):
 if __name__ == "__main__":
     add_relu()
     control_flow()
+    reshape_input()
