@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench/ops/kernel_bench.h"
 #include "benchmark/benchmark.h"
 #include "core/status.h"
 #include "ep/runtime.h"
@@ -24,40 +25,9 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-// A runtime with only the cpu device, its intra-op pool `threads` wide, a VM, the standard ops.
-struct ConvBench {
-  explicit ConvBench(int threads) {
-    ep::RuntimeOptions runtime_options;
-    runtime_options.num_sim_devices = 0;
-    runtime_options.enable_cuda = false;
-    runtime_options.cpu.intra_op_threads = threads;
-    runtime = ep::Runtime::Create(runtime_options).value();
-    vm = vm::VirtualMachine::Create(runtime.get()).value();
-    SLUICE_CHECK(RegisterStandardOps(&registry).ok());
-    builder = std::make_unique<vm::InstructionsBuilder>(vm.get());
-    cpu = vm->GetStream("cpu").value();
-  }
-  vm::BlobRef Filled(const Shape& shape, double value) {
-    auto blob = vm->NewBlob(cpu, DataType::kF32, shape).value();
-    SLUICE_CHECK(
-        builder->Call(*Kernel("fill_constant"), {}, {blob}, vm::AttrMap().Set("value", value), cpu)
-            .ok());
-    return blob;
-  }
-  const vm::OpKernel* Kernel(const char* op) {
-    return registry.FindKernel(op, DeviceType::kCpu, DataType::kF32).value();
-  }
-
-  std::unique_ptr<ep::Runtime> runtime;
-  std::unique_ptr<vm::VirtualMachine> vm;
-  OpRegistry registry;
-  std::unique_ptr<vm::InstructionsBuilder> builder;
-  vm::Stream* cpu = nullptr;
-};
-
 void BM_Kernel_Conv2d(benchmark::State& state) {
   const bool second = state.range(0) == 1;
-  ConvBench b(static_cast<int>(state.range(1)));
+  KernelBench b(static_cast<int>(state.range(1)));
   const int64_t c = second ? 8 : 1, m = second ? 16 : 8, size = second ? 14 : 28;
   auto x = b.Filled(Shape({16, c, size, size}), 0.5);
   auto w = b.Filled(Shape({m, c, 3, 3}), 0.25);
@@ -78,7 +48,7 @@ BENCHMARK(BM_Kernel_Conv2d)->ArgsProduct({{0, 1}, {0, 1}})->UseRealTime();
 
 void BM_Kernel_MaxPool2d(benchmark::State& state) {
   const bool second = state.range(0) == 1;
-  ConvBench b(static_cast<int>(state.range(1)));
+  KernelBench b(static_cast<int>(state.range(1)));
   const int64_t c = second ? 16 : 8, size = second ? 14 : 28;
   auto x = b.Filled(Shape({16, c, size, size}), 0.5);
   auto out = b.vm->NewBlob(b.cpu, DataType::kF32, Shape({16, c, size / 2, size / 2})).value();

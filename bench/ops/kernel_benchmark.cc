@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench/ops/kernel_bench.h"
 #include "benchmark/benchmark.h"
 #include "core/status.h"
 #include "ep/runtime.h"
@@ -23,37 +24,6 @@
 
 namespace sluice::ops::kernel_benchmark {
 namespace {
-
-// A runtime with only the cpu device, its intra-op pool `threads` wide, a VM, the standard ops.
-struct KernelBench {
-  explicit KernelBench(int threads) {
-    ep::RuntimeOptions runtime_options;
-    runtime_options.num_sim_devices = 0;
-    runtime_options.enable_cuda = false;
-    runtime_options.cpu.intra_op_threads = threads;
-    runtime = ep::Runtime::Create(runtime_options).value();
-    vm = vm::VirtualMachine::Create(runtime.get()).value();
-    SLUICE_CHECK(RegisterStandardOps(&registry).ok());
-    builder = std::make_unique<vm::InstructionsBuilder>(vm.get());
-    cpu = vm->GetStream("cpu").value();
-  }
-  vm::BlobRef Filled(const Shape& shape, double value) {
-    auto blob = vm->NewBlob(cpu, DataType::kF32, shape).value();
-    const vm::OpKernel* fill =
-        registry.FindKernel("fill_constant", DeviceType::kCpu, DataType::kF32).value();
-    SLUICE_CHECK(builder->Call(*fill, {}, {blob}, vm::AttrMap().Set("value", value), cpu).ok());
-    return blob;
-  }
-  const vm::OpKernel* Kernel(const char* op) {
-    return registry.FindKernel(op, DeviceType::kCpu, DataType::kF32).value();
-  }
-
-  std::unique_ptr<ep::Runtime> runtime;
-  std::unique_ptr<vm::VirtualMachine> vm;
-  OpRegistry registry;
-  std::unique_ptr<vm::InstructionsBuilder> builder;
-  vm::Stream* cpu = nullptr;
-};
 
 void BM_Kernel_AddLarge(benchmark::State& state) {
   const int64_t n = state.range(0);
