@@ -22,6 +22,7 @@
 #include "ops/cpu/elementwise_loops.h"
 #include "ops/cpu/host_kernel.h"
 #include "ops/internal/op_families.h"
+#include "ops/internal/operand_checks.h"
 
 namespace sluice::ops::internal {
 namespace {
@@ -130,13 +131,7 @@ class BoolBinaryKernel final : public HostKernel {
     const HostTensor& x = a.inputs[0];
     const HostTensor& y = a.inputs[1];
     const HostTensor& out = a.outputs[0];
-    absl::StatusOr<Shape> shape = BroadcastShapes(*x.shape, *y.shape);
-    if (!shape.ok()) return Error(shape.status().message());
-    if (*shape != *out.shape) {
-      return Error(absl::StrCat(out.Describe("output", 0), " must have shape ", shape->ToString(),
-                                ", the broadcast of ", x.Describe("input", 0), " and ",
-                                y.Describe("input", 1)));
-    }
+    SLUICE_RETURN_IF_ERROR(CheckBroadcastOutput(name(), a, out).status());
     if (out.size == 0) return HostWork(nullptr);
     const Stored<T>* xs = x.as<const Stored<T>>();
     const Stored<T>* ys = y.as<const Stored<T>>();

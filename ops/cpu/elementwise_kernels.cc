@@ -81,16 +81,8 @@ class ElementwiseKernel : public HostKernel {
   // The broadcast of inputs 0 and 1 must be `out`'s shape (output 0, or OutGrad: input 2).
   absl::StatusOr<BroadcastPlan> Plan(const HostArgs& a, const HostTensor& out,
                                      absl::string_view out_role, int out_index) const {
-    const HostTensor& x = a.inputs[0];
-    const HostTensor& y = a.inputs[1];
-    absl::StatusOr<Shape> shape = BroadcastShapes(*x.shape, *y.shape);
-    if (!shape.ok()) return Error(shape.status().message());
-    if (*shape != *out.shape) {
-      return Error(absl::StrCat(out.Describe(out_role, out_index), " must have shape ",
-                                shape->ToString(), ", the broadcast of ", x.Describe("input", 0),
-                                " and ", y.Describe("input", 1)));
-    }
-    return elementwise::MakeBroadcastPlan(*x.shape, *y.shape, *out.shape);
+    SLUICE_RETURN_IF_ERROR(CheckBroadcastOutput(name(), a, out, out_role, out_index).status());
+    return elementwise::MakeBroadcastPlan(*a.inputs[0].shape, *a.inputs[1].shape, *out.shape);
   }
 };
 

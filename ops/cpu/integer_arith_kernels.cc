@@ -126,15 +126,9 @@ class IntegerBinaryKernel final : public HostKernel {
     const HostTensor& x = a.inputs[0];
     const HostTensor& y = a.inputs[1];
     const HostTensor& out = a.outputs[0];
-    absl::StatusOr<Shape> shape = BroadcastShapes(*x.shape, *y.shape);
-    if (!shape.ok()) return Error(shape.status().message());
-    if (*shape != *out.shape) {
-      return Error(absl::StrCat(out.Describe("output", 0), " must have shape ", shape->ToString(),
-                                ", the broadcast of ", x.Describe("input", 0), " and ",
-                                y.Describe("input", 1)));
-    }
+    SLUICE_ASSIGN_OR_RETURN(const Shape shape, CheckBroadcastOutput(name(), a, out));
     if (out.size == 0) return HostWork(nullptr);
-    elementwise::BroadcastPlan plan = elementwise::MakeBroadcastPlan(*x.shape, *y.shape, *shape);
+    elementwise::BroadcastPlan plan = elementwise::MakeBroadcastPlan(*x.shape, *y.shape, shape);
     return HostWork([op = std::string(name()), y_name = y.Describe("input", 1),
                      plan = std::move(plan), xp = x.as<const T>(), yp = y.as<const T>(),
                      y_size = y.size, outp = out.as<T>()]() -> absl::Status {

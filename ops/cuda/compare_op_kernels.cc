@@ -16,6 +16,7 @@
 #include "ops/cuda/cuda_kernel.h"
 #include "ops/cuda/cuda_launch.h"
 #include "ops/internal/op_families.h"
+#include "ops/internal/operand_checks.h"
 
 namespace sluice::ops::internal {
 namespace {
@@ -30,13 +31,7 @@ absl::StatusOr<gpu::IndexPlan> BroadcastPlan(absl::string_view op, const CudaArg
   const HostTensor& x = a.inputs[0];
   const HostTensor& y = a.inputs[1];
   const Shape& shape = *a.outputs[0].shape;
-  absl::StatusOr<Shape> broadcast = BroadcastShapes(*x.shape, *y.shape);
-  if (!broadcast.ok()) return OpError(op, broadcast.status().message());
-  if (*broadcast != shape) {
-    return OpError(op, absl::StrCat(a.outputs[0].Describe("output", 0), " must have shape ",
-                                    broadcast->ToString(), ", the broadcast of ",
-                                    x.Describe("input", 0), " and ", y.Describe("input", 1)));
-  }
+  SLUICE_RETURN_IF_ERROR(CheckBroadcastOutput(op, a, a.outputs[0]).status());
   const Shape::Dims sx = BroadcastStrides(*x.shape, shape);
   const Shape::Dims sy = BroadcastStrides(*y.shape, shape);
   std::vector<PlanDim> dims(shape.rank());

@@ -31,16 +31,7 @@ absl::Status CheckOperands(absl::string_view op, const CudaArgs& a, int inputs, 
 // The broadcast of inputs 0 and 1 must be `out`'s shape (output 0, or OutGrad: input 2).
 absl::Status CheckBroadcast(absl::string_view op, const CudaArgs& a, const HostTensor& out,
                             absl::string_view out_role, int out_index) {
-  const HostTensor& x = a.inputs[0];
-  const HostTensor& y = a.inputs[1];
-  absl::StatusOr<Shape> shape = BroadcastShapes(*x.shape, *y.shape);
-  if (!shape.ok()) return OpError(op, shape.status().message());
-  if (*shape != *out.shape) {
-    return OpError(op, absl::StrCat(out.Describe(out_role, out_index), " must have shape ",
-                                    shape->ToString(), ", the broadcast of ",
-                                    x.Describe("input", 0), " and ", y.Describe("input", 1)));
-  }
-  return absl::OkStatus();
+  return CheckBroadcastOutput(op, a, out, out_role, out_index).status();
 }
 
 class BinaryKernel final : public CudaKernel {

@@ -32,18 +32,12 @@ absl::Status RunBinary(absl::string_view op, gpu::IntegerBinaryOp fn, const Cuda
   const HostTensor& x = a.inputs[0];
   const HostTensor& y = a.inputs[1];
   const HostTensor& out = a.outputs[0];
-  absl::StatusOr<Shape> shape = BroadcastShapes(*x.shape, *y.shape);
-  if (!shape.ok()) return OpError(op, shape.status().message());
-  if (*shape != *out.shape) {
-    return OpError(op, absl::StrCat(out.Describe("output", 0), " must have shape ",
-                                    shape->ToString(), ", the broadcast of ",
-                                    x.Describe("input", 0), " and ", y.Describe("input", 1)));
-  }
+  SLUICE_ASSIGN_OR_RETURN(const Shape shape, CheckBroadcastOutput(op, a, out));
   if (out.size == 0) return absl::OkStatus();
-  const Shape::Dims sx = BroadcastStrides(*x.shape, *shape);
-  const Shape::Dims sy = BroadcastStrides(*y.shape, *shape);
-  std::vector<PlanDim> dims(shape->rank());
-  for (int d = 0; d < shape->rank(); ++d) dims[d] = {shape->dim(d), false, {sx[d], sy[d], 0}};
+  const Shape::Dims sx = BroadcastStrides(*x.shape, shape);
+  const Shape::Dims sy = BroadcastStrides(*y.shape, shape);
+  std::vector<PlanDim> dims(shape.rank());
+  for (int d = 0; d < shape.rank(); ++d) dims[d] = {shape.dim(d), false, {sx[d], sy[d], 0}};
   SLUICE_ASSIGN_OR_RETURN(const gpu::IndexPlan plan, MakeIndexPlan(op, dims, 2));
   if (fn != gpu::IntegerBinaryOp::kDiv) {
     return CudaStatus(op, gpu::LaunchIntegerBinary<T>(fn, plan, x.as<const T>(), y.as<const T>(),

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/data_type.h"
+#include "core/shape.h"
 #include "core/status.h"
 #include "ops/cpu/host_kernel.h"
 #include "ops/internal/op_families.h"
@@ -45,6 +46,25 @@ absl::Status CheckOperands(absl::string_view op, const Args& a, int min_in, int 
                                     DataTypeName(DataTypeOf<T>())));
   }
   return absl::OkStatus();
+}
+
+// The broadcast of inputs 0 and 1 (NumPy's rules), which `out` (the `out_index`-th
+// `out_role`: output 0, or a grad op's OutGrad) must have; refused naming both inputs.
+template <typename Args>
+absl::StatusOr<Shape> CheckBroadcastOutput(absl::string_view op, const Args& a,
+                                           const HostTensor& out,
+                                           absl::string_view out_role = "output",
+                                           int out_index = 0) {
+  const HostTensor& x = a.inputs[0];
+  const HostTensor& y = a.inputs[1];
+  absl::StatusOr<Shape> shape = BroadcastShapes(*x.shape, *y.shape);
+  if (!shape.ok()) return OpError(op, shape.status().message());
+  if (*shape != *out.shape) {
+    return OpError(op, absl::StrCat(out.Describe(out_role, out_index), " must have shape ",
+                                    shape->ToString(), ", the broadcast of ",
+                                    x.Describe("input", 0), " and ", y.Describe("input", 1)));
+  }
+  return shape;
 }
 
 // `t` (the `index`-th `role`, "input" or "output") has dtype and shape `want`.
