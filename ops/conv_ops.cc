@@ -41,12 +41,6 @@ namespace conv_schema {
 
 using Metas = std::vector<std::vector<TensorMeta>>;
 
-template <typename V>
-absl::StatusOr<V> InOp(const InferContext& ctx, absl::StatusOr<V> value) {
-  if (!value.ok()) return ctx.Error(value.status().message());
-  return value;
-}
-
 absl::Status RequireMeta(const InferContext& ctx, absl::string_view name, const TensorMeta& have,
                          const TensorMeta& want, absl::string_view why) {
   if (have == want) return absl::OkStatus();

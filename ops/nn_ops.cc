@@ -48,13 +48,6 @@ namespace {
 using Metas = std::vector<std::vector<TensorMeta>>;
 using nn::Describe;
 
-// A shape rule's error as the op's error ("op 'matmul': ...").
-template <typename V>
-absl::StatusOr<V> InOp(const InferContext& ctx, absl::StatusOr<V> value) {
-  if (!value.ok()) return ctx.Error(value.status().message());
-  return value;
-}
-
 absl::Status RequireMeta(const InferContext& ctx, absl::string_view name, const TensorMeta& have,
                          const TensorMeta& want, absl::string_view why) {
   if (have == want) return absl::OkStatus();

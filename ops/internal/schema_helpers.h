@@ -29,6 +29,13 @@ std::string MetaText(const TensorMeta& m);
 // InvalidArgument unless `meta` has a floating dtype (f32/f64).
 absl::Status RequireFloat(const InferContext& ctx, const TensorMeta& meta, absl::string_view what);
 
+// `value`, or its error as the op's (a shape rule's error, "op 'matmul': ...").
+template <typename V>
+absl::StatusOr<V> InOp(const InferContext& ctx, absl::StatusOr<V> value) {
+  if (!value.ok()) return ctx.Error(value.status().message());
+  return value;
+}
+
 // A one-output result.
 inline std::vector<std::vector<TensorMeta>> Single(TensorMeta meta) { return {{std::move(meta)}}; }
 
