@@ -15,6 +15,7 @@
 #include "ops/op_dispatcher.h"
 #include "ops/op_registry.h"
 #include "ops/standard_ops.h"
+#include "tests/ops/cuda/cuda_op_fixture.h"
 #include "tests/ops/op_test_util.h"
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
@@ -49,58 +50,11 @@ void ExpectSameValues(const std::vector<double>& got, const std::vector<double>&
   }
 }
 
-class ClipCudaTest : public ::testing::Test {
+class ClipCudaTest : public testing::CudaOpFixture {
  protected:
-  void SetUp() override {
-    if (ep::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-    ep::RuntimeOptions runtime_options;
-    runtime_options.num_sim_devices = 0;
-    runtime_options.enable_cuda = true;
-    runtime_ = ep::Runtime::Create(runtime_options).value();
-    vm_ = vm::VirtualMachine::Create(runtime_.get(), vm::VmOptions()).value();
-    ASSERT_TRUE(RegisterStandardOps(&registry_).ok());
-    builder_ = std::make_unique<vm::InstructionsBuilder>(vm_.get());
-    dispatcher_ = std::make_unique<OpDispatcher>(&registry_, vm_.get(), builder_.get());
-  }
-  void TearDown() override {
-    if (vm_ != nullptr) {
-      const absl::Status synced = vm_->Sync();
-      EXPECT_TRUE(synced.ok()) << synced;
-    }
-    dispatcher_.reset();
-    builder_.reset();
-    vm_.reset();
-  }
-
   vm::BlobRef Upload(DataType dtype, const std::vector<double>& values, Device device) {
-    vm::Stream* stream = vm_->GetStream(StreamKey{kCpu}).value();
-    vm::BlobRef blob =
-        vm_->NewBlob(stream, dtype, Shape({static_cast<int64_t>(values.size())})).value();
-    std::vector<uint8_t> bytes(blob->bytes());
-    for (size_t i = 0; i < values.size(); ++i) OpsHarness::Store(dtype, bytes.data(), i, values[i]);
-    const absl::Status written = builder_->WriteBlob(blob, bytes);
-    EXPECT_TRUE(written.ok()) << written;
-    if (device == kCpu) return blob;
-    absl::StatusOr<SlotBlobs> moved = dispatcher_->Call(
-        "memcpy_h2d", {{blob}}, vm::AttrMap().Set("device", std::string("cuda:0")));
-    EXPECT_TRUE(moved.ok()) << moved.status();
-    return moved.ok() ? (*moved)[0][0] : nullptr;
-  }
-  std::vector<double> Download(vm::BlobRef blob) {
-    if (blob->device().type() == DeviceType::kCuda) {
-      absl::StatusOr<SlotBlobs> back = dispatcher_->Call("memcpy_d2h", {{blob}}, {});
-      EXPECT_TRUE(back.ok()) << back.status();
-      if (!back.ok()) return {};
-      blob = (*back)[0][0];
-    }
-    absl::StatusOr<std::vector<uint8_t>> bytes = builder_->ReadBlob(blob);
-    EXPECT_TRUE(bytes.ok()) << bytes.status();
-    if (!bytes.ok()) return {};
-    std::vector<double> values(blob->bytes() / SizeOf(blob->dtype()));
-    for (size_t i = 0; i < values.size(); ++i) {
-      values[i] = OpsHarness::Load(blob->dtype(), bytes->data(), i);
-    }
-    return values;
+    return CudaOpFixture::Upload(dtype, Shape({static_cast<int64_t>(values.size())}), values,
+                                 device);
   }
   // Output 0 of `op` on `device`, downloaded.
   std::vector<double> Run(Device device, const char* op, DataType dtype,
@@ -115,12 +69,6 @@ class ClipCudaTest : public ::testing::Test {
     EXPECT_EQ((*out)[0][0]->device(), device);
     return Download((*out)[0][0]);
   }
-
-  std::unique_ptr<ep::Runtime> runtime_;
-  std::unique_ptr<vm::VirtualMachine> vm_;
-  OpRegistry registry_;
-  std::unique_ptr<vm::InstructionsBuilder> builder_;
-  std::unique_ptr<OpDispatcher> dispatcher_;
 };
 
 TEST_F(ClipCudaTest, NanInfinitiesAndBounds) {

@@ -17,6 +17,7 @@
 #include "ops/op_dispatcher.h"
 #include "ops/op_registry.h"
 #include "ops/standard_ops.h"
+#include "tests/ops/cuda/cuda_op_fixture.h"
 #include "tests/ops/op_test_util.h"
 #include "vm/instructions_builder.h"
 #include "vm/virtual_machine.h"
@@ -37,59 +38,10 @@ struct In {
   std::vector<double> values;
 };
 
-class ConvCudaTest : public ::testing::Test {
+class ConvCudaTest : public testing::CudaOpFixture {
  protected:
-  void SetUp() override {
-    if (ep::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-    ep::RuntimeOptions runtime_options;
-    runtime_options.num_sim_devices = 0;
-    runtime_options.enable_cuda = true;
-    runtime_ = ep::Runtime::Create(runtime_options).value();
-    vm_ = vm::VirtualMachine::Create(runtime_.get(), vm::VmOptions()).value();
-    ASSERT_TRUE(RegisterStandardOps(&registry_).ok());
-    builder_ = std::make_unique<vm::InstructionsBuilder>(vm_.get());
-    dispatcher_ = std::make_unique<OpDispatcher>(&registry_, vm_.get(), builder_.get());
-  }
-  void TearDown() override {
-    if (vm_ != nullptr) {
-      const absl::Status synced = vm_->Sync();
-      EXPECT_TRUE(synced.ok()) << synced;
-    }
-    dispatcher_.reset();
-    builder_.reset();
-    vm_.reset();
-  }
-
   vm::BlobRef Upload(DataType dtype, const In& in, Device device) {
-    vm::Stream* stream = vm_->GetStream(StreamKey{kCpu}).value();
-    vm::BlobRef blob = vm_->NewBlob(stream, dtype, in.shape).value();
-    std::vector<uint8_t> bytes(blob->bytes());
-    for (size_t i = 0; i < in.values.size(); ++i) {
-      OpsHarness::Store(dtype, bytes.data(), i, in.values[i]);
-    }
-    const absl::Status written = builder_->WriteBlob(blob, bytes);
-    EXPECT_TRUE(written.ok()) << written;
-    if (device == kCpu) return blob;
-    absl::StatusOr<SlotBlobs> moved = dispatcher_->Call(
-        "memcpy_h2d", {{blob}}, vm::AttrMap().Set("device", std::string("cuda:0")));
-    EXPECT_TRUE(moved.ok()) << moved.status();
-    return moved.ok() ? (*moved)[0][0] : nullptr;
-  }
-  std::vector<double> Download(vm::BlobRef blob) {
-    if (blob->device().type() == DeviceType::kCuda) {
-      absl::StatusOr<SlotBlobs> back = dispatcher_->Call("memcpy_d2h", {{blob}}, {});
-      EXPECT_TRUE(back.ok()) << back.status();
-      if (!back.ok()) return {};
-      blob = (*back)[0][0];
-    }
-    absl::StatusOr<std::vector<uint8_t>> bytes = builder_->ReadBlob(blob);
-    EXPECT_TRUE(bytes.ok()) << bytes.status();
-    if (!bytes.ok()) return {};
-    std::vector<double> values(blob->bytes() / SizeOf(blob->dtype()));
-    for (size_t i = 0; i < values.size(); ++i) {
-      values[i] = OpsHarness::Load(blob->dtype(), bytes->data(), i);
-    }
-    return values;
+    return CudaOpFixture::Upload(dtype, in.shape, in.values, device);
   }
   // Every output of `op` on `device`, downloaded.
   std::vector<std::vector<double>> Run(Device device, const char* op, DataType dtype,
@@ -126,12 +78,6 @@ class ConvCudaTest : public ::testing::Test {
       }
     }
   }
-
-  std::unique_ptr<ep::Runtime> runtime_;
-  std::unique_ptr<vm::VirtualMachine> vm_;
-  OpRegistry registry_;
-  std::unique_ptr<vm::InstructionsBuilder> builder_;
-  std::unique_ptr<OpDispatcher> dispatcher_;
 };
 
 In Random(const Shape& shape, uint64_t seed) {
